@@ -1,0 +1,28 @@
+# Two commands: `make demo` (the main job on embedded defaults) and `make test`.
+# Each sets itself up (scripts/setup.sh): venv, CPU torch, system packages as root.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: setup demo test bench image ui clean
+
+setup:
+	@bash scripts/setup.sh
+
+image: setup
+	@$(VENV)/bin/touchstone sandbox build-image
+
+demo: setup
+	@bash scripts/demo.sh
+
+test: setup
+	@bash scripts/test.sh
+
+bench: setup
+	@$(PY) -m benchmarks.run
+
+ui: setup
+	@DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/.touchstone/dagster_home} $(VENV)/bin/dagster dev -w workspace.yaml
+
+clean:
+	rm -rf .touchstone build *.egg-info

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs the whole test suite. With TOUCHSTONE_REQUIRE_DOCKER=1 (CI), tests that
+# need Docker fail instead of skipping, so the image is built first.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH"
+if docker info >/dev/null 2>&1; then
+  touchstone sandbox build-image || { echo "test: building the sandbox image failed" >&2; exit 1; }
+fi
+touchstone sandbox rootfs >/dev/null || { echo "test: preparing the bwrap root filesystem failed" >&2; exit 1; }
+python -m pytest -q -ra "$@"
+rc=$?
+if [ $rc -eq 5 ]; then
+  echo "test: pytest collected no tests: that is a failure" >&2
+  exit 1
+fi
+exit $rc
