@@ -1,0 +1,1 @@
+"""Agent runtime: tools, policies, the episode loop, batch rollouts, trajectory records."""
