@@ -1,0 +1,229 @@
+"""Harness-controlled test runs and the parsing of their per-test results.
+
+The command line, configuration, environment and plugin are all the
+harness's: `-c` points at a harness-owned ini, `-o addopts=` empties any
+injected options, plugin autoload and the cache provider are off, the
+environment is built from nothing (`env -i`), `confcutdir` is the workspace
+root, and the interpreter runs with `-s` (no user site). Results come from two
+channels the harness opened before collection — the plugin's JSONL stream and
+pytest's JUnit XML — never from stdout or the exit code. Every required test
+must have been collected and *passed* in both; missing, skipped, xfailed,
+xpassed and errored all count as failures.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RESULTS_FILE = "results.jsonl"
+JUNIT_FILE = "junit.xml"
+MAX_REPORT_BYTES = 20 * 1024 * 1024
+
+
+@dataclass
+class TestRunSpec:
+    """Where things are inside the grading sandbox, and how to order/seed."""
+
+    test_files: list[str]
+    plugin_module: str  # random name: a workspace file cannot shadow it
+    harness_dir: str  # read-only mount holding the plugin and the ini
+    out_dir: str  # writable mount outside the workspace
+    hash_seed: int = 0
+    order: str = "forward"
+
+    def command(self) -> str:
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/tmp",
+            "LANG": "C.UTF-8",
+            "PYTHONHASHSEED": str(self.hash_seed),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "PYTHONPATH": self.harness_dir,
+            "TOUCHSTONE_RESULTS": f"{self.out_dir}/{RESULTS_FILE}",
+            "TOUCHSTONE_ORDER": self.order,
+        }
+        argv = [
+            "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+            "python3", "-s", "-m", "pytest",
+            "-c", f"{self.harness_dir}/pytest.ini",
+            "--rootdir=/workspace", "--confcutdir=/workspace",
+            "-o", "addopts=", "-p", "no:cacheprovider", "-p", "no:randomly",
+            "-p", self.plugin_module,
+            f"--junitxml={self.out_dir}/{JUNIT_FILE}", "-o", "junit_family=xunit1",
+            "-q", "-rN", "--no-header", "-p", "no:warnings",
+            "--", *self.test_files,
+        ]  # fmt: skip
+        # rm first: a result file can only come from this run
+        return f"rm -f {self.out_dir}/{RESULTS_FILE} {self.out_dir}/{JUNIT_FILE}; cd /workspace && " + shlex.join(argv)
+
+
+# ----------------------------------------------------------------- expected ids
+
+
+def test_functions(path: str, source: str) -> list[str]:
+    """Node-id prefixes of the test functions in a (pristine) test file:
+    `path::test_x` and `path::TestC::test_y`. Parametrized ids extend these
+    with `[...]`. Trusted because the file is the task's, not the agent's."""
+    tree = ast.parse(source, filename=path)
+    ids = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            ids.append(f"{path}::{node.name}")
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            for sub in node.body:
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub.name.startswith("test"):
+                    ids.append(f"{path}::{node.name}::{sub.name}")
+    return ids
+
+
+def _covers(expected: str, nodeid: str) -> bool:
+    return nodeid == expected or nodeid.startswith(expected + "[")
+
+
+# ---------------------------------------------------------------------- results
+
+
+@dataclass
+class TestRunResult:
+    """Outcome of one harness test run. `status` is pass/fail/error."""
+
+    status: str
+    evidence: str
+    passed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # required id -> why
+    total: int = 0
+
+    @property
+    def fraction(self) -> float:
+        return len(self.passed) / self.total if self.total else 0.0
+
+
+def _read_stream(path: Path) -> tuple[list[str] | None, dict[str, dict], dict[str, str], bool]:
+    """collected ids, per-test phases, collection errors, finished?"""
+    collected: list[str] | None = None
+    phases: dict[str, dict] = {}
+    collect_errors: dict[str, str] = {}
+    finished = False
+    if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
+        return None, phases, collect_errors, False
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line: the phases it would add are missing anyway
+        if not isinstance(rec, dict):
+            continue
+        event = rec.get("event")
+        if event == "collected" and collected is None:
+            collected = [str(i) for i in rec.get("ids", [])]
+        elif event == "report":
+            entry = phases.setdefault(str(rec.get("nodeid")), {})
+            when = str(rec.get("when"))
+            if when in entry:  # a second report for the same phase is forged
+                entry["duplicate"] = True
+            entry[when] = rec
+        elif event == "collect_error":
+            collect_errors[str(rec.get("nodeid"))] = str(rec.get("longrepr", ""))
+        elif event == "finish":
+            finished = True
+    return collected, phases, collect_errors, finished
+
+
+def _phase_verdict(entry: dict | None) -> str | None:
+    """None when the test passed; else the reason it did not."""
+    if entry is None:
+        return "not run"
+    if entry.get("duplicate"):
+        return "duplicate result records (report tampering)"
+    for when in ("setup", "call", "teardown"):
+        rec = entry.get(when)
+        if rec is None:
+            return f"no {when} record (process ended early?)"
+        if rec.get("wasxfail"):
+            return "xfail/xpass does not count as passed"
+        if rec.get("outcome") != "passed":
+            detail = rec.get("longrepr", "").strip().splitlines()[-1:] or [""]
+            return f"{when} {rec.get('outcome')}: {detail[0][:200]}"
+    return None
+
+
+def _junit_outcomes(path: Path) -> dict[str, str] | None:
+    """name-with-class -> passed/failed/error/skipped, or None when unreadable."""
+    if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
+        return None
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError:
+        return None
+    out = {}
+    for case in root.iter("testcase"):
+        key = f"{case.get('classname', '')}::{case.get('name', '')}"
+        status = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                status = child.tag
+                break
+        if key in out and out[key] != "passed":
+            continue  # teardown errors add a second entry: keep the failure
+        out[key] = status
+    return out
+
+
+def _junit_key(nodeid: str) -> str:
+    """JUnit (xunit1) classname::name for a node id."""
+    parts = nodeid.split("::")
+    module = re.sub(r"\.py$", "", parts[0]).replace("/", ".")
+    return f"{'.'.join([module, *parts[1:-1]])}::{parts[-1]}"
+
+
+def evaluate(out_dir: Path, required: list[str] | None, expected_prefixes: list[str]) -> TestRunResult:
+    """Decide a test run from the harness's result channels.
+
+    `required`: exact node ids (task's fail_to_pass + pass_to_pass), or None =
+    every test function of the hidden test files (`expected_prefixes`, from
+    their AST) must be collected and every collected instance of it pass."""
+    collected, phases, collect_errors, finished = _read_stream(out_dir / RESULTS_FILE)
+    if collected is None:
+        return TestRunResult("fail", "no collection record from the harness plugin: "
+                             "the test process never finished collecting (crash or early exit)")
+    collected_set = set(collected)
+    if required is not None:
+        targets = list(required)
+    else:
+        targets = [c for c in collected if any(_covers(p, c) for p in expected_prefixes)]
+        for prefix in expected_prefixes:
+            if not any(_covers(prefix, c) for c in collected):
+                targets.append(prefix)  # expected but not collected: counts as failed
+    junit = _junit_outcomes(out_dir / JUNIT_FILE)
+    result = TestRunResult("pass", "", total=len(targets))
+    for nodeid in targets:
+        why = "not collected" if nodeid not in collected_set else _phase_verdict(phases.get(nodeid))
+        if why is None and junit is not None and junit.get(_junit_key(nodeid)) != "passed":
+            why = f"JUnit report says {junit.get(_junit_key(nodeid), 'missing')} (result channels disagree)"
+        if why is None:
+            result.passed.append(nodeid)
+        else:
+            result.failed[nodeid] = why
+    problems = []
+    if junit is None:
+        problems.append("no readable JUnit report (pytest did not finish)")
+    if not finished:
+        problems.append("no session-finish record (process ended early)")
+    if collect_errors:
+        problems.append(f"collection errors in {', '.join(sorted(collect_errors))[:300]}")
+    if result.failed or junit is None or not finished:
+        result.status = "fail"
+        first = list(result.failed.items())[:3]
+        parts = [f"{len(result.passed)}/{len(targets)} required tests passed"]
+        parts += [f"{k}: {v}" for k, v in first] + problems
+        result.evidence = "; ".join(parts)
+    else:
+        result.evidence = f"{len(result.passed)}/{len(targets)} required tests passed"
+    return result

@@ -1,0 +1,86 @@
+"""The audit policy: rule ids, severities and allowed contexts, loaded from
+YAML so users can extend it without touching code (audit_policy.yaml is the
+default; a user file adds rules or replaces rules with the same id)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+from touchstone.verify.report import Severity
+
+DEFAULT_POLICY = Path(__file__).with_name("audit_policy.yaml")
+
+StaticKind = Literal[
+    "reference", "import", "attribute", "module_attr_write", "eq_constant", "string", "literal_table"
+]
+Context = Literal["module", "function", "main_guard", "test_file"]
+
+
+class StaticRule(BaseModel):
+    id: str
+    description: str = ""
+    kind: StaticKind
+    names: list[str] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=list)
+    severity: Severity
+    severity_in_function: Severity | None = None
+    allow_in: list[Context] = Field(default_factory=list)
+    min_entries: int = 8
+
+
+class ActionRule(BaseModel):
+    id: str
+    description: str = ""
+    # exec: command line; read/write: path; content: text of files written
+    # during the run; protected: protected paths changed at some step.
+    ops: list[Literal["exec", "read", "write", "content", "protected"]]
+    pattern: str = ""
+    severity: Severity
+
+
+class AuditPolicy(BaseModel):
+    static: list[StaticRule] = Field(default_factory=list)
+    action: list[ActionRule] = Field(default_factory=list)
+
+    def merged(self, other: "AuditPolicy") -> "AuditPolicy":
+        """Rules of `other` replace same-id rules here and add the rest."""
+        return AuditPolicy(
+            static=_merge(self.static, other.static), action=_merge(self.action, other.action)
+        )
+
+    def without(self, rule_ids: set[str]) -> "AuditPolicy":
+        """The policy minus rules a task explicitly allows (e.g. a task that
+        asks for an `__eq__` that is constant, or an exit code)."""
+        return AuditPolicy(
+            static=[r for r in self.static if r.id not in rule_ids],
+            action=[r for r in self.action if r.id not in rule_ids],
+        )
+
+
+def _merge(base: list, extra: list) -> list:
+    ids = {r.id for r in extra}
+    return [r for r in base if r.id not in ids] + list(extra)
+
+
+class PolicyError(ValueError):
+    pass
+
+
+def _read(path: Path) -> AuditPolicy:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+        return AuditPolicy.model_validate(data)
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise PolicyError(f"audit policy {path}: {exc}") from exc
+
+
+@lru_cache(maxsize=16)
+def load_policy(extra: Path | None = None) -> AuditPolicy:
+    """The default policy, extended by `extra` when given."""
+    policy = _read(DEFAULT_POLICY)
+    return policy.merged(_read(Path(extra))) if extra else policy

@@ -1,0 +1,118 @@
+"""The verification report: the one record the verifier hands to later stages.
+
+One `VerificationReport` per trajectory. Every check yields a `CheckResult`
+(pass / fail / error / skipped, with evidence); every audit rule that fires
+yields an `AuditFinding`. The verdict is derived from those, never set by hand,
+so a report cannot claim `accept` while carrying a failed check.
+Format: docs/formats/report.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+VERIFIER_VERSION = "touchstone-verify/1"
+
+CheckStatus = Literal["pass", "fail", "error", "skipped"]
+Verdict = Literal["accept", "reject", "inconclusive"]
+Severity = Literal["reject", "flag"]
+
+# The checks a full verification runs, in the order it runs them.
+CHECK_NAMES = (
+    "replay",
+    "diff_match",
+    "protected_paths",
+    "compile",
+    "static_audit",
+    "action_audit",
+    "tests",
+    "determinism",
+    "oracle",
+)
+
+
+class CheckResult(BaseModel):
+    name: str
+    status: CheckStatus
+    evidence: str = ""
+
+
+class AuditFinding(BaseModel):
+    """One audit rule that fired. `step` is the tool-call index (action audit)
+    or None for findings about the final diff (static audit)."""
+
+    rule: str
+    severity: Severity
+    step: int | None = None
+    evidence: str = ""
+    path: str | None = None
+    line: int | None = None
+
+
+class ProgressPoint(BaseModel):
+    """Share of required hidden tests passing after a state-changing step."""
+
+    turn: int
+    step: int
+    tool: str
+    passed: int
+    total: int
+    fraction: float = Field(ge=0.0, le=1.0)
+
+
+class VerificationReport(BaseModel):
+    report_id: str = ""
+    trajectory_id: str
+    task_id: str
+    task_hash: str
+    verdict: Verdict = "inconclusive"
+    reasons: list[str] = Field(default_factory=list)
+    checks: list[CheckResult] = Field(default_factory=list)
+    findings: list[AuditFinding] = Field(default_factory=list)
+    progress: list[ProgressPoint] | None = None
+    verifier_version: str = VERIFIER_VERSION
+    duration_s: float = 0.0
+
+    @model_validator(mode="after")
+    def _derive(self) -> "VerificationReport":
+        self.verdict, self.reasons = derive_verdict(self.checks)
+        if not self.report_id:
+            self.report_id = self.content_id()
+        return self
+
+    def content_id(self) -> str:
+        """Stable id: same trajectory, task, checks and verifier → same id."""
+        payload = json.dumps(
+            {
+                "trajectory_id": self.trajectory_id,
+                "task_hash": self.task_hash,
+                "checks": [c.model_dump() for c in self.checks],
+                "verifier_version": self.verifier_version,
+            },
+            sort_keys=True,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def check(self, name: str) -> CheckResult | None:
+        return next((c for c in self.checks if c.name == name), None)
+
+    def failed_checks(self) -> list[str]:
+        return [c.name for c in self.checks if c.status == "fail"]
+
+
+def derive_verdict(checks: list[CheckResult]) -> tuple[Verdict, list[str]]:
+    """Any failed check rejects. Otherwise an errored check (infrastructure,
+    harness timeout) makes the report inconclusive. No checks at all is
+    inconclusive too: absence of evidence is not acceptance."""
+    failed = [c for c in checks if c.status == "fail"]
+    if failed:
+        return "reject", [f"{c.name}: {c.evidence}".strip() for c in failed]
+    errored = [c for c in checks if c.status == "error"]
+    if errored or not checks:
+        reasons = [f"{c.name}: {c.evidence}".strip() for c in errored] or ["no checks ran"]
+        return "inconclusive", reasons
+    return "accept", []
