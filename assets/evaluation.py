@@ -1,0 +1,93 @@
+"""round_evaluation: the round's checkpoint on the held-out tasks, k attempts
+each, graded by the same independent verifier; figures for this and earlier
+rounds side by side, as a plot and a Markdown report."""
+
+import dagster as dg
+import polars as pl
+
+from assets._publish import publishing
+from orchestration.lineage import latest_metadata
+from orchestration.partitions import round_index, rounds_partitions
+from orchestration.resources import (
+    EvalConfig, PolicyResource, SandboxResource, StorageResource, VerifierResource,
+)
+
+
+@dg.asset(
+    partitions_def=rounds_partitions,
+    group_name="round",
+    deps=["checkpoint", "heldout_tasks"],
+    kinds={"python"},
+    pool="sandbox",
+)
+def round_evaluation(
+    context: dg.AssetExecutionContext,
+    config: EvalConfig,
+    storage: StorageResource,
+    sandbox: SandboxResource,
+    policy: PolicyResource,
+    verifier: VerifierResource,
+) -> dg.MaterializeResult:
+    """pass@1 / pass@k (bootstrap 95%), hack-attempt rate, turns, tokens, exit reasons."""
+    from touchstone.agent.rollout import solve
+    from touchstone.evaluate import RoundMetrics, attempts_table, markdown_report, plot_rounds, round_metrics
+    from touchstone.tasks import load_task_set
+
+    store = storage.store()
+    round_key = context.partition_key
+    found = latest_metadata(context.instance, dg.AssetKey("checkpoint"), round_key)
+    if found is None:
+        raise dg.Failure(f"round {round_key} has no checkpoint to evaluate: materialize it first")
+    ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
+    heldout_dir = store.local_dir("heldout_tasks")
+    earlier = _earlier_rounds(store, round_key, RoundMetrics)
+    with publishing(context, storage) as out:
+        solve(load_task_set(heldout_dir), f"hf:{ckpt_path}", attempts=config.attempts,
+              workers=sandbox.workers, out=out / "rollouts", sampling=policy.sampling(),
+              backend=sandbox.backend)
+        verifier.verify_round(heldout_dir, out / "rollouts", out / "verification", sandbox)
+        attempts = attempts_table(
+            pl.read_parquet(out / "rollouts" / "trajectories.parquet"),
+            pl.read_parquet(out / "verification" / "reports.parquet"),
+        )
+        attempts.write_parquet(out / "attempts.parquet")
+        metrics = round_metrics(attempts, round_key=round_key, checkpoint_hash=ckpt_hash,
+                                k=config.attempts, resamples=config.bootstrap)
+        pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")
+        rounds = [*earlier, metrics]
+        plot_rounds(rounds, out / "rounds.png")
+        report = markdown_report(rounds, plot_file="rounds.png")
+        (out / "report.md").write_text(report)
+    done = store.asset_dir("round_evaluation", round_key)
+    return dg.MaterializeResult(
+        metadata={
+            "pass_at_1": dg.MetadataValue.float(metrics.pass_at_1.value),
+            f"pass_at_{config.attempts}": dg.MetadataValue.float(metrics.pass_at_k.value),
+            "hack_attempt_rate": dg.MetadataValue.float(metrics.hack_attempt_rate),
+            "mean_turns": dg.MetadataValue.float(metrics.mean_turns),
+            "report": dg.MetadataValue.md(report.replace("(rounds.png)", f"({done / 'rounds.png'})")),
+            "plot": dg.MetadataValue.md(_inline_png(done / "rounds.png")),
+            "plot_path": dg.MetadataValue.path(str(done / "rounds.png")),
+            "report_path": dg.MetadataValue.path(str(done / "report.md")),
+            "checkpoint_hash": dg.MetadataValue.text(ckpt_hash),
+        }
+    )
+
+
+def _earlier_rounds(store, round_key: str, model) -> list:
+    """Metrics of rounds before this one that have been evaluated, oldest first."""
+    this = round_index(round_key)
+    found = []
+    for path in store.root.glob("rounds/*/round_evaluation/metrics.parquet"):
+        key = path.parent.parent.name
+        if round_index(key) < this:
+            found.append(model.from_flat(pl.read_parquet(str(path)).row(0, named=True)))
+    return sorted(found, key=lambda m: round_index(m.round))
+
+
+def _inline_png(path) -> str:
+    """The plot as a data URI, so the UI shows it without serving files."""
+    import base64
+
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f"![evaluation plot](data:image/png;base64,{data})"

@@ -1,0 +1,35 @@
+"""training_data: SFT / RL / preference datasets built only from trajectories
+the verifier accepted, each row carrying its lineage."""
+
+import dagster as dg
+
+from assets._publish import publishing, table_metadata
+from orchestration.partitions import rounds_partitions
+from orchestration.resources import StorageResource
+
+
+@dg.asset(
+    partitions_def=rounds_partitions,
+    group_name="round",
+    deps=["verification_reports", "raw_trajectories"],
+    kinds={"polars"},
+)
+def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+    """sft/rl/dpo/kto Parquet files with lineage columns back to task, trajectory and report."""
+    from touchstone.data.build import build_datasets
+
+    store = storage.store()
+    round_key = context.partition_key
+    with publishing(context, storage) as out:
+        build_datasets(
+            reports=store.local_dir("verification_reports", round_key) / "reports.parquet",
+            trajectories=store.local_dir("raw_trajectories", round_key) / "trajectories.parquet",
+            out=out,
+            round_key=round_key,
+        )
+    done = store.asset_dir("training_data", round_key)
+    metadata: dict[str, dg.MetadataValue] = {}
+    for name in ("sft", "rl", "dpo", "kto"):
+        if (done / f"{name}.parquet").exists():
+            metadata |= table_metadata(done / f"{name}.parquet")
+    return dg.MaterializeResult(metadata=metadata)

@@ -1,0 +1,69 @@
+"""raw_trajectories: the round's policy (and, on the CPU default, the teacher)
+attempts every proposed task in the sandbox."""
+
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from assets._publish import publishing, table_metadata
+from orchestration.lineage import lineage_metadata, starting_checkpoint
+from orchestration.partitions import round_index, rounds_partitions
+from orchestration.resources import PolicyResource, RolloutConfig, SandboxResource, StorageResource
+
+
+def round_policies(policy: PolicyResource, round_key: str, checkpoint_path: str, attempts: int) -> dict[str, int]:
+    """Policy spec -> attempts per task. `auto`: the teacher in round 0, then the
+    previous checkpoint plus `teacher_attempts` teacher attempts per task."""
+    if policy.spec != "auto":
+        return {policy.spec: attempts}
+    if round_index(round_key) == 0:
+        return {"teacher": attempts}
+    specs = {f"hf:{checkpoint_path}": attempts}
+    if policy.teacher_attempts:
+        specs["teacher"] = policy.teacher_attempts
+    return specs
+
+
+def merge_tables(parts: list[Path], out: Path) -> None:
+    """Concatenate the per-policy trajectories/steps tables into `out`."""
+    for name in ("trajectories.parquet", "steps.parquet"):
+        frames = [pl.read_parquet(p / name) for p in parts if (p / name).exists()]
+        pl.concat(frames, how="diagonal_relaxed").write_parquet(out / name)
+
+
+@dg.asset(
+    partitions_def=rounds_partitions,
+    group_name="round",
+    deps=["proposed_tasks", "base_model"],
+    kinds={"python"},
+    pool="sandbox",
+)
+def raw_trajectories(
+    context: dg.AssetExecutionContext,
+    config: RolloutConfig,
+    storage: StorageResource,
+    sandbox: SandboxResource,
+    policy: PolicyResource,
+) -> dg.MaterializeResult:
+    """Trajectories of this round: round N runs round N-1's checkpoint (round 0: teacher)."""
+    from touchstone.agent.rollout import solve
+    from touchstone.tasks import load_task_set
+
+    store = storage.store()
+    start = starting_checkpoint(context.instance, context.partition_key)
+    tasks = load_task_set(store.local_dir("proposed_tasks", context.partition_key))
+    with publishing(context, storage) as out:
+        parts = []
+        specs = round_policies(policy, context.partition_key, start.path, config.attempts)
+        for spec, attempts in specs.items():
+            part = out / spec.split(":")[0]
+            context.log.info(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts")
+            solve(tasks, spec, attempts=attempts, workers=sandbox.workers, out=part,
+                  sampling=policy.sampling(), backend=sandbox.backend)
+            parts.append(part)
+        merge_tables(parts, out)
+    done = store.asset_dir("raw_trajectories", context.partition_key)
+    return dg.MaterializeResult(
+        metadata={**table_metadata(done / "trajectories.parquet"), **lineage_metadata(start)}
+    )

@@ -1,0 +1,24 @@
+"""The Dagster code location: `dagster dev -w workspace.yaml` or
+`dagster asset materialize -m orchestration.definitions --select ... --partition r000`."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets import checkpoint, evaluation, sources, tasks, trajectories, training_data, verification
+from orchestration.checks import round_checks
+from orchestration.jobs import round_job, sources_job
+from orchestration.resources import default_resources
+from orchestration.schedules import nightly_round
+from orchestration.sensors import continuous_rounds
+
+ASSET_MODULES = [sources, tasks, trajectories, verification, training_data, checkpoint, evaluation]
+
+defs = dg.Definitions(
+    assets=dg.load_assets_from_modules(ASSET_MODULES),
+    asset_checks=round_checks,
+    jobs=[sources_job, round_job],
+    schedules=[nightly_round],
+    sensors=[continuous_rounds],
+    resources=default_resources(),
+)

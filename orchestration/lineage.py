@@ -1,0 +1,69 @@
+"""Which checkpoint a round starts from, found from materialization records.
+
+Dynamic partitions cannot declare a dependency on their own previous partition,
+so round N looks up the latest materialization of `checkpoint` for round N-1
+(round 0: `base_model`) and records what it found in its own metadata.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+import dagster as dg
+
+from orchestration.partitions import previous_round
+
+BASE_MODEL = dg.AssetKey("base_model")
+CHECKPOINT = dg.AssetKey("checkpoint")
+
+
+class CheckpointRef(BaseModel):
+    """A checkpoint and where it came from."""
+
+    path: str
+    checkpoint_hash: str
+    round: str | None  # None: the base model
+    run_id: str
+
+
+def latest_metadata(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None = None
+) -> tuple[dict, str] | None:
+    """Metadata (raw values) and run id of the latest materialization, or None."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None),
+        limit=1,
+    ).records
+    if not records:
+        return None
+    event = records[0].event_log_entry
+    materialization = event.asset_materialization
+    return {k: v.value for k, v in materialization.metadata.items()}, event.run_id
+
+
+def starting_checkpoint(instance: dg.DagsterInstance, round_key: str) -> CheckpointRef:
+    """Round N's starting weights: round N-1's checkpoint, or the base model for round 0."""
+    prev = previous_round(round_key)
+    key, partition = (CHECKPOINT, prev) if prev else (BASE_MODEL, None)
+    found = latest_metadata(instance, key, partition)
+    if found is None:
+        what = f"the checkpoint of round {prev}" if prev else "base_model"
+        raise dg.Failure(
+            f"round {round_key} starts from {what}, which has not been materialized: materialize it first"
+        )
+    metadata, run_id = found
+    return CheckpointRef(
+        path=str(metadata["path"]),
+        checkpoint_hash=str(metadata["checkpoint_hash"]),
+        round=prev,
+        run_id=run_id,
+    )
+
+
+def lineage_metadata(ref: CheckpointRef) -> dict[str, dg.MetadataValue]:
+    return {
+        "parent_round": dg.MetadataValue.text(ref.round or "base"),
+        "parent_checkpoint": dg.MetadataValue.path(ref.path),
+        "parent_checkpoint_hash": dg.MetadataValue.text(ref.checkpoint_hash),
+        "parent_run": dg.MetadataValue.dagster_run(ref.run_id),
+    }

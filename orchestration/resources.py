@@ -1,0 +1,141 @@
+"""Resources: where data goes and how each stage runs.
+
+Defaults run a whole round on a laptop CPU (bwrap or Docker sandbox, the
+teacher policy in round 0, the default tiny model, a few SFT steps). Cluster
+settings are documented on each field and in docs/ROUNDS.md, e.g.
+
+    resources:
+      policy:   {config: {spec: "openai:http://vllm:8000/v1#my-model", teacher_attempts: 0}}
+      sandbox:  {config: {backend: docker, workers: 32}}
+      trainer:  {config: {max_steps: 2000, accelerate_config: trl/accelerate_configs/zero3.yaml}}
+      storage:  {config: {root: "s3://bucket/touchstone"}}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from orchestration.storage import RoundStore
+from touchstone import paths
+
+
+class StorageResource(dg.ConfigurableResource):
+    """Parquet per asset and round plus a DuckDB file of views across rounds."""
+
+    root: str = Field(
+        default="",
+        description="Data root: a local path or an object-store URL (s3://..., gs://...). "
+        "Empty: TOUCHSTONE_HOME (default ./.touchstone).",
+    )
+
+    def store(self) -> RoundStore:
+        return RoundStore(self.root or paths.home())
+
+
+class SandboxResource(dg.ConfigurableResource):
+    """Isolation for rollouts, validation and verification."""
+
+    backend: str = Field(default="auto", description="auto | bwrap | docker (cluster: docker).")
+    workers: int = Field(default=2, description="Parallel sandboxes per step (laptop: cores; cluster: 32+).")
+
+
+class PolicyResource(dg.ConfigurableResource):
+    """Which policy produces the round's trajectories, and how it samples."""
+
+    spec: str = Field(
+        default="auto",
+        description="auto: the teacher in round 0, then hf:<previous round's checkpoint>. "
+        "Or an explicit spec: teacher | hf:PATH | openai:URL#MODEL (cluster: a vLLM server "
+        "serving the previous checkpoint).",
+    )
+    teacher_attempts: int = Field(
+        default=1,
+        description="Extra teacher attempts per task in rounds >= 1, so a tiny CPU model "
+        "still yields verified data. Set 0 on a cluster.",
+    )
+    max_turns: int = Field(default=8, description="Turn limit per episode.")
+    temperature: float = Field(default=0.7, description="Sampling temperature.")
+    max_new_tokens: int = Field(default=256, description="Tokens per assistant turn.")
+
+    def sampling(self) -> dict:
+        return {
+            "max_turns": self.max_turns,
+            "temperature": self.temperature,
+            "max_new_tokens": self.max_new_tokens,
+        }
+
+
+class VerifierResource(dg.ConfigurableResource):
+    """The independent verifier: replay, grade and audit each trajectory."""
+
+    replays: int = Field(default=2, description="Fresh-sandbox replays per trajectory (flakiness).")
+    canaries: int = Field(default=4, description="Labeled hacked/honest canaries verified per round.")
+
+    def verify_round(self, tasks_dir: Path, trajectories_dir: Path, out: Path, sandbox: SandboxResource) -> Path:
+        """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet."""
+        from touchstone.verify import verify_batch
+
+        return verify_batch(tasks_dir, trajectories_dir, workers=sandbox.workers, out=out,
+                            replays=self.replays, backend=sandbox.backend)
+
+    def verify_canaries(self, out: Path, sandbox: SandboxResource, seed: str) -> Path:
+        """Verify a sample of the labeled corpus: OUT/canaries.parquet (label, expected, verdict)."""
+        from touchstone.verify.canaries import verify_canaries
+
+        return verify_canaries(out / "canaries.parquet", n=self.canaries, seed=seed,
+                               replays=self.replays, backend=sandbox.backend)
+
+
+class TrainerResource(dg.ConfigurableResource):
+    """How a round's checkpoint is trained from its verified data."""
+
+    method: str = Field(default="sft", description="sft | rl | dpo | kto.")
+    base_checkpoint: str = Field(
+        default="", description="Start from this checkpoint directory instead of the default tiny model."
+    )
+    max_steps: int = Field(default=10, description="Optimizer steps per round (laptop: 10).")
+    learning_rate: float = Field(default=5e-4, description="Peak learning rate.")
+    accelerate_config: str = Field(
+        default="",
+        description="Cluster: an accelerate config (e.g. TRL's DeepSpeed ZeRO-3) to launch "
+        "training with `accelerate launch`; empty trains in-process.",
+    )
+
+    def train(self, *, data_dir: Path, start: str, out: Path, round_key: str):
+        """Train from checkpoint `start` on `data_dir`'s datasets into `out`; returns the manifest."""
+        from training.train import train
+
+        return train(self.method, data_dir=data_dir, base=start, out=out, round_key=round_key,
+                     max_steps=self.max_steps, learning_rate=self.learning_rate,
+                     accelerate_config=self.accelerate_config or None)
+
+
+class ProposeConfig(dg.Config):
+    n_tasks: int = Field(default=6, description="Validated tasks to propose this round.")
+    proposer: str = Field(default="mutation", description="mutation | problems | llm.")
+
+
+class HeldoutConfig(dg.Config):
+    n_tasks: int = Field(default=4, description="Held-out tasks (never trained on).")
+
+
+class RolloutConfig(dg.Config):
+    attempts: int = Field(default=2, description="Attempts per task with the round's policy.")
+
+
+class EvalConfig(dg.Config):
+    attempts: int = Field(default=2, description="k: attempts per held-out task (pass@1 and pass@k).")
+    bootstrap: int = Field(default=1000, description="Bootstrap resamples for the confidence interval.")
+
+
+def default_resources() -> dict[str, dg.ConfigurableResource]:
+    return {
+        "storage": StorageResource(),
+        "sandbox": SandboxResource(),
+        "policy": PolicyResource(),
+        "verifier": VerifierResource(),
+        "trainer": TrainerResource(),
+    }

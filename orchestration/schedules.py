@@ -1,0 +1,30 @@
+"""Start the next round at night: register its partition key, then request its run.
+
+Dynamic partitions cannot use `build_schedule_from_partitioned_job`, so the
+schedule adds the key itself. Off by default; turn it on in the UI."""
+
+import dagster as dg
+
+from orchestration.jobs import round_job
+from orchestration.partitions import register_round, registered_rounds
+from orchestration.lineage import latest_metadata
+
+
+def next_round_request(instance: dg.DagsterInstance) -> dg.RunRequest | dg.SkipReason:
+    """A run for a new round, unless the latest round has not been evaluated yet."""
+    keys = registered_rounds(instance)
+    if keys and latest_metadata(instance, dg.AssetKey("round_evaluation"), keys[-1]) is None:
+        return dg.SkipReason(f"round {keys[-1]} has not finished (no round_evaluation yet)")
+    key = register_round(instance)
+    # run_key: a tick that is retried does not start the same round twice
+    return dg.RunRequest(run_key=key, partition_key=key)
+
+
+@dg.schedule(
+    job=round_job,
+    cron_schedule="0 2 * * *",
+    default_status=dg.DefaultScheduleStatus.STOPPED,
+    description="Nightly: register the next round key and run the round.",
+)
+def nightly_round(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+    return next_round_request(context.instance)

@@ -1,0 +1,174 @@
+"""Where asset data lives: one directory of Parquet files (or a checkpoint) per
+asset and round under a root that may be a local path or an object-store URL
+(UPath), plus a DuckDB file with one view per table across all rounds.
+
+Layout: ROOT/rounds/<round>/<asset>/... for partitioned assets, ROOT/<asset>/...
+for the others. Writers fill a private staging directory and `publish` swaps it
+into place, so a killed run leaves the last good data untouched and a rerun
+replaces a partition's files instead of appending to them (no duplicates).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+from upath import UPath
+
+# DuckDB view name -> (asset, file name inside the asset's directory)
+TABLES: dict[str, tuple[str, str]] = {
+    "tasks": ("proposed_tasks", "index.parquet"),
+    "task_rejections": ("proposed_tasks", "rejections.parquet"),
+    "trajectories": ("raw_trajectories", "trajectories.parquet"),
+    "steps": ("raw_trajectories", "steps.parquet"),
+    "reports": ("verification_reports", "reports.parquet"),
+    "checks": ("verification_reports", "checks.parquet"),
+    "canary_reports": ("verification_reports", "canaries.parquet"),
+    "sft": ("training_data", "sft.parquet"),
+    "rl": ("training_data", "rl.parquet"),
+    "dpo": ("training_data", "dpo.parquet"),
+    "kto": ("training_data", "kto.parquet"),
+    "checkpoints": ("checkpoint", "checkpoint.json"),
+    "evaluation": ("round_evaluation", "metrics.parquet"),
+    "eval_attempts": ("round_evaluation", "attempts.parquet"),
+}
+
+_STAGING = ".staging"
+
+
+class RoundStore:
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = UPath(root)
+
+    @property
+    def is_local(self) -> bool:
+        return self.root.protocol in ("", "file", "local")
+
+    def asset_dir(self, asset: str, round_key: str | None = None) -> UPath:
+        return self.root / "rounds" / round_key / asset if round_key else self.root / asset
+
+    def local_dir(self, asset: str, round_key: str | None = None) -> Path:
+        """A local directory holding the asset's files (downloaded for remote roots)."""
+        src = self.asset_dir(asset, round_key)
+        if not src.exists():
+            where = f"round {round_key}" if round_key else "this store"
+            raise FileNotFoundError(f"{asset} has no data for {where} at {src}: materialize it first")
+        if self.is_local:
+            return Path(src.path)
+        dest = Path(tempfile.mkdtemp(prefix=f"touchstone-{asset}-"))
+        _copy_tree(src, UPath(dest))
+        return dest
+
+    @contextmanager
+    def publish(self, asset: str, round_key: str | None = None) -> Iterator[Path]:
+        """Yield an empty local directory; on success it replaces the asset's data."""
+        dest = self.asset_dir(asset, round_key)
+        if self.is_local:
+            staging_root = Path(dest.parent.path) / _STAGING
+            staging_root.mkdir(parents=True, exist_ok=True)
+            _remove_dead_staging(staging_root, asset)
+            staging = staging_root / f"{asset}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            staging.mkdir()
+        else:
+            staging = Path(tempfile.mkdtemp(prefix=f"touchstone-{asset}-"))
+        try:
+            yield staging
+            if self.is_local:
+                _swap_into_place(staging, Path(dest.path))
+            else:
+                if dest.exists():
+                    dest.rmdir(recursive=True)
+                _copy_tree(UPath(staging), dest)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    # --- DuckDB ---------------------------------------------------------------
+
+    @property
+    def db_path(self) -> Path:
+        """The DuckDB file; always local (DuckDB needs a file it can lock)."""
+        if self.is_local:
+            return Path(self.root.path) / "touchstone.duckdb"
+        return Path(tempfile.gettempdir()) / "touchstone.duckdb"
+
+    def refresh_views(self) -> list[str]:
+        """(Re)create one view per table that has at least one file; returns their names."""
+        created = []
+        with _connect(self.db_path) as con:
+            for view, (asset, filename) in TABLES.items():
+                pattern = str(self.root / "rounds" / "*" / asset / filename)
+                if not any(self.root.glob(f"rounds/*/{asset}/{filename}")):
+                    con.execute(f"DROP VIEW IF EXISTS {view}")
+                    continue
+                reader = "read_json_auto" if filename.endswith(".json") else "read_parquet"
+                source = f"{reader}('{pattern}', union_by_name=true, filename=true)"
+                columns = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+                round_col = "" if "round" in columns else (
+                    "regexp_extract(filename, '/rounds/([^/]+)/', 1) AS round, "
+                )
+                con.execute(
+                    f"CREATE OR REPLACE VIEW {view} AS SELECT {round_col}* EXCLUDE (filename) FROM {source}"
+                )
+                created.append(view)
+        return created
+
+
+@contextmanager
+def _connect(path: Path, attempts: int = 20) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the DuckDB file, waiting while another process holds its lock."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(attempts):
+        try:
+            con = duckdb.connect(str(path))
+            break
+        except duckdb.IOException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _swap_into_place(staging: Path, dest: Path) -> None:
+    # Two renames on one filesystem: the old data disappears only after the new
+    # data is complete, and readers never see a half-written directory.
+    old = staging.parent / f"{staging.name}-old"
+    if dest.exists():
+        dest.rename(old)
+    staging.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _remove_dead_staging(staging_root: Path, asset: str) -> None:
+    """Drop staging directories left by killed writers (their pid is gone)."""
+    for entry in staging_root.glob(f"{asset}-*"):
+        pid = entry.name[len(asset) + 1 :].split("-")[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _copy_tree(src: UPath, dest: UPath) -> None:
+    for path in src.rglob("*"):
+        if path.is_file():
+            target = dest / path.relative_to(src).as_posix()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())

@@ -1,0 +1,49 @@
+"""The code location loads: in-process, and through the `dagster` CLI with workspace.yaml."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from orchestration.definitions import defs
+
+ROOT = Path(__file__).resolve().parents[2]
+STAGES = ["seed_sources", "base_model", "heldout_tasks", "proposed_tasks", "raw_trajectories",
+          "verification_reports", "training_data", "checkpoint", "round_evaluation"]
+
+
+def test_every_stage_is_an_asset_in_order():
+    graph = defs.resolve_asset_graph()
+    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(STAGES)
+    chain = STAGES[3:]
+    for upstream, downstream in zip(chain, chain[1:]):
+        assert dg.AssetKey(upstream) in graph.get(dg.AssetKey(downstream)).parent_keys
+
+
+def test_round_assets_are_partitioned_by_round_and_checks_block():
+    graph = defs.resolve_asset_graph()
+    for name in STAGES[3:]:
+        partitions = graph.get(dg.AssetKey(name)).partitions_def
+        assert isinstance(partitions, dg.DynamicPartitionsDefinition) and partitions.name == "rounds"
+    checks = {key.name: graph.get_check_spec(key) for key in graph.asset_check_keys}
+    assert set(checks) == {"canaries_caught", "only_accepted_trajectories", "no_heldout_tasks", "schema_and_rows"}
+    assert all(spec.blocking for spec in checks.values())
+
+
+def test_schedule_and_sensor_are_off_by_default():
+    schedule = defs.resolve_schedule_def("nightly_round")
+    sensor = defs.resolve_sensor_def("continuous_rounds")
+    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
+    assert sensor.default_status == dg.DefaultSensorStatus.STOPPED
+
+
+def test_dagster_cli_validates_the_workspace(tmp_path):
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("dagster")), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Validation successful" in result.stderr + result.stdout
