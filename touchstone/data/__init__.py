@@ -1,0 +1,1 @@
+"""Training data: verified datasets (SFT, RL, preference) and turn-level credit."""
