@@ -1,0 +1,114 @@
+"""Run rounds in-process against a Dagster instance, with progress output.
+
+Used by `touchstone round run` and `make demo`; the UI and
+`dagster asset materialize` run the very same assets and checks. A round is one
+run, so the blocking checks on training_data stop training within it."""
+
+import threading
+import time
+from collections.abc import Mapping
+
+import dagster as dg
+from rich.console import Console
+
+from orchestration.lineage import latest_metadata
+from orchestration.partitions import register_round
+
+ROUND_STAGES = ["proposed_tasks", "raw_trajectories", "verification_reports", "training_data",
+                "checkpoint", "round_evaluation"]
+SOURCE_STAGES = ["seed_sources", "base_model", "heldout_tasks"]
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+def _definitions():
+    # Imported here: the definitions module imports every asset module.
+    from orchestration.checks import round_checks
+    from orchestration.definitions import ASSET_MODULES
+
+    return [*dg.load_assets_from_modules(ASSET_MODULES), *round_checks]
+
+
+def materialize(
+    instance: dg.DagsterInstance,
+    selection: list[str],
+    *,
+    partition_key: str | None = None,
+    resources: Mapping[str, object] | None = None,
+    run_config: Mapping | None = None,
+    console: Console | None = None,
+) -> dg.ExecuteInProcessResult:
+    """Materialize `selection` (and the checks on it) in one run, printing each
+    stage as it lands. Failed steps and failed blocking checks do not raise: the
+    result says what happened."""
+    from orchestration.resources import default_resources
+
+    watcher = _ProgressWatcher(instance, selection, partition_key, console or Console(stderr=True))
+    watcher.start()
+    try:
+        return dg.materialize(
+            _definitions(),
+            selection=dg.AssetSelection.assets(*selection),
+            instance=instance,
+            partition_key=partition_key,
+            resources={**default_resources(), **(resources or {})},
+            run_config={**QUIET, **(run_config or {})},
+            raise_on_error=False,
+        )
+    finally:
+        watcher.stop()
+
+
+def ensure_sources(instance: dg.DagsterInstance, **kwargs) -> dg.ExecuteInProcessResult | None:
+    """Materialize the shared sources that have never been materialized."""
+    missing = [s for s in SOURCE_STAGES if latest_metadata(instance, dg.AssetKey(s)) is None]
+    return materialize(instance, missing, **kwargs) if missing else None
+
+
+def run_round(instance: dg.DagsterInstance, round_key: str | None = None, **kwargs) -> dg.ExecuteInProcessResult:
+    """Register the round (default: the next one) and materialize all its stages in one run."""
+    key = register_round(instance, round_key)
+    return materialize(instance, ROUND_STAGES, partition_key=key, **kwargs)
+
+
+def failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
+    return [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
+
+
+class _ProgressWatcher:
+    """Polls the instance for materializations of the watched stages and prints them."""
+
+    def __init__(self, instance, stages, partition_key, console: Console, interval_s: float = 1.0):
+        self.instance, self.stages, self.partition = instance, list(stages), partition_key
+        self.console, self.interval_s = console, interval_s
+        self.started = time.time()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        label = f"round {self.partition}" if self.partition else "sources"
+        self.console.print(f"[bold]{label}[/]: {', '.join(self.stages)}")
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._poll()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._poll()
+
+    def _poll(self) -> None:
+        for stage in list(self.stages):
+            records = self.instance.fetch_materializations(
+                dg.AssetRecordsFilter(
+                    asset_key=dg.AssetKey(stage),
+                    asset_partitions=[self.partition] if self.partition else None,
+                    after_timestamp=self.started,
+                ),
+                limit=1,
+            ).records
+            if records:
+                self.stages.remove(stage)
+                elapsed = records[0].timestamp - self.started
+                self.console.print(f"  [green]done[/] {stage}  (+{elapsed:.0f} s)")

@@ -1,0 +1,81 @@
+"""Evaluation figures: pass@k, bootstrap intervals, per-round metrics, plot and report."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from touchstone.evaluate import (
+    RoundMetrics, attempts_table, bootstrap_interval, markdown_report, pass_at_k, plot_rounds, round_metrics,
+)
+
+
+def test_pass_at_k_matches_the_closed_form():
+    assert pass_at_k(4, 0, 1) == 0.0
+    assert pass_at_k(4, 4, 4) == 1.0
+    assert pass_at_k(4, 1, 1) == pytest.approx(0.25)
+    assert pass_at_k(4, 1, 2) == pytest.approx(0.5)  # 1 - C(3,2)/C(4,2)
+    assert pass_at_k(5, 3, 3) == 1.0  # fewer failures than k
+    with pytest.raises(ValueError, match="1 <= k <= n"):
+        pass_at_k(2, 1, 3)
+
+
+def test_bootstrap_interval_brackets_the_mean_and_narrows_with_more_tasks():
+    rng = np.random.default_rng(1)
+    few = bootstrap_interval(rng.integers(0, 2, 10).astype(float))
+    many = bootstrap_interval(rng.integers(0, 2, 1000).astype(float))
+    for interval in (few, many):
+        assert interval.low <= interval.value <= interval.high
+    assert many.high - many.low < few.high - few.low
+
+
+def _attempts(verified: dict[str, list[bool]], findings: int = 0) -> pl.DataFrame:
+    rows = []
+    for task, outcomes in verified.items():
+        for i, ok in enumerate(outcomes):
+            rows.append({"task_id": task, "trajectory_id": f"{task}-{i}", "verified": ok, "findings": findings,
+                         "turns": 3, "tokens": None, "exit_reason": "submitted" if ok else "max_turns"})
+    return pl.DataFrame(rows, schema_overrides={"tokens": pl.Int64})
+
+
+def test_round_metrics_from_attempts():
+    metrics = round_metrics(_attempts({"a": [True, False], "b": [False, False]}, findings=1),
+                            round_key="r001", checkpoint_hash="abc", k=2)
+    assert metrics.pass_at_1.value == pytest.approx(0.25)
+    assert metrics.pass_at_k.value == pytest.approx(0.5)
+    assert metrics.hack_attempt_rate == 1.0 and metrics.hack_attempt_share == 1.0
+    assert metrics.exit_reasons == {"submitted": 1, "max_turns": 3}
+    assert metrics.mean_tokens is None
+    assert RoundMetrics.from_flat(metrics.flat()) == metrics
+
+
+def test_round_metrics_refuses_k_above_the_attempts_of_a_task():
+    with pytest.raises(ValueError, match="task b has only 1 attempts"):
+        round_metrics(_attempts({"a": [True, True], "b": [True]}), round_key="r000", checkpoint_hash=None, k=2)
+
+
+def test_attempts_table_counts_only_verifier_accepted_attempts_as_solved():
+    trajectories = pl.DataFrame({
+        "trajectory_id": ["t1", "t2"], "task_id": ["a", "a"], "n_turns": [2, 4],
+        "turns": [json.dumps([{"completion_tokens": 5}, {"completion_tokens": 7}]), json.dumps([])],
+        "exit_reason": ["submitted", "submitted"],
+    })
+    reports = pl.DataFrame({"trajectory_id": ["t1", "t2"], "verdict": ["accept", "reject"],
+                            "findings": [json.dumps([]), json.dumps([{"rule": "edits-tests"}])]})
+    table = attempts_table(trajectories, reports)
+    assert table["verified"].to_list() == [True, False]
+    assert table["findings"].to_list() == [0, 1]
+    assert table["tokens"].to_list() == [12, None]
+    with pytest.raises(ValueError, match="no verification report"):
+        attempts_table(trajectories, reports.head(1))
+
+
+def test_plot_and_report_show_every_round(tmp_path):
+    rounds = [round_metrics(_attempts({"a": [ok, False]}), round_key=key, checkpoint_hash=key * 4, k=2)
+              for key, ok in (("r000", False), ("r001", True))]
+    png = plot_rounds(rounds, tmp_path / "rounds.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = markdown_report(rounds, plot_file="rounds.png")
+    assert "| r000 |" in report and "| r001 |" in report and "![" in report
+    assert "0.50 [" in report  # r001 pass@2

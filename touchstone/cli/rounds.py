@@ -1,0 +1,115 @@
+"""`touchstone round ...` and `touchstone db`: register and run rounds on the
+Dagster instance in DAGSTER_HOME, and query the data across rounds.
+
+Dagster is imported inside the commands: the domain library never needs it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from touchstone import paths
+
+
+def _instance():
+    """The persistent instance of DAGSTER_HOME (default TOUCHSTONE_HOME/dagster_home)."""
+    import dagster as dg
+
+    if not os.environ.get("DAGSTER_HOME"):
+        home = paths.home() / "dagster_home"
+        os.environ["DAGSTER_HOME"] = str(home)
+        click.echo(f"DAGSTER_HOME is not set; using {home} (export it for the dagster CLI)", err=True)
+    home = Path(os.environ["DAGSTER_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text("# written by touchstone: a local instance (SQLite under this folder)\ntelemetry:\n  enabled: false\n")
+    return dg.DagsterInstance.get()
+
+
+@click.group("round")
+def round_() -> None:
+    """Register, list and run rounds (Dagster partitions r000, r001, ...)."""
+
+
+@round_.command("new")
+@click.option("--key", default=None, help="Round key to register (default: the next one, e.g. r003).")
+def new(key: str | None) -> None:
+    """Register the next round's partition key on the instance; prints the key."""
+    from orchestration.partitions import register_round
+
+    try:
+        click.echo(register_round(_instance(), key))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--key") from None
+
+
+@round_.command("list")
+def list_rounds() -> None:
+    """Registered rounds and which of their stages are materialized."""
+    import dagster as dg
+
+    from orchestration.lineage import latest_metadata
+    from orchestration.partitions import registered_rounds
+    from orchestration.runner import ROUND_STAGES
+
+    instance = _instance()
+    for key in registered_rounds(instance):
+        done = [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)]
+        click.echo(f"{key}  {len(done)}/{len(ROUND_STAGES)}  {' '.join(done)}")
+
+
+@round_.command("run")
+@click.option("--rounds", "n_rounds", default=1, show_default=True, help="How many new rounds to run.")
+@click.option("--key", default=None, help="Run (or rerun) this round instead of new ones.")
+def run(n_rounds: int, key: str | None) -> None:
+    """Materialize the shared sources if needed, then whole rounds, one run each."""
+    from rich.console import Console
+
+    from orchestration.runner import ensure_sources, failed_checks, run_round
+
+    console = Console(stderr=True)
+    instance = _instance()
+    result = ensure_sources(instance, console=console)
+    if result is not None and not result.success:
+        sys.exit("sources failed; see the run in the UI (dagster dev -w workspace.yaml)")
+    for _ in range(1 if key else n_rounds):
+        result = run_round(instance, key, console=console)
+        failed = failed_checks(result)
+        if failed:
+            sys.exit(f"round stopped before training: blocking checks failed: {', '.join(failed)}")
+        if not result.success:
+            sys.exit(f"round failed in run {result.run_id}; see it in the UI")
+
+
+@click.command("db")
+@click.argument("sql", required=False)
+def db(sql: str | None) -> None:
+    """Refresh the DuckDB views across rounds; run SQL, or open a SQL prompt."""
+    from orchestration.resources import StorageResource
+
+    store = StorageResource().store()
+    views = store.refresh_views()
+    import duckdb
+
+    con = duckdb.connect(str(store.db_path))
+    if sql:
+        con.sql(sql).show(max_width=200)
+        return
+    click.echo(f"{store.db_path}  views: {', '.join(views) or '(none yet)'}")
+    click.echo("SQL ending with ';' (e.g. SELECT round, count(*) FROM sft GROUP BY ALL;), Ctrl-D to quit")
+    buffer = ""
+    while True:
+        try:
+            buffer += input("... " if buffer else "touchstone> ") + "\n"
+        except EOFError:
+            return
+        if buffer.rstrip().endswith(";"):
+            try:
+                con.sql(buffer).show(max_width=200)
+            except duckdb.Error as exc:
+                click.echo(f"error: {exc}", err=True)
+            buffer = ""
