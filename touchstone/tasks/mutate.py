@@ -1,0 +1,318 @@
+"""AST-level mutation operators (SWE-smith style), shared by the mutation proposer
+(one injected bug per task) and the adequacy check (mutants of the reference's
+changed code must be killed by the hidden tests).
+
+A mutation edits the source *text* of one node only (a span splice, or deleting
+the lines of one statement), so the rest of the file keeps its formatting and
+comments; the result is re-parsed and must equal the intended AST, otherwise the
+site is skipped (operator precedence, odd layouts).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+# -- the edit an operator proposes ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace `node` (reached as parent.field[index]) with `new`, or delete the
+    statement when `new` is None."""
+
+    parent: ast.AST
+    field: str
+    index: int | None
+    node: ast.AST
+    new: ast.AST | None
+
+
+@dataclass(frozen=True)
+class Mutation:
+    operator: str
+    path: str  # file, relative to the project root
+    unit: str  # "module:Qualified.name" of the enclosing function
+    lineno: int
+    source: str  # the whole mutated file
+
+    @property
+    def key(self) -> str:
+        return f"{self.unit}:{self.operator}:{self.lineno}"
+
+
+def _children(parent: ast.AST) -> Iterator[tuple[str, int | None, ast.AST]]:
+    for field, value in ast.iter_fields(parent):
+        if isinstance(value, ast.AST):
+            yield field, None, value
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, ast.AST):
+                    yield field, i, item
+
+
+def _int(node: ast.AST) -> int | None:
+    """The value of an int literal (`3`, `-1`), else None."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if type(value) is int else None
+
+
+def _plus(node: ast.expr, delta: int) -> ast.expr:
+    value = _int(node)
+    if value is not None:
+        return ast.Constant(value + delta) if value + delta >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-(value + delta)))
+    op = ast.Add() if delta > 0 else ast.Sub()
+    return ast.BinOp(copy.deepcopy(node), op, ast.Constant(abs(delta)))
+
+
+# -- operators: each maps (parent, field, index, node) to replacement nodes ------------------
+
+_FLIP = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,
+         ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+_BOUNDARY = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+_ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.FloorDiv, ast.Div: ast.Mult,
+          ast.FloorDiv: ast.Mult, ast.Mod: ast.FloorDiv, ast.Pow: ast.Mult, ast.LShift: ast.RShift,
+          ast.RShift: ast.LShift, ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd}
+
+Site = tuple[ast.AST, str, int | None, ast.AST]  # parent, field, index, node
+Operator = Callable[[ast.AST, str, int | None, ast.AST], Iterator[ast.AST | None]]
+
+
+def _compare(table: dict) -> Operator:
+    def op(parent, field, index, node):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in table:
+            yield ast.Compare(node.left, [table[type(node.ops[0])]()], node.comparators)
+    return op
+
+
+def _off_by_one(parent, field, index, node):
+    in_range = isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "range" and field == "args"
+    in_slice = isinstance(parent, ast.Slice) and field in ("lower", "upper")
+    in_index = isinstance(parent, ast.Subscript) and field == "slice" and (
+        _int(node) is not None or isinstance(node, ast.BinOp) and _int(node.right) is not None)
+    if isinstance(node, ast.expr) and (in_range or in_slice or in_index):
+        yield _plus(node, 1 if (_int(node) or 0) >= 0 else -1)
+
+
+def _bool_op(parent, field, index, node):
+    if isinstance(node, ast.BoolOp):
+        yield ast.BoolOp(ast.Or() if isinstance(node.op, ast.And) else ast.And(), node.values)
+
+
+def _is_str(node: ast.AST) -> bool:
+    return isinstance(node, (ast.JoinedStr, ast.Constant)) and isinstance(getattr(node, "value", ""), str)
+
+
+def _arith(parent, field, index, node):
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITH and not (_is_str(node.left) or _is_str(node.right)):
+        yield ast.BinOp(node.left, _ARITH[type(node.op)](), node.right)
+    elif isinstance(node, ast.AugAssign) and type(node.op) in _ARITH:
+        yield ast.AugAssign(node.target, _ARITH[type(node.op)](), node.value)
+
+
+def _negate(parent, field, index, node):
+    if field == "test" and isinstance(parent, (ast.If, ast.While, ast.IfExp)):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            yield node.operand
+        else:
+            yield ast.UnaryOp(ast.Not(), node)
+
+
+def _removable_slot(parent, field, index) -> bool:
+    body = getattr(parent, field, None)
+    return index is not None and isinstance(body, list) and len(body) >= 2 and field in ("body", "orelse", "finalbody")
+
+
+def _remove_statement(parent, field, index, node):
+    if _removable_slot(parent, field, index) and (
+            isinstance(node, (ast.Assign, ast.AugAssign)) or isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        yield None
+
+
+def _constant(parent, field, index, node):
+    if isinstance(parent, ast.Slice) or isinstance(parent, ast.Subscript) and field == "slice":
+        return  # off_by_one's territory
+    if isinstance(node, ast.Constant) and type(node.value) is bool:
+        yield ast.Constant(not node.value)
+    elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        yield ast.Constant(node.value + 1 if node.value != 1 else 0)
+
+
+def _swap_args(parent, field, index, node):
+    if isinstance(node, ast.Call) and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args[:2]):
+        a, b = node.args[0], node.args[1]
+        if ast.dump(a) != ast.dump(b):
+            yield ast.Call(node.func, [b, a, *node.args[2:]], node.keywords)
+
+
+def _return_value(parent, field, index, node):
+    if isinstance(node, ast.Return) and node.value is not None:
+        v = node.value
+        if isinstance(v, ast.Constant) and type(v.value) is bool:
+            yield ast.Return(ast.Constant(not v.value))
+        elif not (isinstance(v, ast.Constant) and v.value is None):
+            yield ast.Return(ast.Constant(None))
+
+
+def _early_return(parent, field, index, node):
+    body = getattr(parent, field, None)
+    if (_removable_slot(parent, field, index) and isinstance(node, ast.If) and not node.orelse
+            and isinstance(node.body[-1], ast.Return) and index < len(body) - 1):
+        yield None
+
+
+OPERATORS: dict[str, Operator] = {
+    "comparison_flip": _compare(_FLIP),
+    "comparison_boundary": _compare(_BOUNDARY),
+    "off_by_one": _off_by_one,
+    "bool_op_swap": _bool_op,
+    "arith_swap": _arith,
+    "negate_condition": _negate,
+    "remove_statement": _remove_statement,
+    "change_constant": _constant,
+    "swap_arguments": _swap_args,
+    "change_return_value": _return_value,
+    "remove_early_return": _early_return,
+}
+
+
+# -- where to mutate --------------------------------------------------------------------
+
+
+def functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(qualified name, node) of top-level functions and methods of top-level classes."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node.name, node
+        elif isinstance(node, ast.ClassDef):
+            for sub in node.body:
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield f"{node.name}.{sub.name}", sub
+
+
+def _sites(func: ast.AST) -> Iterator[Site]:
+    """Every (parent, field, index, node) inside a function's body, docstring excluded."""
+    body = func.body
+    start = 1 if body and isinstance(body[0], ast.Expr) and _is_str(body[0].value) else 0
+    stack: list[Site] = [(func, "body", i, body[i]) for i in range(start, len(body))]
+    while stack:
+        site = stack.pop(0)
+        yield site
+        node = site[3]
+        if isinstance(node, (ast.JoinedStr, ast.Lambda)):
+            continue  # f-string internals have no reliable positions
+        stack.extend((node, f, i, child) for f, i, child in _children(node))
+
+
+# -- applying an edit to the text -------------------------------------------------------
+
+
+def _line_offsets(lines: list[bytes]) -> list[int]:
+    offsets, total = [0], 0
+    for line in lines:
+        total += len(line)
+        offsets.append(total)
+    return offsets
+
+
+def _splice(source: str, edit: Edit, parens: bool) -> str | None:
+    data = source.encode()
+    lines = data.splitlines(keepends=True)
+    offsets = _line_offsets(lines)
+    node = edit.node
+    start = offsets[node.lineno - 1] + node.col_offset
+    end = offsets[node.end_lineno - 1] + node.end_col_offset
+    if edit.new is None:  # delete whole lines; the statement must own them
+        before = data[offsets[node.lineno - 1]:start]
+        after = data[end:offsets[node.end_lineno]]
+        if before.strip() or after.strip() and not after.strip().startswith(b"#"):
+            return None
+        return (data[:offsets[node.lineno - 1]] + data[offsets[node.end_lineno]:]).decode()
+    text = ast.unparse(edit.new)
+    if "\n" in text and not isinstance(edit.new, ast.stmt):
+        return None
+    if parens:
+        text = f"({text})"
+    return (data[:start] + text.encode() + data[end:]).decode()
+
+
+def _expected_dump(tree: ast.Module, edit: Edit) -> str:
+    """ast.dump of the tree with the edit applied in place (then undone)."""
+    holder = getattr(edit.parent, edit.field)
+    if edit.index is None:
+        setattr(edit.parent, edit.field, edit.new)
+        try:
+            return ast.dump(tree)
+        finally:
+            setattr(edit.parent, edit.field, holder)
+    saved = list(holder)
+    if edit.new is None:
+        del holder[edit.index]
+    else:
+        holder[edit.index] = edit.new
+    try:
+        return ast.dump(tree)
+    finally:
+        holder[:] = saved
+
+
+def apply_edit(source: str, tree: ast.Module, edit: Edit) -> str | None:
+    """The mutated file text, or None when no splice reproduces the intended AST."""
+    want = _expected_dump(tree, edit)
+    for parens in (False, True):
+        text = _splice(source, edit, parens)
+        if text is None:
+            return None
+        try:
+            if ast.dump(ast.parse(text)) == want:
+                return text
+        except SyntaxError:
+            continue
+    return None
+
+
+def mutations(source: str, path: str, module: str, only: set[str] | None = None,
+              rng: random.Random | None = None) -> Iterator[Mutation]:
+    """Single-edit mutations of the functions of one file (`only`: qualified names
+    to restrict to). Sites are enumerated cheaply, shuffled by `rng` (when given),
+    and rendered lazily, so a consumer pays only for the mutations it takes."""
+    tree = ast.parse(source)
+    candidates = [
+        (qualname, name, Edit(parent, field, index, node, new))
+        for qualname, func in functions(tree) if only is None or qualname in only
+        for parent, field, index, node in _sites(func)
+        for name, op in OPERATORS.items()
+        for new in op(parent, field, index, node)
+    ]
+    if rng is not None:
+        rng.shuffle(candidates)
+    for qualname, name, edit in candidates:
+        text = apply_edit(source, tree, edit)
+        if text is not None and text != source:
+            yield Mutation(name, path, f"{module}:{qualname}", edit.node.lineno, text)
+
+
+def changed_functions(reference: str, workspace: str | None) -> set[str]:
+    """Qualified names of functions whose AST differs between two versions of a
+    file (all of them when the workspace has no such file or it does not parse)."""
+    ref = dict(functions(ast.parse(reference)))
+    try:
+        ws = dict(functions(ast.parse(workspace))) if workspace is not None else {}
+    except SyntaxError:
+        ws = {}
+    return {name for name, node in ref.items() if name not in ws or ast.dump(ws[name]) != ast.dump(node)}
+
+
+def compile_error(source: str, path: str) -> str | None:
+    """None when the file compiles, else the compiler's message."""
+    try:
+        compile(source, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None

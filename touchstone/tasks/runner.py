@@ -1,0 +1,106 @@
+"""Run a task's hidden tests on some version of its workspace, in the sandbox.
+
+Task validation grades exactly as the verifier does: the verifier's harness
+(touchstone/verify/harness: its own ini, result plugin, clean environment) and
+its result parser (`touchstone.verify.grading.evaluate`). A run tree is
+composed on the host (workspace, then overlays such as the reference or a
+mutant, then the hidden tests on top) and copied into a fresh sandbox.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from touchstone.sandbox import Limits, Mount, open_sandbox
+from touchstone.tasks.schema import Task
+from touchstone.verify import grading
+
+HARNESS = Path(grading.__file__).parent / "harness"
+_E_LINE = re.compile(r"^E\s+(.*)$")
+
+
+@dataclass
+class HiddenRun:
+    passed: list[str]
+    failed: dict[str, str]  # node id -> why (the assertion message when there is one)
+    wall_s: float
+    timed_out: bool
+    evidence: str
+    collected: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.timed_out and bool(self.passed)
+
+
+def hidden_test_files(hidden_dir: Path) -> list[str]:
+    """Test files of a hidden_tests/ tree (conftest/__init__ are support files)."""
+    return sorted(p.relative_to(hidden_dir).as_posix() for p in hidden_dir.rglob("*.py")
+                  if p.name.startswith("test_") or p.name.endswith("_test.py"))
+
+
+def compose(dest: Path, workspace: Path, overlays: dict[str, bytes | str] | None, hidden: Path) -> Path:
+    """dest = workspace + overlays (relative path -> content) + hidden tests on top."""
+    shutil.copytree(workspace, dest, symlinks=True)
+    for rel, data in (overlays or {}).items():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data.encode() if isinstance(data, str) else data)
+    shutil.copytree(hidden, dest, dirs_exist_ok=True)
+    return dest
+
+
+def reference_overlay(task: Task) -> dict[str, bytes]:
+    ref = task.reference_dir
+    if ref is None:
+        return {}
+    return {p.relative_to(ref).as_posix(): p.read_bytes() for p in sorted(ref.rglob("*")) if p.is_file()}
+
+
+def _messages(out_dir: Path, failed: dict[str, str]) -> dict[str, str]:
+    """Replace the parser's one-line reasons by the `E ...` lines of the failure,
+    which say what behaviour was wrong (used for mutation task statements)."""
+    _, phases, _, _ = grading._read_stream(out_dir / grading.RESULTS_FILE)
+    out = dict(failed)
+    for nodeid in failed:
+        for rec in (phases.get(nodeid) or {}).values():
+            if isinstance(rec, dict) and rec.get("outcome") == "failed":
+                lines = [m.group(1) for line in str(rec.get("longrepr", "")).splitlines() if (m := _E_LINE.match(line))]
+                if lines:
+                    out[nodeid] = "\n".join(lines[:6])
+                    break
+    return out
+
+
+def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, required: list[str] | None,
+              hash_seed: int = 0, order: str = "forward", timeout: float | None = None,
+              backend: str = "auto") -> HiddenRun:
+    """One harness run of the task's hidden tests on workspace + overlays.
+    `required`: node ids that must pass, or None = every hidden test function."""
+    timeout = timeout or task.timeout_s
+    files = hidden_test_files(task.hidden_tests_dir)
+    prefixes = [pid for f in files for pid in grading.test_functions(f, (task.hidden_tests_dir / f).read_text())]
+    with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp:
+        tmp_path = Path(tmp)
+        tree = compose(tmp_path / "tree", task.workspace_dir, overlays, task.hidden_tests_dir)
+        harness, out = tmp_path / "harness", tmp_path / "out"
+        harness.mkdir()
+        out.mkdir(mode=0o777)
+        out.chmod(0o777)  # the sandbox user (uid 1000) writes the result stream here
+        module = f"ts_{uuid.uuid4().hex[:12]}"  # random name: nothing in the workspace can shadow it
+        shutil.copyfile(HARNESS / "pytest_plugin.py", harness / f"{module}.py")
+        shutil.copyfile(HARNESS / "pytest.ini", harness / "pytest.ini")
+        spec = grading.TestRunSpec(test_files=files, plugin_module=module, harness_dir="/mnt/harness",
+                                   out_dir="/mnt/out", hash_seed=hash_seed, order=order)
+        mounts = [Mount(host=harness, target="/mnt/harness"), Mount(host=out, target="/mnt/out", read_only=False)]
+        with open_sandbox(tree, backend=backend, limits=Limits(timeout_s=timeout), mounts=mounts) as sb:
+            result = sb.exec(spec.command(), timeout=timeout)
+        graded = grading.evaluate(out, required, prefixes)
+        collected, _, _, _ = grading._read_stream(out / grading.RESULTS_FILE)
+        return HiddenRun(passed=graded.passed, failed=_messages(out, graded.failed), wall_s=result.wall_s,
+                       timed_out=result.timed_out, evidence=graded.evidence, collected=collected or [])

@@ -1,0 +1,1 @@
+"""Shipped seed projects (pinned sdists + seeds.json); read by touchstone.tasks.seeding."""
