@@ -5,8 +5,10 @@ operations and an observation. The agent loop and the verifier's replay both
 call it, so the observation text must be a pure function of the sandbox state
 and the call: no timestamps, durations or random ids go into `content`.
 Bad calls (unknown tool, malformed JSON, missing or extra arguments, paths that
-leave the workspace) become error observations (`ok=False`), never exceptions;
-only a failure of the sandbox itself (`SandboxError`) propagates.
+leave the workspace, missing files) become error observations (`ok=False`),
+never exceptions; only a failure of the sandbox itself (`SandboxError` from
+`exec`) propagates. `SandboxError` from the file operations names a bad path
+(missing file, a symlink, a directory) and becomes an observation.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import json
 import posixpath
 from typing import Any, NamedTuple
+
+from touchstone.sandbox.errors import SandboxError
 
 DEFAULT_MAX_OUTPUT = 8000  # characters of observation kept per call
 DEFAULT_TIMEOUT_S = 60.0  # wall-clock limit of one bash call
@@ -145,8 +149,8 @@ def _read_text(sandbox: Any, path: str) -> str:
         raise _ToolError(f"file {path!r} does not exist") from None
     except IsADirectoryError:
         raise _ToolError(f"{path!r} is a directory") from None
-    except (PermissionError, ValueError, OSError) as exc:
-        raise _ToolError(f"cannot read {path!r}: {exc}") from None
+    except (SandboxError, ValueError, OSError) as exc:
+        raise _ToolError(str(exc) if isinstance(exc, SandboxError) else f"cannot read {path!r}: {exc}") from None
     if isinstance(data, str):
         return data
     try:
@@ -158,8 +162,8 @@ def _read_text(sandbox: Any, path: str) -> str:
 def _write_text(sandbox: Any, path: str, content: str) -> None:
     try:
         sandbox.write_file(path, content)
-    except (PermissionError, IsADirectoryError, ValueError, OSError) as exc:
-        raise _ToolError(f"cannot write {path!r}: {exc}") from None
+    except (SandboxError, ValueError, OSError) as exc:
+        raise _ToolError(str(exc) if isinstance(exc, SandboxError) else f"cannot write {path!r}: {exc}") from None
 
 
 def _bash(sandbox: Any, command: str, timeout: float) -> tuple[str, int]:

@@ -1,0 +1,85 @@
+"""Policies: what chooses the next assistant message.
+
+A policy is named by a spec string used everywhere (CLI, Dagster config):
+`teacher`, `hf:PATH`, `openai:BASE_URL#MODEL`; sampling parameters travel
+separately (`Sampling`). `make_policy(spec, sampling)` builds one.
+
+A `Policy` is shared by concurrent episodes; `policy.episode(seed)` returns an
+`Episode` holding the per-attempt state, whose `act(messages, tools)` returns
+the next assistant turn. An `act` that fails raises `PolicyError` (the loop
+records exit reason `policy_error`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from typing import Any
+
+from pydantic import BaseModel
+
+from touchstone.agent.trajectory import Sampling
+
+
+class PolicyError(RuntimeError):
+    """The policy could not produce a turn (server down, generation failure, ...)."""
+
+
+class PolicyTurn(BaseModel):
+    """One assistant turn. `message` is an OpenAI assistant message
+    (`role`, `content`, optional `tool_calls` with JSON-string arguments)."""
+
+    message: dict[str, Any]
+    prompt_ids: list[int] | None = None
+    completion_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+
+
+class Episode(ABC):
+    @abstractmethod
+    def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyTurn:
+        """The next assistant turn given the conversation so far."""
+
+
+class Policy(ABC):
+    spec: str
+    checkpoint_hash: str | None = None  # content hash of the weights, when there are any
+
+    def __init__(self, spec: str, sampling: Sampling):
+        self.spec = spec
+        self.sampling = sampling
+
+    @abstractmethod
+    def episode(self, seed: int, max_turns: int) -> Episode:
+        """Fresh per-attempt state; `seed` makes sampling reproducible;
+        `max_turns` is the episode's turn budget (a policy may plan with it)."""
+
+    def close(self) -> None:
+        """Release resources (models, clients)."""
+
+
+# spec scheme -> "module:class"
+_SCHEMES = {
+    "teacher": "touchstone.agent.policies.teacher:TeacherPolicy",
+    "hf": "touchstone.agent.policies.hf:HFPolicy",
+    "openai": "touchstone.agent.policies.openai:OpenAIPolicy",
+}
+
+
+def make_policy(spec: str, sampling: Sampling | None = None) -> Policy:
+    """Build the policy named by `spec`. Raises ValueError naming a bad spec."""
+    scheme, _, rest = spec.partition(":")
+    if scheme not in _SCHEMES:
+        raise ValueError(
+            f"unknown policy spec {spec!r}: expected 'teacher', 'hf:PATH' or 'openai:BASE_URL#MODEL'"
+        )
+    if scheme == "teacher" and rest:
+        raise ValueError(f"policy spec {spec!r}: 'teacher' takes no argument")
+    if scheme != "teacher" and not rest:
+        raise ValueError(f"policy spec {spec!r}: {scheme}: needs an argument after ':'")
+    module_name, cls_name = _SCHEMES[scheme].split(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)  # lazy: teacher never imports torch
+    return cls(spec, sampling or Sampling())
