@@ -16,6 +16,8 @@ from orchestration.resources import StorageResource, TrainerResource
     deps=["training_data", "base_model"],
     kinds={"pytorch"},
     pool="gpu",
+    # On Kubernetes (TOUCHSTONE_EXECUTOR=k8s) the training step's pod gets a GPU.
+    op_tags={"dagster-k8s/config": {"container_config": {"resources": {"limits": {"nvidia.com/gpu": "1"}}}}},
 )
 def checkpoint(
     context: dg.AssetExecutionContext, storage: StorageResource, trainer: TrainerResource

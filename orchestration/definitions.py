@@ -7,6 +7,7 @@ import dagster as dg
 
 from assets import checkpoint, evaluation, sources, tasks, trajectories, training_data, verification
 from orchestration.checks import round_checks
+from orchestration.executors import executor_from_env
 from orchestration.jobs import round_job, sources_job
 from orchestration.resources import default_resources
 from orchestration.schedules import nightly_round
@@ -21,4 +22,5 @@ defs = dg.Definitions(
     schedules=[nightly_round],
     sensors=[continuous_rounds],
     resources=default_resources(),
+    executor=executor_from_env(),
 )

@@ -1,0 +1,39 @@
+"""Which executor runs a round's steps, chosen by TOUCHSTONE_EXECUTOR so the same
+code location runs on a laptop, a Docker host and a Kubernetes cluster:
+
+- `multiprocess` (default): one process per step on this machine;
+- `docker`: one container per step (image: TOUCHSTONE_STEP_IMAGE), see deploy/docker/;
+- `k8s`: one Kubernetes Job per step (namespace: TOUCHSTONE_K8S_NAMESPACE), see deploy/k8s/;
+  the checkpoint step asks for a GPU through its `dagster-k8s/config` tag.
+"""
+
+import os
+
+import dagster as dg
+
+EXECUTORS = ("multiprocess", "docker", "k8s")
+
+
+def executor_from_env() -> dg.ExecutorDefinition:
+    kind = os.environ.get("TOUCHSTONE_EXECUTOR", "multiprocess")
+    if kind == "multiprocess":
+        return dg.multiprocess_executor.configured({"max_concurrent": 2})
+    if kind == "docker":
+        from dagster_docker import docker_executor
+
+        return docker_executor.configured({
+            "image": os.environ.get("TOUCHSTONE_STEP_IMAGE", "touchstone-orchestration:latest"),
+            "env_vars": ["DAGSTER_HOME", "TOUCHSTONE_HOME", "TOUCHSTONE_CACHE"],
+            "max_concurrent": 8,
+            # Sandboxes are Docker containers started next to the step's container.
+            "container_kwargs": {"volumes": ["/var/run/docker.sock:/var/run/docker.sock"]},
+        })
+    if kind == "k8s":
+        from dagster_k8s import k8s_job_executor
+
+        return k8s_job_executor.configured({
+            "job_namespace": os.environ.get("TOUCHSTONE_K8S_NAMESPACE", "touchstone"),
+            "max_concurrent": 32,
+            "env_vars": ["TOUCHSTONE_HOME", "TOUCHSTONE_CACHE"],
+        })
+    raise ValueError(f"TOUCHSTONE_EXECUTOR={kind!r}: expected one of {', '.join(EXECUTORS)}")
