@@ -1,0 +1,127 @@
+"""Batch rollouts: K attempts per task, N concurrent sandboxes, resumable.
+
+Layout of OUT (docs/formats/trajectory.md):
+    OUT/trajectories.parquet, OUT/steps.parquet   table form, rebuilt at the end
+    OUT/jsonl/<task id>/<trajectory id>.jsonl     file form (messages)
+    OUT/records/<trajectory id>.json              full record; its presence marks the attempt done
+    OUT/actions/<task id>/<trajectory id>.jsonl   the harness's action log of the episode
+
+An attempt's id is a function of (task, task hash, policy, attempt index, seed),
+and every file is written atomically, so a run killed at any point resumes by
+skipping the attempts whose record exists, and never duplicates one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from touchstone.agent.loop import EpisodeLimits, attempt_seed, run_episode
+from touchstone.agent.policies import Policy, make_policy
+from touchstone.agent.trajectory import (
+    Sampling,
+    Trajectory,
+    atomic_write_text,
+    trajectory_id,
+    write_messages_jsonl,
+    write_tables,
+)
+from touchstone.tasks.schema import TASK_FILE, Task, load_task, load_task_set
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    task: Task
+    index: int
+    trajectory_id: str
+
+
+def load_tasks(tasks: str | Path | list[Task]) -> list[Task]:
+    """A task list from a task directory, a task-set directory, or a list."""
+    if isinstance(tasks, list):
+        return tasks
+    path = Path(tasks)
+    return [load_task(path)] if (path / TASK_FILE).is_file() else load_task_set(path)
+
+
+def plan_attempts(tasks: list[Task], policy: Policy, attempts: int) -> list[Attempt]:
+    plan = []
+    for task in tasks:
+        task_hash = task.content_hash
+        for i in range(attempts):
+            seed = attempt_seed(policy.sampling.seed, i)
+            plan.append(Attempt(task, i, trajectory_id(task.id, task_hash, policy.spec, i, seed)))
+    return plan
+
+
+def record_path(out: Path, tid: str) -> Path:
+    return out / "records" / f"{tid}.json"
+
+
+def read_records(out: Path) -> list[Trajectory]:
+    return [Trajectory.model_validate_json(p.read_text()) for p in sorted((out / "records").glob("t-*.json"))]
+
+
+def _run_attempt(attempt: Attempt, policy: Policy, out: Path, backend: str, limits: EpisodeLimits) -> Trajectory:
+    action_log = out / "actions" / attempt.task.id / f"{attempt.trajectory_id}.jsonl"
+    action_log.parent.mkdir(parents=True, exist_ok=True)
+    action_log.unlink(missing_ok=True)  # left by a killed run; the episode starts over
+    traj = run_episode(attempt.task, policy, attempt=attempt.index, backend=backend, limits=limits, action_log=action_log)
+    write_messages_jsonl(out / "jsonl" / traj.task_id / f"{traj.trajectory_id}.jsonl", traj.messages)
+    atomic_write_text(record_path(out, traj.trajectory_id), traj.model_dump_json())  # last: marks done
+    return traj
+
+
+def solve(
+    tasks: str | Path | list[Task],
+    policy_spec: str,
+    attempts: int = 1,
+    workers: int = 1,
+    out: str | Path = "trajectories",
+    sampling: Sampling | None = None,
+    backend: str = "auto",
+    limits: EpisodeLimits | None = None,
+    progress: bool = True,
+) -> Path:
+    """Run `attempts` episodes of `policy_spec` on every task, `workers` at a time,
+    into `out`; resumes a previous run into the same `out`. Returns `out`.
+
+    Attempts that fail for an unexpected reason (a bug, not a policy or sandbox
+    failure, which are recorded as exit reasons) are logged and left undone, so
+    a rerun retries them; the tables cover every finished attempt."""
+    if attempts < 1 or workers < 1:
+        raise ValueError(f"attempts and workers must be >= 1 (got {attempts}, {workers})")
+    out = Path(out)
+    task_list = load_tasks(tasks)
+    policy = make_policy(policy_spec, sampling)
+    limits = limits or EpisodeLimits()
+    try:
+        plan = plan_attempts(task_list, policy, attempts)
+        todo = [a for a in plan if not record_path(out, a.trajectory_id).is_file()]
+        counts: Counter[str] = Counter()
+        with ThreadPoolExecutor(max_workers=workers) as pool, tqdm(
+            total=len(plan), initial=len(plan) - len(todo), desc=f"solve {policy_spec}", disable=not progress
+        ) as bar:
+            futures = {pool.submit(_run_attempt, a, policy, out, backend, limits): a for a in todo}
+            for fut in as_completed(futures):
+                a = futures[fut]
+                try:
+                    counts[fut.result().exit_reason] += 1
+                except Exception:  # noqa: BLE001 - keep the batch going; a rerun retries it
+                    log.exception("attempt %s of task %s failed", a.index, a.task.id)
+                    counts["crashed"] += 1
+                bar.set_postfix(counts)
+                bar.update()
+    finally:
+        policy.close()
+    write_tables(read_records(out), out)
+    if counts["crashed"]:
+        raise RuntimeError(f"{counts['crashed']} attempt(s) crashed (see log); rerun to retry them")
+    return out

@@ -1,0 +1,45 @@
+"""`touchstone solve`: batch rollouts of a policy on tasks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from touchstone.agent.loop import EpisodeLimits
+from touchstone.agent.rollout import read_records, solve as run_solve
+from touchstone.agent.trajectory import Sampling
+from touchstone.tasks.schema import TaskError
+
+
+@click.command()
+@click.argument("tasks", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--policy", "policy_spec", required=True, help="teacher | hf:PATH | openai:BASE_URL#MODEL")
+@click.option("--attempts", default=1, show_default=True, type=click.IntRange(min=1), help="attempts per task")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="concurrent sandboxes")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "bwrap", "docker"]))
+@click.option("--temperature", default=0.7, show_default=True, type=float)
+@click.option("--top-p", default=1.0, show_default=True, type=float)
+@click.option("--max-tokens", default=512, show_default=True, type=int, help="per assistant turn")
+@click.option("--seed", default=0, show_default=True, type=int, help="base seed; attempt i uses seed+i")
+@click.option("--max-turns", default=50, show_default=True, type=click.IntRange(min=1))
+@click.option("--time-budget", default=900.0, show_default=True, type=float, help="seconds per episode")
+def solve(tasks, policy_spec, attempts, workers, out, backend, temperature, top_p, max_tokens, seed, max_turns,
+          time_budget) -> None:
+    """Solve TASKS (a task directory or a task-set directory) with a policy.
+
+    Writes OUT/trajectories.parquet, OUT/steps.parquet and
+    OUT/jsonl/<task id>/<trajectory id>.jsonl. Rerun the same command to resume."""
+    try:
+        sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+        limits = EpisodeLimits(max_turns=max_turns, time_budget_s=time_budget)
+        run_solve(tasks, policy_spec, attempts, workers, out, sampling, backend, limits)
+    except (TaskError, ValueError, RuntimeError) as exc:  # bad input, bad spec, crashed attempts
+        raise click.ClickException(str(exc)) from exc
+    records = read_records(out)
+    reasons: dict[str, int] = {}
+    for t in records:
+        reasons[t.exit_reason] = reasons.get(t.exit_reason, 0) + 1
+    summary = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
+    click.echo(f"{len(records)} trajectories in {out} ({summary})")
