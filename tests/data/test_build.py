@@ -1,0 +1,152 @@
+"""Dataset builders on hand-built rounds: what goes in, what is dropped, and
+that lineage survives every builder."""
+
+from __future__ import annotations
+
+import json
+
+import datasets
+import duckdb
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from tests.data.fixtures import trajectory, write_reports, write_round
+from tests.data.reports import report
+from touchstone.cli import main
+from touchstone.data.build import build_datasets
+from touchstone.data.inputs import DataError
+from touchstone.data.schema import DataConfig, Lineage
+
+FIX = [("read_file", {"path": "calc.py"}), ("str_replace", {"path": "calc.py", "old": "-", "new": "+"}),
+       ("submit", {})]
+DETOUR = [("bash", {"command": "ls"}), ("read_file", {"path": "x.py"})] + FIX
+
+
+@pytest.fixture
+def round_files(tmp_path):
+    """Task a: two accepted (one with detours), one rejected, one hack, one
+    limit-hitting accepted. Task b: all rejected (no RL signal). Task c: inconclusive."""
+    trajs = [
+        trajectory("a-ok", calls=FIX),
+        trajectory("a-detour", calls=DETOUR),
+        trajectory("a-bad"),
+        trajectory("a-hack", calls=[("write_file", {"path": "tests/test_calc.py", "content": "pass"}), ("submit", {})]),
+        trajectory("a-limit", exit_reason="max_turns"),
+        trajectory("b-1", task_id="task-b", task_hash="h-b"),
+        trajectory("b-2", task_id="task-b", task_hash="h-b", token_ids=False, policy="teacher"),
+        trajectory("c-1", task_id="task-c", task_hash="h-c"),
+    ]
+    reps = [
+        report("a-ok", "accept", {1: 1.0}),
+        report("a-detour", "accept", {3: 1.0}),
+        report("a-bad", "reject", {1: 0.5}),
+        report("a-hack", "reject", {0: 1.0}, hack=True),
+        report("a-limit", "accept", {1: 1.0}),
+        report("b-1", "reject", task_id="task-b", task_hash="h-b"),
+        report("b-2", "reject", task_id="task-b", task_hash="h-b"),
+        report("c-1", "inconclusive", task_id="task-c", task_hash="h-c"),
+    ]
+    return write_round(tmp_path, trajs, reps), {r.trajectory_id: r for r in reps}
+
+
+def test_sft_keeps_only_accepted_submitted_runs(round_files, tmp_path):
+    (reports, trajs), _ = round_files
+    summary = build_datasets(reports, trajs, tmp_path / "out", round_key="r1")
+    sft = pl.read_parquet(tmp_path / "out" / "sft.parquet")
+    assert sorted(sft["trajectory_id"]) == ["a-detour", "a-ok"]
+    assert summary.datasets["sft"].dropped["hit_limit"] == 1
+    assert summary.datasets["sft"].dropped["verdict_reject"] == 4
+    row = sft.filter(pl.col("trajectory_id") == "a-detour").row(0, named=True)
+    messages = json.loads(row["messages"])
+    call = messages[2]["tool_calls"][0]["function"]
+    assert call == {"name": "bash", "arguments": {"command": "ls"}}  # TRL format: arguments as an object
+    weights = row["turn_weights"]
+    assert len(weights) == row["n_turns"] == 5 and sum(weights) / 5 == pytest.approx(1.0)
+    assert weights[3] == max(weights) and weights[0] < weights[3]  # the fix outweighs the detour
+
+
+def test_lineage_survives_every_builder(round_files, tmp_path):
+    (reports, trajs), by_id = round_files
+    build_datasets(reports, trajs, tmp_path / "out", round_key="r1")
+    for name in ("sft", "rl", "dpo", "kto"):
+        df = pl.read_parquet(tmp_path / "out" / f"{name}.parquet")
+        assert df.height > 0, name
+        for row in df.iter_rows(named=True):
+            rep = by_id[row["trajectory_id"]]
+            assert (row["task_id"], row["task_hash"], row["report_id"]) == (rep.task_id, rep.task_hash, rep.report_id)
+            assert row["round"] == "r1" and row["verifier_version"] == rep.verifier_version
+            assert row["policy"] and set(Lineage.model_fields) <= set(row)
+
+
+def test_rl_drops_no_signal_groups_and_keeps_token_ids(round_files, tmp_path):
+    (reports, trajs), _ = round_files
+    summary = build_datasets(reports, trajs, tmp_path / "out")
+    rl = pl.read_parquet(tmp_path / "out" / "rl.parquet")
+    assert set(rl["task_id"]) == {"task-a"}  # task-b: all rejected; task-c: inconclusive
+    assert summary.datasets["rl"].dropped == {"no_signal_group": 2, "verdict_inconclusive": 1}
+    rewards = dict(zip(rl["trajectory_id"], rl["reward"]))
+    assert rewards == {"a-ok": 1.0, "a-detour": 1.0, "a-bad": 0.0, "a-hack": -1.0, "a-limit": 1.0}
+    row = rl.filter(pl.col("trajectory_id") == "a-ok").row(0, named=True)
+    assert row["has_token_ids"] and json.loads(row["turns"])[1]["completion_ids"] == [7] * 12
+    assert row["group_advantage"] == pytest.approx(1.0 - 2.0 / 5)
+    assert len(row["turn_advantages"]) == 3
+
+
+def test_preference_pairs_and_kto_labels(round_files, tmp_path):
+    (reports, trajs), _ = round_files
+    build_datasets(reports, trajs, tmp_path / "out")
+    dpo = pl.read_parquet(tmp_path / "out" / "dpo.parquet")
+    assert dpo["rejected_trajectory_id"].to_list() == ["a-hack", "a-bad"]  # hacks first
+    assert set(dpo["trajectory_id"]) <= {"a-ok", "a-detour", "a-limit"}
+    first = dpo.row(0, named=True)
+    assert json.loads(first["prompt"])[-1]["role"] == "user"
+    assert json.loads(first["chosen"])[0]["role"] == "assistant" and first["rejected_hack"]
+    kto = pl.read_parquet(tmp_path / "out" / "kto.parquet")
+    labels = dict(zip(kto["trajectory_id"], kto["label"]))
+    assert labels["a-ok"] is True and labels["a-hack"] is False and "c-1" not in labels
+
+
+def test_outputs_are_duckdb_and_datasets_readable(round_files, tmp_path):
+    (reports, trajs), _ = round_files
+    build_datasets(reports, trajs, tmp_path / "out")
+    n = duckdb.sql(f"select count(*) from '{tmp_path / 'out' / 'sft.parquet'}' where list_sum(turn_weights) > 0").fetchall()[0][0]
+    assert n == 2
+    ds = datasets.load_dataset("parquet", data_files=str(tmp_path / "out" / "kto.parquet"), split="train")
+    assert ds.num_rows == 7 and isinstance(ds[0]["label"], bool)
+
+
+def test_dedup_keep_k_over_length_and_malformed(tmp_path):
+    trajs = [trajectory("x1", calls=FIX), trajectory("x2", calls=FIX), trajectory("x3", calls=DETOUR),
+             trajectory("x4", calls=FIX, raw_args="{not json"), trajectory("x5", calls=DETOUR * 3)]
+    trajs[1] = trajs[1].model_copy(update={"turns": []})  # same chat as x1, no ids -> duplicate
+    reps = [report(t.trajectory_id, "accept") for t in trajs]
+    files = write_round(tmp_path, trajs, reps)
+    summary = build_datasets(*files, tmp_path / "out", config=DataConfig(keep_per_task=1, max_tokens=150))
+    sft = pl.read_parquet(tmp_path / "out" / "sft.parquet")
+    assert sft["trajectory_id"].to_list() == ["x1"]
+    assert summary.datasets["sft"].dropped == {"duplicate": 1, "malformed_tool_arguments": 1,
+                                               "beyond_keep_per_task": 1, "over_length": 1}
+
+
+def test_mismatched_inputs_are_clear_errors(tmp_path):
+    files = write_round(tmp_path, [trajectory("x1")], [report("zz", "accept")])
+    with pytest.raises(DataError, match="trajectory zz not found"):
+        build_datasets(*files, tmp_path / "out")
+    files = write_round(tmp_path, [trajectory("x1")], [report("x1", "accept", task_hash="other")])
+    with pytest.raises(DataError, match="task task-a@other"):
+        build_datasets(*files, tmp_path / "out")
+    tampered = report("x1", "reject")
+    bad = write_reports([tampered], tmp_path / "t" / "reports.parquet")
+    pl.read_parquet(bad).with_columns(verdict=pl.lit("accept")).write_parquet(bad)
+    with pytest.raises(DataError, match="says 'accept' but its checks give 'reject'"):
+        build_datasets(bad, files[1], tmp_path / "out")
+
+
+def test_cli_build_prints_summary(round_files, tmp_path):
+    (reports, trajs), _ = round_files
+    result = CliRunner().invoke(main, ["data", "build", "--reports", str(reports), "--trajectories", str(trajs),
+                                       "--out", str(tmp_path / "out"), "--round", "r1"])
+    assert result.exit_code == 0, result.output
+    assert "sft" in result.output and "tests" in result.output  # reject reason: the failed check
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["datasets"]["sft"]["rows"] == 2

@@ -1,0 +1,83 @@
+"""`build_datasets`: reports + trajectories -> sft/rl/dpo/kto Parquet files and
+a summary, written atomically into one directory."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from pydantic import BaseModel
+
+from touchstone.data.inputs import Example, join, read_reports, read_trajectories
+from touchstone.data.preference import build_dpo, build_kto
+from touchstone.data.rl import build_rl
+from touchstone.data.schema import DataConfig
+from touchstone.data.sft import build_sft
+
+BUILDERS = {"sft": build_sft, "rl": build_rl, "dpo": build_dpo, "kto": build_kto}
+SUMMARY_FILE = "summary.json"
+
+
+class DatasetSummary(BaseModel):
+    rows: int
+    tokens: int | None  # sum of n_tokens where the dataset records it
+    tasks: int
+    dropped: dict[str, int]
+
+
+class BuildSummary(BaseModel):
+    round: str | None
+    inputs: int
+    verdicts: dict[str, int]
+    reject_reasons: dict[str, int]  # failed check name -> runs
+    hacks: int
+    datasets: dict[str, DatasetSummary]
+    config: dict[str, Any]
+
+
+def _write_parquet(df: pl.DataFrame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    df.write_parquet(tmp)
+    os.replace(tmp, path)
+
+
+def summarize(examples: list[Example], frames: dict[str, tuple[pl.DataFrame, Counter]],
+              cfg: DataConfig, round_key: str | None) -> BuildSummary:
+    reports = [e.report for e in examples]
+    reasons = Counter(reason.split(":", 1)[0] for r in reports if r.verdict == "reject" for reason in r.reasons)
+    return BuildSummary(
+        round=round_key,
+        inputs=len(examples),
+        verdicts=dict(Counter(r.verdict for r in reports)),
+        reject_reasons=dict(reasons.most_common()),
+        hacks=sum(any(f.severity == "reject" for f in r.findings) for r in reports),
+        datasets={
+            name: DatasetSummary(
+                rows=df.height,
+                tokens=int(df["n_tokens"].sum()) if "n_tokens" in df.columns else None,
+                tasks=df["task_id"].n_unique(),
+                dropped=dict(dropped),
+            )
+            for name, (df, dropped) in frames.items()
+        },
+        config=cfg.model_dump(),
+    )
+
+
+def build_datasets(reports: str | Path, trajectories: str | Path, out: str | Path,
+                   round_key: str | None = None, config: DataConfig | None = None) -> BuildSummary:
+    """Write OUT/{sft,rl,dpo,kto}.parquet and OUT/summary.json."""
+    cfg = config or DataConfig()
+    examples = join(read_trajectories(trajectories), read_reports(reports), round_key)
+    frames = {name: build(examples, cfg) for name, build in BUILDERS.items()}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, (df, _) in frames.items():
+        _write_parquet(df, out / f"{name}.parquet")
+    summary = summarize(examples, frames, cfg, round_key)
+    (out / SUMMARY_FILE).write_text(json.dumps(summary.model_dump(), indent=2) + "\n")
+    return summary

@@ -1,0 +1,162 @@
+"""Join trajectories with their verification reports, and the helpers every
+builder shares: lineage, chat conversion to TRL's format, token counts."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict
+
+from touchstone.agent.trajectory import TRAJECTORIES_FILE, Trajectory, read_tables
+from touchstone.data.schema import Lineage
+from touchstone.verify.report import VerificationReport
+
+
+class DataError(ValueError):
+    """Inputs that cannot be turned into training data (missing files, bad rows, mismatches)."""
+
+
+class Example(BaseModel):
+    """One trajectory and the verifier's report on it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    trajectory: Trajectory
+    report: VerificationReport
+    round: str | None = None
+
+    @property
+    def n_turns(self) -> int:
+        return sum(1 for m in self.trajectory.messages if m.get("role") == "assistant")
+
+    def lineage(self) -> dict[str, Any]:
+        t, r = self.trajectory, self.report
+        return Lineage(
+            trajectory_id=t.trajectory_id, task_id=t.task_id, task_hash=t.task_hash, round=self.round,
+            policy=t.policy, checkpoint_hash=t.checkpoint_hash, verifier_version=r.verifier_version,
+            report_id=r.report_id,
+        ).model_dump()
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _dir_of(path: Path, filename: str) -> Path:
+    """Accept either the Parquet file or the directory holding it."""
+    return path.parent if path.name == filename else path
+
+
+def read_trajectories(path: str | Path) -> list[Trajectory]:
+    directory = _dir_of(Path(path), TRAJECTORIES_FILE)
+    if not (directory / TRAJECTORIES_FILE).is_file():
+        raise DataError(f"{path}: no {TRAJECTORIES_FILE} found")
+    return read_tables(directory)
+
+
+_JSON_FIELDS = ("reasons", "checks", "findings", "progress")
+
+
+def read_reports(path: str | Path) -> list[VerificationReport]:
+    """`reports.parquet` rows as `VerificationReport`s. Nested fields may be
+    stored as JSON strings or as native lists; checks may live in a sibling
+    `checks.parquet` (one row per check)."""
+    path = Path(path)
+    file = path / "reports.parquet" if path.is_dir() else path
+    if not file.is_file():
+        raise DataError(f"{path}: no reports.parquet found")
+    rows = pl.read_parquet(file).to_dicts()
+    checks_file = file.with_name("checks.parquet")
+    if rows and "checks" not in rows[0] and checks_file.is_file():
+        by_report: dict[str, list[dict]] = defaultdict(list)
+        for c in pl.read_parquet(checks_file).to_dicts():
+            by_report[c["report_id"]].append({k: c[k] for k in ("name", "status", "evidence")})
+        for row in rows:
+            row["checks"] = by_report[row["report_id"]]
+    reports = []
+    for i, row in enumerate(rows):
+        for key in _JSON_FIELDS:
+            if isinstance(row.get(key), str):
+                row[key] = json.loads(row[key])
+        recorded = row.pop("verdict", None)
+        try:
+            report = VerificationReport.model_validate(row)
+        except ValueError as exc:
+            raise DataError(f"{file}: row {i} is not a verification report: {exc}") from exc
+        if recorded is not None and recorded != report.verdict:
+            raise DataError(f"{file}: row {i} says {recorded!r} but its checks give {report.verdict!r}")
+        reports.append(report)
+    return reports
+
+
+def join(trajectories: list[Trajectory], reports: list[VerificationReport], round_key: str | None) -> list[Example]:
+    """Pair each report with its trajectory. A report without a trajectory, or
+    whose task hash disagrees, is an error: that data cannot be trusted."""
+    by_id = {t.trajectory_id: t for t in trajectories}
+    examples = []
+    for rep in reports:
+        traj = by_id.get(rep.trajectory_id)
+        if traj is None:
+            raise DataError(f"report {rep.report_id}: trajectory {rep.trajectory_id} not found in the trajectories")
+        if (traj.task_id, traj.task_hash) != (rep.task_id, rep.task_hash):
+            raise DataError(
+                f"report {rep.report_id}: task {rep.task_id}@{rep.task_hash[:12]} but trajectory "
+                f"{traj.trajectory_id} is {traj.task_id}@{traj.task_hash[:12]}"
+            )
+        examples.append(Example(trajectory=traj, report=rep, round=round_key))
+    return examples
+
+
+def by_task(examples: list[Example]) -> dict[str, list[Example]]:
+    groups: dict[str, list[Example]] = defaultdict(list)
+    for ex in sorted(examples, key=lambda e: e.trajectory.trajectory_id):
+        groups[ex.trajectory.task_id].append(ex)
+    return dict(sorted(groups.items()))
+
+
+# ---------------------------------------------------------------- chat helpers
+
+
+def trl_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI chat messages -> TRL's conversational tool format: tool-call
+    `arguments` as objects (the Qwen2.5 template renders them with `tojson`),
+    `content` always a string. Raises DataError on arguments that are not a
+    JSON object: the template could not render them as the model wrote them."""
+    out = []
+    for i, msg in enumerate(messages):
+        new = {"role": msg["role"], "content": msg.get("content") or ""}
+        if msg.get("tool_calls"):
+            calls = []
+            for call in msg["tool_calls"]:
+                fn = call["function"]
+                args = fn.get("arguments") or "{}"
+                try:
+                    parsed = json.loads(args) if isinstance(args, str) else args
+                except json.JSONDecodeError:
+                    parsed = None
+                if not isinstance(parsed, dict):
+                    raise DataError(f"message {i}: tool call {fn.get('name')!r} has arguments that are not a JSON object")
+                calls.append({"type": "function", "function": {"name": fn["name"], "arguments": parsed}})
+            new["tool_calls"] = calls
+        if msg.get("tool_call_id"):
+            new["tool_call_id"] = msg["tool_call_id"]
+        out.append(new)
+    return out
+
+
+def split_prompt(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(messages before the first assistant turn, the rest)."""
+    first = next((i for i, m in enumerate(messages) if m["role"] == "assistant"), len(messages))
+    return messages[:first], messages[first:]
+
+
+def n_tokens(traj: Trajectory) -> int:
+    """Exact length when token ids were recorded (last prompt + its completion),
+    else an estimate of 1 token per 4 characters of the chat."""
+    last = traj.turns[-1] if traj.turns else None
+    if last is not None and last.prompt_ids is not None and last.completion_ids is not None:
+        return len(last.prompt_ids) + len(last.completion_ids)
+    chars = sum(len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or "")) for m in traj.messages)
+    return chars // 4 + 1
