@@ -1,0 +1,73 @@
+"""exec: exit codes, environment, the tools every task relies on, output handling."""
+
+from __future__ import annotations
+
+import pytest
+
+from touchstone.sandbox import BASE_ENV, SandboxError
+
+
+def test_exit_codes_and_streams(sb):
+    ok = sb.exec("echo out; echo err >&2")
+    assert (ok.exit_code, ok.stdout, ok.stderr, ok.ok) == (0, "out\n", "err\n", True)
+    assert (ok.stdout_bytes, ok.signal, ok.timed_out, ok.oom_killed) == (4, None, False, False)
+    assert sb.exec("exit 3").exit_code == 3
+    assert sb.exec(["false"]).exit_code == 1
+    killed = sb.exec("kill -TERM $$")
+    assert (killed.exit_code, killed.signal) == (143, 15)
+    assert sb.exec(["no-such-program"]).exit_code == 127
+
+
+def test_argv_is_not_shell_parsed(sb):
+    r = sb.exec(["python3", "-c", "import sys; print(sys.argv[1:])", "a b", "$HOME", ";"])
+    assert r.stdout == "['a b', '$HOME', ';']\n"
+
+
+def test_same_environment_in_every_backend(sb):
+    r = sb.exec("id -u; id -un; pwd; echo $HOME; python --version; python3 -m pytest --version; git --version")
+    lines = r.stdout.splitlines()
+    assert lines[:4] == ["1000", "agent", "/workspace", "/home/agent"], r
+    assert lines[4].startswith("Python 3.11.")
+    assert r.stderr.startswith("pytest ") or lines[5].startswith("pytest ")
+    assert lines[-1].startswith("git version")
+
+
+def test_environment_is_exactly_base_plus_caller(sb):
+    r = sb.exec(["env", "-0"], env={"EXTRA": "1"})
+    env = dict(item.split("=", 1) for item in r.stdout.split("\0") if item)
+    env.pop("PWD", None), env.pop("SHLVL", None), env.pop("_", None), env.pop("HOSTNAME", None)
+    assert env == {**BASE_ENV, "EXTRA": "1"}
+
+
+def test_pytest_runs_the_workspace_tests(sb):
+    r = sb.exec("python -m pytest -q tests")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert "1 passed" in r.stdout
+
+
+def test_only_the_workspace_survives_between_execs(sb):
+    sb.exec("echo x > /tmp/scratch; echo y > ~/dot; echo z > kept")
+    r = sb.exec("cat /tmp/scratch ~/dot kept")
+    assert r.stdout == "z\n"
+
+
+def test_output_flood_is_truncated_with_true_counts(sb):
+    r = sb.exec("head -c 5000000 /dev/zero | tr '\\0' a; head -c 100000 /dev/zero >&2")
+    assert r.stdout_bytes == 5_000_000 and r.stderr_bytes == 100_000
+    assert len(r.stdout) == sb.limits.output_bytes and r.stdout_truncated and r.stderr_truncated
+    assert r.stdout == "a" * sb.limits.output_bytes
+
+
+def test_non_utf8_output_is_safe(sb):
+    r = sb.exec("printf 'ok\\xff\\xfe\\x80end'")
+    assert r.stdout.startswith("ok") and r.stdout.endswith("end") and "\ufffd" in r.stdout
+    assert r.stdout_bytes == 8
+
+
+def test_bad_arguments(sb):
+    with pytest.raises(SandboxError, match="empty command"):
+        sb.exec([])
+    with pytest.raises(SandboxError, match="timeout must be positive"):
+        sb.exec("true", timeout=0)
+    with pytest.raises(SandboxError, match="environment variable"):
+        sb.exec("true", env={"A=B": "x"})

@@ -1,0 +1,304 @@
+"""The sandbox API shared by both backends: limits, mounts, exec results, and the
+host-side workspace copy with its snapshots, diffs and action log.
+
+A backend subclass only starts/stops its isolation (`_start`, `_stop`) and runs one
+command (`_exec`); everything the verifier relies on (what the workspace holds,
+what was logged) lives here, identical for both."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+import uuid
+from abc import ABC, abstractmethod
+from pathlib import Path, PurePosixPath
+from typing import ClassVar, Sequence
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from touchstone.sandbox import workspace as ws
+from touchstone.sandbox.action_log import ActionLog, sha256_hex
+from touchstone.sandbox.errors import SandboxError
+from touchstone.sandbox.image import content_hash
+from touchstone.sandbox.workspace import WorkspaceDiff
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+# Inside every sandbox, both backends: the only user, its home, the workspace.
+SANDBOX_UID = SANDBOX_GID = 1000
+SANDBOX_HOME = "/home/agent"
+WORKSPACE = "/workspace"
+# The whole environment of every command (plus what the caller passes to exec);
+# nothing leaks in from the harness's own environment.
+BASE_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": SANDBOX_HOME,
+    "USER": "agent",
+    "LANG": "C.UTF-8",
+    "TMPDIR": "/tmp",
+    "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ noise in workspace diffs
+}
+
+
+def parse_size(value: str | int) -> int:
+    """Bytes from `512m`, `1g`, `64k`, `1.5G` or a plain number."""
+    if isinstance(value, int):
+        return value
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", str(value).lower())
+    if not match:
+        raise SandboxError(f"not a size: {value!r} (examples: 512m, 1g, 65536)")
+    scale = {"": 1, "k": KiB, "m": MiB, "g": GiB, "t": GiB << 10}[match.group(2)]
+    return int(float(match.group(1)) * scale)
+
+
+class Limits(BaseModel):
+    """Resource limits of one sandbox (per exec: timeout_s can be overridden)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    timeout_s: float = 60.0
+    memory_bytes: int = 1 * GiB
+    processes: int = 256
+    workspace_bytes: int = 256 * MiB
+    cpus: float = 1.0
+    output_bytes: int = 64 * KiB  # captured per stream; the true count is always reported
+    tmp_bytes: int = 64 * MiB  # /tmp and the home directory, each
+
+    @field_validator("memory_bytes", "workspace_bytes", "tmp_bytes", mode="before")
+    @classmethod
+    def _size(cls, value: str | int) -> int:
+        try:
+            return parse_size(value)
+        except SandboxError as exc:  # pydantic reports ValueErrors only
+            raise ValueError(str(exc)) from exc
+
+    @field_validator("timeout_s", "memory_bytes", "processes", "workspace_bytes", "cpus", "output_bytes", "tmp_bytes")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be positive")
+        return value
+
+
+class Mount(BaseModel):
+    """A host path made visible inside the sandbox (read-only unless asked).
+    `target` must lie under /mnt/ (where both backends can create mount points on
+    a read-only root) or under /workspace/."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host: Path
+    target: str
+    read_only: bool = True
+
+    @field_validator("host")
+    @classmethod
+    def _host_exists(cls, value: Path) -> Path:
+        value = Path(value).resolve()
+        if not value.exists():
+            raise ValueError(f"mount source does not exist: {value}")
+        return value
+
+    @field_validator("target")
+    @classmethod
+    def _target_allowed(cls, value: str) -> str:
+        path = PurePosixPath(value)
+        if not path.is_absolute() or ".." in path.parts or path.parent == path:
+            raise ValueError(f"mount target must be an absolute path without '..': {value!r}")
+        if not any(path.is_relative_to(base) and path != PurePosixPath(base) for base in ("/mnt", WORKSPACE)):
+            raise ValueError(f"mount target must lie under /mnt/ or /workspace/: {value!r}")
+        return str(path)
+
+
+class ExecResult(BaseModel):
+    """What one command did. stdout/stderr hold at most `Limits.output_bytes` each
+    (decoded as UTF-8, invalid bytes replaced); the *_bytes counts and digests
+    cover the whole stream."""
+
+    exit_code: int  # 128+N when killed by signal N (also on timeout: 137)
+    signal: int | None = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    wall_s: float
+    cpu_s: float | None = None  # None where the backend cannot measure it
+    stdout: str
+    stderr: str
+    stdout_bytes: int
+    stderr_bytes: int
+    stdout_truncated: bool
+    stderr_truncated: bool
+    stdout_sha256: str
+    stderr_sha256: str
+    backend: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+class Sandbox(ABC):
+    """One isolated environment around a private copy of a workspace directory."""
+
+    backend: ClassVar[str]
+
+    def __init__(
+        self,
+        workspace: str | os.PathLike,
+        *,
+        limits: Limits | None = None,
+        mounts: Sequence[Mount] = (),
+        action_log: str | os.PathLike | None = None,
+    ):
+        source = Path(workspace).resolve()
+        if not source.is_dir():
+            raise SandboxError(f"workspace directory does not exist: {source}")
+        self.limits = limits or Limits()
+        self.mounts = list(mounts)
+        self.id = uuid.uuid4().hex[:12]
+        self.image_digest = "sha256:" + content_hash()
+        self._closed = True
+        self._check_log_location(action_log, source)
+        self._dir = Path(tempfile.mkdtemp(prefix=f"touchstone-sandbox-{self.id}-"))
+        try:
+            self._workspace = self._dir / "workspace"
+            ws.copy_tree(source, self._workspace, self._owner())
+            self._blobs: dict[str, bytes] = {}
+            self._initial = self.snapshot()
+            self.action_log = Path(action_log).resolve() if action_log else self._dir / "actions.jsonl"
+            self._log = ActionLog(self.action_log)
+            self._start()
+        except BaseException:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            raise
+        self._closed = False
+
+    def _check_log_location(self, action_log: str | os.PathLike | None, source: Path) -> None:
+        """The log must be unreachable from inside: not in the workspace, not in a mount."""
+        if action_log is None:
+            return
+        log = Path(action_log).resolve()
+        for exposed in [source, *(m.host for m in self.mounts)]:
+            if log == exposed or log.is_relative_to(exposed):
+                raise SandboxError(f"action log {log} lies inside {exposed}, which the sandbox can see")
+
+    # ------------------------------------------------------------ backend hooks
+
+    @abstractmethod
+    def _start(self) -> None: ...
+
+    @abstractmethod
+    def _exec(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult: ...
+
+    @abstractmethod
+    def _stop(self) -> None: ...
+
+    def _owner(self) -> tuple[int, int] | None:
+        """Host uid/gid the workspace files must belong to (None: the harness's own)."""
+        return None
+
+    # ------------------------------------------------------------ public API
+
+    def exec(
+        self, command: str | Sequence[str], timeout: float | None = None, env: dict[str, str] | None = None
+    ) -> ExecResult:
+        """Run a command in /workspace: a string through `bash -c`, a list as argv."""
+        self._check_open()
+        if isinstance(command, str):
+            argv = ["bash", "-c", command]
+        else:
+            argv = [str(a) for a in command]
+            if not argv or not argv[0]:
+                raise SandboxError("empty command")
+            # Through bash, so that a missing program is exit 127 in every backend.
+            argv = ["bash", "-c", 'exec "$@"', "touchstone-exec", *argv]
+        timeout = self.limits.timeout_s if timeout is None else float(timeout)
+        if timeout <= 0:
+            raise SandboxError(f"timeout must be positive, got {timeout}")
+        full_env = {**BASE_ENV, **_check_env(env or {})}
+        started = time.time()
+        result = self._exec(argv, timeout, full_env)
+        self._log.append(
+            time=started, op="exec", args={"command": command if isinstance(command, str) else list(command),
+                                           "timeout": timeout, "env": env or {}},
+            ok=result.ok, **self._log_fields(), **result.model_dump(
+                include={"exit_code", "signal", "timed_out", "oom_killed", "wall_s", "stdout_sha256",
+                         "stderr_sha256", "stdout_bytes", "stderr_bytes"}),
+        )
+        return result
+
+    def read_file(self, path: str | os.PathLike) -> bytes:
+        self._check_open()
+        started = time.time()
+        try:
+            data = ws.read_file(self._workspace, path)
+        except SandboxError as exc:
+            self._log.append(time=started, op="read", args={"path": os.fspath(path)}, ok=False,
+                             error=str(exc), **self._log_fields())
+            raise
+        self._log.append(time=started, op="read", args={"path": os.fspath(path)}, ok=True,
+                         content_sha256=sha256_hex(data), content_bytes=len(data), **self._log_fields())
+        return data
+
+    def write_file(self, path: str | os.PathLike, data: bytes | str) -> None:
+        self._check_open()
+        payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        started = time.time()
+        fields = {"time": started, "op": "write", "args": {"path": os.fspath(path)},
+                  "content_sha256": sha256_hex(payload), "content_bytes": len(payload), **self._log_fields()}
+        try:
+            if len(payload) + ws.tree_bytes(self._workspace) > self.limits.workspace_bytes:
+                raise SandboxError(f"writing {path} would exceed the workspace limit of {self.limits.workspace_bytes} bytes")
+            ws.write_file(self._workspace, path, payload, self._owner())
+        except SandboxError as exc:
+            self._log.append(ok=False, error=str(exc), **fields)
+            raise
+        self._log.append(ok=True, **fields)
+
+    def snapshot(self) -> dict[str, str]:
+        """Relative path -> sha256 for every file in the workspace."""
+        return ws.snapshot(self._workspace, keep=self._blobs.setdefault)
+
+    def diff(self, since: dict[str, str] | None = None) -> WorkspaceDiff:
+        """Changes from `since` (a snapshot; default: the workspace as copied in)."""
+        return ws.diff(self._initial if since is None else since, self.snapshot(), self._blobs.get)
+
+    def export(self, dest: str | os.PathLike) -> Path:
+        """Copy the workspace to dest (new or empty); links out of it are refused."""
+        dest = Path(dest).resolve()
+        ws.export_tree(self._workspace, dest)
+        return dest
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._stop()
+        finally:
+            self._log.close()
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ helpers
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError(f"sandbox {self.id} is closed")
+
+    def _log_fields(self) -> dict[str, str]:
+        return {"sandbox_id": self.id, "backend": self.backend, "image_digest": self.image_digest}
+
+
+def _check_env(env: dict[str, str]) -> dict[str, str]:
+    for key, value in env.items():
+        if not isinstance(key, str) or not key or "=" in key or "\0" in key or "\0" in str(value):
+            raise SandboxError(f"invalid environment variable name or value: {key!r}")
+    return {key: str(value) for key, value in env.items()}
