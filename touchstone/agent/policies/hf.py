@@ -1,0 +1,176 @@
+"""The `hf:PATH` policy: a local transformers checkpoint, token in, token out.
+
+The prompt of every turn is built from exact token ids: the previous turn's
+prompt ids + the ids the model actually sampled + the tokens of the new
+observation messages (rendered by the chat template as a text delta). The
+model's own tokens are therefore never re-tokenized, and `prompt_ids`,
+`completion_ids` and `logprobs` recorded per turn are exactly what RL needs.
+Tool calls are parsed from Qwen2.5-style `<tool_call>{json}</tool_call>` blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
+from touchstone.agent.trajectory import Sampling
+
+_BLOCK_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
+_NAME_RE = re.compile(r'"name"\s*:\s*"([^"]*)"')
+
+
+def parse_tool_calls(text: str, turn: int) -> dict[str, Any]:
+    """An assistant message from generated text. A block that is not valid JSON
+    still becomes a call (name recovered if possible, the raw block as its
+    arguments), so the loop records an error observation instead of dropping it."""
+    calls = []
+    for i, m in enumerate(_BLOCK_RE.finditer(text)):
+        raw = m.group(1).strip()
+        try:
+            obj = json.loads(raw)
+            name, args = obj["name"], obj.get("arguments", {})
+            if not isinstance(name, str):
+                raise TypeError("name is not a string")
+            arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            found = _NAME_RE.search(raw)
+            name, arguments = (found.group(1) if found else ""), raw
+        calls.append({"id": f"call_{turn}_{i}", "type": "function", "function": {"name": name, "arguments": arguments}})
+    message: dict[str, Any] = {"role": "assistant", "content": _BLOCK_RE.sub("", text).strip()}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as chat templates expect them: tool-call arguments as objects
+    (templates JSON-encode them), kept as the raw string when not valid JSON."""
+    out = []
+    for msg in messages:
+        if msg.get("tool_calls"):
+            msg = dict(msg)
+            calls = []
+            for call in msg["tool_calls"]:
+                try:
+                    args: Any = json.loads(call["function"]["arguments"])
+                except json.JSONDecodeError:
+                    args = call["function"]["arguments"]
+                calls.append({**call, "function": {**call["function"], "arguments": args}})
+            msg["tool_calls"] = calls
+        out.append(msg)
+    return out
+
+
+class _HFEpisode(Episode):
+    def __init__(self, policy: "HFPolicy", seed: int):
+        self.policy = policy
+        self.seed = seed
+        self.turn = 0
+        self.ids: list[int] | None = None  # exact ids of the conversation so far
+        self.rendered_upto = 0  # number of messages covered by `ids`
+
+    def _render(self, messages: list[dict[str, Any]], generation_prompt: bool) -> str:
+        return self.policy.tokenizer.apply_chat_template(
+            template_messages(messages),
+            tools=self.tools,
+            add_generation_prompt=generation_prompt,
+            tokenize=False,
+        )
+
+    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
+        tok = self.policy.tokenizer
+        full = self._render(messages, True)
+        if self.ids is not None:
+            before = self._render(messages[: self.rendered_upto], False)
+            if full.startswith(before) and before.endswith(self.policy.eos_text + "\n"):
+                ids = list(self.ids)
+                if not ids or ids[-1] != self.policy.eos_id:
+                    ids.append(self.policy.eos_id)  # the model was cut off by max_tokens
+                return ids + tok.encode("\n" + full[len(before):], add_special_tokens=False)
+        return tok.encode(full, add_special_tokens=False)
+
+    def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyTurn:
+        self.tools = tools
+        prompt = self.prompt_ids(messages)
+        try:
+            completion, logprobs = self.policy.generate(prompt, self.seed * 100003 + self.turn)
+        except (RuntimeError, ValueError) as exc:
+            raise PolicyError(f"generation failed: {exc}") from exc
+        tok = self.policy.tokenizer
+        text = tok.decode(completion, skip_special_tokens=True)
+        message = parse_tool_calls(text, self.turn)
+        stopped = bool(completion) and completion[-1] == self.policy.eos_id
+        self.ids = prompt + completion
+        self.rendered_upto = len(messages) + 1
+        self.turn += 1
+        return PolicyTurn(
+            message=message,
+            prompt_ids=prompt,
+            completion_ids=completion,
+            logprobs=logprobs,
+            prompt_tokens=len(prompt),
+            completion_tokens=len(completion),
+            finish_reason="stop" if stopped else "length",
+        )
+
+
+class HFPolicy(Policy):
+    """One model shared by concurrent episodes; generation is serialized by a
+    lock (so that the per-turn seed fully determines the sample)."""
+
+    def __init__(self, spec: str, sampling: Sampling):
+        super().__init__(spec, sampling)
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from training.checkpoint import checkpoint_hash
+
+        path = Path(spec.split(":", 1)[1])
+        if not (path / "config.json").is_file():
+            raise ValueError(f"policy spec {spec!r}: {path} is not a checkpoint directory (no config.json)")
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.model = AutoModelForCausalLM.from_pretrained(path).to(self.device).eval()
+        self.checkpoint_hash = checkpoint_hash(path)
+        self.eos_text = "<|im_end|>"
+        self.eos_id = self.tokenizer.convert_tokens_to_ids(self.eos_text)
+        if self.eos_id is None or self.eos_id == self.tokenizer.unk_token_id:
+            raise ValueError(f"{path}: tokenizer has no {self.eos_text} token; hf: needs a ChatML (Qwen-style) template")
+        self._lock = threading.Lock()
+
+    def episode(self, seed: int, max_turns: int) -> Episode:
+        return _HFEpisode(self, seed)
+
+    def generate(self, prompt: list[int], seed: int) -> tuple[list[int], list[float]]:
+        """Sample a completion; returns its ids and the log probability of each
+        sampled token under the distribution it was sampled from."""
+        import torch
+        from transformers import set_seed
+
+        s = self.sampling
+        greedy = s.temperature <= 0
+        with self._lock, torch.no_grad():
+            set_seed(seed)
+            out = self.model.generate(
+                torch.tensor([prompt], device=self.device),
+                attention_mask=torch.ones(1, len(prompt), dtype=torch.long, device=self.device),
+                do_sample=not greedy,
+                temperature=None if greedy else s.temperature,
+                top_p=None if greedy else s.top_p,
+                top_k=None,
+                max_new_tokens=s.max_tokens,
+                eos_token_id=self.eos_id,
+                pad_token_id=self.tokenizer.pad_token_id,
+                output_scores=True,
+                return_dict_in_generate=True,
+            )
+        completion = out.sequences[0, len(prompt):].tolist()
+        logprobs = [
+            torch.log_softmax(score[0].float(), dim=-1)[token].item()
+            for score, token in zip(out.scores, completion)
+        ]
+        return completion, logprobs
