@@ -2,10 +2,13 @@
 each, graded by the same independent verifier; figures for this and earlier
 rounds side by side, as a plot and a Markdown report."""
 
+import shutil
+
 import dagster as dg
 import polars as pl
 
 from assets._publish import publishing
+from assets.trajectories import rollout
 from orchestration.lineage import latest_metadata
 from orchestration.partitions import round_index, rounds_partitions
 from orchestration.resources import (
@@ -29,7 +32,6 @@ def round_evaluation(
     verifier: VerifierResource,
 ) -> dg.MaterializeResult:
     """pass@1 / pass@k (bootstrap 95%), hack-attempt rate, turns, tokens, exit reasons."""
-    from touchstone.agent.rollout import solve
     from touchstone.evaluate import RoundMetrics, attempts_table, markdown_report, plot_rounds, round_metrics
     from touchstone.tasks import load_task_set
 
@@ -42,9 +44,10 @@ def round_evaluation(
     heldout_dir = store.local_dir("heldout_tasks")
     earlier = _earlier_rounds(store, round_key, RoundMetrics)
     with publishing(context, storage) as out:
-        solve(load_task_set(heldout_dir), f"hf:{ckpt_path}", attempts=config.attempts,
-              workers=sandbox.workers, out=out / "rollouts", sampling=policy.sampling(),
-              backend=sandbox.backend)
+        # Resumable like raw_trajectories: the work dir survives a killed run.
+        rollouts = rollout(load_task_set(heldout_dir), f"hf:{ckpt_path}", config.attempts,
+                           store.work_dir("round_evaluation", round_key) / "rollouts", policy, sandbox, context.log)
+        shutil.copytree(rollouts, out / "rollouts")
         verifier.verify_round(heldout_dir, out / "rollouts", out / "verification", sandbox)
         attempts = attempts_table(
             pl.read_parquet(out / "rollouts" / "trajectories.parquet"),

@@ -1,6 +1,7 @@
 """raw_trajectories: the round's policy (and, on the CPU default, the teacher)
 attempts every proposed task in the sandbox."""
 
+import shutil
 from pathlib import Path
 
 import dagster as dg
@@ -47,23 +48,36 @@ def raw_trajectories(
     policy: PolicyResource,
 ) -> dg.MaterializeResult:
     """Trajectories of this round: round N runs round N-1's checkpoint (round 0: teacher)."""
-    from touchstone.agent.rollout import solve
     from touchstone.tasks import load_task_set
 
     store = storage.store()
-    start = starting_checkpoint(context.instance, context.partition_key)
-    tasks = load_task_set(store.local_dir("proposed_tasks", context.partition_key))
+    round_key = context.partition_key
+    start = starting_checkpoint(context.instance, round_key)
+    tasks = load_task_set(store.local_dir("proposed_tasks", round_key))
+    specs = round_policies(policy, round_key, start.path, config.attempts)
+    # Rollouts resume from the work dir: a killed run redoes only unfinished attempts.
+    work = store.work_dir("raw_trajectories", round_key)
     with publishing(context, storage) as out:
-        parts = []
-        specs = round_policies(policy, context.partition_key, start.path, config.attempts)
-        for spec, attempts in specs.items():
-            part = out / spec.split(":")[0]
-            context.log.info(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts")
-            solve(tasks, spec, attempts=attempts, workers=sandbox.workers, out=part,
-                  sampling=policy.sampling(), backend=sandbox.backend)
-            parts.append(part)
+        parts = [rollout(tasks, spec, attempts, work / spec.split(":")[0], policy, sandbox, context.log)
+                 for spec, attempts in specs.items()]
+        for part in parts:
+            shutil.copytree(part, out / part.name)
         merge_tables(parts, out)
-    done = store.asset_dir("raw_trajectories", context.partition_key)
+    done = store.asset_dir("raw_trajectories", round_key)
     return dg.MaterializeResult(
-        metadata={**table_metadata(done / "trajectories.parquet"), **lineage_metadata(start)}
+        metadata={
+            **table_metadata(done / "trajectories.parquet"),
+            "policies": dg.MetadataValue.json(specs),
+            **lineage_metadata(start),
+        }
     )
+
+
+def rollout(tasks, spec: str, attempts: int, out: Path, policy: PolicyResource, sandbox: SandboxResource,
+            log) -> Path:
+    """`solve` with the resource settings; returns `out`."""
+    from touchstone.agent.rollout import solve
+
+    log.info(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts into {out}")
+    return solve(tasks, spec, attempts=attempts, workers=sandbox.workers, out=out, sampling=policy.sampling(),
+                 backend=sandbox.backend, limits=policy.limits(), progress=True)

@@ -56,16 +56,21 @@ class PolicyResource(dg.ConfigurableResource):
         description="Extra teacher attempts per task in rounds >= 1, so a tiny CPU model "
         "still yields verified data. Set 0 on a cluster.",
     )
-    max_turns: int = Field(default=8, description="Turn limit per episode.")
+    max_turns: int = Field(default=8, description="Turn limit per episode (cluster: 50).")
     temperature: float = Field(default=0.7, description="Sampling temperature.")
-    max_new_tokens: int = Field(default=256, description="Tokens per assistant turn.")
+    max_tokens: int = Field(default=256, description="Completion tokens per assistant turn (cluster: 4096).")
+    time_budget_s: float = Field(default=300.0, description="Wall-clock budget per episode.")
+    seed: int = Field(default=0, description="Base sampling seed; attempt i uses a seed derived from it.")
 
-    def sampling(self) -> dict:
-        return {
-            "max_turns": self.max_turns,
-            "temperature": self.temperature,
-            "max_new_tokens": self.max_new_tokens,
-        }
+    def sampling(self):
+        from touchstone.agent.trajectory import Sampling
+
+        return Sampling(temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed)
+
+    def limits(self):
+        from touchstone.agent.loop import EpisodeLimits
+
+        return EpisodeLimits(max_turns=self.max_turns, time_budget_s=self.time_budget_s)
 
 
 class VerifierResource(dg.ConfigurableResource):

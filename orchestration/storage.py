@@ -41,6 +41,7 @@ TABLES: dict[str, tuple[str, str]] = {
 }
 
 _STAGING = ".staging"
+_WORK = ".work"
 
 
 class RoundStore:
@@ -66,6 +67,18 @@ class RoundStore:
         _copy_tree(src, UPath(dest))
         return dest
 
+    def work_dir(self, asset: str, round_key: str | None = None) -> Path:
+        """A local directory that survives a killed run, for stages that resume
+        (rollouts skip attempts whose record exists). Cleared by `publish`."""
+        path = self._work_path(asset, round_key)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _work_path(self, asset: str, round_key: str | None) -> Path:
+        if self.is_local:
+            return Path(self.asset_dir(asset, round_key).parent.path) / _WORK / asset
+        return Path(tempfile.gettempdir()) / "touchstone-work" / (round_key or "shared") / asset
+
     @contextmanager
     def publish(self, asset: str, round_key: str | None = None) -> Iterator[Path]:
         """Yield an empty local directory; on success it replaces the asset's data."""
@@ -86,6 +99,7 @@ class RoundStore:
                 if dest.exists():
                     dest.rmdir(recursive=True)
                 _copy_tree(UPath(staging), dest)
+            shutil.rmtree(self._work_path(asset, round_key), ignore_errors=True)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
