@@ -169,6 +169,11 @@ def _write_text(sandbox: Any, path: str, content: str) -> None:
 def _bash(sandbox: Any, command: str, timeout: float) -> tuple[str, int]:
     result = sandbox.exec(command, timeout=timeout)
     stdout, stderr = _text(result.stdout), _text(result.stderr)
+    # The sandbox keeps only the head of a huge stream; say so, with the true size.
+    if getattr(result, "stdout_truncated", False):
+        stdout += f"\n[... stdout cut by the sandbox: {result.stdout_bytes} bytes in total ...]\n"
+    if getattr(result, "stderr_truncated", False):
+        stderr += f"\n[... stderr cut by the sandbox: {result.stderr_bytes} bytes in total ...]\n"
     parts = [f"exit code: {result.exit_code}"]
     if getattr(result, "timed_out", False):
         parts[0] += f" (timed out after {timeout:g} s)"

@@ -1,0 +1,115 @@
+"""The trajectory record: JSONL round trip, validation, table form, replay rule."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from touchstone.agent.tools import NOT_EXECUTED, TOOL_SCHEMAS
+from touchstone.agent.trajectory import (
+    DiffRecord,
+    Sampling,
+    StepRecord,
+    Trajectory,
+    TrajectoryError,
+    TurnRecord,
+    executed_tool_calls,
+    read_messages_jsonl,
+    read_tables,
+    trajectory_id,
+    write_messages_jsonl,
+    write_tables,
+)
+
+
+def call(cid, name, arguments):
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+MESSAGES = [
+    {"role": "system", "content": "sys"},
+    {"role": "user", "content": "fix `f` — ünïcode ✓"},
+    {"role": "assistant", "content": "look", "tool_calls": [call("c0", "bash", '{"command": "ls"}')]},
+    {"role": "tool", "tool_call_id": "c0", "content": "exit code: 0\nstdout:\na.py\n"},
+    {"role": "assistant", "content": "no call here", "reasoning_content": "hmm"},
+    {"role": "user", "content": "error: your reply contained no tool call."},
+    {"role": "assistant", "content": "",
+     "tool_calls": [call("c1", "read_file", '{"path": "a.py"'), call("c2", "submit", "{}")]},
+    {"role": "tool", "tool_call_id": "c1", "content": "error: arguments of read_file are not valid JSON"},
+    {"role": "tool", "tool_call_id": "c2", "content": NOT_EXECUTED},
+    {"role": "assistant", "content": None, "tool_calls": [call("c3", "submit", "{}")]},
+    {"role": "tool", "tool_call_id": "c3", "content": "submitted"},
+    {"role": "assistant", "content": "after the end", "tool_calls": [call("c4", "bash", '{"command": "rm -rf ."}')]},
+]
+
+
+def test_jsonl_round_trip_is_identical(tmp_path):
+    path = write_messages_jsonl(tmp_path / "a" / "t.jsonl", MESSAGES)
+    assert read_messages_jsonl(path) == MESSAGES
+    assert len(path.read_text(encoding="utf-8").splitlines()) == len(MESSAGES)
+    assert [p.name for p in path.parent.iterdir()] == ["t.jsonl"]  # no temp file left
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ('{"role": "user", "content": "x"}\n{oops\n', "t.jsonl:2: not valid JSON"),
+        ('[1, 2]\n', "t.jsonl:1: expected a JSON object, got list"),
+        ('{"role": "robot", "content": "x"}\n', "message 0 is not an OpenAI chat message"),
+        ('{"role": "tool", "content": "x"}\n', "message 0 (role tool) has no tool_call_id"),
+        ('{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "bash"}}]}\n',
+         "message 0 is not an OpenAI chat message"),
+    ],
+)
+def test_malformed_jsonl_is_refused_with_location(tmp_path, line, problem):
+    path = tmp_path / "t.jsonl"
+    path.write_text(line)
+    with pytest.raises(TrajectoryError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+        read_messages_jsonl(path)
+
+
+def test_replay_rule_executes_first_call_per_turn_until_submit():
+    calls = executed_tool_calls(MESSAGES)
+    assert [(c.turn, c.step, c.tool_call_id, c.name) for c in calls] == [
+        (0, 0, "c0", "bash"), (2, 1, "c1", "read_file"), (3, 2, "c3", "submit")]
+    assert calls[1].arguments == '{"path": "a.py"' and calls[1].recorded_output.startswith("error: ")
+
+
+def sample_trajectory(tid: str, steps: int = 2) -> Trajectory:
+    return Trajectory(
+        trajectory_id=tid, task_id="task-a", task_hash="h" * 64, attempt=1, policy="hf:/ckpt",
+        checkpoint_hash="c" * 64, sampling=Sampling(temperature=0.5, seed=8), backend="bwrap",
+        image_digest="sha256:abc", messages=MESSAGES, tools=TOOL_SCHEMAS,
+        turns=[TurnRecord(turn=0, prompt_ids=[1, 2], completion_ids=[3], logprobs=[-0.5], completion_tokens=1),
+               TurnRecord(turn=1)],
+        steps=[StepRecord(step=i, turn=i, tool_call_id=f"c{i}", tool="bash", arguments="{}", ok=i == 0,
+                          ended=False, exit_code=i, output_chars=10, duration_s=0.25) for i in range(steps)],
+        exit_reason="max_turns", diff=DiffRecord(modified=["a.py"], patch="--- a/a.py\n+++ b/a.py\n"),
+        started_at="2026-01-01T00:00:00+00:00", wall_s=1.5, policy_s=0.5, sandbox_s=1.0,
+        touchstone_version="0.1.0",
+    )
+
+
+def test_table_round_trip(tmp_path):
+    trajs = [sample_trajectory("t-b"), sample_trajectory("t-a", steps=0)]
+    write_tables(trajs, tmp_path)
+    back = read_tables(tmp_path)
+    assert [t.trajectory_id for t in back] == ["t-a", "t-b"]
+    assert back[1] == trajs[0] and back[0] == trajs[1]
+    assert json.loads(json.dumps(back[1].messages)) == MESSAGES
+
+
+def test_empty_tables_have_the_columns(tmp_path):
+    import polars as pl
+
+    write_tables([], tmp_path)
+    assert "exit_reason" in pl.read_parquet(tmp_path / "trajectories.parquet").columns
+    assert "duration_s" in pl.read_parquet(tmp_path / "steps.parquet").columns
+
+
+def test_trajectory_id_is_deterministic_and_sensitive():
+    base = trajectory_id("t", "h", "teacher", 0, 0)
+    assert base == trajectory_id("t", "h", "teacher", 0, 0)
+    assert len({base, trajectory_id("t", "h2", "teacher", 0, 0), trajectory_id("t", "h", "hf:x", 0, 0),
+                trajectory_id("t", "h", "teacher", 1, 0), trajectory_id("t", "h", "teacher", 0, 1)}) == 5
