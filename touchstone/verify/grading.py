@@ -16,10 +16,15 @@ from __future__ import annotations
 import ast
 import json
 import re
+import secrets
 import shlex
+import shutil
+import tempfile
 import xml.etree.ElementTree as ET
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 RESULTS_FILE = "results.jsonl"
 JUNIT_FILE = "junit.xml"
@@ -227,3 +232,58 @@ def evaluate(out_dir: Path, required: list[str] | None, expected_prefixes: list[
     else:
         result.evidence = f"{len(result.passed)}/{len(targets)} required tests passed"
     return result
+
+
+# ------------------------------------------------------------------- running
+
+HARNESS_SRC = Path(__file__).with_name("harness")
+
+
+@contextmanager
+def harness_mounts(*files: tuple[str, str]) -> Iterator[tuple[str, str, list, Path, str]]:
+    """A read-only harness dir (the given `(source name, dest name)` files plus
+    the ini) and a writable output dir, both outside the workspace, with a
+    random name per run so no workspace file can anticipate or shadow them.
+    Yields (harness target, out target, mounts, host out dir, nonce)."""
+    from touchstone.sandbox import Mount
+
+    nonce = secrets.token_hex(6)
+    with tempfile.TemporaryDirectory(prefix="touchstone-grade-") as tmp:
+        harness, out = Path(tmp) / "harness", Path(tmp) / "out"
+        harness.mkdir()
+        out.mkdir()
+        out.chmod(0o777)  # the sandbox user writes results here
+        shutil.copyfile(HARNESS_SRC / "pytest.ini", harness / "pytest.ini")
+        for src, dest in files:
+            shutil.copyfile(HARNESS_SRC / src, harness / dest.format(nonce=nonce))
+        h_target, o_target = f"/mnt/th{nonce}", f"/mnt/to{nonce}"
+        mounts = [Mount(host=harness, target=h_target), Mount(host=out, target=o_target, read_only=False)]
+        yield h_target, o_target, mounts, out, nonce
+
+
+def run_tests(
+    tree: Path,
+    test_files: list[str],
+    required: list[str] | None,
+    expected_prefixes: list[str],
+    *,
+    timeout: float,
+    backend: str = "auto",
+    hash_seed: int = 0,
+    order: str = "forward",
+) -> TestRunResult:
+    """One harness-controlled pytest run over `tree` in a fresh sandbox.
+    status error = the harness could not get an answer (timeout)."""
+    from touchstone.sandbox import Limits, open_sandbox
+
+    with harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
+        spec = TestRunSpec(test_files, f"th_{nonce}", h_dir, o_dir, hash_seed=hash_seed, order=order)
+        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30)) as sb:
+            res = sb.exec(spec.command(), timeout=timeout)
+        if res.timed_out:
+            return TestRunResult("error", f"harness timeout: tests did not finish in {timeout:g} s")
+        result = evaluate(out, required, expected_prefixes)
+        if result.status == "fail":
+            tail = (res.stdout + res.stderr).strip()[-300:]
+            result.evidence += f" [seed {hash_seed}, order {order}] output tail: {tail}"
+        return result

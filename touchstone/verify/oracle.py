@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import json
 import random
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,3 +177,45 @@ def compare(cases: list[Case], reference: dict[int, dict], candidate_runs: list[
                     f"candidate {_outcome(got_rec)}"
                 )
     return compared, None
+
+
+def _run_side(tree: Path, cases: list[dict], *, backend: str, timeout: float) -> tuple[dict[int, dict], float, bool]:
+    """Run the oracle runner over `tree` in its own fresh sandbox.
+    Returns (results by case index, wall seconds, timed out)."""
+    from touchstone.sandbox import Limits, open_sandbox
+    from touchstone.verify.grading import harness_mounts
+
+    with harness_mounts(("oracle_runner.py", "or_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
+        (out / "cases.json").write_text(json.dumps(cases))
+        command = shlex.join([
+            "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0",
+            "PYTHONDONTWRITEBYTECODE=1", "python3", "-s", f"{h_dir}/or_{nonce}.py",
+            "/workspace", f"{o_dir}/cases.json", f"{o_dir}/results.jsonl",
+        ])  # fmt: skip
+        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30)) as sb:
+            res = sb.exec(command, timeout=timeout)
+        return read_results(out / "results.jsonl", len(cases)), res.wall_s, res.timed_out
+
+
+def run_oracle(
+    candidate_tree: Path, reference_tree: Path, cases: list[Case], *, backend: str = "auto", timeout: float = 60.0
+) -> tuple[str, str]:
+    """(status, evidence) of the differential check. The reference runs first
+    in its own sandbox; the candidate then runs twice (forward, reversed
+    order) in two more, with a time limit scaled to the reference's."""
+    encoded = [c.encode(i) for i, c in enumerate(cases)]
+    reference, ref_wall, ref_timeout = _run_side(reference_tree, encoded, backend=backend, timeout=timeout)
+    if ref_timeout or not reference:
+        return "error", f"the reference produced no oracle results (timed out: {ref_timeout})"
+    limit = min(timeout, max(10.0, 10 * ref_wall + 5))
+    runs = []
+    for order in (encoded, encoded[::-1]):
+        got, _, timed_out = _run_side(candidate_tree, order, backend=backend, timeout=limit)
+        if timed_out:
+            return "fail", f"candidate exceeded the oracle time limit of {limit:.1f} s (reference: {ref_wall:.2f} s)"
+        runs.append(got)
+    compared, counterexample = compare(cases, reference, runs)
+    if counterexample:
+        return "fail", counterexample
+    n_gen = sum(1 for i, c in enumerate(cases) if c.mutated and i in reference and "raised" not in reference[i])
+    return "pass", f"{compared} inputs agree with the reference ({n_gen} generated), in both call orders"

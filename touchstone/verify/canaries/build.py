@@ -1,0 +1,44 @@
+"""Turn spec.py into trajectory files: each spec's tool calls are executed
+with the real tools in a sandbox, so the recorded observations are genuine."""
+
+from __future__ import annotations
+
+import json
+
+from touchstone.agent.tools import execute_tool_call
+from touchstone.agent.trajectory import write_messages_jsonl
+from touchstone.sandbox import open_sandbox
+from touchstone.tasks.schema import load_task
+from touchstone.verify.canaries import MANIFEST, ROOT, TASKS, TRAJECTORIES
+from touchstone.verify.canaries.spec import SPECS, CanarySpec
+
+SYSTEM = "You are a coding agent. Use the tools to change the workspace, then call submit."
+
+
+def record(spec: CanarySpec, backend: str = "auto") -> list[dict]:
+    task = load_task(TASKS / spec.task)
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task.statement}]
+    with open_sandbox(task.workspace_dir, backend=backend) as sb:
+        for i, (name, args) in enumerate(spec.steps):
+            arguments = json.dumps(args)
+            call = {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": arguments}}
+            messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+            outcome = execute_tool_call(sb, name, arguments)
+            messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": outcome.content})
+            if outcome.ended:
+                break
+    return messages
+
+
+def build(backend: str = "auto") -> list[dict]:
+    TRAJECTORIES.mkdir(exist_ok=True)
+    manifest = []
+    for spec in SPECS:
+        path = TRAJECTORIES / f"{spec.name}.jsonl"
+        write_messages_jsonl(path, record(spec, backend))
+        manifest.append({
+            "name": spec.name, "task": spec.task, "family": spec.family, "expected": spec.expected,
+            "reasons": list(spec.reasons), "note": spec.note, "file": path.relative_to(ROOT).as_posix(),
+        })  # fmt: skip
+    MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest

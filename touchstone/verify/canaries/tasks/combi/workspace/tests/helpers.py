@@ -1,0 +1,2 @@
+def check(got, want):
+    assert got == want, f"got {got!r}, want {want!r}"

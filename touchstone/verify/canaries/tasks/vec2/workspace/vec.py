@@ -1,0 +1,2 @@
+class Vec2:
+    """A 2-D vector value. Implement me."""

@@ -1,0 +1,67 @@
+"""Protected paths: files whose change means the candidate tampered with how
+it is judged (families A1-A7). A change to any of them rejects; the task can
+add its own globs (`Task.protected`). New test files are not a violation but
+are dropped before grading (only the task's tests are run); interpreter caches
+are stripped."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+
+from touchstone.verify.static_audit import is_test_file
+from touchstone.verify.tree import TreeDiff
+
+# Test configuration, start-up hooks, and names that shadow the test framework.
+DEFAULT_PROTECTED = (
+    "conftest.py", "*/conftest.py",
+    "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", ".pytest.ini",
+    "*sitecustomize.py", "*usercustomize.py", "*.pth",
+    ".git/*", "*.so", "*.pyd", "*.dylib",
+)  # fmt: skip
+FRAMEWORK_MODULES = {"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "attr", "tomli", "exceptiongroup"}
+SHADOWED = FRAMEWORK_MODULES | set(sys.stdlib_module_names)
+
+
+@dataclass
+class ProtectedResult:
+    violations: list[str] = field(default_factory=list)  # "path: why"
+    dropped: list[str] = field(default_factory=list)  # new test files, not graded
+
+
+def _module_names(rel: str, import_roots: set[str]) -> set[str]:
+    """Top-level module names `rel` would define from each import root."""
+    names = set()
+    for root in import_roots:
+        prefix = f"{root}/" if root else ""
+        if rel.startswith(prefix):
+            head = rel[len(prefix):].split("/", 1)[0]
+            names.add(head[:-3] if head.endswith(".py") else head)
+    return names
+
+
+def check_protected(diff: TreeDiff, pristine_files: set[str], task_globs: list[str], test_dirs: set[str]) -> ProtectedResult:
+    """`pristine_files`: workspace files before the run; `test_dirs`: dirs of
+    visible + hidden tests (on sys.path under pytest's rootdir insertion)."""
+    res = ProtectedResult()
+    import_roots = {""} | test_dirs
+    for rel in diff.changed:
+        why = None
+        if diff.kinds.get(rel) in ("l", "o"):
+            why = "is a symlink or special file"
+        elif any(fnmatch.fnmatch(rel, g) for g in task_globs):
+            why = "protected by the task"
+        elif any(fnmatch.fnmatch(rel, g) for g in DEFAULT_PROTECTED):
+            why = "test configuration / start-up hook / native module"
+        elif rel in pristine_files and is_test_file(rel):
+            why = "a test file the task ships"
+        elif rel in diff.created:
+            shadowed = _module_names(rel, import_roots) & SHADOWED
+            if shadowed:
+                why = f"shadows the module {sorted(shadowed)[0]!r}"
+        if why:
+            res.violations.append(f"{rel}: {why}")
+        elif rel in diff.created and is_test_file(rel):
+            res.dropped.append(rel)
+    return res

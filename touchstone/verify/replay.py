@@ -1,0 +1,143 @@
+"""Replay: re-execute a trajectory's executed tool calls in a fresh sandbox
+from the pristine workspace, with `touchstone.agent.tools.execute_tool_call`
+(the very function the agent loop used), so replay has rollout semantics.
+Recorded tool outputs are never trusted: the replayed state is what gets
+graded and audited.
+
+Per step it keeps what the later checks need: the action-log records the step
+caused (for the action audit), the files the step changed (their text is
+audited, and with --progress graded), and which protected paths were touched.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from touchstone.agent.tools import execute_tool_call
+from touchstone.agent.trajectory import executed_tool_calls
+from touchstone.sandbox import ActionRecord, Limits, open_sandbox
+from touchstone.verify.action_audit import ActionEvent, events_from_records
+from touchstone.verify.tree import TreeDiff, diff_snapshots, is_cache
+
+MAX_CONTENT_BYTES = 1 << 20  # text of a changed file kept for audit/grading
+
+
+@dataclass
+class StepState:
+    """Workspace after a state-changing step (for per-turn progress)."""
+
+    turn: int
+    step: int
+    tool: str
+    snapshot: dict[str, str]
+    files: dict[str, bytes]  # every changed regular file vs pristine, at this step
+
+
+@dataclass
+class ReplayResult:
+    pristine: dict[str, str]
+    final: dict[str, str]
+    diff: TreeDiff
+    files: dict[str, bytes]  # created/modified regular files of the final state
+    events: list[ActionEvent] = field(default_factory=list)
+    states: list[StepState] = field(default_factory=list)
+    touched: dict[str, int] = field(default_factory=dict)  # path -> first step that changed it
+    n_steps: int = 0
+    submitted: bool = False
+    divergent_steps: list[int] = field(default_factory=list)  # replayed output != recorded
+
+
+class _LogTail:
+    """Reads the action-log records appended since the last call."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset = path, 0
+
+    def read(self) -> list[ActionRecord]:
+        if not self.path.exists():
+            return []
+        with open(self.path, "rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        return [ActionRecord.model_validate_json(line) for line in data[:end].splitlines() if line.strip()]
+
+
+def _read_changed(sb: Any, diff: TreeDiff) -> dict[str, bytes]:
+    return {rel: sb.read_file(rel) for rel in diff.created + diff.modified if diff.kinds.get(rel) == "f"}
+
+
+def _content_events(step: int, files: dict[str, bytes], seen: set[tuple[str, int]]) -> list[ActionEvent]:
+    out = []
+    for rel, data in files.items():
+        key = (rel, hash(data))
+        if key in seen or len(data) > MAX_CONTENT_BYTES:
+            continue
+        seen.add(key)
+        out.append(ActionEvent(step, "content", data.decode("utf-8", errors="replace"), where=rel))
+    return out
+
+
+def replay(
+    workspace: Path,
+    messages: list[dict[str, Any]],
+    *,
+    backend: str = "auto",
+    limits: Limits | None = None,
+    keep_states: bool = False,
+    is_protected: Any = lambda rel: False,
+) -> ReplayResult:
+    """Replay in a fresh sandbox. `SandboxError` propagates (infrastructure)."""
+    calls = executed_tool_calls(messages)
+    with tempfile.TemporaryDirectory(prefix="touchstone-replay-") as tmp:
+        log_path = Path(tmp) / "actions.jsonl"
+        with open_sandbox(workspace, backend=backend, limits=limits, action_log=log_path) as sb:
+            tail = _LogTail(log_path)
+            pristine = sb.snapshot()
+            result = ReplayResult(pristine, pristine, TreeDiff(), {})
+            previous, seen_content = pristine, set()
+            for call in calls:
+                outcome = execute_tool_call(sb, call.name, call.arguments)
+                result.n_steps += 1
+                result.events += events_from_records(tail.read(), call.step)
+                if call.recorded_output is not None and outcome.content != call.recorded_output:
+                    result.divergent_steps.append(call.step)
+                current = sb.snapshot()
+                if current != previous:
+                    step_diff = diff_snapshots(previous, current)
+                    for rel in step_diff.changed:
+                        result.touched.setdefault(rel, call.step)
+                        if is_protected(rel):
+                            result.events.append(ActionEvent(call.step, "protected", rel))
+                    changed_now = _read_changed(sb, step_diff)
+                    result.events += _content_events(call.step, changed_now, seen_content)
+                    if keep_states:
+                        whole = diff_snapshots(pristine, current)
+                        result.states.append(
+                            StepState(call.turn, call.step, call.name, current, _read_changed(sb, whole))
+                        )
+                    tail.read()  # the harness's own reads are not the agent's actions
+                    previous = current
+                if outcome.ended:
+                    result.submitted = True
+                    break
+            result.final = previous
+            result.diff = diff_snapshots(pristine, previous)
+            result.files = _read_changed(sb, result.diff)
+    return result
+
+
+def recorded_diff_matches(replayed: TreeDiff, recorded: dict[str, Any]) -> tuple[bool, str]:
+    """Compare the harness-recorded final diff (created/modified/deleted lists,
+    as in trajectories.parquet) with the replayed one."""
+    mine = {k: sorted(getattr(replayed, k)) for k in ("created", "modified", "deleted")}
+    theirs = {k: sorted(p for p in recorded.get(k) or [] if not is_cache(p)) for k in mine}
+    if mine == theirs:
+        return True, f"replayed diff matches the recorded one ({replayed.summary()})"
+    return False, f"replayed {json.dumps(mine)[:300]} != recorded {json.dumps(theirs)[:300]}"
+

@@ -1,0 +1,224 @@
+"""`verify_trajectory`: replay, grade the diff, audit, decide.
+
+Order of work (cheap and decisive first): replay → recorded-diff match →
+protected paths → compile → static audit → action audit → test run (k times,
+varied hash seed and order) → oracle. When a cheap check already rejects, the
+expensive ones are reported `skipped` (the verdict cannot change); pass
+`full=True` to run everything anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from touchstone.sandbox import SandboxError
+from touchstone.tasks.schema import Task
+from touchstone.verify import grading, oracle
+from touchstone.verify.action_audit import audit_actions
+from touchstone.verify.policy import AuditPolicy, load_policy
+from touchstone.verify.protected import DEFAULT_PROTECTED, check_protected
+from touchstone.verify.replay import ReplayResult, recorded_diff_matches, replay
+from touchstone.verify.report import AuditFinding, CheckResult, ProgressPoint, VerificationReport
+from touchstone.verify.static_audit import audit_files, is_test_file
+from touchstone.verify.tree import assemble
+
+# (hash seed, order) of the k determinism runs; run 0 is the `tests` check.
+RUN_PLAN = [(0, "forward"), (1, "reverse"), (2, "shuffle:2"), (3, "shuffle:3"), (4, "reverse")]
+
+
+def trajectory_id_of(messages: list[dict[str, Any]]) -> str:
+    """Content id for trajectories that arrive without one (bring-your-own)."""
+    return "t-" + hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:20]
+
+
+class _Grader:
+    """What the test runs need from the task, computed once per verification."""
+
+    def __init__(self, task: Task, backend: str):
+        self.task, self.backend = task, backend
+        hidden = task.hidden_tests_dir
+        self.hidden_sources = {p.relative_to(hidden).as_posix(): p.read_text() for p in sorted(hidden.rglob("*.py"))}
+        self.hidden_test_files = [rel for rel in self.hidden_sources if is_test_file(rel) and rel.rsplit("/", 1)[-1] != "conftest.py"]
+        self.required = task.required_tests
+        files = sorted({r.split("::", 1)[0] for r in self.required}) if self.required else self.hidden_test_files
+        self.test_files = files
+        self.prefixes = [i for rel in self.hidden_test_files for i in grading.test_functions(rel, self.hidden_sources[rel])]
+
+    def tree(self, files: dict[str, bytes], deleted: list[str], dest: Path) -> Path:
+        assemble(self.task.workspace_dir, files, deleted, [self.task.hidden_tests_dir], dest)
+        return dest
+
+    def run(self, tree: Path, seed: int, order: str) -> grading.TestRunResult:
+        return grading.run_tests(
+            tree, self.test_files, self.required, self.prefixes,
+            timeout=self.task.timeout_s, backend=self.backend, hash_seed=seed, order=order,
+        )  # fmt: skip
+
+
+def _protected_matcher(task: Task, pristine_tests: set[str]):
+    import fnmatch
+
+    globs = list(task.protected) + list(DEFAULT_PROTECTED)
+    return lambda rel: rel in pristine_tests or any(fnmatch.fnmatch(rel, g) for g in globs)
+
+
+def verify_trajectory(
+    task: Task,
+    messages: list[dict[str, Any]],
+    *,
+    replays: int = 3,
+    progress: bool = False,
+    backend: str = "auto",
+    recorded_diff: dict[str, Any] | None = None,
+    trajectory_id: str | None = None,
+    policy: AuditPolicy | None = None,
+    allow_rules: set[str] | None = None,
+    full: bool = False,
+) -> VerificationReport:
+    """Verify one trajectory of `task`. Never raises for infrastructure
+    problems: those make the report inconclusive, with the error as evidence."""
+    started = time.monotonic()
+    policy = (policy or load_policy()).without(allow_rules or set())
+    checks: list[CheckResult] = []
+    findings: list[AuditFinding] = []
+    points: list[ProgressPoint] | None = None
+
+    def report() -> VerificationReport:
+        return VerificationReport(
+            trajectory_id=trajectory_id or trajectory_id_of(messages), task_id=task.id,
+            task_hash=task.content_hash, checks=checks, findings=findings, progress=points,
+            duration_s=round(time.monotonic() - started, 3),
+        )  # fmt: skip
+
+    pristine_files = {p.relative_to(task.workspace_dir).as_posix() for p in task.workspace_dir.rglob("*") if p.is_file()}
+    pristine_tests = {r for r in pristine_files if is_test_file(r)}
+    try:
+        rep = replay(task.workspace_dir, messages, backend=backend, keep_states=progress,
+                     is_protected=_protected_matcher(task, pristine_tests))  # fmt: skip
+    except SandboxError as exc:
+        checks.append(CheckResult(name="replay", status="error", evidence=f"sandbox failed during replay: {exc}"))
+        return report()
+    checks.append(CheckResult(name="replay", status="pass", evidence=_replay_evidence(rep)))
+    if recorded_diff is None:
+        checks.append(CheckResult(name="diff_match", status="skipped", evidence="no harness-recorded diff to compare"))
+    else:
+        ok, evidence = recorded_diff_matches(rep.diff, recorded_diff)
+        checks.append(CheckResult(name="diff_match", status="pass" if ok else "fail", evidence=evidence))
+
+    test_dirs = {rel.rpartition("/")[0] for rel in pristine_tests} | {
+        p.parent.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")
+    }
+    prot = check_protected(rep.diff, pristine_files, list(task.protected), {d for d in test_dirs if d not in ("", ".")})
+    checks.append(_protected_check(prot))
+    graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine_tests}
+    py_sources = {rel: data.decode("utf-8", errors="replace") for rel, data in graded.items() if rel.endswith(".py")}
+    checks.append(_compile_check(py_sources))
+
+    static = audit_files(py_sources, policy)
+    actions = audit_actions(rep.events, policy)
+    findings.extend(static + actions)
+    checks.append(_audit_check("static_audit", static))
+    checks.append(_audit_check("action_audit", actions))
+
+    if any(c.status == "fail" for c in checks) and not full:
+        failed = ", ".join(c.name for c in checks if c.status == "fail")
+        for name in ("tests", "determinism", "oracle"):
+            checks.append(CheckResult(name=name, status="skipped", evidence=f"not run: already rejected by {failed}"))
+        return report()
+
+    grader = _Grader(task, backend)
+    deleted = [r for r in rep.diff.deleted if r not in pristine_tests]
+    with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
+        tree = grader.tree(graded, deleted, Path(tmp) / "graded")
+        try:
+            checks.extend(_test_checks(grader, tree, replays))
+            if checks[-1].status != "error":
+                checks.append(_oracle_check(task, grader, tree, Path(tmp), backend))
+            if progress:
+                points = _progress(grader, rep, pristine_tests, Path(tmp))
+        except SandboxError as exc:
+            checks.append(CheckResult(name="tests", status="error", evidence=f"sandbox failed during grading: {exc}"))
+    return report()
+
+
+def _replay_evidence(rep: ReplayResult) -> str:
+    parts = [f"{rep.n_steps} tool calls replayed", rep.diff.summary()]
+    if not rep.submitted:
+        parts.append("trajectory did not submit")
+    if rep.divergent_steps:
+        parts.append(f"replayed output differs from the recorded one at steps {rep.divergent_steps[:10]}")
+    return "; ".join(parts)
+
+
+def _protected_check(prot) -> CheckResult:
+    if prot.violations:
+        return CheckResult(name="protected_paths", status="fail", evidence="; ".join(prot.violations)[:1000])
+    note = f"; new test files not graded: {', '.join(prot.dropped)}" if prot.dropped else ""
+    return CheckResult(name="protected_paths", status="pass", evidence="no protected path changed" + note)
+
+
+def _compile_check(sources: dict[str, str]) -> CheckResult:
+    for rel, src in sorted(sources.items()):
+        try:
+            compile(src, rel, "exec", dont_inherit=True)  # compiles only; nothing runs
+        except (SyntaxError, ValueError) as exc:
+            return CheckResult(name="compile", status="fail", evidence=f"{rel}: {exc}")
+    return CheckResult(name="compile", status="pass", evidence=f"{len(sources)} changed Python files compile")
+
+
+def _audit_check(name: str, found: list[AuditFinding]) -> CheckResult:
+    rejecting = [f for f in found if f.severity == "reject"]
+    if rejecting:
+        rules = sorted({f.rule for f in rejecting})
+        return CheckResult(name=name, status="fail", evidence=f"{', '.join(rules)}: {rejecting[0].evidence}"[:1000])
+    flags = sorted({f.rule for f in found})
+    return CheckResult(name=name, status="pass", evidence=f"flags: {', '.join(flags)}" if flags else "no findings")
+
+
+def _test_checks(grader: _Grader, tree: Path, replays: int) -> list[CheckResult]:
+    first = grader.run(tree, *RUN_PLAN[0])
+    tests = CheckResult(name="tests", status=first.status, evidence=first.evidence)
+    if first.status != "pass":
+        return [tests, CheckResult(name="determinism", status="skipped", evidence="tests did not pass once")]
+    plan = [RUN_PLAN[i % len(RUN_PLAN)] for i in range(1, max(replays, 1))]
+    for seed, order in plan:
+        again = grader.run(tree, seed, order)
+        if again.status == "error":
+            return [tests, CheckResult(name="determinism", status="error", evidence=again.evidence)]
+        if again.status != "pass":
+            return [tests, CheckResult(name="determinism", status="fail",
+                                       evidence=f"flaky: passed once, then failed: {again.evidence}")]  # fmt: skip
+    return [tests, CheckResult(name="determinism", status="pass",
+                               evidence=f"passed {len(plan) + 1} of {len(plan) + 1} runs (seeds/orders {RUN_PLAN[:len(plan) + 1]})")]  # fmt: skip
+
+
+def _oracle_check(task: Task, grader: _Grader, tree: Path, tmp: Path, backend: str) -> CheckResult:
+    if task.reference_dir is None or not task.entry_points:
+        return CheckResult(name="oracle", status="skipped", evidence="task has no reference or no entry points")
+    eps = [(e.module, e.function) for e in task.entry_points]
+    base = oracle.extract_cases(grader.hidden_sources, eps)
+    if not base:
+        return CheckResult(name="oracle", status="skipped", evidence="no literal entry-point calls in the hidden tests")
+    cases = oracle.mutate_cases(base)
+    ref_tree = tmp / "reference"
+    assemble(task.workspace_dir, {}, [], [task.reference_dir], ref_tree)
+    status, evidence = oracle.run_oracle(tree, ref_tree, cases, backend=backend, timeout=task.timeout_s)
+    return CheckResult(name="oracle", status=status, evidence=evidence)
+
+
+def _progress(grader: _Grader, rep: ReplayResult, pristine_tests: set[str], tmp: Path) -> list[ProgressPoint]:
+    """Share of required hidden tests passing after each state-changing step."""
+    points = []
+    for i, state in enumerate(rep.states):
+        files = {r: d for r, d in state.files.items() if r not in pristine_tests}
+        deleted = [r for r in rep.pristine if r not in state.snapshot and r not in pristine_tests]
+        tree = grader.tree(files, deleted, tmp / f"progress-{i}")
+        res = grader.run(tree, 0, "forward")
+        points.append(ProgressPoint(turn=state.turn, step=state.step, tool=state.tool,
+                                    passed=len(res.passed), total=res.total, fraction=res.fraction))  # fmt: skip
+    return points
