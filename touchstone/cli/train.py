@@ -10,6 +10,45 @@ import click
 
 
 @click.group()
+def train() -> None:
+    """Train a checkpoint on a round's verified datasets (`touchstone data build`)."""
+
+
+def _train_command(method: str, help_text: str) -> None:
+    @train.command(method, help=help_text)
+    @click.option("--data", "data_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+                  help="Dataset directory from `touchstone data build`.")
+    @click.option("--base", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+                  help="Starting checkpoint (any Hugging Face causal LM directory).")
+    @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+    @click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                  help="YAML of TRL config fields (max_steps, learning_rate, per_device_train_batch_size, ...).")
+    @click.option("--round", "round_key", default=None, help="Round recorded in the checkpoint manifest.")
+    @click.option("--accelerate-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                  help="Run under `accelerate launch` with this config (training/configs/accelerate/*.yaml).")
+    def command(data_dir: Path, base: Path, out: Path, config: Path | None, round_key: str | None,
+                accelerate_config: Path | None) -> None:
+        from training.common import TrainingError
+        from training.train import train as run
+
+        if out.exists() and any(out.iterdir()):
+            raise click.UsageError(f"{out} exists and is not empty; choose a new directory")
+        try:
+            manifest = run(method, data_dir=data_dir, base=base, out=out, round_key=round_key, config=config,
+                           accelerate_config=accelerate_config)
+        except TrainingError as exc:
+            raise click.ClickException(str(exc)) from None
+        metrics = ", ".join(f"{k}={v:.4g}" for k, v in manifest.metrics.items())
+        click.echo(f"checkpoint {out} ({manifest.content_hash[:12]}): {metrics}")
+
+
+_train_command("sft", "Supervised fine-tuning on accepted runs, per-token credit weights, assistant tokens only.")
+_train_command("rl", "Policy gradient on labelled runs with per-token advantages, on the recorded token ids.")
+_train_command("dpo", "DPO on (accepted, rejected) pairs of the same task.")
+_train_command("kto", "KTO on unpaired accepted / rejected runs.")
+
+
+@click.group()
 def model() -> None:
     """The default tiny model."""
 

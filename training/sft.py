@@ -1,0 +1,127 @@
+"""SFT on accepted trajectories with TRL's `SFTTrainer`: loss on the model's
+own (assistant) tokens only, each token weighted by its turn's credit weight.
+
+Tokenization is done here, not by TRL, because the per-turn weights must be
+laid onto the tokens: the training chat template marks assistant spans
+(`return_assistant_tokens_mask`), and the k-th contiguous span is turn k.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from datasets import Dataset
+from trl import SFTConfig, SFTTrainer
+from trl.chat_template_utils import get_training_chat_template
+from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+from trl.trainer.utils import pad
+
+from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, tensorboard, trl_args
+from training.checkpoint import CheckpointManifest
+
+
+def assistant_spans(mask: list[int]) -> list[tuple[int, int]]:
+    """[start, end) of each contiguous run of 1s."""
+    spans, start = [], None
+    for i, bit in enumerate(mask + [0]):
+        if bit and start is None:
+            start = i
+        elif not bit and start is not None:
+            spans.append((start, i))
+            start = None
+    return spans
+
+
+def tokenize_row(row: dict[str, Any], tokenizer, template: str, max_length: int) -> dict[str, list] | None:
+    """input_ids, labels (-100 outside assistant turns) and token_weights (0
+    outside assistant turns, the turn's weight inside). None when the row is
+    longer than max_length (dropped, never silently truncated mid-turn)."""
+    enc = tokenizer.apply_chat_template(
+        json.loads(row["messages"]), tools=json.loads(row["tools"]), chat_template=template,
+        return_assistant_tokens_mask=True, return_dict=True,
+    )
+    ids, mask = list(enc["input_ids"]), list(enc["assistant_masks"])
+    if len(ids) > max_length:
+        return None
+    spans = assistant_spans(mask)
+    weights = row["turn_weights"]
+    if len(spans) != len(weights):
+        raise TrainingError(
+            f"trajectory {row['trajectory_id']}: {len(spans)} assistant spans in the rendered chat "
+            f"but {len(weights)} turn weights"
+        )
+    token_weights = [0.0] * len(ids)
+    for (start, end), w in zip(spans, weights):
+        token_weights[start:end] = [w] * (end - start)
+    labels = [t if m else -100 for t, m in zip(ids, mask)]
+    return {"input_ids": ids, "labels": labels, "token_weights": token_weights}
+
+
+def tokenize_dataset(rows: list[dict[str, Any]], tokenizer, max_length: int) -> Dataset:
+    template = get_training_chat_template(tokenizer)
+    if template is None:
+        raise TrainingError("the base tokenizer's chat template has no TRL training variant; assistant masks unavailable")
+    examples = [e for e in (tokenize_row(r, tokenizer, template, max_length) for r in rows) if e is not None]
+    if not examples:
+        raise TrainingError(f"every SFT row is longer than max_length={max_length}")
+    return Dataset.from_list(examples)
+
+
+class WeightedCollator(DataCollatorForLanguageModeling):
+    """TRL's LM collator plus a padded `token_weights` tensor (0 on padding)."""
+
+    def torch_call(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+        if self.padding_free:
+            raise TrainingError("per-token weights need padded batches; set padding_free=False")
+        out = super().torch_call(examples)
+        weights = [torch.tensor(e["token_weights"], dtype=torch.float32) for e in examples]
+        out["token_weights"] = pad(weights, padding_value=0.0, padding_side="right",
+                                   pad_to_multiple_of=self.pad_to_multiple_of)
+        return out
+
+
+class WeightedSFTTrainer(SFTTrainer):
+    """SFTTrainer whose token loss is multiplied by `token_weights`."""
+
+    def _set_signature_columns_if_needed(self):
+        super()._set_signature_columns_if_needed()
+        if "token_weights" not in self._signature_columns:
+            self._signature_columns = [*self._signature_columns, "token_weights"]
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        weights = inputs.pop("token_weights")
+        outputs = model(**inputs, use_cache=False, fused_lm_head=True)
+        # log_probs[:, j] scores the label at position j + 1 (zero where the label is -100).
+        per_token = -outputs.log_probs * weights[:, 1:].to(outputs.log_probs.dtype)
+        n = outputs.label_mask.sum() if num_items_in_batch is None else num_items_in_batch
+        loss = per_token.sum() / torch.as_tensor(n).clamp(min=1)
+        if self.args.average_tokens_across_devices and num_items_in_batch is not None:
+            loss = loss * self.accelerator.num_processes
+        return (loss, outputs) if return_outputs else loss
+
+
+def build_trainer(data_dir: str | Path, base: str | Path, work_dir: Path, out: Path,
+                  config: str | Path | dict | None = None) -> WeightedSFTTrainer:
+    model, tokenizer = load_base(base)
+    args = trl_args(SFTConfig, work_dir, load_overrides(config), max_length=4096, remove_unused_columns=False)
+    dataset = tokenize_dataset(read_rows(data_dir, "sft"), tokenizer, args.max_length)
+    return WeightedSFTTrainer(
+        model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+        data_collator=WeightedCollator(pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=args.pad_to_multiple_of),
+        callbacks=[tensorboard(out)],
+    )
+
+
+def train_sft(data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
+              config: str | Path | dict | None = None) -> CheckpointManifest:
+    out = Path(out)
+    with tempfile.TemporaryDirectory(prefix="touchstone-sft-") as work:
+        trainer = build_trainer(data_dir, base, Path(work), out, config)
+        result = trainer.train()
+        return finish(trainer, out, base=base, round_key=round_key, datasets=dataset_hashes(data_dir, ["sft"]),
+                      method="sft", metrics={"train_loss": result.training_loss, "steps": result.global_step,
+                                             "rows": len(trainer.train_dataset)})

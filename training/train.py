@@ -1,0 +1,60 @@
+"""One entry point for every training method, in-process or under
+`accelerate launch` (multi-GPU / DeepSpeed / FSDP, configs in
+training/configs/accelerate/)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from training.checkpoint import CheckpointManifest, read_manifest
+from training.common import TrainingError, load_overrides
+
+METHODS = ("sft", "rl", "dpo", "kto")
+
+
+def _trainer(method: str):
+    if method == "sft":
+        from training.sft import train_sft as fn
+    elif method == "rl":
+        from training.rl import train_rl as fn
+    elif method == "dpo":
+        from training.dpo import train_dpo as fn
+    elif method == "kto":
+        from training.kto import train_kto as fn
+    else:
+        raise TrainingError(f"unknown training method {method!r}; expected one of {', '.join(METHODS)}")
+    return fn
+
+
+def train(method: str, *, data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
+          config: str | Path | dict | None = None, max_steps: int | None = None, learning_rate: float | None = None,
+          accelerate_config: str | Path | None = None) -> CheckpointManifest:
+    """Train checkpoint `out` from `base` on `data_dir/<method>.parquet`.
+    `config` holds TRL config fields (YAML file or dict); max_steps and
+    learning_rate, when given, override it."""
+    overrides: dict[str, Any] = load_overrides(config)
+    if max_steps is not None:
+        overrides["max_steps"] = max_steps
+    if learning_rate is not None:
+        overrides["learning_rate"] = learning_rate
+    fn = _trainer(method)
+    if accelerate_config is None:
+        return fn(data_dir, base, out, round_key=round_key, config=overrides)
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(accelerate_config),
+           "-m", "training.train", method, str(data_dir), str(base), str(out), round_key or "", json.dumps(overrides)]
+    subprocess.run(cmd, check=True)
+    return read_manifest(out)
+
+
+def _main(argv: list[str]) -> None:
+    """Worker side of `accelerate launch` (positional args, see `train`)."""
+    method, data_dir, base, out, round_key, overrides = argv
+    _trainer(method)(data_dir, base, out, round_key=round_key or None, config=json.loads(overrides))
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])
