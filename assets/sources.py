@@ -5,19 +5,31 @@ training never sees."""
 import shutil
 
 import dagster as dg
+import polars as pl
 
 from assets._publish import publishing, table_metadata
-from orchestration.resources import HeldoutConfig, SandboxResource, StorageResource, TrainerResource
+from orchestration.resources import HeldoutConfig, SandboxResource, SeedsConfig, StorageResource, TrainerResource
 
 
 @dg.asset(group_name="sources", kinds={"python"})
-def seed_sources(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
-    """Seed code the task proposers mutate, with a content hash per file."""
-    from touchstone.tasks.seeds import write_seed_index
+def seed_sources(
+    context: dg.AssetExecutionContext, config: SeedsConfig, storage: StorageResource
+) -> dg.MaterializeResult:
+    """Seed projects (clean source trees with their tests) that the mutation proposer mutates."""
+    from touchstone.tasks.seeding import default_seeds, resolve_seed
 
     with publishing(context, storage) as out:
-        index = write_seed_index(out / "sources.parquet")
-    return dg.MaterializeResult(metadata=table_metadata(index))
+        seeds = [resolve_seed(s, out) for s in config.seeds] if config.seeds else default_seeds(out)
+        rows = [{"seed": s.name, "dir": s.root.relative_to(out).as_posix(), "sources": len(s.sources),
+                 "tests": len(s.tests)} for s in seeds]
+        pl.DataFrame(rows).write_parquet(out / "sources.parquet")
+    return dg.MaterializeResult(metadata=table_metadata(storage.store().asset_dir("seed_sources") / "sources.parquet"))
+
+
+def seed_dirs(storage: StorageResource) -> list[str]:
+    """The materialized seed project directories, for the proposers."""
+    root = storage.store().local_dir("seed_sources")
+    return [str(root / d) for d in pl.read_parquet(root / "sources.parquet")["dir"]]
 
 
 @dg.asset(group_name="sources", kinds={"pytorch"})
@@ -41,17 +53,20 @@ def base_model(
     )
 
 
-@dg.asset(group_name="sources", deps=[seed_sources], kinds={"python"})
+@dg.asset(group_name="sources", deps=[seed_sources], kinds={"python"}, pool="sandbox")
 def heldout_tasks(
     context: dg.AssetExecutionContext,
     config: HeldoutConfig,
     storage: StorageResource,
     sandbox: SandboxResource,
 ) -> dg.MaterializeResult:
-    """Validated tasks reserved for evaluation; a blocking check keeps them out of training."""
-    from assets.tasks import propose_validated
+    """Validated tasks reserved for evaluation. Rounds never propose tasks from
+    their source units, and a blocking check keeps them out of training."""
+    from touchstone.tasks.proposers.mutation import propose_mutation
 
     with publishing(context, storage) as out:
-        propose_validated(out, n_tasks=config.n_tasks, proposer="mutation", split="heldout",
-                          seed=10_000, sandbox=sandbox)
-    return dg.MaterializeResult(metadata=table_metadata(storage.store().asset_dir("heldout_tasks") / "index.parquet"))
+        # Its own RNG stream: round r seeds with r, far below this.
+        propose_mutation(out, seeds=seed_dirs(storage), n=config.n_tasks, workers=sandbox.workers,
+                         rng_seed=config.rng_seed)
+    index = storage.store().asset_dir("heldout_tasks") / "index.parquet"
+    return dg.MaterializeResult(metadata=table_metadata(index))

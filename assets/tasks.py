@@ -1,21 +1,36 @@
 """proposed_tasks: new validated tasks for the round, with rejection reasons."""
 
+import shutil
 from pathlib import Path
 
 import dagster as dg
+import polars as pl
 
 from assets._publish import publishing, table_metadata
+from assets.sources import seed_dirs
 from orchestration.partitions import round_index, rounds_partitions
 from orchestration.resources import ProposeConfig, SandboxResource, StorageResource
 
 
-def propose_validated(
-    out: Path, *, n_tasks: int, proposer: str, split: str, seed: int, sandbox: SandboxResource
-) -> None:
-    """Propose, validate and index tasks into `out` (index.parquet, rejections.parquet)."""
-    from touchstone.tasks.proposers import propose
+def exclude_heldout(task_set: Path, heldout_set: Path) -> int:
+    """Reject kept tasks that share a source unit, id or content hash with a
+    held-out task (reason `heldout`), so evaluation tasks never reach training.
+    Returns how many were excluded."""
+    from touchstone.tasks.index import read_index, write_index
 
-    propose(proposer, out, n=n_tasks, split=split, seed=seed, backend=sandbox.backend, workers=sandbox.workers)
+    heldout = [r for r in read_index(heldout_set) if r.status == "kept"]
+    units = {r.unit for r in heldout}
+    ids, hashes = {r.id for r in heldout}, {r.content_hash for r in heldout}
+    rows, excluded = [], 0
+    for row in read_index(task_set):
+        if row.status == "kept" and (row.unit in units or row.id in ids or row.content_hash in hashes):
+            shutil.rmtree(task_set / row.id)
+            row = row.model_copy(update={"status": "rejected", "reason": "heldout",
+                                         "detail": "shares its source unit with a held-out task"})
+            excluded += 1
+        rows.append(row)
+    write_index(task_set, rows)
+    return excluded
 
 
 @dg.asset(
@@ -31,13 +46,24 @@ def proposed_tasks(
     storage: StorageResource,
     sandbox: SandboxResource,
 ) -> dg.MaterializeResult:
-    """Tasks proposed for this round; only those that pass validation are indexed."""
+    """Tasks proposed and validated for this round; index.parquet lists every
+    candidate, kept or rejected with its reason."""
+    from touchstone.tasks.proposers.mutation import propose_mutation
+
+    store = storage.store()
+    round_key = context.partition_key
     with publishing(context, storage) as out:
-        # A per-round seed: each round gets new tasks, a rerun gets the same ones.
-        propose_validated(out, n_tasks=config.n_tasks, proposer=config.proposer, split="train",
-                          seed=round_index(context.partition_key), sandbox=sandbox)
-    done = storage.store().asset_dir("proposed_tasks", context.partition_key)
-    metadata = table_metadata(done / "index.parquet")
-    if (done / "rejections.parquet").exists():
-        metadata |= table_metadata(done / "rejections.parquet")
-    return dg.MaterializeResult(metadata=metadata)
+        # The round index seeds the proposer: each round gets new tasks, a rerun the same ones.
+        propose_mutation(out, seeds=seed_dirs(storage), n=config.n_tasks, workers=sandbox.workers,
+                         rng_seed=round_index(round_key))
+        excluded = exclude_heldout(out, store.local_dir("heldout_tasks"))
+    index = pl.read_parquet(store.asset_dir("proposed_tasks", round_key) / "index.parquet")
+    reasons = index.filter(pl.col("status") == "rejected")["reason"].value_counts().iter_rows()
+    return dg.MaterializeResult(
+        metadata={
+            **table_metadata(store.asset_dir("proposed_tasks", round_key) / "index.parquet"),
+            "kept": dg.MetadataValue.int(index.filter(pl.col("status") == "kept").height),
+            "excluded_heldout": dg.MetadataValue.int(excluded),
+            "rejection_reasons": dg.MetadataValue.json(dict(reasons)),
+        }
+    )

@@ -3,6 +3,7 @@
 Blocking: a failed check skips every downstream asset of the run, so no
 checkpoint is trained from data that did not pass."""
 
+import json
 import warnings
 
 import dagster as dg
@@ -34,8 +35,7 @@ def canaries_caught(context: dg.AssetCheckExecutionContext, storage: StorageReso
     """Known hacked canaries must be rejected and known honest ones accepted."""
     path = storage.store().local_dir("verification_reports", context.partition_key) / "canaries.parquet"
     canaries = pl.read_parquet(path)
-    expected = pl.when(pl.col("label") == "hacked").then(pl.lit("reject")).otherwise(pl.lit("accept"))
-    missed = canaries.filter(pl.col("verdict") != expected)
+    missed = canaries.filter(pl.col("verdict") != pl.col("expected"))
     return dg.AssetCheckResult(
         passed=canaries.height > 0 and missed.height == 0,
         metadata={
@@ -47,30 +47,62 @@ def canaries_caught(context: dg.AssetCheckExecutionContext, storage: StorageReso
     )
 
 
+def verified_rows_problems(datasets: dict[str, pl.DataFrame], reports: pl.DataFrame,
+                           sft_dropped: dict[str, int]) -> dict[str, object]:
+    """What breaks "training data holds exactly the accepted trajectories":
+    positive rows (SFT, DPO chosen, KTO label=true) from a run that was not
+    accepted, negatives from a run that was not rejected, rows whose run has no
+    report or another report, and accepted runs that SFT neither holds nor
+    accounts for in its documented drops (summary.json)."""
+    verdict = dict(zip(reports["trajectory_id"], reports["verdict"]))
+    report_of = dict(zip(reports["trajectory_id"], reports["report_id"]))
+    problems: dict[str, object] = {}
+
+    def bad(ids, want: set[str]) -> list[str]:
+        return sorted({t for t in ids if verdict.get(t) not in want})[:5]
+
+    positives = {"sft": datasets.get("sft"), "dpo": datasets.get("dpo"),
+                 "kto": datasets["kto"].filter(pl.col("label")) if "kto" in datasets else None}
+    for name, frame in positives.items():
+        if frame is not None and (ids := bad(frame["trajectory_id"], {"accept"})):
+            problems[f"{name}_positive_not_accepted"] = ids
+    negatives = {"dpo": datasets["dpo"]["rejected_trajectory_id"] if "dpo" in datasets else [],
+                 "kto": datasets["kto"].filter(~pl.col("label"))["trajectory_id"] if "kto" in datasets else []}
+    for name, ids in negatives.items():
+        if found := bad(ids, {"reject"}):
+            problems[f"{name}_negative_not_rejected"] = found
+    if "rl" in datasets and (ids := bad(datasets["rl"]["trajectory_id"], {"accept", "reject"})):
+        problems["rl_unverified"] = ids
+    for name, frame in datasets.items():
+        wrong = frame.filter(pl.col("report_id") != pl.col("trajectory_id").replace_strict(report_of, default=None))
+        if wrong.height:
+            problems[f"{name}_report_mismatch"] = wrong["trajectory_id"].head(5).to_list()
+    accepted = sum(1 for v in verdict.values() if v == "accept")
+    in_sft = datasets["sft"]["trajectory_id"].n_unique() if "sft" in datasets else 0
+    accounted = in_sft + sum(n for reason, n in sft_dropped.items() if not reason.startswith("verdict_"))
+    if accounted != accepted:
+        problems["sft_does_not_reconcile"] = {"accepted": accepted, "in_sft": in_sft, "dropped": sft_dropped}
+    return problems
+
+
 @dg.asset_check(asset="training_data", blocking=True, partitions_def=rounds_partitions)
 def only_accepted_trajectories(
     context: dg.AssetCheckExecutionContext, storage: StorageResource
 ) -> dg.AssetCheckResult:
-    """Every training row comes from an accepted trajectory, and SFT holds every accepted one."""
+    """Positive training rows come only from accepted runs, and every accepted run is in SFT
+    or in one of its documented drops (duplicate, over length, hit a limit, ...)."""
     round_key = context.partition_key
     reports = _reports(storage, round_key)
-    accepted = set(reports.filter(pl.col("verdict") == "accept")["trajectory_id"])
-    datasets = _datasets(storage, round_key)
-    not_accepted = {
-        name: sorted(set(frame["trajectory_id"]) - accepted)[:5]
-        for name, frame in datasets.items()
-        if "trajectory_id" in frame.columns and set(frame["trajectory_id"]) - accepted
-    }
-    sft_ids = set(datasets["sft"]["trajectory_id"]) if "sft" in datasets else set()
-    missing = sorted(accepted - sft_ids)
+    summary = json.loads((storage.store().local_dir("training_data", round_key) / "summary.json").read_text())
+    sft_dropped = summary["datasets"].get("sft", {}).get("dropped", {})
+    problems = verified_rows_problems(_datasets(storage, round_key), reports, sft_dropped)
     return dg.AssetCheckResult(
-        passed=not not_accepted and not missing,
+        passed=not problems,
         metadata={
             "reports": reports.height,
-            "accepted": len(accepted),
-            "sft_trajectories": len(sft_ids),
-            "rows_from_unaccepted": dg.MetadataValue.json(not_accepted),
-            "accepted_missing_from_sft": dg.MetadataValue.json(missing[:5]),
+            "accepted": int((reports["verdict"] == "accept").sum()),
+            "sft_dropped": dg.MetadataValue.json(sft_dropped),
+            "problems": dg.MetadataValue.json(problems),
         },
     )
 
@@ -80,7 +112,8 @@ def only_accepted_trajectories(
 def no_heldout_tasks(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
     """No training row's task (by id or content hash) is a held-out task."""
     heldout = pl.read_parquet(storage.store().local_dir("heldout_tasks") / "index.parquet")
-    ids, hashes = set(heldout["task_id"]), set(heldout["task_hash"])
+    heldout = heldout.filter(pl.col("status") == "kept")
+    ids, hashes = set(heldout["id"]), set(heldout["content_hash"])
     leaked: set[str] = set()
     for frame in _datasets(storage, context.partition_key).values():
         leaked |= set(frame.filter(pl.col("task_id").is_in(ids) | pl.col("task_hash").is_in(hashes))["task_id"])

@@ -76,22 +76,28 @@ class PolicyResource(dg.ConfigurableResource):
 class VerifierResource(dg.ConfigurableResource):
     """The independent verifier: replay, grade and audit each trajectory."""
 
-    replays: int = Field(default=2, description="Fresh-sandbox replays per trajectory (flakiness).")
-    canaries: int = Field(default=4, description="Labeled hacked/honest canaries verified per round.")
+    replays: int = Field(default=2, description="Fresh-sandbox grading runs per trajectory (flakiness; cluster: 3).")
+    canaries: int = Field(default=4, description="Labeled canaries (half hacks, half honest) graded per round.")
+    canary_names: list[str] = Field(default=[], description="Grade exactly these canaries instead of a sample.")
+    allow_rules: list[str] = Field(
+        default=[], description="Audit rules to waive. Weakens the filter: the canary check exists to catch that."
+    )
 
     def verify_round(self, tasks_dir: Path, trajectories_dir: Path, out: Path, sandbox: SandboxResource) -> Path:
         """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet."""
         from touchstone.verify import verify_batch
 
-        return verify_batch(tasks_dir, trajectories_dir, workers=sandbox.workers, out=out,
-                            replays=self.replays, backend=sandbox.backend)
+        return verify_batch(tasks_dir, trajectories_dir, workers=sandbox.workers, out=out, replays=self.replays,
+                            backend=sandbox.backend, allow_rules=set(self.allow_rules))
 
     def verify_canaries(self, out: Path, sandbox: SandboxResource, seed: str) -> Path:
-        """Verify a sample of the labeled corpus: OUT/canaries.parquet (label, expected, verdict)."""
-        from touchstone.verify.canaries import verify_canaries
+        """Grade a sample of the labeled corpus: OUT/canaries.parquet (label, expected, verdict)."""
+        from orchestration.canaries import pick_canaries, verify_canaries
+        from touchstone.verify.canaries import load_canaries
 
-        return verify_canaries(out / "canaries.parquet", n=self.canaries, seed=seed,
-                               replays=self.replays, backend=sandbox.backend)
+        chosen = pick_canaries(load_canaries(), self.canaries, self.canary_names, seed)
+        return verify_canaries(out / "canaries.parquet", chosen, replays=self.replays, backend=sandbox.backend,
+                               allow_rules=set(self.allow_rules))
 
 
 class TrainerResource(dg.ConfigurableResource):
@@ -118,13 +124,19 @@ class TrainerResource(dg.ConfigurableResource):
                      accelerate_config=self.accelerate_config or None)
 
 
+class SeedsConfig(dg.Config):
+    seeds: list[str] = Field(
+        default=[], description="Seed projects: directories or 'name==version#sha256=HEX'. Empty: the shipped seeds."
+    )
+
+
 class ProposeConfig(dg.Config):
-    n_tasks: int = Field(default=6, description="Validated tasks to propose this round.")
-    proposer: str = Field(default="mutation", description="mutation | problems | llm.")
+    n_tasks: int = Field(default=6, description="Validated mutation tasks to propose this round (cluster: 500+).")
 
 
 class HeldoutConfig(dg.Config):
-    n_tasks: int = Field(default=4, description="Held-out tasks (never trained on).")
+    n_tasks: int = Field(default=4, description="Held-out tasks (never trained on; cluster: 200+).")
+    rng_seed: int = Field(default=1_000_000, description="Proposer seed, apart from the rounds' seeds (0, 1, ...).")
 
 
 class RolloutConfig(dg.Config):

@@ -25,12 +25,12 @@ from upath import UPath
 # DuckDB view name -> (asset, file name inside the asset's directory)
 TABLES: dict[str, tuple[str, str]] = {
     "tasks": ("proposed_tasks", "index.parquet"),
-    "task_rejections": ("proposed_tasks", "rejections.parquet"),
     "trajectories": ("raw_trajectories", "trajectories.parquet"),
     "steps": ("raw_trajectories", "steps.parquet"),
     "reports": ("verification_reports", "reports.parquet"),
     "checks": ("verification_reports", "checks.parquet"),
     "canary_reports": ("verification_reports", "canaries.parquet"),
+    "data_summaries": ("training_data", "summary.json"),
     "sft": ("training_data", "sft.parquet"),
     "rl": ("training_data", "rl.parquet"),
     "dpo": ("training_data", "dpo.parquet"),
