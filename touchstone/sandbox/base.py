@@ -162,16 +162,26 @@ class Sandbox(ABC):
         self._closed = True
         self._check_log_location(action_log, source)
         self._dir = Path(tempfile.mkdtemp(prefix=f"touchstone-sandbox-{self.id}-"))
+        self._workspace = self._dir / "workspace"
+        self._quota = False
         try:
-            self._workspace = self._dir / "workspace"
+            size = ws.tree_bytes(source)
+            if size > self.limits.workspace_bytes:
+                raise SandboxError(f"workspace {source} holds {size} bytes, over the limit of "
+                                   f"{self.limits.workspace_bytes}")
+            self._quota = ws.mount_quota(self._workspace, self.limits.workspace_bytes)
             ws.copy_tree(source, self._workspace, self._owner())
             self._blobs: dict[str, bytes] = {}
             self._initial = self.snapshot()
             self.action_log = Path(action_log).resolve() if action_log else self._dir / "actions.jsonl"
             self._log = ActionLog(self.action_log)
-            self._start()
+            try:
+                self._start()
+            except BaseException:
+                self._log.close()
+                raise
         except BaseException:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            self._remove_dir()
             raise
         self._closed = False
 
@@ -279,7 +289,7 @@ class Sandbox(ABC):
             self._stop()
         finally:
             self._log.close()
-            shutil.rmtree(self._dir, ignore_errors=True)
+            self._remove_dir()
 
     def __enter__(self) -> Sandbox:
         return self
@@ -292,6 +302,11 @@ class Sandbox(ABC):
     def _check_open(self) -> None:
         if self._closed:
             raise SandboxError(f"sandbox {self.id} is closed")
+
+    def _remove_dir(self) -> None:
+        if self._quota:
+            ws.unmount_quota(self._workspace)
+        shutil.rmtree(self._dir, ignore_errors=True)
 
     def _log_fields(self) -> dict[str, str]:
         return {"sandbox_id": self.id, "backend": self.backend, "image_digest": self.image_digest}

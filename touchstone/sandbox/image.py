@@ -75,7 +75,7 @@ def rootfs_ready(path: Path | None = None) -> bool:
 
 
 @contextmanager
-def _build_lock(name: str) -> Iterator[None]:
+def build_lock(name: str) -> Iterator[None]:
     """One builder per cache entry across processes (parallel test workers, CLI)."""
     lock_path = paths.cache() / f"{name}.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +94,7 @@ def ensure_rootfs(progress: bool = True) -> Path:
     final = rootfs_path()
     if rootfs_ready(final):
         return final
-    with _build_lock(final.name):
+    with build_lock(final.name):
         if rootfs_ready(final):  # another process finished it while we waited
             return final
         _check_can_build()

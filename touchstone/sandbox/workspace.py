@@ -9,6 +9,7 @@ import difflib
 import hashlib
 import os
 import stat
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -111,6 +112,27 @@ def write_file(root: Path, rel: str | os.PathLike, data: bytes, owner: tuple[int
             handle.write(data)
             if owner:
                 os.fchown(fd, *owner)
+
+
+# ---------------------------------------------------------------- size quota
+
+
+def mount_quota(path: Path, size: int) -> bool:
+    """Make `path` a tmpfs of `size` bytes, so the sandbox (either backend binds
+    this directory) gets ENOSPC at the workspace limit. Needs root; returns False
+    where mounting is not allowed, and the limit is then enforced only per file
+    (RLIMIT_FSIZE) and on harness writes."""
+    path.mkdir(mode=0o755)
+    if os.geteuid() != 0:
+        return False
+    opts = f"size={size},mode=0755,nosuid,nodev"
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "touchstone-workspace", str(path)],
+                          capture_output=True)
+    return done.returncode == 0
+
+
+def unmount_quota(path: Path) -> None:
+    subprocess.run(["umount", "--lazy", str(path)], capture_output=True, check=True)
 
 
 # ---------------------------------------------------------------- copying
