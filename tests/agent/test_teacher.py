@@ -1,0 +1,98 @@
+"""The teacher on mutation-style tasks (one injected AST bug in a small library):
+it solves some and fails others, through the public tools only."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from touchstone.agent.loop import run_episode
+from touchstone.agent.policies import make_policy
+from touchstone.agent.policies.repair import line_edit, parse_test_run
+
+from .conftest import MINILIB, MINILIB_TESTS, minilib_task
+
+# (task id, statement, original text, mutated text, visible tests expose it, teacher should solve)
+MUTANTS = [
+    ("flip", "`clamp` ignores the upper bound.", "if x > hi:", "if x <= hi:", True),
+    ("range", "`is_sorted` crashes.", "range(len(xs) - 1)", "range(len(xs) - 1 + 1)", True),
+    ("boolop", "`both_positive` is wrong.", "a > 0 and b > 0", "a > 0 or b > 0", True),
+    ("div", "`mean` is wrong.", "sum(xs) / len(xs)", "sum(xs) * len(xs)", True),
+    ("augassign", "`count_vowels` counts wrong.", "total += 1", "total -= 1", True),
+    ("return", "`chunk` returns nothing.", "return [xs[i:i + n] for i in range(0, len(xs), n)]", "return None", False),
+    ("hidden-only", "`both_positive` is wrong.", "a > 0 and b > 0", "a > 0 or b > 0", False),
+]
+
+
+def hidden_tests_pass(task, patch: str, tmp_path) -> bool:
+    """Grade like the verifier: the final diff on a pristine copy + the hidden tests."""
+    work = tmp_path / f"grade-{task.id}"
+    shutil.copytree(task.workspace_dir, work)
+    if patch:
+        subprocess.run(["git", "apply", "-"], input=patch, text=True, cwd=work, check=True)
+    shutil.copytree(task.hidden_tests_dir, work, dirs_exist_ok=True)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=work,
+                       capture_output=True, text=True)
+    return r.returncode == 0
+
+
+def test_teacher_solves_some_mutants_and_fails_others(tmp_path):
+    teacher = make_policy("teacher")
+    outcome = {}
+    for task_id, statement, original, mutated, should_solve in MUTANTS:
+        assert original in MINILIB
+        visible = MINILIB_TESTS
+        if task_id == "hidden-only":  # the visible tests do not exercise the bug
+            visible = MINILIB_TESTS.replace("    assert not both_positive(1, -2)\n", "")
+        task = minilib_task(tmp_path / "tasks", task_id, statement, MINILIB.replace(original, mutated), visible)
+        traj = run_episode(task, teacher, backend="bwrap")
+        assert traj.exit_reason == "submitted", (task_id, traj.error)
+        # It acts only through the tools and never looks for the hidden material.
+        for m in traj.messages:
+            for c in m.get("tool_calls") or []:
+                assert "hidden" not in c["function"]["arguments"] and "reference" not in c["function"]["arguments"]
+        outcome[task_id] = hidden_tests_pass(task, traj.diff.patch, tmp_path)
+    assert outcome == {t[0]: t[4] for t in MUTANTS}
+    assert traj.diff.patch == ""  # nothing to try: the teacher leaves the workspace as it was
+
+
+def test_teacher_is_deterministic_and_reverts_failed_edits(tmp_path):
+    task = minilib_task(tmp_path, "det", "`clamp` ignores the upper bound.", MINILIB.replace("if x > hi:", "if x <= hi:"))
+    a, b = (run_episode(task, make_policy("teacher"), attempt=i, backend="bwrap") for i in range(2))
+    assert [m for m in a.messages if m["role"] == "assistant"] == [m for m in b.messages if m["role"] == "assistant"]
+    edits = [s for s in a.steps if s.tool == "str_replace"]
+    assert len(edits) >= 2  # a wrong candidate first, undone by the next edit
+    removed = [line for line in a.diff.patch.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert removed == ["-    if x <= hi:"] and "+    if x > hi:" in a.diff.patch
+
+
+def test_parse_test_run_reads_native_tracebacks():
+    out = (
+        "exit code: 1\nstdout:\nF\n=== FAILURES ===\nTraceback (most recent call last):\n"
+        '  File "/workspace/tests/test_core.py", line 4, in test_x\n    assert f(1) == 2\n'
+        '  File "/workspace/pkg/core.py", line 7, in f\n    return g(x) + 1\n'
+        '  File "/usr/lib/python3/x.py", line 1, in h\n    pass\nZeroDivisionError: boom\n'
+        "=== short test summary info ===\nFAILED tests/test_core.py::test_x - ZeroDivisionError: boom\n"
+        "ERROR tests/test_other.py\n1 failed, 1 error in 0.01s\n"
+    )
+    run = parse_test_run(out)
+    assert run.exit_code == 1 and not run.passed
+    assert run.failed == {"FAILED tests/test_core.py::test_x", "ERROR tests/test_other.py"}
+    assert [(f.path, f.line, f.func, f.source) for f in run.frames] == [
+        ("tests/test_core.py", 4, "test_x", "assert f(1) == 2"), ("pkg/core.py", 7, "f", "return g(x) + 1")]
+
+
+@pytest.mark.parametrize(
+    "current, target",
+    [
+        ("a\nb\nc\n", "a\nB\nc\n"),
+        ("x = 1\nx = 1\ny = 2\n", "x = 1\nx = 2\ny = 2\n"),  # the changed line is not unique
+        ("one\n", "two\n"),
+    ],
+)
+def test_line_edit_is_one_unique_replacement(current, target):
+    old, new = line_edit(current, target)
+    assert current.count(old) == 1 and current.replace(old, new) == target
