@@ -32,6 +32,7 @@ class HiddenRun:
     timed_out: bool
     evidence: str
     collected: list[str] = field(default_factory=list)
+    collect_errors: dict[str, str] = field(default_factory=dict)  # file -> error lines
 
     @property
     def ok(self) -> bool:
@@ -62,17 +63,20 @@ def reference_overlay(task: Task) -> dict[str, bytes]:
     return {p.relative_to(ref).as_posix(): p.read_bytes() for p in sorted(ref.rglob("*")) if p.is_file()}
 
 
-def _messages(out_dir: Path, failed: dict[str, str]) -> dict[str, str]:
-    """Replace the parser's one-line reasons by the `E ...` lines of the failure,
-    which say what behaviour was wrong (used for mutation task statements)."""
-    _, phases, _, _ = grading._read_stream(out_dir / grading.RESULTS_FILE)
+def _error_lines(longrepr: str) -> str:
+    """The `E ...` lines of a pytest failure: what behaviour was wrong."""
+    lines = [m.group(1) for line in longrepr.splitlines() if (m := _E_LINE.match(line))]
+    return "\n".join(lines[:6])
+
+
+def _messages(phases: dict[str, dict], failed: dict[str, str]) -> dict[str, str]:
+    """The parser's one-line reasons, replaced by the failure's `E` lines when it has them."""
     out = dict(failed)
     for nodeid in failed:
         for rec in (phases.get(nodeid) or {}).values():
             if isinstance(rec, dict) and rec.get("outcome") == "failed":
-                lines = [m.group(1) for line in str(rec.get("longrepr", "")).splitlines() if (m := _E_LINE.match(line))]
-                if lines:
-                    out[nodeid] = "\n".join(lines[:6])
+                if lines := _error_lines(str(rec.get("longrepr", ""))):
+                    out[nodeid] = lines
                     break
     return out
 
@@ -101,6 +105,7 @@ def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, req
         with open_sandbox(tree, backend=backend, limits=Limits(timeout_s=timeout), mounts=mounts) as sb:
             result = sb.exec(spec.command(), timeout=timeout)
         graded = grading.evaluate(out, required, prefixes)
-        collected, _, _, _ = grading._read_stream(out / grading.RESULTS_FILE)
-        return HiddenRun(passed=graded.passed, failed=_messages(out, graded.failed), wall_s=result.wall_s,
-                       timed_out=result.timed_out, evidence=graded.evidence, collected=collected or [])
+        collected, phases, errors, _ = grading._read_stream(out / grading.RESULTS_FILE)
+        return HiddenRun(passed=graded.passed, failed=_messages(phases, graded.failed), wall_s=result.wall_s,
+                         timed_out=result.timed_out, evidence=graded.evidence, collected=collected or [],
+                         collect_errors={k: _error_lines(v) or v.strip()[-300:] for k, v in errors.items()})

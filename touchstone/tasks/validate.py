@@ -19,8 +19,9 @@ import random
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from touchstone.sandbox import available_backends
 from touchstone.tasks.leak import find_leaks
 from touchstone.tasks.mutate import changed_functions, compile_error, mutations
 from touchstone.tasks.runner import HiddenRun, reference_overlay, run_tests
@@ -30,11 +31,17 @@ REASONS = ("leak", "no_reference", "already_solved", "bad_fail_to_pass", "too_sl
            "flaky", "weak_tests", "malformed")
 
 
+def default_backend() -> str:
+    """bubblewrap when usable: validation runs only trusted code (the task's own
+    reference and tests), and a bwrap start costs milliseconds, a container ~1 s."""
+    return "bwrap" if "bwrap" in available_backends() else "auto"
+
+
 class ValidationConfig(BaseModel):
     k: int = 3  # reference runs (hash seed and order differ per run)
     threshold: float = 0.6  # minimum mutation score
-    max_mutants: int = 6
-    backend: str = "auto"
+    max_mutants: int = 5
+    backend: str = Field(default_factory=default_backend)
 
 
 class Validation(BaseModel):
@@ -70,8 +77,8 @@ def _slow(run: HiddenRun, task: Task, what: str) -> None:
         raise _Reject("too_slow", f"{what} took {run.wall_s:.1f}s, budget {task.timeout_s:g}s")
 
 
-def _check_start(task: Task, cfg: ValidationConfig, required: list[str] | None) -> HiddenRun:
-    start = run_tests(task, required=required, backend=cfg.backend)
+def _check_start(task: Task, cfg: ValidationConfig, required: list[str] | None, start: HiddenRun | None) -> HiddenRun:
+    start = start or run_tests(task, required=required, backend=cfg.backend)
     _slow(start, task, "starting workspace")
     if start.ok:
         raise _Reject("already_solved", f"the starting workspace passes all {len(start.passed)} required tests")
@@ -150,8 +157,9 @@ def _check_adequacy(task: Task, cfg: ValidationConfig, required: list[str] | Non
     return score, killed + survived
 
 
-def validate_task(task: Task, cfg: ValidationConfig | None = None) -> Validation:
-    """Run every check; never raises for a bad task (the verdict says why)."""
+def validate_task(task: Task, cfg: ValidationConfig | None = None, start: HiddenRun | None = None) -> Validation:
+    """Run every check; never raises for a bad task (the verdict says why). `start`:
+    a run of the required tests on the starting workspace a proposer already made."""
     cfg = cfg or ValidationConfig()
     required = task.required_tests
     out = Validation(task_id=task.id, kept=False, validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -162,7 +170,7 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None) -> Validation
             raise _Reject("leak", "; ".join(leaks[:5]))
         if task.reference_dir is None:
             raise _Reject("no_reference", "task has no reference/ to validate against")
-        start = _check_start(task, cfg, required)
+        start = _check_start(task, cfg, required, start)
         if task.fail_to_pass is None:
             out.n_fail_to_pass, out.n_pass_to_pass = len(start.failed), len(start.passed)
         runs = _check_reference(task, cfg, required)

@@ -1,0 +1,153 @@
+"""`touchstone propose ...` (make task sets) and `touchstone task ...` (validate / show one task)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from touchstone.sandbox import BACKENDS
+
+_backend = click.option("--backend", type=click.Choice(BACKENDS), default=None,
+                        help="sandbox backend for validation (default: bwrap when usable, else auto)")
+_workers = click.option("--workers", type=int, default=2, show_default=True, help="candidates validated in parallel")
+_k = click.option("--k", "k", type=int, default=3, show_default=True, help="reference runs (seeds/orders differ)")
+_threshold = click.option("--threshold", type=float, default=0.6, show_default=True, help="minimum mutation score")
+
+
+def _cfg(backend: str | None, k: int, threshold: float):
+    from touchstone.tasks.validate import ValidationConfig
+
+    extra = {"backend": backend} if backend else {}
+    return ValidationConfig(k=k, threshold=threshold, **extra)
+
+
+def _summary(out: Path) -> None:
+    from touchstone.tasks.index import query
+
+    rows = query(out, "SELECT status, coalesce(reason, '-'), coalesce(split, '-'), count(*) FROM tasks GROUP BY ALL ORDER BY 1, 2, 3")
+    for status, reason, split, count in rows:
+        click.echo(f"  {status:9} {reason:18} {split:6} {count}")
+    click.echo(f"index: {out / 'index.parquet'}")
+
+
+@click.group()
+def propose() -> None:
+    """Propose tasks (every task is validated in the sandbox before it is kept)."""
+
+
+@propose.command("mutation")
+@click.option("--seed", "seeds", multiple=True,
+              help="project directory or pinned PyPI sdist 'name==version#sha256=HEX' (repeatable; default: shipped seeds)")
+@click.option("--n", type=int, default=50, show_default=True, help="validated tasks to keep")
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+@click.option("--rng-seed", type=int, default=0, show_default=True)
+@click.option("--eval-fraction", type=float, default=0.2, show_default=True, help="share of source units held out")
+@_workers
+@_backend
+@_k
+@_threshold
+def mutation(seeds, n, out, rng_seed, eval_fraction, workers, backend, k, threshold) -> None:
+    """Inject one AST-level bug per task into real projects with pytest suites."""
+    from touchstone.tasks.proposers.mutation import propose_mutation
+    from touchstone.tasks.seeding import SeedError
+
+    try:
+        result = propose_mutation(out, seeds=list(seeds) or None, n=n, workers=workers, rng_seed=rng_seed,
+                                  cfg=_cfg(backend, k, threshold), eval_fraction=eval_fraction)
+    except SeedError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for s in result.seeds:
+        click.echo(f"seed {s.name}: {'ok' if s.usable else 'SKIPPED'} ({s.detail})")
+    click.echo(f"kept {result.kept}, rejected {result.rejected}")
+    _summary(out)
+    if result.kept < n:
+        click.echo(f"warning: only {result.kept} of {n} requested tasks were kept (candidates ran out)", err=True)
+
+
+@propose.command("problems")
+@click.option("--jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+@click.option("--eval-fraction", type=float, default=0.2, show_default=True)
+@_workers
+@_backend
+@_k
+@_threshold
+def problems(jsonl, out, eval_fraction, workers, backend, k, threshold) -> None:
+    """Import HumanEval/MBPP-style JSONL (prompt, canonical_solution, test, entry_point)."""
+    from touchstone.tasks.proposers.problems import import_problems
+
+    result = import_problems(jsonl, out, workers=workers, cfg=_cfg(backend, k, threshold), eval_fraction=eval_fraction)
+    click.echo(f"kept {result.kept}, rejected {result.rejected}")
+    _summary(out)
+
+
+@propose.command("llm")
+@click.option("--policy", required=True, help="policy spec: teacher, hf:PATH, openai:URL#MODEL")
+@click.option("--n", type=int, default=8, show_default=True, help="proposals to request")
+@click.option("--attempts", type=int, default=4, show_default=True, help="solver attempts per kept task (learnability)")
+@click.option("--existing", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
+              help="task sets to deduplicate against (repeatable)")
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+@_workers
+@_backend
+@_k
+@_threshold
+def llm(policy, n, attempts, existing, out, workers, backend, k, threshold) -> None:
+    """Ask a policy to propose tasks; validate, dedup, and score learnability."""
+    from touchstone.tasks.proposers.llm import propose_llm
+
+    result = propose_llm(policy, out, n=n, attempts=attempts, existing=list(existing), workers=workers,
+                         cfg=_cfg(backend, k, threshold))
+    click.echo(f"kept {result.kept}, rejected {result.rejected}; rewards: {result.rewards_path}")
+    _summary(out)
+
+
+@click.group()
+def task() -> None:
+    """Inspect and validate one task directory."""
+
+
+@task.command("validate")
+@click.argument("task_dir", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="print the verdict as JSON")
+@_backend
+@_k
+@_threshold
+def validate(task_dir, as_json, backend, k, threshold) -> None:
+    """Exit 0 when the task is kept, 1 when rejected (reason printed), 2 on error."""
+    from touchstone.tasks.validate import validate_dir
+
+    try:
+        verdict = validate_dir(task_dir, _cfg(backend, k, threshold))
+    except Exception as exc:  # noqa: BLE001 - the contract is exit code 2 on any error
+        click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(2)
+    if as_json:
+        click.echo(verdict.model_dump_json(indent=2))
+    else:
+        click.echo(f"{verdict.task_id}: {'kept' if verdict.kept else 'rejected: ' + str(verdict.reason)}")
+        click.echo(f"  {verdict.detail}")
+    sys.exit(0 if verdict.kept else 1)
+
+
+@task.command("show")
+@click.argument("task_dir", type=click.Path(path_type=Path))
+def show(task_dir) -> None:
+    """Print a task's metadata, statement and files."""
+    from touchstone.tasks.schema import TaskError, load_task
+
+    try:
+        t = load_task(task_dir)
+    except TaskError as exc:
+        raise click.ClickException(str(exc)) from exc
+    meta = t.model_dump(mode="json", exclude={"statement", "pass_to_pass"})
+    meta["pass_to_pass"] = f"{len(t.pass_to_pass)} tests" if t.pass_to_pass is not None else None
+    meta["content_hash"] = t.content_hash
+    click.echo(json.dumps(meta, indent=2))
+    click.echo("\nstatement:\n" + t.statement)
+    for label, root in (("workspace", t.workspace_dir), ("hidden_tests", t.hidden_tests_dir), ("reference", t.reference_dir)):
+        files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) if root else []
+        click.echo(f"\n{label}/ ({len(files)} files): " + ", ".join(files[:20]) + (" ..." if len(files) > 20 else ""))

@@ -1,0 +1,75 @@
+"""The task-set index: DIR/index.parquet, one row per candidate (kept or rejected),
+queryable with DuckDB (`SELECT reason, count(*) FROM 'DIR/index.parquet' GROUP BY 1`).
+Columns: docs/formats/task.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import polars as pl
+from pydantic import BaseModel
+
+from touchstone.tasks.schema import INDEX_FILE, Task, TaskSource
+from touchstone.tasks.validate import Validation
+
+
+class IndexRow(BaseModel):
+    id: str
+    proposer: str
+    origin: str
+    unit: str
+    operator: str | None = None
+    split: str | None = None
+    n_fail_to_pass: int = 0
+    n_pass_to_pass: int = 0
+    content_hash: str | None = None
+    status: str  # kept | rejected
+    reason: str | None = None
+    detail: str = ""
+    mutation_score: float | None = None
+    ref_seconds: float | None = None
+    difficulty: float | None = None
+    validated_at: str = ""
+
+
+def row_for(task_id: str, source: TaskSource, verdict: Validation, task: Task | None = None) -> IndexRow:
+    return IndexRow(
+        id=task_id, proposer=source.proposer, origin=source.origin, unit=source.unit, operator=source.operator,
+        split=task.split if task is not None and verdict.kept else None,
+        n_fail_to_pass=verdict.n_fail_to_pass, n_pass_to_pass=verdict.n_pass_to_pass,
+        content_hash=task.content_hash if task is not None and verdict.kept else None,
+        status="kept" if verdict.kept else "rejected", reason=verdict.reason, detail=verdict.detail,
+        mutation_score=verdict.mutation_score, ref_seconds=verdict.ref_seconds, difficulty=verdict.difficulty,
+        validated_at=verdict.validated_at,
+    )
+
+
+def write_index(root: Path, rows: list[IndexRow]) -> Path:
+    """Write (replace) root/index.parquet atomically: a crash never leaves half a file."""
+    schema = {name: pl.Utf8 for name in IndexRow.model_fields}
+    schema.update(n_fail_to_pass=pl.Int64, n_pass_to_pass=pl.Int64, mutation_score=pl.Float64,
+                  ref_seconds=pl.Float64, difficulty=pl.Float64)
+    frame = pl.DataFrame([r.model_dump() for r in rows], schema=schema)
+    path = root / INDEX_FILE
+    tmp = path.with_suffix(".parquet.tmp")
+    frame.write_parquet(tmp)
+    tmp.replace(path)
+    return path
+
+
+def read_index(root: Path) -> list[IndexRow]:
+    path = root / INDEX_FILE
+    if not path.is_file():
+        return []
+    return [IndexRow.model_validate(r) for r in pl.read_parquet(path).to_dicts()]
+
+
+def query(root: Path, sql: str) -> list[tuple]:
+    """Run SQL against the index, exposed as the view `tasks`."""
+    con = duckdb.connect()
+    try:
+        con.execute(f"CREATE VIEW tasks AS SELECT * FROM read_parquet('{(root / INDEX_FILE).as_posix()}')")
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()

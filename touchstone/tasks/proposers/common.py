@@ -1,0 +1,116 @@
+"""What every proposer shares: build candidates in parallel, validate each one,
+keep or drop it with a recorded reason, split kept tasks into train/eval by
+source unit, and write the index."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tqdm import tqdm
+
+from touchstone.sandbox import SandboxError
+from touchstone.tasks.index import IndexRow, read_index, row_for, write_index
+from touchstone.tasks.runner import HiddenRun
+from touchstone.tasks.schema import Task, TaskError, TaskSource, load_task
+from touchstone.tasks.validate import Validation, ValidationConfig, validate_task
+
+
+@dataclass
+class Candidate:
+    """A task to be. `build(dir)` writes the task directory and returns the loaded
+    Task (with the run of its starting workspace when it made one), or a
+    rejecting Validation when the candidate dies before validation (a mutant
+    that does not compile, a mutant no test notices, ...)."""
+
+    id: str
+    source: TaskSource
+    build: Callable[[Path], tuple[Task, HiddenRun | None] | Validation]
+
+
+def reject(task_id: str, reason: str, detail: str) -> Validation:
+    return Validation(task_id=task_id, kept=False, reason=reason, detail=detail,
+                      validated_at=datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+def _process(c: Candidate, out: Path, cfg: ValidationConfig) -> tuple[IndexRow, Task | None]:
+    task_dir = out / c.id
+    shutil.rmtree(task_dir, ignore_errors=True)
+    try:
+        built = c.build(task_dir)
+        task = None if isinstance(built, Validation) else built[0]
+        verdict = built if isinstance(built, Validation) else validate_task(built[0], cfg, start=built[1])
+    except TaskError as exc:
+        task, verdict = None, reject(c.id, "malformed", str(exc))
+    except (SandboxError, OSError) as exc:  # recorded, not fatal: one broken candidate must not end the run
+        task, verdict = None, reject(c.id, "error", f"{type(exc).__name__}: {exc}")
+    task = task if verdict.kept else None
+    if task is None:
+        shutil.rmtree(task_dir, ignore_errors=True)  # rejected candidates keep only their index row
+    return row_for(c.id, c.source, verdict, task), task
+
+
+def run_candidates(candidates: Iterable[Candidate], out: Path, *, n: int | None, workers: int,
+                   cfg: ValidationConfig, desc: str) -> tuple[list[IndexRow], list[Task]]:
+    """Validate candidates with `workers` in parallel until `n` are kept (None: all)."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[IndexRow] = []
+    kept: list[Task] = []
+    it = iter(candidates)
+    bar = tqdm(total=n, desc=desc, unit="task")
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        running: set[Future] = set()
+        exhausted = False
+        while True:
+            while not exhausted and len(running) < workers and (n is None or len(kept) + len(running) < n):
+                c = next(it, None)
+                if c is None:
+                    exhausted = True
+                else:
+                    running.add(pool.submit(_process, c, out, cfg))
+            if not running:
+                break
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                row, task = fut.result()
+                rows.append(row)
+                if task is not None:
+                    kept.append(task)
+                    bar.update(1)
+                bar.set_postfix(rejected=len(rows) - len(kept))
+    bar.close()
+    return rows, kept
+
+
+def split_of(unit: str, eval_fraction: float, salt: str = "touchstone") -> str:
+    """Deterministic split per source unit: every task of a unit lands on the same side."""
+    h = int.from_bytes(hashlib.sha256(f"{salt}\0{unit}".encode()).digest()[:8], "big") / 2**64
+    return "eval" if h < eval_fraction else "train"
+
+
+def finalize(out: Path, rows: list[IndexRow], kept: list[Task], eval_fraction: float = 0.2) -> Path:
+    """Assign splits by unit (at least one unit on each side when there are two),
+    rewrite task.json with it, and write the index (merged with an existing one)."""
+    units = sorted({t.source.unit or t.id for t in kept})
+    splits = {u: split_of(u, eval_fraction) for u in units}
+    if len(units) >= 2 and len(set(splits.values())) == 1:
+        # tiny sets: force one unit to the other side so both splits exist
+        flip = min(units, key=lambda u: hashlib.sha256(u.encode()).hexdigest())
+        splits[flip] = "train" if splits[flip] == "eval" else "eval"
+    by_id = {r.id: r for r in read_index(out)}
+    final = {t.id: t for t in kept}
+    for task in kept:
+        split = splits[task.source.unit or task.id]
+        task.model_copy(update={"split": split}).write(task.dir)
+        final[task.id] = load_task(task.dir)
+    for row in rows:
+        t = final.get(row.id)
+        if t is not None:
+            row = row.model_copy(update={"split": t.split, "content_hash": t.content_hash})
+        by_id[row.id] = row
+    return write_index(out, sorted(by_id.values(), key=lambda r: r.id))

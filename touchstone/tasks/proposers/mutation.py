@@ -1,0 +1,175 @@
+"""Mutation proposer (SWE-smith style): inject one AST-level bug into a real
+project with a pytest suite, find the tests it breaks (fail-to-pass) and the
+ones it leaves (pass-to-pass), describe the failing behaviour, and validate.
+
+Per seed: the seed's own suite must pass in the sandbox first (otherwise the
+seed is reported and skipped). The workspace is the mutated project with its
+visible tests; hidden_tests/ holds pristine copies of the test files;
+reference/ holds the original of the mutated file.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from touchstone.tasks.mutate import Mutation, compile_error, mutations
+from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates
+from touchstone.tasks.runner import HiddenRun, run_tests
+from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, EntryPoint, Task, TaskSource, load_task
+from touchstone.tasks.seeding import Seed, SeedError, copy_clean, default_seeds, resolve_seed
+from touchstone.tasks.validate import Validation, ValidationConfig
+
+MAX_PER_UNIT = 2  # tasks per function: spread tasks over the code
+MAX_LISTED_TESTS = 5
+
+
+@dataclass
+class SeedReport:
+    name: str
+    usable: bool
+    detail: str
+    passing: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MutationResult:
+    out: Path
+    index: Path
+    kept: int
+    rejected: int
+    seeds: list[SeedReport]
+
+
+def write_task_dir(task_dir: Path, seed: Seed, task: Task, overlays: dict[str, str], reference: dict[str, str]) -> Task:
+    """Lay out a task directory from a seed project: workspace (+ overlays),
+    pristine hidden tests, reference files, task.json."""
+    copy_clean(seed.root, task_dir / WORKSPACE)
+    for rel, text in overlays.items():
+        (task_dir / WORKSPACE / rel).write_text(text)
+    for rel in seed.tests:
+        dest = task_dir / HIDDEN_TESTS / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(seed.root / rel, dest)
+    for rel, text in reference.items():
+        dest = task_dir / REFERENCE / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text)
+    task.write(task_dir)
+    return load_task(task_dir)
+
+
+def check_seed(seed: Seed, work: Path, cfg: ValidationConfig) -> SeedReport:
+    """Run the seed's own suite once, unmodified, in the sandbox."""
+    task_dir = work / f"baseline-{_slug(seed.name)}"
+    shutil.rmtree(task_dir, ignore_errors=True)
+    probe = write_task_dir(task_dir, seed, Task(id="baseline", statement="baseline run of the seed suite"), {}, {})
+    run = run_tests(probe, required=None, backend=cfg.backend, timeout=120)
+    shutil.rmtree(task_dir)
+    if run.timed_out or run.failed or not run.passed:
+        failing = "; ".join(f"{k}: {v.splitlines()[0][:120] if v else ''}" for k, v in list(run.failed.items())[:3])
+        return SeedReport(seed.name, False, f"seed suite does not pass before mutation ({run.evidence}) {failing}")
+    return SeedReport(seed.name, True, f"{len(run.passed)} tests pass in {run.wall_s:.1f}s", run.passed)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80]
+
+
+def statement_for(seed_name: str, failures: dict[str, str], collect_errors: dict[str, str]) -> str:
+    """Describe the failing behaviour from the failing tests' messages (never the diff)."""
+    dist = seed_name.split("==")[0]
+    lines = [f"A bug was introduced into the `{dist}` library: some of its behaviour no longer matches its "
+             f"test suite. {len(failures)} test(s) fail, for example:", ""]
+    for nodeid, message in list(failures.items())[:MAX_LISTED_TESTS]:
+        lines.append(f"- `{nodeid}`")
+        lines += [f"    {m}" for m in (message or "fails").splitlines()[:4]]
+    for path, error in list(collect_errors.items())[:2]:
+        lines += ["", f"Collecting `{path}` fails:"] + [f"    {m}" for m in error.splitlines()[:4]]
+    lines += ["", "Find and fix the bug in the library's source code so that these tests pass again, "
+                  "without breaking the other tests. Do not modify the tests."]
+    return "\n".join(lines)
+
+
+def build_candidate(seed: Seed, report: SeedReport, mutation: Mutation, task_dir: Path,
+                    cfg: ValidationConfig) -> tuple[Task, HiddenRun] | Validation:
+    """Write the task for one mutation; reject mutants that do not compile or that no test notices."""
+    task_id = task_dir.name
+    error = compile_error(mutation.source, mutation.path)
+    if error:
+        return reject(task_id, "not_compilable", f"{mutation.path}:{mutation.lineno}: {error}")
+    original = (seed.root / mutation.path).read_text()
+    module, func = mutation.unit.split(":", 1)
+    draft = Task(id=task_id, statement="(pending)", timeout_s=60, protected=list(seed.tests),
+                 entry_points=[EntryPoint(module=module, function=func)], source=_source(seed, mutation))
+    task = write_task_dir(task_dir, seed, draft, {mutation.path: mutation.source}, {mutation.path: original})
+    run = run_tests(task, required=None, backend=cfg.backend)
+    if run.timed_out:
+        return reject(task_id, "too_slow", f"the mutant's suite did not finish within {task.timeout_s:g}s")
+    still = set(run.passed)
+    # tests of a module that no longer collects are missing from run.failed by id: derive from `passed`
+    failing = {t: run.failed.get(t, run.failed.get(t.split("[")[0], "fails")) for t in report.passing if t not in still}
+    if not failing:
+        return reject(task_id, "already_solved", "no test fails on the mutant (an equivalent or unnoticed mutant)")
+    p2p = [t for t in report.passing if t in still]
+    final = draft.model_copy(update={"statement": statement_for(seed.name, failing, run.collect_errors),
+                                     "fail_to_pass": sorted(failing), "pass_to_pass": p2p})
+    final.write(task_dir)
+    return load_task(task_dir), run
+
+
+def _source(seed: Seed, m: Mutation) -> TaskSource:
+    return TaskSource(proposer="mutation", origin=seed.name, unit=f"{seed.name.split('==')[0]}:{m.unit}",
+                      operator=m.operator, meta={"path": m.path, "lineno": m.lineno})
+
+
+def _round_robin(streams: list[Iterator]) -> Iterator:
+    """One item from each stream in turn until all are exhausted."""
+    streams = list(streams)
+    while streams:
+        for stream in list(streams):
+            item = next(stream, None)
+            if item is None:
+                streams.remove(stream)
+            else:
+                yield item
+
+
+def candidates(seeds: list[tuple[Seed, SeedReport]], cfg: ValidationConfig, rng: random.Random) -> Iterator[Candidate]:
+    """Mutations interleaved across seeds, then files, at most MAX_PER_UNIT per function."""
+    def tagged(seed: Seed, report: SeedReport, rel: str) -> Iterator:
+        source = (seed.root / rel).read_text()
+        return (((seed, report), m) for m in mutations(source, rel, seed.module_of(rel), rng=rng))
+
+    per_seed = [_round_robin([tagged(seed, report, rel) for rel in seed.sources]) for seed, report in seeds]
+    per_unit: dict[str, int] = {}
+    for (seed, report), m in _round_robin(per_seed):
+        if per_unit.get(m.unit, 0) >= MAX_PER_UNIT:
+            continue
+        per_unit[m.unit] = per_unit.get(m.unit, 0) + 1
+        name = _slug(f"{seed.name.split('==')[0]}-{m.unit.split(':')[1]}-{m.operator}-{m.lineno}")
+        yield Candidate(name, _source(seed, m), lambda d, s=seed, r=report, mu=m: build_candidate(s, r, mu, d, cfg))
+
+
+def propose_mutation(out: Path, *, seeds: list[str] | None = None, n: int = 50, workers: int = 2,
+                     cfg: ValidationConfig | None = None, rng_seed: int = 0, eval_fraction: float = 0.2) -> MutationResult:
+    """Propose and validate mutation tasks until `n` are kept (or candidates run out)."""
+    cfg = cfg or ValidationConfig()
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="touchstone-seeds-") as tmp:
+        work = Path(tmp)
+        resolved = default_seeds(work) if not seeds else [resolve_seed(s, work) for s in seeds]
+        reports = [check_seed(s, work, cfg) for s in resolved]
+        usable = [(s, r) for s, r in zip(resolved, reports) if r.usable]
+        if not usable:
+            raise SeedError("no usable seed: " + "; ".join(f"{r.name}: {r.detail}" for r in reports))
+        rows, kept = run_candidates(candidates(usable, cfg, random.Random(rng_seed)), out, n=n,
+                                    workers=workers, cfg=cfg, desc="mutation tasks")
+    index = finalize(out, rows, kept, eval_fraction)
+    return MutationResult(out, index, len(kept), len(rows) - len(kept), reports)
+
