@@ -43,3 +43,7 @@ def solve(tasks, policy_spec, attempts, workers, out, backend, temperature, top_
         reasons[t.exit_reason] = reasons.get(t.exit_reason, 0) + 1
     summary = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
     click.echo(f"{len(records)} trajectories in {out} ({summary})")
+
+
+if __name__ == "__main__":  # `python -m touchstone.cli.agent`, used to run it as a killable process
+    solve()
