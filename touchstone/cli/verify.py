@@ -1,0 +1,82 @@
+"""`touchstone verify` and `touchstone verify-batch`: the verifier and auditor.
+
+Exit status of `verify`: 0 accept, 1 reject, 2 inconclusive or error (bad
+input included), so shell pipelines can gate on it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from touchstone.agent.trajectory import TrajectoryError, read_messages_jsonl
+from touchstone.tasks.schema import TaskError, load_task
+
+EXIT = {"accept": 0, "reject": 1, "inconclusive": 2}
+_BACKEND = click.Choice(["auto", "bwrap", "docker"])
+
+
+def _policy(path: Path | None):
+    from touchstone.verify.policy import load_policy
+
+    return load_policy(path)
+
+
+@click.command()
+@click.argument("task_dir", type=click.Path(path_type=Path))
+@click.argument("trajectory", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="print the full report as JSON")
+@click.option("--replays", default=3, show_default=True, type=click.IntRange(min=1), help="k of k test runs")
+@click.option("--progress", is_flag=True, help="per-step share of hidden tests passing (credit assignment)")
+@click.option("--backend", default="auto", show_default=True, type=_BACKEND)
+@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="extra audit policy YAML (adds or replaces rules by id)")
+@click.option("--full", is_flag=True, help="run every check even after a cheap one rejected")
+def verify(task_dir, trajectory, as_json, replays, progress, backend, policy_file, full) -> None:
+    """Verify one TRAJECTORY (JSONL of OpenAI chat messages) of the task in TASK_DIR."""
+    from touchstone.verify.verifier import verify_trajectory
+
+    try:
+        task = load_task(task_dir)
+        messages = read_messages_jsonl(trajectory)
+        policy = _policy(policy_file)
+    except (TaskError, TrajectoryError, ValueError, OSError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    report = verify_trajectory(task, messages, replays=replays, progress=progress, backend=backend,
+                               trajectory_id=trajectory.stem, policy=policy, full=full)  # fmt: skip
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        click.echo(f"{report.verdict}  task={report.task_id}  trajectory={report.trajectory_id}")
+        for c in report.checks:
+            click.echo(f"  {c.status:8s} {c.name:16s} {c.evidence[:160]}")
+        for f in report.findings:
+            click.echo(f"  finding  {f.rule} ({f.severity}) step={f.step}: {f.evidence[:160]}")
+    sys.exit(EXIT[report.verdict])
+
+
+@click.command("verify-batch")
+@click.option("--tasks", "tasks_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--trajectories", required=True, type=click.Path(exists=True, path_type=Path),
+              help="trajectories.parquet, a directory holding it, or <task id>/<trajectory id>.jsonl files")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--replays", default=3, show_default=True, type=click.IntRange(min=1))
+@click.option("--progress", is_flag=True, help="per-step share of hidden tests passing")
+@click.option("--backend", default="auto", show_default=True, type=_BACKEND)
+@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def verify_batch(tasks_dir, trajectories, workers, out, replays, progress, backend, policy_file) -> None:
+    """Verify many trajectories; writes OUT/reports.parquet, checks.parquet, findings.parquet."""
+    from touchstone.verify.batch import read_reports, verify_batch as run_batch
+
+    try:
+        path = run_batch(tasks_dir, trajectories, workers, out, replays=replays, progress=progress,
+                         backend=backend, policy=_policy(policy_file))  # fmt: skip
+    except (TaskError, TrajectoryError, ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    counts: dict[str, int] = {}
+    for r in read_reports(path):
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    click.echo(f"{sum(counts.values())} reports in {path} ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))})")
