@@ -1,0 +1,69 @@
+"""The hf policy end to end on the default tiny checkpoint (training/model_init.py):
+token-in-token-out records that re-decode to the recorded messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from touchstone.agent.loop import EpisodeLimits, run_episode
+from touchstone.agent.policies import make_policy
+from touchstone.agent.policies.hf import parse_tool_calls, template_messages
+from touchstone.agent.tools import TOOL_SCHEMAS
+from touchstone.agent.trajectory import Sampling
+
+
+@pytest.fixture(scope="module")
+def checkpoint():
+    from training.model_init import default_model
+
+    return default_model()
+
+
+def test_hf_episode_records_exact_tokens(simple_task, checkpoint):
+    from training.checkpoint import checkpoint_hash
+
+    policy = make_policy(f"hf:{checkpoint}", Sampling(temperature=1.0, top_p=0.95, max_tokens=24, seed=3))
+    traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=3))
+    assert traj.exit_reason in ("max_turns", "submitted") and traj.checkpoint_hash == checkpoint_hash(checkpoint)
+    tok = policy.tokenizer
+    first_prompt = tok.apply_chat_template(template_messages(traj.messages[:2]), tools=TOOL_SCHEMAS,
+                                           add_generation_prompt=True, tokenize=False)
+    assert tok.decode(traj.turns[0].prompt_ids) == first_prompt
+    assistants = [m for m in traj.messages if m["role"] == "assistant"]
+    for turn, msg in zip(traj.turns, assistants):
+        assert len(turn.logprobs) == len(turn.completion_ids) == turn.completion_tokens > 0
+        assert all(lp <= 0 for lp in turn.logprobs)
+        text = tok.decode(turn.completion_ids, skip_special_tokens=True)
+        assert parse_tool_calls(text, turn.turn) == msg  # the message is exactly what the tokens say
+    for prev, nxt in zip(traj.turns, traj.turns[1:]):  # own tokens are never re-tokenized
+        assert nxt.prompt_ids[: len(prev.prompt_ids) + len(prev.completion_ids)] == prev.prompt_ids + prev.completion_ids
+
+
+def test_hf_sampling_is_seeded(simple_task, checkpoint):
+    def completions(seed):
+        policy = make_policy(f"hf:{checkpoint}", Sampling(temperature=1.0, max_tokens=12, seed=seed))
+        traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=1))
+        return traj.turns[0].completion_ids
+
+    assert completions(5) == completions(5) != completions(6)
+
+
+def test_qwen_tool_call_parsing():
+    text = ('Let me look.\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
+            '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"</tool_call><tool_call>{"oops')
+    msg = parse_tool_calls(text, 4)
+    assert msg["content"] == "Let me look."
+    assert [c["function"] for c in msg["tool_calls"]] == [
+        {"name": "bash", "arguments": json.dumps({"command": "ls"})},
+        {"name": "read_file", "arguments": '{"name": "read_file", "arguments": {"path": "a.py"'},
+        {"name": "", "arguments": '{"oops'},
+    ]
+    assert [c["id"] for c in msg["tool_calls"]] == ["call_4_0", "call_4_1", "call_4_2"]
+    assert parse_tool_calls("just text", 0) == {"role": "assistant", "content": "just text"}
+
+
+def test_hf_spec_must_name_a_checkpoint(tmp_path):
+    with pytest.raises(ValueError, match="not a checkpoint directory"):
+        make_policy(f"hf:{tmp_path}")
