@@ -34,7 +34,7 @@ def data_dir(tmp_path_factory, tiny_model):
         reps += [report(f"{task}-ok", "accept", {1: 1.0}, task_id=task, task_hash=h),
                  report(f"{task}-detour", "accept", {3: 1.0}, task_id=task, task_hash=h),
                  report(f"{task}-bad", "reject", {1: 0.5}, task_id=task, task_hash=h),
-                 report(f"{task}-hack", "reject", {0: 1.0}, hack=True, task_id=task, task_hash=h)]
+                 report(f"{task}-hack", "reject", {}, hack=True, task_id=task, task_hash=h)]
     files = write_round(tmp, trajs, reps)
     out = tmp / "data"
     build_datasets(*files, out, round_key="r0")
