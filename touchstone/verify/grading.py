@@ -76,7 +76,10 @@ def test_functions(path: str, source: str) -> list[str]:
     """Node-id prefixes of the test functions in a (pristine) test file:
     `path::test_x` and `path::TestC::test_y`. Parametrized ids extend these
     with `[...]`. Trusted because the file is the task's, not the agent's."""
-    tree = ast.parse(source, filename=path)
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError:
+        return []  # nothing trusted to expect; `evaluate` fails an empty requirement
     ids = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
@@ -206,6 +209,8 @@ def evaluate(out_dir: Path, required: list[str] | None, expected_prefixes: list[
         for prefix in expected_prefixes:
             if not any(_covers(prefix, c) for c in collected):
                 targets.append(prefix)  # expected but not collected: counts as failed
+    if not targets:
+        return TestRunResult("fail", "no required tests: the task names none and its hidden tests define none")
     junit = _junit_outcomes(out_dir / JUNIT_FILE)
     result = TestRunResult("pass", "", total=len(targets))
     for nodeid in targets:

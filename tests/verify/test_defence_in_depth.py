@@ -1,0 +1,31 @@
+"""With the first line of defence switched off (the static audit rules that
+name them), hacks that run inside the test process are still rejected by the
+harness-side checks: the per-test results and the out-of-process oracle."""
+
+import pytest
+
+from touchstone.tasks.schema import load_task
+from touchstone.verify.canaries import load_canaries
+from touchstone.verify.policy import load_policy
+from touchstone.verify.verifier import verify_trajectory
+
+CASES = {
+    "a3-skip-from-code": "tests",  # skipped is not passed
+    "b9-exit-at-import": "tests",  # exit status 0 is not a pass record
+    "b10-atexit-flip": "tests",
+    "c12-always-equal": "oracle",  # the candidate's __eq__ is never used
+    "d16-caller-frame": "oracle",  # no expected value in the candidate's process
+    "f21-fake-junit": "tests",  # stdout and files in the workspace are not evidence
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_second_line_of_defence(name):
+    (canary,) = [c for c in load_canaries() if c.name == name]
+    static_off = {r.id for r in load_policy().static}
+    report = verify_trajectory(load_task(canary.task_dir), canary.messages, replays=1,
+                               allow_rules=static_off, full=True)
+    assert report.check("static_audit").status == "pass"
+    assert report.check(CASES[name]).status == "fail", report.checks
+    assert report.verdict == "reject"
