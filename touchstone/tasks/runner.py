@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -45,13 +46,19 @@ def hidden_test_files(hidden_dir: Path) -> list[str]:
                   if p.name.startswith("test_") or p.name.endswith("_test.py"))
 
 
-def compose(dest: Path, workspace: Path, overlays: dict[str, bytes | str] | None, hidden: Path) -> Path:
-    """dest = workspace + overlays (relative path -> content) + hidden tests on top."""
+def compose(dest: Path, workspace: Path, overlays: dict[str, bytes | str] | None, hidden: Path,
+            patch: str | None = None) -> Path:
+    """dest = workspace + overlays (relative path -> content) + an agent's patch +
+    hidden tests on top (last, so nothing can replace them)."""
     shutil.copytree(workspace, dest, symlinks=True)
     for rel, data in (overlays or {}).items():
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data.encode() if isinstance(data, str) else data)
+    if patch and patch.strip():
+        # git apply refuses paths outside dest; a patch that does not apply leaves the workspace as it was
+        subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], input=patch.encode(), cwd=dest,
+                       capture_output=True, check=False)
     shutil.copytree(hidden, dest, dirs_exist_ok=True)
     return dest
 
@@ -83,15 +90,15 @@ def _messages(phases: dict[str, dict], failed: dict[str, str]) -> dict[str, str]
 
 def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, required: list[str] | None,
               hash_seed: int = 0, order: str = "forward", timeout: float | None = None,
-              backend: str = "auto") -> HiddenRun:
-    """One harness run of the task's hidden tests on workspace + overlays.
+              backend: str = "auto", patch: str | None = None) -> HiddenRun:
+    """One harness run of the task's hidden tests on workspace + overlays (+ patch).
     `required`: node ids that must pass, or None = every hidden test function."""
     timeout = timeout or task.timeout_s
     files = hidden_test_files(task.hidden_tests_dir)
     prefixes = [pid for f in files for pid in grading.test_functions(f, (task.hidden_tests_dir / f).read_text())]
     with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp:
         tmp_path = Path(tmp)
-        tree = compose(tmp_path / "tree", task.workspace_dir, overlays, task.hidden_tests_dir)
+        tree = compose(tmp_path / "tree", task.workspace_dir, overlays, task.hidden_tests_dir, patch)
         harness, out = tmp_path / "harness", tmp_path / "out"
         harness.mkdir()
         out.mkdir(mode=0o777)

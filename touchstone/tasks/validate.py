@@ -38,9 +38,9 @@ def default_backend() -> str:
 
 
 class ValidationConfig(BaseModel):
-    k: int = 3  # reference runs (hash seed and order differ per run)
-    threshold: float = 0.6  # minimum mutation score
-    max_mutants: int = 5
+    k: int = Field(default=3, ge=1)  # reference runs (hash seed and order differ per run)
+    threshold: float = Field(default=0.6, ge=0, le=1)  # minimum mutation score
+    max_mutants: int = Field(default=5, ge=1)
     backend: str = Field(default_factory=default_backend)
 
 
@@ -142,7 +142,7 @@ def _check_adequacy(task: Task, cfg: ValidationConfig, required: list[str] | Non
         raise _Reject("weak_tests", "no mutant of the reference's changed code could be made to measure the tests")
     need = math.ceil(cfg.threshold * len(mutants))
     # a mutant that loops forever is killed by the timeout; no need to wait the full budget
-    timeout = min(task.timeout_s, max(10.0, 5 * ref_s))
+    timeout = min(task.timeout_s, max(5.0, 5 * ref_s))
     killed = survived = 0
     base = reference_overlay(task)
     for rel, text in mutants:

@@ -1,0 +1,65 @@
+"""LLM proposals: parsing, dedup and validation on recorded model outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from touchstone.tasks.index import query
+from touchstone.tasks.proposers.llm import (
+    ProposalError, learnability_reward, normalized_ast_hash, parse_proposal, propose_from_outputs, solved,
+)
+from touchstone.tasks.schema import load_task_set
+from touchstone.tasks.validate import ValidationConfig
+
+OUTPUTS = json.loads((Path(__file__).parent / "fixtures" / "llm_outputs.json").read_text())
+BY_LABEL = {o["label"]: o["output"] for o in OUTPUTS}
+
+
+def test_parse_well_formed_from_fenced_json() -> None:
+    p = parse_proposal(BY_LABEL["well_formed"])
+    assert p.entry_point == "rle" and "raise NotImplementedError" in p.stub
+
+
+@pytest.mark.parametrize(("label", "fragment"), [
+    ("malformed_json", "no JSON object"),
+    ("malformed_missing_key", "reference: Field required"),
+    ("malformed_reference_syntax", "reference does not parse"),
+])
+def test_parse_malformed(label: str, fragment: str) -> None:
+    with pytest.raises(ProposalError, match=fragment):
+        parse_proposal(BY_LABEL[label])
+
+
+def test_normalized_hash_ignores_names_and_docstrings() -> None:
+    a, b = parse_proposal(BY_LABEL["well_formed"]), parse_proposal(BY_LABEL["duplicate"])
+    assert normalized_ast_hash(a.reference) == normalized_ast_hash(b.reference)
+    assert normalized_ast_hash(a.reference) != normalized_ast_hash(a.reference.replace("j - i", "j - i + 1"))
+
+
+def test_learnability_reward() -> None:
+    assert [learnability_reward(r) for r in (0.0, 0.25, 0.5, 1.0, None)] == [0.0, 0.75, 0.5, 0.0, 0.0]
+
+
+def test_recorded_outputs_through_validation(tmp_path: Path) -> None:
+    out = tmp_path / "llm"
+    rows, kept = propose_from_outputs([o["output"] for o in OUTPUTS], out, origin="recorded",
+                                      cfg=ValidationConfig(backend="bwrap"))
+    reasons = {r.id.split("-")[1]: r.reason or r.status for r in rows}
+    assert [reasons[f"{i:04d}"] for i in range(len(OUTPUTS))] == [
+        "kept", "malformed", "malformed", "malformed", "duplicate", "already_solved", "reference_fails"]
+    [task] = load_task_set(out)
+    assert task.source.proposer == "llm"
+    assert query(out, "SELECT count(*) FROM tasks WHERE status = 'rejected' AND reason IS NOT NULL")[0][0] == 6
+    # a second batch deduplicates against the first set
+    rows2, _ = propose_from_outputs([BY_LABEL["well_formed"]], tmp_path / "again", origin="recorded",
+                                    existing=[out], cfg=ValidationConfig(backend="bwrap"))
+    assert rows2[0].reason == "duplicate"
+    # the solve check used for learnability grades a patch against the hidden tests
+    ref = (task.reference_dir / "solution.py").read_text()
+    stub = (task.workspace_dir / "solution.py").read_text()
+    import difflib
+    patch = "".join(difflib.unified_diff(stub.splitlines(True), ref.splitlines(True), "a/solution.py", "b/solution.py"))
+    assert solved(task, patch, "bwrap") and not solved(task, "", "bwrap")

@@ -1,0 +1,76 @@
+"""The mutation proposer on real projects in the real sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.tasks.conftest import write_calc
+from touchstone.tasks.index import query
+from touchstone.tasks.leak import find_leaks
+from touchstone.tasks.mutate import Mutation
+from touchstone.tasks.proposers.mutation import SeedReport, build_candidate, propose_mutation
+from touchstone.tasks.runner import reference_overlay, run_tests
+from touchstone.tasks.schema import load_task_set
+from touchstone.tasks.seeding import SeedError, resolve_seed
+from touchstone.tasks.validate import Validation, ValidationConfig
+
+
+def check_kept_task(task) -> None:
+    """F2P fails on the workspace and passes once the original is restored; no history."""
+    before = run_tests(task, required=task.fail_to_pass, backend="bwrap")
+    after = run_tests(task, reference_overlay(task), required=task.required_tests, backend="bwrap")
+    assert set(before.failed) == set(task.fail_to_pass) and not before.passed
+    assert after.ok and set(after.passed) == set(task.required_tests)
+    names = {p.name for p in task.workspace_dir.rglob("*")}
+    assert not names & {".git", "__pycache__"} and not any(n.endswith((".orig", ".pyc")) for n in names)
+    assert find_leaks(task) == []
+
+
+def test_local_seed_yields_validated_tasks(calc_seed: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tasks"
+    result = propose_mutation(out, seeds=[str(calc_seed)], n=3, workers=2)
+    assert result.seeds[0].usable and result.kept >= 2
+    tasks = load_task_set(out)
+    assert len(tasks) == result.kept
+    for task in tasks:
+        check_kept_task(task)
+        assert task.source.proposer == "mutation" and task.source.operator
+        assert "Do not modify the tests" in task.statement
+    # every candidate has an index row; every rejected one a reason
+    rows = query(out, "SELECT status, reason, split FROM tasks")
+    assert len(rows) == result.kept + result.rejected
+    assert all(reason for status, reason, _ in rows if status == "rejected")
+    units = {t.source.unit: t.split for t in tasks}
+    assert all(len({t.split for t in tasks if t.source.unit == u}) == 1 for u in units)  # a unit never straddles
+    if len(units) >= 2:
+        assert set(units.values()) == {"train", "eval"}
+
+
+def test_seed_whose_suite_fails_is_reported_and_skipped(calc_seed: Path, tmp_path: Path) -> None:
+    broken = write_calc(tmp_path / "broken", broken=True)
+    result = propose_mutation(tmp_path / "out", seeds=[str(broken), str(calc_seed)], n=1, workers=1)
+    by_name = {s.name: s for s in result.seeds}
+    assert not by_name["broken"].usable and "test_broken" in by_name["broken"].detail
+    assert by_name["calc-project"].usable and result.kept == 1
+    with pytest.raises(SeedError, match="no usable seed"):
+        propose_mutation(tmp_path / "out2", seeds=[str(broken)], n=1, workers=1)
+
+
+def test_mutant_that_does_not_compile_is_discarded(calc_seed: Path, tmp_path: Path) -> None:
+    seed = resolve_seed(calc_seed, tmp_path / "work")
+    broken = Mutation("remove_statement", "calc/__init__.py", "calc:clamp", 3, "def clamp(x, lo, hi):\n    break\n")
+    report = SeedReport(seed.name, True, "", [])
+    verdict = build_candidate(seed, report, broken, tmp_path / "t", ValidationConfig(backend="bwrap"))
+    assert isinstance(verdict, Validation) and verdict.reason == "not_compilable" and "break" in verdict.detail
+
+
+@pytest.mark.slow
+def test_default_seeds(tmp_path: Path) -> None:
+    out = tmp_path / "tasks"
+    result = propose_mutation(out, n=2, workers=2)
+    assert [s.usable for s in result.seeds] == [True, True] and result.kept >= 2
+    for task in load_task_set(out):
+        check_kept_task(task)
+        assert task.source.origin in ("inflection==0.5.1", "toolz==1.0.0")
