@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import polars as pl
 
 from touchstone.agent.tools import TOOL_SCHEMAS
 from touchstone.agent.trajectory import Sampling, Trajectory, TurnRecord, write_tables
+from touchstone.verify.batch import REPORTS_FILE, write_reports
 from touchstone.verify.report import VerificationReport
 
 
@@ -38,19 +38,6 @@ def trajectory(tid: str, task_id: str = "task-a", calls: list[tuple[str, dict]] 
     )
 
 
-def write_reports(reports: list[VerificationReport], path: Path) -> Path:
-    """reports.parquet with nested fields as JSON strings, one row per report."""
-    rows = []
-    for r in reports:
-        row = r.model_dump()
-        for key in ("reasons", "checks", "findings", "progress"):
-            row[key] = json.dumps(row[key])
-        rows.append(row)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pl.DataFrame(rows).write_parquet(path)
-    return path
-
-
 def write_round(tmp: Path, trajectories: list[Trajectory], reports: list[VerificationReport]) -> tuple[Path, Path]:
     traj_file, _ = write_tables(trajectories, tmp / "rollouts")
-    return write_reports(reports, tmp / "verify" / "reports.parquet"), traj_file
+    return write_reports(reports, tmp / "verify") / REPORTS_FILE, traj_file

@@ -11,12 +11,13 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from tests.data.fixtures import trajectory, write_reports, write_round
+from tests.data.fixtures import trajectory, write_round
 from tests.data.reports import report
 from touchstone.cli import main
 from touchstone.data.build import build_datasets
 from touchstone.data.inputs import DataError
 from touchstone.data.schema import DataConfig, Lineage
+from touchstone.verify.batch import REPORTS_FILE, write_reports
 
 FIX = [("read_file", {"path": "calc.py"}), ("str_replace", {"path": "calc.py", "old": "-", "new": "+"}),
        ("submit", {})]
@@ -136,8 +137,7 @@ def test_mismatched_inputs_are_clear_errors(tmp_path):
     files = write_round(tmp_path, [trajectory("x1")], [report("x1", "accept", task_hash="other")])
     with pytest.raises(DataError, match="task task-a@other"):
         build_datasets(*files, tmp_path / "out")
-    tampered = report("x1", "reject")
-    bad = write_reports([tampered], tmp_path / "t" / "reports.parquet")
+    bad = write_reports([report("x1", "reject")], tmp_path / "t") / REPORTS_FILE
     pl.read_parquet(bad).with_columns(verdict=pl.lit("accept")).write_parquet(bad)
     with pytest.raises(DataError, match="says 'accept' but its checks give 'reject'"):
         build_datasets(bad, files[1], tmp_path / "out")

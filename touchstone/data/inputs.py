@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict
 
 from touchstone.agent.trajectory import TRAJECTORIES_FILE, Trajectory, read_tables
 from touchstone.data.schema import Lineage
+from touchstone.verify.batch import REPORTS_FILE
+from touchstone.verify.batch import read_reports as read_verifier_reports
 from touchstone.verify.report import VerificationReport
 
 
@@ -56,38 +58,19 @@ def read_trajectories(path: str | Path) -> list[Trajectory]:
     return read_tables(directory)
 
 
-_JSON_FIELDS = ("reasons", "checks", "findings", "progress")
-
-
 def read_reports(path: str | Path) -> list[VerificationReport]:
-    """`reports.parquet` rows as `VerificationReport`s. Nested fields may be
-    stored as JSON strings or as native lists; checks may live in a sibling
-    `checks.parquet` (one row per check)."""
-    path = Path(path)
-    file = path / "reports.parquet" if path.is_dir() else path
-    if not file.is_file():
-        raise DataError(f"{path}: no reports.parquet found")
-    rows = pl.read_parquet(file).to_dicts()
-    checks_file = file.with_name("checks.parquet")
-    if rows and "checks" not in rows[0] and checks_file.is_file():
-        by_report: dict[str, list[dict]] = defaultdict(list)
-        for c in pl.read_parquet(checks_file).to_dicts():
-            by_report[c["report_id"]].append({k: c[k] for k in ("name", "status", "evidence")})
-        for row in rows:
-            row["checks"] = by_report[row["report_id"]]
-    reports = []
-    for i, row in enumerate(rows):
-        for key in _JSON_FIELDS:
-            if isinstance(row.get(key), str):
-                row[key] = json.loads(row[key])
-        recorded = row.pop("verdict", None)
-        try:
-            report = VerificationReport.model_validate(row)
-        except ValueError as exc:
-            raise DataError(f"{file}: row {i} is not a verification report: {exc}") from exc
-        if recorded is not None and recorded != report.verdict:
-            raise DataError(f"{file}: row {i} says {recorded!r} but its checks give {report.verdict!r}")
-        reports.append(report)
+    """The verifier's reports (its own reader), checked against the table's
+    `verdict` column: the verdict is re-derived from the checks, and a file
+    whose column disagrees has been edited by hand — refuse it."""
+    directory = _dir_of(Path(path), REPORTS_FILE)
+    if not (directory / REPORTS_FILE).is_file():
+        raise DataError(f"{path}: no {REPORTS_FILE} found")
+    reports = read_verifier_reports(directory)
+    recorded = pl.read_parquet(directory / REPORTS_FILE, columns=["verdict"])["verdict"].to_list()
+    for report, verdict in zip(reports, recorded):
+        if verdict != report.verdict:
+            raise DataError(f"{directory / REPORTS_FILE}: report {report.report_id} says {verdict!r} "
+                            f"but its checks give {report.verdict!r}")
     return reports
 
 
