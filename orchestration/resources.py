@@ -56,9 +56,9 @@ class PolicyResource(dg.ConfigurableResource):
         description="Extra teacher attempts per task in rounds >= 1, so a tiny CPU model "
         "still yields verified data. Set 0 on a cluster.",
     )
-    max_turns: int = Field(default=8, description="Turn limit per episode (cluster: 50).")
+    max_turns: int = Field(default=8, description="Turn limit per episode (the teacher needs up to ~6; cluster: 50).")
     temperature: float = Field(default=0.7, description="Sampling temperature.")
-    max_tokens: int = Field(default=256, description="Completion tokens per assistant turn (cluster: 4096).")
+    max_tokens: int = Field(default=96, description="Completion tokens per assistant turn (CPU: 96; cluster: 4096).")
     time_budget_s: float = Field(default=300.0, description="Wall-clock budget per episode.")
     seed: int = Field(default=0, description="Base sampling seed; attempt i uses a seed derived from it.")
 
@@ -140,7 +140,7 @@ class HeldoutConfig(dg.Config):
 
 
 class RolloutConfig(dg.Config):
-    attempts: int = Field(default=2, description="Attempts per task with the round's policy.")
+    attempts: int = Field(default=1, description="Attempts per task with the round's policy (cluster: 8).")
 
 
 class EvalConfig(dg.Config):

@@ -51,11 +51,18 @@ def materialize(
             instance=instance,
             partition_key=partition_key,
             resources={**default_resources(), **(resources or {})},
-            run_config={**QUIET, **(run_config or {})},
+            run_config=_run_config_for(selection, run_config or {}),
             raise_on_error=False,
         )
     finally:
         watcher.stop()
+
+
+def _run_config_for(selection: list[str], run_config: Mapping) -> dict:
+    """Quiet console logs, and only the `ops` config of selected assets (Dagster
+    rejects config for ops outside the run), so one settings dict serves all runs."""
+    ops = {k: v for k, v in run_config.get("ops", {}).items() if k in selection}
+    return {**QUIET, **run_config, "ops": ops}
 
 
 def ensure_sources(instance: dg.DagsterInstance, **kwargs) -> dg.ExecuteInProcessResult | None:

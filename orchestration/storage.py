@@ -29,6 +29,7 @@ TABLES: dict[str, tuple[str, str]] = {
     "steps": ("raw_trajectories", "steps.parquet"),
     "reports": ("verification_reports", "reports.parquet"),
     "checks": ("verification_reports", "checks.parquet"),
+    "findings": ("verification_reports", "findings.parquet"),
     "canary_reports": ("verification_reports", "canaries.parquet"),
     "data_summaries": ("training_data", "summary.json"),
     "sft": ("training_data", "sft.parquet"),

@@ -42,16 +42,16 @@ def bootstrap_interval(
 
 def attempts_table(trajectories: pl.DataFrame, reports: pl.DataFrame) -> pl.DataFrame:
     """Join trajectories (trajectories.parquet) with their verification reports
-    into one row per attempt with the columns `round_metrics` needs."""
+    (reports.parquet: verdict, n_findings) into one row per attempt with the columns `round_metrics` needs."""
     missing = set(trajectories["trajectory_id"]) - set(reports["trajectory_id"])
     if missing:
         raise ValueError(f"{len(missing)} trajectories have no verification report, e.g. {sorted(missing)[0]}")
-    joined = trajectories.join(reports.select("trajectory_id", "verdict", "findings"), on="trajectory_id")
+    joined = trajectories.join(reports.select("trajectory_id", "verdict", "n_findings"), on="trajectory_id")
     return joined.select(
         "task_id",
         "trajectory_id",
         (pl.col("verdict") == "accept").alias("verified"),
-        pl.col("findings").map_elements(_count_findings, return_dtype=pl.Int64).alias("findings"),
+        pl.col("n_findings").cast(pl.Int64).alias("findings"),
         pl.col("n_turns").alias("turns"),
         pl.col("turns").map_elements(_completion_tokens, return_dtype=pl.Int64).alias("tokens"),
         "exit_reason",
@@ -94,14 +94,6 @@ def round_metrics(
         mean_tokens=float(tokens.mean()) if tokens.len() else None,
         exit_reasons={r: int(c) for r, c in attempts["exit_reason"].value_counts().iter_rows()},
     )
-
-
-def _count_findings(value: object) -> int:
-    """Findings are stored as a JSON list (or a native list) per report."""
-    if value is None:
-        return 0
-    items = json.loads(value) if isinstance(value, str) else value
-    return len(items)
 
 
 def _completion_tokens(turns_json: str | None) -> int | None:

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `make demo`: three rounds end to end on the embedded defaults (teacher in
+# round 0, the tiny model after, bwrap or Docker sandbox, local Parquet +
+# DuckDB), then where the report and data are and how to open the UI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH"
+export TOUCHSTONE_HOME="${TOUCHSTONE_HOME:-$PWD/.touchstone}"
+export DAGSTER_HOME="${DAGSTER_HOME:-$TOUCHSTONE_HOME/dagster_home}"
+ROUNDS="${TOUCHSTONE_DEMO_ROUNDS:-3}"
+
+touchstone sandbox rootfs >/dev/null || { echo "demo: preparing the sandbox root filesystem failed" >&2; exit 1; }
+
+start=$(date +%s)
+echo "demo: running $ROUNDS rounds (data: $TOUCHSTONE_HOME, Dagster instance: $DAGSTER_HOME)"
+touchstone round run --rounds "$ROUNDS"
+elapsed=$(( $(date +%s) - start ))
+
+latest=$(touchstone round list 2>/dev/null | tail -1 | cut -d' ' -f1)
+report="$TOUCHSTONE_HOME/rounds/$latest/round_evaluation/report.md"
+echo
+echo "demo: $ROUNDS rounds in $((elapsed / 60)) min $((elapsed % 60)) s"
+[ -f "$report" ] && cat "$report"
+cat <<MSG
+
+Report:  $report (plot: ${report%report.md}rounds.png)
+Data:    $TOUCHSTONE_HOME/rounds/<round>/<asset>/  (Parquet per asset and round)
+DuckDB:  touchstone db "SELECT round, count(*) FROM sft GROUP BY ALL"   (file: $TOUCHSTONE_HOME/touchstone.duckdb)
+UI:      make ui    (or: DAGSTER_HOME=$DAGSTER_HOME dagster dev -w workspace.yaml), then open http://127.0.0.1:3000
+Rerun one asset of one round:
+         DAGSTER_HOME=$DAGSTER_HOME dagster asset materialize -m orchestration.definitions --select training_data --partition r000
+MSG
