@@ -22,7 +22,7 @@ from touchstone.tasks.mutate import Mutation, compile_error, mutations
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates
 from touchstone.tasks.runner import HiddenRun, run_tests
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, EntryPoint, Task, TaskSource, load_task
-from touchstone.tasks.seeding import Seed, SeedError, copy_clean, default_seeds, resolve_seed
+from touchstone.tasks.seeding import Seed, SeedError, copy_clean, default_seeds, is_test_file, resolve_seed
 from touchstone.tasks.validate import Validation, ValidationConfig
 
 MAX_PER_UNIT = 2  # tasks per function: spread tasks over the code
@@ -116,7 +116,13 @@ def build_candidate(seed: Seed, report: SeedReport, mutation: Mutation, task_dir
     failing = {t: run.failed.get(t, run.failed.get(t.split("[")[0], "fails")) for t in report.passing if t not in still}
     if not failing:
         return reject(task_id, "already_solved", "no test fails on the mutant (an equivalent or unnoticed mutant)")
-    p2p = [t for t in report.passing if t in still]
+    # SWE-bench convention: grade with the test files that exercise the bug (faster
+    # runs, same signal); the full suite stays visible in the workspace
+    files = {t.split("::")[0] for t in failing}
+    for rel in seed.tests:
+        if rel not in files and is_test_file(rel) and Path(rel).name.startswith("test"):
+            (task_dir / HIDDEN_TESTS / rel).unlink()
+    p2p = [t for t in report.passing if t in still and t.split("::")[0] in files]
     final = draft.model_copy(update={"statement": statement_for(seed.name, failing, run.collect_errors),
                                      "fail_to_pass": sorted(failing), "pass_to_pass": p2p})
     final.write(task_dir)

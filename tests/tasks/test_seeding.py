@@ -1,0 +1,48 @@
+"""Seed projects: shipped pins, local directories, clean copies, bad specs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from touchstone.tasks.seeding import MANIFEST, SEEDS_DIR, SeedError, _unpack_sdist, default_seeds, resolve_seed, sha256_file
+
+
+def test_shipped_seeds_match_their_pins_and_carry_licenses(tmp_path: Path) -> None:
+    entries = json.loads(MANIFEST.read_text())["seeds"]
+    assert 2 <= len(entries) <= 4
+    for e in entries:
+        assert sha256_file(SEEDS_DIR / e["file"]) == e["sha256"]
+    for seed, e in zip(default_seeds(tmp_path), entries):
+        assert seed.name == f"{e['name']}=={e['version']}"
+        assert (seed.root / e["license_file"]).is_file()
+        assert seed.sources and any("test_" in t for t in seed.tests)
+        assert not any(p.name in (".git", "__pycache__", "PKG-INFO", "setup.py") for p in seed.root.rglob("*"))
+
+
+def test_local_seed_copy_drops_history_caches_and_backups(calc_seed: Path, tmp_path: Path) -> None:
+    seed = resolve_seed(calc_seed, tmp_path / "work")
+    names = {p.name for p in seed.root.rglob("*")}
+    assert not names & {".git", "__pycache__", "__init__.py.orig"}
+    assert seed.sources == ("calc/__init__.py",) and seed.tests == ("tests/test_calc.py",)
+    assert seed.module_of("calc/__init__.py") == "calc"
+
+
+@pytest.mark.parametrize("spec", ["nope/does-not-exist", "inflection==0.5.1", "inflection#sha256=abc"])
+def test_bad_specs_are_refused(spec: str, tmp_path: Path) -> None:
+    with pytest.raises(SeedError, match="neither a directory nor a pinned PyPI spec"):
+        resolve_seed(spec, tmp_path)
+
+
+def test_sha256_mismatch_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SeedError, match="does not match the pinned"):
+        _unpack_sdist(SEEDS_DIR / "inflection-0.5.1.tar.gz", "0" * 64, tmp_path / "x", None)
+
+
+def test_project_without_tests_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "mod.py").write_text("def f():\n    return 1\n")
+    with pytest.raises(SeedError, match="no pytest test files"):
+        resolve_seed(tmp_path / "p", tmp_path / "work")
