@@ -23,6 +23,8 @@ from touchstone.sandbox import workspace as ws
 from touchstone.sandbox.action_log import ActionLog, sha256_hex
 from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.image import content_hash
+from touchstone.sandbox.reaper import OWNER_FILE, owner_token, reap_stale_sandboxes
+from touchstone.sandbox.reaper import PREFIX as REAPER_PREFIX
 from touchstone.sandbox.workspace import WorkspaceDiff
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -161,7 +163,9 @@ class Sandbox(ABC):
         self.image_digest = "sha256:" + content_hash()
         self._closed = True
         self._check_log_location(action_log, source)
-        self._dir = Path(tempfile.mkdtemp(prefix=f"touchstone-sandbox-{self.id}-"))
+        reap_stale_sandboxes()
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{REAPER_PREFIX}{self.id}-"))
+        (self._dir / OWNER_FILE).write_text(owner_token())
         self._workspace = self._dir / "workspace"
         self._quota = False
         try:

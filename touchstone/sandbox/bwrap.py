@@ -1,24 +1,30 @@
 """The bubblewrap backend: no daemon, a few milliseconds per command.
 
 Every exec is a fresh `bwrap` whose root is the read-only sandbox root filesystem
-(the same one the Docker image is imported from), with new user, PID, network,
-IPC, UTS and cgroup namespaces, the workspace bound read-write at /workspace, and
+(the same one the Docker image is imported from), with new user, PID, IPC, UTS,
+cgroup and network namespaces, the workspace bound read-write at /workspace, and
 fresh size-limited tmpfs at /tmp and $HOME. Because the command runs as PID 2 of a
 new PID namespace under bwrap's init, killing that init (on timeout, or when the
 harness dies: --die-with-parent) kills every process it left, grandchildren and
 daemons included. Memory, process and CPU limits come from a per-sandbox cgroup;
-rlimits are a second line (and the only one where cgroups are unavailable)."""
+rlimits are a second line (and the only one where cgroups are unavailable).
+
+The bwraps are forked by a per-sandbox launcher process (launcher.py) that sits in
+the cgroup and in a private network namespace, so none of that is paid per exec."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import resource
+import select
 import shutil
-import signal
+import socket
 import subprocess
-import threading
+import sys
 import time
+from pathlib import Path
 
 from touchstone.sandbox.base import SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Sandbox
 from touchstone.sandbox.capture import StreamCapture
@@ -26,12 +32,18 @@ from touchstone.sandbox.cgroups import Cgroup
 from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.image import ensure_rootfs
 
+_LAUNCHER = Path(__file__).with_name("launcher.py")
+# After a command ends, how long its output pipes may stay open (they close when
+# the PID namespace is gone, i.e. at once; this only bounds a kernel hiccup).
+_DRAIN_GRACE_S = 5.0
+
 
 class BwrapSandbox(Sandbox):
     backend = "bwrap"
 
     def _start(self) -> None:
-        if shutil.which("bwrap") is None:
+        self._bwrap = shutil.which("bwrap")
+        if self._bwrap is None:
             raise SandboxError("bubblewrap is not installed: apt-get install -y bubblewrap")
         self._rootfs = ensure_rootfs()
         lim = self.limits
@@ -42,12 +54,20 @@ class BwrapSandbox(Sandbox):
                 "the bwrap backend runs as root here but cannot create cgroups under /sys/fs/cgroup, "
                 "so process and memory limits cannot be enforced; run as a normal user or use --backend docker"
             )
-        self._prefix = self._bwrap_args()
+        try:
+            self._launcher = _Launcher(self._cgroup)
+        except BaseException:
+            if self._cgroup:
+                self._cgroup.remove()
+            raise
+        self._prefix = self._bwrap_args(unshare_net=not self._launcher.private_net)
 
-    def _bwrap_args(self) -> list[str]:
+    def _bwrap_args(self, unshare_net: bool) -> list[str]:
         tmp_size = str(self.limits.tmp_bytes)
         args = [
-            "bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns",
+            self._bwrap, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts",
+            "--unshare-cgroup-try", *(["--unshare-net"] if unshare_net else []),
+            "--die-with-parent", "--new-session", "--disable-userns",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--hostname", "sandbox",
             "--ro-bind", str(self._rootfs), "/", "--proc", "/proc", "--dev", "/dev",
             "--perms", "1777", "--size", tmp_size, "--tmpfs", "/tmp",
@@ -58,117 +78,154 @@ class BwrapSandbox(Sandbox):
             args += ["--tmpfs", "/mnt"]  # mount points cannot be created on the read-only root
         for mount in self.mounts:
             args += ["--ro-bind" if mount.read_only else "--bind", str(mount.host), mount.target]
-        return args + ["--chdir", WORKSPACE, "--clearenv"]
+        return args + ["--chdir", WORKSPACE, "--clearenv", "--info-fd", "3"]
 
     def _exec(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult:
         cmd = list(self._prefix)
         for key, value in env.items():
             cmd += ["--setenv", key, value]
-        info_read, info_write = os.pipe()  # bwrap reports on it once the sandbox is set up
-        cmd += ["--info-fd", str(info_write), "--", *argv]
+        cmd += ["--", *argv]
         oom_before = self._cgroup.oom_kills() if self._cgroup else 0
-        out, err = StreamCapture(self.limits.output_bytes), StreamCapture(self.limits.output_bytes)
-        started = time.monotonic()
-        proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            preexec_fn=self._child_setup(timeout), start_new_session=True, pass_fds=(info_write,),
-        )
-        os.close(info_write)
-        readers = [threading.Thread(target=c.drain, args=(p.fileno(),), daemon=True)
-                   for c, p in ((out, proc.stdout), (err, proc.stderr))]
-        for reader in readers:
-            reader.start()
-        run = _Run(proc, self._cgroup)
-        timer = threading.Timer(timeout, run.kill, kwargs={"timed_out": True})
-        timer.start()
-        try:
-            status, usage = run.wait()
-        except BaseException:  # KeyboardInterrupt: leave nothing running
-            run.kill()
-            raise
-        finally:
-            timer.cancel()
-            timer.join()  # a kill in progress finishes before we go on (and maybe close)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        wall = time.monotonic() - started
-        for reader in readers:
-            reader.join()
-        proc.stdout.close()
-        proc.stderr.close()
-        with os.fdopen(info_read, "rb") as info:
-            started_ok = bool(info.read())
-        if not started_ok and not run.timed_out:
-            raise SandboxError(f"bwrap could not set up the sandbox: {err.head.decode(errors='replace').strip()}")
-        return self._result(proc.returncode, run.timed_out, oom_before, wall,
-                            usage.ru_utime + usage.ru_stime, out, err)
-
-    def _result(self, code: int, timed_out: bool, oom_before: int, wall: float, cpu: float,
-                out: StreamCapture, err: StreamCapture) -> ExecResult:
+        run = self._launcher.run(cmd, self._rlimits(timeout), timeout, self.limits.output_bytes)
+        if not run.started and not run.timed_out:
+            raise SandboxError(f"bwrap could not set up the sandbox: {run.err.head.decode(errors='replace').strip()}")
         # bwrap reports a command killed by signal N as exit status 128+N; a negative
-        # code means bwrap itself was killed (by us, on timeout).
+        # code means bwrap itself was killed (by the launcher, on timeout).
+        code = os.waitstatus_to_exitcode(run.status)
         if code < 0:
             code = 128 - code
-        sig = code - 128 if 128 < code <= 128 + 64 else None
-        oom = bool(self._cgroup and self._cgroup.oom_kills() > oom_before)
-        return ExecResult(exit_code=code, signal=sig, timed_out=timed_out, oom_killed=oom, wall_s=wall,
-                          cpu_s=cpu, backend=self.backend, **out.fields("stdout"), **err.fields("stderr"))
+        return ExecResult(
+            exit_code=code, signal=code - 128 if 128 < code <= 128 + 64 else None, timed_out=run.timed_out,
+            oom_killed=bool(self._cgroup and self._cgroup.oom_kills() > oom_before), wall_s=run.wall_s,
+            cpu_s=run.cpu_s, backend=self.backend, **run.out.fields("stdout"), **run.err.fields("stderr"),
+        )
 
-    def _child_setup(self, timeout: float):
-        """Runs in the forked child before exec: join the cgroup, set rlimits."""
+    def _rlimits(self, timeout: float) -> list[tuple[int, int]]:
         lim = self.limits
-        cgroup = self._cgroup
-        # With a memory cgroup, the address-space cap is only a backstop (so that the
+        cgroup = self._cgroup is not None
+        # With a memory cgroup the address-space cap is only a backstop (so that the
         # cgroup's OOM killer, which we can report, acts first); without one it is the limit.
-        address_space = lim.memory_bytes * 4 if cgroup else lim.memory_bytes
-        nproc = lim.processes * 4 if cgroup else lim.processes
-        cpu_seconds = math.ceil(timeout * max(1.0, lim.cpus)) + 1
-        rlimits = {
-            resource.RLIMIT_AS: address_space,
-            resource.RLIMIT_NPROC: nproc,
-            resource.RLIMIT_FSIZE: lim.workspace_bytes,
-            resource.RLIMIT_CPU: cpu_seconds,
-            resource.RLIMIT_CORE: 0,
-        }
-
-        def setup() -> None:
-            if cgroup:
-                cgroup.join()
-            for kind, value in rlimits.items():
-                resource.setrlimit(kind, (value, value))
-
-        return setup
+        return [
+            (resource.RLIMIT_AS, lim.memory_bytes * 4 if cgroup else lim.memory_bytes),
+            (resource.RLIMIT_NPROC, lim.processes * 4 if cgroup else lim.processes),
+            (resource.RLIMIT_FSIZE, lim.workspace_bytes),
+            (resource.RLIMIT_CPU, math.ceil(timeout * max(1.0, lim.cpus)) + 1),
+            (resource.RLIMIT_CORE, 0),
+        ]
 
     def _stop(self) -> None:
+        self._launcher.close()
         if self._cgroup:
             self._cgroup.kill_all()
             self._cgroup.remove()
 
 
-class _Run:
-    """One running bwrap: waited for without a window in which a timeout could
-    signal a recycled PID (the process is reaped only after `finished` is set)."""
+class _Outcome:
+    """What the launcher reported about one bwrap, plus its captured output."""
 
-    def __init__(self, proc: subprocess.Popen, cgroup: Cgroup | None):
-        self.proc = proc
-        self.cgroup = cgroup
+    def __init__(self, cap: int):
+        self.out, self.err = StreamCapture(cap), StreamCapture(cap)
+        self.status = 0
+        self.cpu_s = 0.0
+        self.wall_s = 0.0
         self.timed_out = False
-        self._finished = False
-        self._lock = threading.Lock()
+        self.started = False
 
-    def wait(self) -> tuple[int, resource.struct_rusage]:
-        os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOWAIT)
-        with self._lock:
-            self._finished = True
-        _, status, usage = os.wait4(self.proc.pid, 0)
-        return status, usage
 
-    def kill(self, timed_out: bool = False) -> None:
-        """Kill bwrap (its init then takes the whole PID namespace down) and, to be
-        sure, everything left in the cgroup."""
-        with self._lock:
-            if self._finished:
-                return
-            self.timed_out = timed_out
-            os.kill(self.proc.pid, signal.SIGKILL)
-        if self.cgroup:
-            self.cgroup.kill_all()
+class _Launcher:
+    """Harness side of launcher.py (protocol described there)."""
+
+    def __init__(self, cgroup: Cgroup | None):
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        procs = [str(p) for p in cgroup.procs_files()] if cgroup else []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-B", str(_LAUNCHER), str(theirs.fileno()), *procs],
+            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        theirs.close()
+        self.private_net = bool(self._receive(timeout=30)["private_net"])
+
+    def _receive(self, timeout: float | None = None) -> dict:
+        self.sock.settimeout(timeout)
+        try:
+            message = self.sock.recv(1 << 16)
+        except TimeoutError as exc:
+            raise SandboxError("the sandbox launcher did not answer") from exc
+        finally:
+            self.sock.settimeout(None)
+        if not message:
+            raise SandboxError(f"the sandbox launcher exited (status {self.proc.poll()})")
+        return json.loads(message)
+
+    def run(self, argv: list[str], rlimits: list, timeout: float, cap: int) -> _Outcome:
+        outcome = _Outcome(cap)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        info_r, info_w = os.pipe()  # bwrap writes to it once the sandbox is set up
+        started = time.monotonic()
+        try:
+            request = json.dumps({"argv": argv, "rlimits": rlimits}).encode()
+            socket.send_fds(self.sock, [request], [out_w, err_w, info_w])
+        finally:
+            for fd in (out_w, err_w, info_w):
+                os.close(fd)
+        try:
+            self._collect(outcome, {out_r: outcome.out, err_r: outcome.err}, started + timeout)
+        except BaseException:  # KeyboardInterrupt and the like: leave nothing running
+            self._kill()
+            raise
+        finally:
+            for fd in (out_r, err_r):
+                os.close(fd)
+        outcome.wall_s = time.monotonic() - started
+        with os.fdopen(info_r, "rb") as info:
+            outcome.started = bool(info.read())
+        return outcome
+
+    def _collect(self, outcome: _Outcome, streams: dict[int, StreamCapture], deadline: float) -> None:
+        """Read output until the command ended and its pipes closed; kill at the deadline."""
+        poller = select.poll()
+        for fd in [*streams, self.sock.fileno()]:
+            poller.register(fd, select.POLLIN)
+        open_streams, ended_at = set(streams), None
+        while ended_at is None or open_streams:
+            now = time.monotonic()
+            if ended_at is not None:
+                wait = ended_at + _DRAIN_GRACE_S - now
+                if wait <= 0:
+                    return
+            elif outcome.timed_out:
+                wait = None  # killed: the launcher's status report comes next
+            elif now >= deadline:
+                outcome.timed_out = True
+                self._kill()
+                wait = None
+            else:
+                wait = deadline - now
+            events = poller.poll(None if wait is None else int(wait * 1000) + 1)
+            for fd, _ in events:
+                if fd == self.sock.fileno():
+                    message = self._receive()
+                    if "status" in message:
+                        outcome.status, outcome.cpu_s = message["status"], message["cpu_s"]
+                        ended_at = time.monotonic()
+                        poller.unregister(fd)
+                elif chunk := os.read(fd, 1 << 16):
+                    streams[fd].feed(chunk)
+                else:
+                    poller.unregister(fd)
+                    open_streams.discard(fd)
+
+    def _kill(self) -> None:
+        try:
+            self.sock.send(json.dumps({"kill": True}).encode())
+        except OSError:
+            pass  # the launcher is gone, and with it (--die-with-parent) the command
+
+    def close(self) -> None:
+        self.sock.close()  # EOF: the launcher kills what runs and exits
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

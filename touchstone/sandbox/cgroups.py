@@ -90,11 +90,9 @@ class Cgroup:
         (self.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(_CPU_PERIOD_US))
         (self.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(quota))
 
-    def join(self) -> None:
-        """Move the calling process in (used in the child before exec)."""
-        pid = str(os.getpid())
-        for path in self.dirs.values():
-            (path / "cgroup.procs").write_text(pid)
+    def procs_files(self) -> list[Path]:
+        """The files a process writes its PID to, to join this group."""
+        return [path / "cgroup.procs" for path in self.dirs.values()]
 
     def oom_kills(self) -> int:
         """How many processes the kernel OOM-killed in this group so far."""

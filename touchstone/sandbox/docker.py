@@ -14,6 +14,7 @@ PID 1 is a bash loop that reaps orphans and is exempt from `kill -1`."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import tempfile
@@ -24,6 +25,7 @@ from pathlib import Path
 from touchstone.sandbox.base import SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Sandbox
 from touchstone.sandbox.capture import StreamCapture
 from touchstone.sandbox.errors import SandboxError
+from touchstone.sandbox.reaper import owner_alive, owner_token
 from touchstone.sandbox.image import (
     BASE_REPO, build_lock, base_tag, content_hash, ensure_rootfs, image_tag, images_dir, short_hash,
 )
@@ -111,6 +113,7 @@ class DockerSandbox(Sandbox):
         if reason:
             raise SandboxError(reason)
         self._docker = _client()
+        _reap_stale_containers(self._docker)
         lim = self.limits
         user = self._user()
         uid, gid = user.split(":")
@@ -128,7 +131,7 @@ class DockerSandbox(Sandbox):
                 volumes=volumes, ulimits=[docker.types.Ulimit(name="fsize", soft=lim.workspace_bytes,
                                                               hard=lim.workspace_bytes),
                                           docker.types.Ulimit(name="core", soft=0, hard=0)],
-                labels={"touchstone.sandbox": self.id},
+                labels={"touchstone.sandbox": self.id, "touchstone.owner": owner_token()},
             )
         except docker.errors.DockerException as exc:
             raise SandboxError(f"could not start the sandbox container: {exc}") from exc
@@ -212,6 +215,20 @@ class DockerSandbox(Sandbox):
             self._container.remove(force=True)
         except docker.errors.NotFound:
             pass
+
+
+@functools.cache
+def _reap_stale_containers(client) -> None:
+    """Remove sandbox containers whose harness died without closing them."""
+    import docker
+
+    # The low-level listing: no per-container inspect that races with other harnesses.
+    for summary in client.api.containers(all=True, filters={"label": "touchstone.owner"}):
+        if not owner_alive(summary["Labels"]["touchstone.owner"]):
+            try:
+                client.api.remove_container(summary["Id"], force=True)
+            except docker.errors.NotFound:
+                pass
 
 
 def _container_cgroup_dirs(pid: int) -> dict[str, Path]:

@@ -1,0 +1,105 @@
+"""The bwrap backend's per-sandbox launcher: a small stdlib-only process, started
+once per sandbox, that forks every `bwrap` of that sandbox.
+
+Why: starting bwrap straight from the harness costs, per exec, a fork of the (big)
+harness process (preexec_fn disables vfork), a migration into the sandbox's
+cgroups (an RCU grace period each in cgroup v1) and a new network namespace. The
+launcher pays all three once: it joins the cgroups, enters a private empty network
+namespace, and its children inherit both.
+
+Run as `python -I -S launcher.py SOCKET_FD [CGROUP_PROCS_FILE ...]`. Protocol on
+the SOCK_SEQPACKET socket, JSON messages:
+  launcher -> {"private_net": bool}                       once, when ready
+  harness  -> {"argv": [...], "rlimits": [[res, n]...]} + fds (stdout, stderr, info)
+  launcher -> {"pid": N}, later {"status": wait status, "cpu_s": float}
+  harness  -> {"kill": true}   (at any time while a command runs)
+EOF on the socket (the harness closed it or died) ends the launcher; the bwraps it
+started die with it (--die-with-parent)."""
+
+import ctypes
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+
+_PR_SET_PDEATHSIG = 1
+_CLONE_NEWNET = 0x40000000
+
+
+def _send(sock: socket.socket, **message) -> None:
+    sock.send(json.dumps(message).encode())
+
+
+def _spawn(libc, argv: list, rlimits: list, fds: list) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # child: the three fds become 1, 2 and 3; nothing else stays open
+        # bwrap's own --die-with-parent protects the command from bwrap's death,
+        # not bwrap from ours: this does (it survives exec).
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        for target, fd in zip((1, 2, 3), fds):
+            os.dup2(fd, target)
+        os.closerange(4, 1 << 16)  # above all: the launcher socket
+        for kind, value in rlimits:
+            resource.setrlimit(kind, (value, value))
+        os.execv(argv[0], argv)
+    except BaseException as exc:
+        os.write(2, f"touchstone launcher: cannot start {argv[0]}: {exc}\n".encode())
+    os._exit(126)
+
+
+def _run(libc, sock: socket.socket, request: dict, fds: list) -> None:
+    pid = _spawn(libc, request["argv"], request["rlimits"], fds)
+    for fd in fds:
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    _send(sock, pid=pid)
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    while True:
+        ready = {fd for fd, _ in poller.poll()}
+        if sock.fileno() in ready:
+            message = sock.recv(1 << 16)
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)  # a kill request, or the harness is gone
+            if not message:
+                os.waitpid(pid, 0)
+                sys.exit(0)
+        if pidfd in ready:
+            _, status, usage = os.wait4(pid, 0)
+            os.close(pidfd)
+            _send(sock, status=status, cpu_s=usage.ru_utime + usage.ru_stime)
+            return
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the harness died before the line above
+        return
+    for procs in sys.argv[2:]:
+        with open(procs, "w") as handle:
+            handle.write(str(os.getpid()))
+    private_net = libc.unshare(_CLONE_NEWNET) == 0  # root only; else bwrap unshares per exec
+    _send(sock, private_net=private_net)
+    while True:
+        message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
+        if not message:
+            return
+        request = json.loads(message)
+        if "argv" in request:  # not a late kill for a command that already ended
+            _run(libc, sock, request, fds)
+        else:
+            for fd in fds:
+                os.close(fd)
+
+
+if __name__ == "__main__":
+    main()
