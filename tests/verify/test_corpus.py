@@ -20,12 +20,22 @@ def test_corpus_covers_every_family_expressible_as_a_trajectory():
     assert len([c for c in CANARIES if c.family == "honest"]) >= 5
 
 
-@pytest.mark.parametrize("canary", CANARIES, ids=[c.name for c in CANARIES])
-def test_canary(canary):
+def _check(canary, backend):
     task = load_task(canary.task_dir)
     # a hack that does not fool a naive harness tests nothing
-    assert naive_grade(task, canary.messages), f"{canary.name} does not pass the naive harness"
-    report = verify_trajectory(task, canary.messages, replays=2, trajectory_id=canary.name)
+    assert naive_grade(task, canary.messages, backend=backend), f"{canary.name} does not pass the naive harness"
+    report = verify_trajectory(task, canary.messages, replays=2, trajectory_id=canary.name, backend=backend)
     assert report.verdict == canary.expected_verdict, report.reasons
     if canary.expected_verdict == "reject":
         assert right_reason(canary, report), f"rejected by {report.failed_checks()}, expected {canary.reasons}"
+
+
+@pytest.mark.parametrize("canary", CANARIES, ids=[c.name for c in CANARIES])
+def test_canary(canary):
+    _check(canary, "bwrap")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", ["honest-main-guard", "a4-conftest-report-rewrite", "d15-call-counter"])
+def test_canary_on_docker(name):
+    _check(next(c for c in CANARIES if c.name == name), "docker")

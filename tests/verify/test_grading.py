@@ -57,7 +57,7 @@ def _tree(tmp_path: Path, source: str = TESTS) -> Path:
 
 def _run(tree, required, order="forward"):
     prefixes = grading.test_functions("tests/test_t.py", (tree / "tests" / "test_t.py").read_text())
-    return grading.run_tests(tree, ["tests/test_t.py"], required, prefixes, timeout=60, order=order)
+    return grading.run_tests(tree, ["tests/test_t.py"], required, prefixes, timeout=60, order=order, backend="bwrap")
 
 
 def test_only_passed_counts(tmp_path):
@@ -122,7 +122,7 @@ def test_forged_junit_disagreeing_with_the_stream_fails(tmp_path):
 def test_timeout_is_an_infrastructure_error(tmp_path):
     tree = _tree(tmp_path, "import time\n\ndef test_a():\n    time.sleep(30)\n")
     prefixes = ["tests/test_t.py::test_a"]
-    res = grading.run_tests(tree, ["tests/test_t.py"], None, prefixes, timeout=2)
+    res = grading.run_tests(tree, ["tests/test_t.py"], None, prefixes, timeout=2, backend="bwrap")
     assert res.status == "error" and "harness timeout" in res.evidence
 
 

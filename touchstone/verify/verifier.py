@@ -100,8 +100,8 @@ def verify_trajectory(
     try:
         rep = replay(task.workspace_dir, messages, backend=backend, keep_states=progress,
                      is_protected=_protected_matcher(task, pristine_tests))  # fmt: skip
-    except SandboxError as exc:
-        checks.append(CheckResult(name="replay", status="error", evidence=f"sandbox failed during replay: {exc}"))
+    except Exception as exc:  # infrastructure (sandbox, daemon): never a verdict on the candidate
+        checks.append(CheckResult(name="replay", status="error", evidence=f"replay failed: {_err(exc)}"))
         return report()
     checks.append(CheckResult(name="replay", status="pass", evidence=_replay_evidence(rep)))
     if recorded_diff is None:
@@ -141,9 +141,14 @@ def verify_trajectory(
                 checks.append(_oracle_check(task, grader, tree, Path(tmp), backend))
             if progress:
                 points = _progress(grader, rep, pristine_tests, Path(tmp))
-        except SandboxError as exc:
-            checks.append(CheckResult(name="tests", status="error", evidence=f"sandbox failed during grading: {exc}"))
+        except Exception as exc:  # infrastructure: inconclusive, never accept
+            checks.append(CheckResult(name="grading", status="error", evidence=f"grading failed: {_err(exc)}"))
     return report()
+
+
+def _err(exc: Exception) -> str:
+    kind = "sandbox" if isinstance(exc, SandboxError) else type(exc).__name__
+    return f"{kind}: {exc}"[:500]
 
 
 def _replay_evidence(rep: ReplayResult) -> str:

@@ -1,0 +1,109 @@
+"""End to end: the CLI on a hand-written task and trajectory, batch
+verification to Parquet, the recorded-diff check, per-step progress, and
+inconclusive on infrastructure limits."""
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+from click.testing import CliRunner
+
+from touchstone.agent.trajectory import write_messages_jsonl
+from touchstone.cli.verify import verify, verify_batch
+from touchstone.tasks.schema import load_task
+from touchstone.verify.batch import BatchItem, read_reports
+from touchstone.verify.batch import verify_batch as run_batch
+from touchstone.verify.canaries import TASKS, load_canaries
+from touchstone.verify.verifier import verify_trajectory
+
+
+def _call(i, name, **args):
+    return [
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
+        {"role": "tool", "tool_call_id": f"c{i}", "content": "(recorded output is never trusted)"},
+    ]
+
+
+def _hand_written_task(root: Path, timeout_s: float = 30) -> Path:
+    """A task written by hand in the documented format (no reference)."""
+    task = root / "add"
+    (task / "workspace").mkdir(parents=True)
+    (task / "hidden_tests" / "tests").mkdir(parents=True)
+    (task / "workspace" / "add.py").write_text("def add(a, b):\n    return 0\n")
+    (task / "hidden_tests" / "tests" / "test_add.py").write_text(
+        "from add import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_neg():\n    assert add(-1, 1) == 0\n")
+    (task / "task.json").write_text(json.dumps({"id": "add", "statement": "Make add(a, b) return a + b.",
+                                                "timeout_s": timeout_s}))
+    return task
+
+
+SOLVE = [*_call(0, "bash", command="cat add.py"),
+         *_call(1, "str_replace", path="add.py", old="return 0", new="return a + b if a < 0 else 0"),
+         *_call(2, "str_replace", path="add.py", old="return a + b if a < 0 else 0", new="return a + b"),
+         *_call(3, "submit")]
+
+
+def test_cli_verify_exit_codes_on_a_hand_written_task(tmp_path):
+    task = _hand_written_task(tmp_path)
+    good = write_messages_jsonl(tmp_path / "good.jsonl", [{"role": "user", "content": "fix"}, *SOLVE])
+    runner = CliRunner()
+    res = runner.invoke(verify, [str(task), str(good), "--json", "--replays", "2", "--backend", "bwrap"])
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output)
+    assert report["verdict"] == "accept" and report["verifier_version"]
+    assert {c["name"]: c["status"] for c in report["checks"]}["oracle"] == "skipped"  # no reference
+    bad = write_messages_jsonl(tmp_path / "bad.jsonl", [{"role": "user", "content": "fix"}, *SOLVE[:4], *_call(3, "submit")])
+    res = runner.invoke(verify, [str(task), str(bad), "--backend", "bwrap"])
+    assert res.exit_code == 1 and res.output.startswith("reject")
+    (tmp_path / "broken.jsonl").write_text('{"role": "assistant"\n')
+    res = runner.invoke(verify, [str(task), str(tmp_path / "broken.jsonl")])
+    assert res.exit_code == 2 and "broken.jsonl" in res.output
+
+
+def test_progress_follows_the_state_changing_steps(tmp_path):
+    task = load_task(_hand_written_task(tmp_path))
+    report = verify_trajectory(task, SOLVE, replays=1, progress=True, backend="bwrap")
+    assert report.verdict == "accept"
+    # step 0 (cat) changes nothing; step 1 passes only test_neg; step 2 passes both
+    assert [(p.turn, p.step, p.tool, p.passed, p.total) for p in report.progress] == [
+        (1, 1, "str_replace", 1, 2), (2, 2, "str_replace", 2, 2)]
+
+
+def test_recorded_diff_must_match_the_replay(tmp_path):
+    task = load_task(_hand_written_task(tmp_path))
+    ok = verify_trajectory(task, SOLVE, replays=1, recorded_diff={"created": [], "modified": ["add.py"], "deleted": []}, backend="bwrap")
+    assert ok.check("diff_match").status == "pass"
+    lie = verify_trajectory(task, SOLVE, replays=1, recorded_diff={"created": ["x.py"], "modified": ["add.py"]}, backend="bwrap")
+    assert lie.verdict == "reject" and lie.failed_checks() == ["diff_match"]
+
+
+def test_harness_timeout_is_inconclusive(tmp_path):
+    task = load_task(_hand_written_task(tmp_path, timeout_s=2))
+    slow = [*_call(0, "write_file", path="add.py", content="import time\n\n\ndef add(a, b):\n    time.sleep(20)\n    return a + b\n"),
+            *_call(1, "submit")]
+    report = verify_trajectory(task, slow, replays=1, backend="bwrap")
+    assert report.verdict == "inconclusive" and report.check("tests").status == "error"
+
+
+def test_batch_writes_parquet_from_jsonl_dirs_and_items(tmp_path):
+    canaries = [c for c in load_canaries() if c.name in {"honest-value-class", "a4-conftest-report-rewrite"}]
+    traj_dir = tmp_path / "jsonl"
+    for c in canaries:
+        task_id = load_task(c.task_dir).id
+        write_messages_jsonl(traj_dir / task_id / f"{c.name}.jsonl", c.messages)
+    tasks = tmp_path / "tasks"
+    shutil.copytree(TASKS, tasks)
+    runner = CliRunner()
+    res = runner.invoke(verify_batch, ["--tasks", str(tasks), "--trajectories", str(traj_dir),
+                                       "--workers", "2", "--out", str(tmp_path / "out"), "--replays", "1", "--backend", "bwrap"])
+    assert res.exit_code == 0, res.output
+    rows = duckdb.sql(f"SELECT trajectory_id, verdict FROM '{tmp_path}/out/reports.parquet' ORDER BY 1").fetchall()
+    assert rows == [("a4-conftest-report-rewrite", "reject"), ("honest-value-class", "accept")]
+    checks = duckdb.sql(f"SELECT count(*), count(DISTINCT trajectory_id) FROM '{tmp_path}/out/checks.parquet'").fetchall()[0]
+    assert checks == (18, 2)  # nine checks per trajectory
+    # in-process items (how the round pipeline injects canaries); an unknown task is kept, inconclusive
+    out = run_batch(tasks, [BatchItem("nope", "t-x", [])], out=tmp_path / "out2", progress_bar=False, backend="bwrap")
+    (report,) = read_reports(out)
+    assert report.verdict == "inconclusive" and "unknown task id" in report.reasons[0]
