@@ -7,11 +7,12 @@ Contract: docs/ARCHITECTURE.md; record formats: docs/formats/sandbox.md."""
 
 from touchstone.sandbox.action_log import ActionRecord, read_action_log
 from touchstone.sandbox.base import BASE_ENV, ExecResult, Limits, Mount, Sandbox, parse_size
+from touchstone.sandbox.docker import WarmPool
 from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.factory import BACKENDS, available_backends, open_sandbox, resolve_backend
 from touchstone.sandbox.workspace import WorkspaceDiff
 
 __all__ = [
     "BACKENDS", "BASE_ENV", "ActionRecord", "ExecResult", "Limits", "Mount", "Sandbox", "SandboxError",
-    "WorkspaceDiff", "available_backends", "open_sandbox", "parse_size", "read_action_log", "resolve_backend",
+    "WarmPool", "WorkspaceDiff", "available_backends", "open_sandbox", "parse_size", "read_action_log", "resolve_backend",
 ]

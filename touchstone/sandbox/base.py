@@ -154,40 +154,50 @@ class Sandbox(ABC):
         mounts: Sequence[Mount] = (),
         action_log: str | os.PathLike | None = None,
     ):
-        source = Path(workspace).resolve()
-        if not source.is_dir():
-            raise SandboxError(f"workspace directory does not exist: {source}")
+        source = existing_dir(workspace)
+        self._create(limits, mounts)
+        try:
+            self._fill(source, action_log)
+        except BaseException:
+            self.close()
+            raise
+
+    def _create(self, limits: Limits | None, mounts: Sequence[Mount]) -> None:
+        """Start the isolation around an empty workspace (a warm pool stops here)."""
         self.limits = limits or Limits()
         self.mounts = list(mounts)
         self.id = uuid.uuid4().hex[:12]
         self.image_digest = "sha256:" + content_hash()
-        self._closed = True
-        self._check_log_location(action_log, source)
+        self.action_log: Path | None = None
+        self._log: ActionLog | None = None
+        self._blobs: dict[str, bytes] = {}
+        self._initial: dict[str, str] = {}
         reap_stale_sandboxes()
         self._dir = Path(tempfile.mkdtemp(prefix=f"{REAPER_PREFIX}{self.id}-"))
         (self._dir / OWNER_FILE).write_text(owner_token())
         self._workspace = self._dir / "workspace"
         self._quota = False
         try:
-            size = ws.tree_bytes(source)
-            if size > self.limits.workspace_bytes:
-                raise SandboxError(f"workspace {source} holds {size} bytes, over the limit of "
-                                   f"{self.limits.workspace_bytes}")
             self._quota = ws.mount_quota(self._workspace, self.limits.workspace_bytes)
-            ws.copy_tree(source, self._workspace, self._owner())
-            self._blobs: dict[str, bytes] = {}
-            self._initial = self.snapshot()
-            self.action_log = Path(action_log).resolve() if action_log else self._dir / "actions.jsonl"
-            self._log = ActionLog(self.action_log)
-            try:
-                self._start()
-            except BaseException:
-                self._log.close()
-                raise
+            if self._owner():
+                os.chown(self._workspace, *self._owner())
+            self._start()
         except BaseException:
             self._remove_dir()
             raise
         self._closed = False
+
+    def _fill(self, source: Path, action_log: str | os.PathLike | None) -> None:
+        """Copy the workspace in and open the action log."""
+        self._check_log_location(action_log, source)
+        size = ws.tree_bytes(source)
+        if size > self.limits.workspace_bytes:
+            raise SandboxError(f"workspace {source} holds {size} bytes, over the limit of "
+                               f"{self.limits.workspace_bytes}")
+        ws.copy_tree(source, self._workspace, self._owner())
+        self._initial = self.snapshot()
+        self.action_log = Path(action_log).resolve() if action_log else self._dir / "actions.jsonl"
+        self._log = ActionLog(self.action_log)
 
     def _check_log_location(self, action_log: str | os.PathLike | None, source: Path) -> None:
         """The log must be unreachable from inside: not in the workspace, not in a mount."""
@@ -292,7 +302,8 @@ class Sandbox(ABC):
         try:
             self._stop()
         finally:
-            self._log.close()
+            if self._log:
+                self._log.close()
             self._remove_dir()
 
     def __enter__(self) -> Sandbox:
@@ -314,6 +325,13 @@ class Sandbox(ABC):
 
     def _log_fields(self) -> dict[str, str]:
         return {"sandbox_id": self.id, "backend": self.backend, "image_digest": self.image_digest}
+
+
+def existing_dir(workspace: str | os.PathLike) -> Path:
+    source = Path(workspace).resolve()
+    if not source.is_dir():
+        raise SandboxError(f"workspace directory does not exist: {source}")
+    return source
 
 
 def _check_env(env: dict[str, str]) -> dict[str, str]:

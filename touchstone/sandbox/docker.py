@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import functools
 import os
+import queue
 import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Sequence
 
-from touchstone.sandbox.base import SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Sandbox
+from touchstone.sandbox.base import (
+    SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Limits, Mount, Sandbox, existing_dir,
+)
 from touchstone.sandbox.capture import StreamCapture
 from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.reaper import owner_alive, owner_token
@@ -250,3 +254,71 @@ def _container_cgroup_dirs(pid: int) -> dict[str, Path]:
     if "memory" in dirs and "cpuacct" not in dirs and (dirs["memory"] / "cpu.stat").exists():
         dirs["cpuacct"] = dirs["memory"]  # v2: one directory for everything
     return dirs
+
+
+class WarmPool:
+    """Pre-started Docker sandboxes for one limits/mounts configuration: `open()`
+    takes a running container, copies the workspace in and hands it out, while a
+    background thread starts the next one. Cuts container start (~0.5 s) out of
+    the latency of rollouts that open many short-lived sandboxes.
+
+        with WarmPool(size=2, limits=Limits(timeout_s=30)) as pool:
+            with pool.open(task.workspace_dir, action_log=log) as sb: ...
+    """
+
+    def __init__(self, size: int = 2, *, limits: Limits | None = None, mounts: Sequence[Mount] = ()):
+        if size < 1:
+            raise SandboxError(f"a warm pool needs at least one container, got size={size}")
+        reason = docker_unavailable_reason()
+        if reason:
+            raise SandboxError(reason)
+        self._limits, self._mounts = limits or Limits(), list(mounts)
+        self._ready: queue.Queue[DockerSandbox | BaseException] = queue.Queue()
+        self._wanted = threading.Semaphore(0)
+        self._closing = threading.Event()
+        self._filler = threading.Thread(target=self._fill_loop, daemon=True, name="touchstone-warm-pool")
+        self._filler.start()
+        for _ in range(size):
+            self._wanted.release()
+
+    def _fill_loop(self) -> None:
+        while True:
+            self._wanted.acquire()
+            if self._closing.is_set():
+                return
+            try:
+                sandbox = DockerSandbox.__new__(DockerSandbox)
+                sandbox._create(self._limits, self._mounts)
+                self._ready.put(sandbox)
+            except BaseException as exc:  # handed to the next open(), which raises it
+                self._ready.put(exc)
+
+    def open(self, workspace: str | os.PathLike, action_log: str | os.PathLike | None = None) -> DockerSandbox:
+        if self._closing.is_set():
+            raise SandboxError("the warm pool is closed")
+        source = existing_dir(workspace)
+        sandbox = self._ready.get()
+        self._wanted.release()  # start a replacement
+        if isinstance(sandbox, BaseException):
+            raise SandboxError(f"the warm pool could not start a container: {sandbox}") from sandbox
+        try:
+            sandbox._fill(source, action_log)
+        except BaseException:
+            sandbox.close()
+            raise
+        return sandbox
+
+    def close(self) -> None:
+        self._closing.set()
+        self._wanted.release()
+        self._filler.join()
+        while not self._ready.empty():
+            item = self._ready.get()
+            if isinstance(item, DockerSandbox):
+                item.close()
+
+    def __enter__(self) -> WarmPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
