@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from torch.utils.tensorboard import SummaryWriter
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.integrations import TensorBoardCallback
 
-from training.checkpoint import CheckpointManifest, content_hash, write_manifest
+from training.checkpoint import CheckpointManifest, content_hash, read_manifest, write_manifest
 
 LOG_DIR = "logs"  # TensorBoard event files, inside the checkpoint, outside its content hash
 
@@ -89,15 +88,18 @@ def dataset_hashes(data_dir: str | Path, names: list[str]) -> dict[str, str]:
 
 def finish(trainer, out: Path, *, base: str | Path, round_key: str | None, datasets: dict[str, str],
            method: str, metrics: dict[str, float]) -> CheckpointManifest:
-    """Save weights + tokenizer into `out`, then the manifest."""
+    """Save weights + tokenizer into `out`, then the manifest (main process
+    only; under `accelerate launch` every rank returns the same manifest)."""
     trainer.save_model(str(out))
-    trainer.processing_class.save_pretrained(str(out))
-    args = {k: v for k, v in trainer.args.to_dict().items() if isinstance(v, (int, float, str, bool, type(None)))}
-    args.pop("output_dir", None)
-    args.pop("logging_dir", None)
-    return write_manifest(
-        out, round_key=round_key, parent=base, datasets=datasets,
-        config={"method": method, "trainer": json.loads(json.dumps(args))},
-        metrics={k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))},
-    )
-
+    if trainer.accelerator.is_main_process:
+        trainer.processing_class.save_pretrained(str(out))
+        args = {k: v for k, v in trainer.args.to_dict().items() if isinstance(v, (int, float, str, bool, type(None)))}
+        for local in ("output_dir", "logging_dir"):  # temp paths: not part of the recipe
+            args.pop(local, None)
+        write_manifest(
+            out, round_key=round_key, parent=base, datasets=datasets,
+            config={"method": method, "trainer": args},
+            metrics={k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))},
+        )
+    trainer.accelerator.wait_for_everyone()
+    return read_manifest(out)
