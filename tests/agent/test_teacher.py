@@ -39,6 +39,7 @@ def hidden_tests_pass(task, patch: str, tmp_path) -> bool:
     return r.returncode == 0
 
 
+@pytest.mark.slow  # seven episodes, ~30 s on 2 busy cores
 def test_teacher_solves_some_mutants_and_fails_others(tmp_path):
     teacher = make_policy("teacher")
     outcome = {}
