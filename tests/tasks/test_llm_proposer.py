@@ -63,3 +63,17 @@ def test_recorded_outputs_through_validation(tmp_path: Path) -> None:
     import difflib
     patch = "".join(difflib.unified_diff(stub.splitlines(True), ref.splitlines(True), "a/solution.py", "b/solution.py"))
     assert solved(task, patch, "bwrap") and not solved(task, "", "bwrap")
+
+
+def test_propose_llm_records_a_reward_per_proposal(tmp_path: Path) -> None:
+    """End to end with a real policy backend: the scripted teacher answers with tool
+    calls, not a proposal, so every output is rejected as malformed with reward 0."""
+    import polars as pl
+
+    from touchstone.tasks.proposers.llm import propose_llm
+
+    result = propose_llm("teacher", tmp_path / "llm", n=2, attempts=1, cfg=ValidationConfig(backend="bwrap"))
+    rewards = pl.read_parquet(result.rewards_path)
+    assert result.kept == 0 and rewards.height == 2
+    assert rewards["reason"].to_list() == ["malformed", "malformed"] and rewards["reward"].to_list() == [0.0, 0.0]
+    assert rewards["policy"].to_list() == ["teacher", "teacher"]

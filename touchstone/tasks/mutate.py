@@ -309,6 +309,11 @@ def changed_functions(reference: str, workspace: str | None) -> set[str]:
     return {name for name, node in ref.items() if name not in ws or ast.dump(ws[name]) != ast.dump(node)}
 
 
+def module_name(path: str) -> str:
+    """Dotted module of a project-relative .py path (`pkg/__init__.py` -> `pkg`)."""
+    return path[:-3].replace("/", ".").removesuffix(".__init__")
+
+
 def compile_error(source: str, path: str) -> str | None:
     """None when the file compiles, else the compiler's message."""
     try:

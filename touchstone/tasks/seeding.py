@@ -20,6 +20,8 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from touchstone.tasks.mutate import module_name
+
 SEEDS_DIR = Path(__file__).parent / "seeds"
 MANIFEST = SEEDS_DIR / "seeds.json"
 
@@ -45,8 +47,7 @@ class Seed:
     tests: tuple[str, ...]  # relative paths of test files (+ conftest/__init__ in test dirs)
 
     def module_of(self, path: str) -> str:
-        mod = path[:-3].replace("/", ".")
-        return mod[: -len(".__init__")] if mod.endswith(".__init__") else mod
+        return module_name(path)
 
 
 def _junk(name: str) -> bool:

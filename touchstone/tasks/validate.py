@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from touchstone.sandbox import available_backends
 from touchstone.tasks.leak import find_leaks
-from touchstone.tasks.mutate import changed_functions, compile_error, mutations
+from touchstone.tasks.mutate import changed_functions, compile_error, module_name, mutations
 from touchstone.tasks.runner import HiddenRun, reference_overlay, run_tests
 from touchstone.tasks.schema import Task, TaskError, load_task
 
@@ -108,11 +108,6 @@ def _check_reference(task: Task, cfg: ValidationConfig, required: list[str] | No
     return runs
 
 
-def _module(rel: str) -> str:
-    mod = rel[:-3].replace("/", ".")
-    return mod.removesuffix(".__init__")
-
-
 def adequacy_mutants(task: Task, cfg: ValidationConfig) -> list[tuple[str, str]]:
     """(path, mutated text) of up to max_mutants mutants of the reference's changed
     functions, spread over operators, excluding the starting workspace itself."""
@@ -125,7 +120,7 @@ def adequacy_mutants(task: Task, cfg: ValidationConfig) -> list[tuple[str, str]]
         current = task.workspace_dir / rel
         ws_text = current.read_text() if current.is_file() else None
         changed = changed_functions(ref_text, ws_text)
-        for m in mutations(ref_text, rel, _module(rel), only=changed, rng=rng):
+        for m in mutations(ref_text, rel, module_name(rel), only=changed, rng=rng):
             if m.source != ws_text and compile_error(m.source, rel) is None:
                 pool.setdefault(m.operator, []).append((rel, m.source))
     picked: list[tuple[str, str]] = []

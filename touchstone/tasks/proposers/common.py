@@ -5,6 +5,7 @@ source unit, and write the index."""
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -17,8 +18,12 @@ from tqdm import tqdm
 from touchstone.sandbox import SandboxError
 from touchstone.tasks.index import IndexRow, read_index, row_for, write_index
 from touchstone.tasks.runner import HiddenRun
-from touchstone.tasks.schema import Task, TaskError, TaskSource, load_task
+from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, Task, TaskError, TaskSource, load_task
 from touchstone.tasks.validate import Validation, ValidationConfig, validate_task
+
+
+SOLUTION = "solution.py"
+SOLUTION_TESTS = "test_solution.py"
 
 
 @dataclass
@@ -31,6 +36,22 @@ class Candidate:
     id: str
     source: TaskSource
     build: Callable[[Path], tuple[Task, HiddenRun | None] | Validation]
+
+
+def slug(text: str) -> str:
+    """A task id fragment: [A-Za-z0-9._-] only."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "task"
+
+
+def write_solution_task(task_dir: Path, task: Task, *, stub: str, reference: str, tests: str) -> Task:
+    """A single-file task: workspace/solution.py (stub), reference/solution.py,
+    hidden_tests/test_solution.py, task.json."""
+    for sub, name, text in ((WORKSPACE, SOLUTION, stub), (REFERENCE, SOLUTION, reference),
+                            (HIDDEN_TESTS, SOLUTION_TESTS, tests)):
+        (task_dir / sub).mkdir(parents=True, exist_ok=True)
+        (task_dir / sub / name).write_text(text if text.endswith("\n") else text + "\n")
+    task.write(task_dir)
+    return load_task(task_dir)
 
 
 def reject(task_id: str, reason: str, detail: str) -> Validation:

@@ -21,13 +21,11 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates
+from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, write_solution_task
 from touchstone.tasks.runner import HiddenRun, run_tests
-from touchstone.tasks.schema import INDEX_FILE, HIDDEN_TESTS, REFERENCE, WORKSPACE, EntryPoint, Task, TaskSource, load_task, load_task_set
-from touchstone.tasks.validate import Validation, ValidationConfig
+from touchstone.tasks.schema import INDEX_FILE, EntryPoint, Task, TaskSource, load_task, load_task_set
+from touchstone.tasks.validate import ValidationConfig
 
-SOLUTION = "solution.py"
-TEST_FILE = "test_solution.py"
 SIMILARITY = 0.9  # statements at least this similar are near-duplicates
 REWARDS_FILE = "proposer_rewards.parquet"
 
@@ -190,14 +188,10 @@ class DedupIndex:
 
 
 def write_proposal_task(task_dir: Path, task_id: str, p: Proposal, origin: str) -> tuple[Task, HiddenRun | None]:
-    for sub, name, text in ((WORKSPACE, SOLUTION, p.stub), (REFERENCE, SOLUTION, p.reference),
-                            (HIDDEN_TESTS, TEST_FILE, p.tests)):
-        (task_dir / sub).mkdir(parents=True, exist_ok=True)
-        (task_dir / sub / name).write_text(text if text.endswith("\n") else text + "\n")
-    Task(id=task_id, statement=p.statement, timeout_s=30,
-         entry_points=[EntryPoint(module="solution", function=p.entry_point)],
-         source=TaskSource(proposer="llm", origin=origin, unit=task_id)).write(task_dir)
-    return load_task(task_dir), None
+    meta = Task(id=task_id, statement=p.statement, timeout_s=30,
+                entry_points=[EntryPoint(module="solution", function=p.entry_point)],
+                source=TaskSource(proposer="llm", origin=origin, unit=task_id))
+    return write_solution_task(task_dir, meta, stub=p.stub, reference=p.reference, tests=p.tests), None
 
 
 def proposal_candidate(task_id: str, text: str, origin: str, dedup: DedupIndex) -> Candidate:

@@ -11,7 +11,6 @@ reference/ holds the original of the mutated file.
 from __future__ import annotations
 
 import random
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from touchstone.tasks.mutate import Mutation, compile_error, mutations
-from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates
+from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, slug
 from touchstone.tasks.runner import HiddenRun, run_tests
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, EntryPoint, Task, TaskSource, load_task
 from touchstone.tasks.seeding import Seed, SeedError, copy_clean, default_seeds, is_test_file, resolve_seed
@@ -66,7 +65,7 @@ def write_task_dir(task_dir: Path, seed: Seed, task: Task, overlays: dict[str, s
 
 def check_seed(seed: Seed, work: Path, cfg: ValidationConfig) -> SeedReport:
     """Run the seed's own suite once, unmodified, in the sandbox."""
-    task_dir = work / f"baseline-{_slug(seed.name)}"
+    task_dir = work / f"baseline-{slug(seed.name)}"
     shutil.rmtree(task_dir, ignore_errors=True)
     probe = write_task_dir(task_dir, seed, Task(id="baseline", statement="baseline run of the seed suite"), {}, {})
     run = run_tests(probe, required=None, backend=cfg.backend, timeout=120)
@@ -75,10 +74,6 @@ def check_seed(seed: Seed, work: Path, cfg: ValidationConfig) -> SeedReport:
         failing = "; ".join(f"{k}: {v.splitlines()[0][:120] if v else ''}" for k, v in list(run.failed.items())[:3])
         return SeedReport(seed.name, False, f"seed suite does not pass before mutation ({run.evidence}) {failing}")
     return SeedReport(seed.name, True, f"{len(run.passed)} tests pass in {run.wall_s:.1f}s", run.passed)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80]
 
 
 def statement_for(seed_name: str, failures: dict[str, str], collect_errors: dict[str, str]) -> str:
@@ -158,7 +153,7 @@ def candidates(seeds: list[tuple[Seed, SeedReport]], cfg: ValidationConfig, rng:
         if per_unit.get(m.unit, 0) >= MAX_PER_UNIT:
             continue
         per_unit[m.unit] = per_unit.get(m.unit, 0) + 1
-        name = _slug(f"{seed.name.split('==')[0]}-{m.unit.split(':')[1]}-{m.operator}-{m.lineno}")
+        name = slug(f"{seed.name.split('==')[0]}-{m.unit.split(':')[1]}-{m.operator}-{m.lineno}")
         yield Candidate(name, _source(seed, m), lambda d, s=seed, r=report, mu=m: build_candidate(s, r, mu, d, cfg))
 
 

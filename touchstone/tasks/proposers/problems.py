@@ -7,20 +7,19 @@ point, and the reference is prompt + canonical solution."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates
+from touchstone.tasks.proposers.common import (
+    SOLUTION, SOLUTION_TESTS, Candidate, finalize, reject, run_candidates, slug, write_solution_task,
+)
 from touchstone.tasks.runner import HiddenRun
-from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, EntryPoint, Task, TaskSource, load_task
+from touchstone.tasks.schema import EntryPoint, Task, TaskSource
 from touchstone.tasks.validate import Validation, ValidationConfig
 
-SOLUTION = "solution.py"
-TEST_FILE = "test_solution.py"
 
 
 class Problem(BaseModel):
@@ -69,19 +68,11 @@ def statement_for(p: Problem) -> str:
 
 
 def write_problem_task(task_dir: Path, task_id: str, p: Problem, origin: str) -> tuple[Task, HiddenRun | None]:
-    for sub, name, text in ((WORKSPACE, SOLUTION, stub_for(p)), (REFERENCE, SOLUTION, reference_for(p)),
-                            (HIDDEN_TESTS, TEST_FILE, test_for(p))):
-        (task_dir / sub).mkdir(parents=True, exist_ok=True)
-        (task_dir / sub / name).write_text(text)
-    Task(id=task_id, statement=statement_for(p), timeout_s=30,
-         entry_points=[EntryPoint(module="solution", function=p.entry_point)],
-         fail_to_pass=[f"{TEST_FILE}::test_{p.entry_point}"], pass_to_pass=[],
-         source=TaskSource(proposer="problems", origin=origin, unit=p.task_id or task_id)).write(task_dir)
-    return load_task(task_dir), None
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "problem"
+    meta = Task(id=task_id, statement=statement_for(p), timeout_s=30,
+                entry_points=[EntryPoint(module="solution", function=p.entry_point)],
+                fail_to_pass=[f"{SOLUTION_TESTS}::test_{p.entry_point}"], pass_to_pass=[],
+                source=TaskSource(proposer="problems", origin=origin, unit=p.task_id or task_id))
+    return write_solution_task(task_dir, meta, stub=stub_for(p), reference=reference_for(p), tests=test_for(p)), None
 
 
 def read_problems(path: Path) -> Iterator[tuple[str, Problem | Validation]]:
@@ -89,7 +80,7 @@ def read_problems(path: Path) -> Iterator[tuple[str, Problem | Validation]]:
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
-        fallback = f"{_slug(path.stem)}-{lineno}"
+        fallback = f"{slug(path.stem)}-{lineno}"
         try:
             problem = Problem.model_validate(json.loads(line))
         except (json.JSONDecodeError, ValidationError) as exc:
@@ -100,7 +91,7 @@ def read_problems(path: Path) -> Iterator[tuple[str, Problem | Validation]]:
         if not problem.entry_point.isidentifier():
             yield fallback, reject(fallback, "malformed", f"{path}:{lineno}: entry_point {problem.entry_point!r} is not a name")
             continue
-        yield (_slug(problem.task_id) if problem.task_id else fallback), problem
+        yield (slug(problem.task_id) if problem.task_id else fallback), problem
 
 
 def candidates(path: Path) -> Iterator[Candidate]:
