@@ -107,3 +107,19 @@ def test_batch_writes_parquet_from_jsonl_dirs_and_items(tmp_path):
     out = run_batch(tasks, [BatchItem("nope", "t-x", [])], out=tmp_path / "out2", progress_bar=False, backend="bwrap")
     (report,) = read_reports(out)
     assert report.verdict == "inconclusive" and "unknown task id" in report.reasons[0]
+
+
+def test_batch_reads_the_agent_table_form_and_checks_its_recorded_diff(tmp_path):
+    import polars as pl
+
+    task = _hand_written_task(tmp_path / "tasks")
+    rows = [
+        {"trajectory_id": "t-good", "task_id": "add", "messages": json.dumps(SOLVE),
+         "diff_created": [], "diff_modified": ["add.py"], "diff_deleted": []},
+        {"trajectory_id": "t-lie", "task_id": "add", "messages": json.dumps(SOLVE),
+         "diff_created": ["extra.py"], "diff_modified": ["add.py"], "diff_deleted": []},
+    ]
+    pl.DataFrame(rows).write_parquet(tmp_path / "trajectories.parquet")
+    out = run_batch(task.parent, tmp_path, out=tmp_path / "out", progress_bar=False, backend="bwrap", replays=1)
+    verdicts = {r.trajectory_id: (r.verdict, r.check("diff_match").status) for r in read_reports(out)}
+    assert verdicts == {"t-good": ("accept", "pass"), "t-lie": ("reject", "fail")}

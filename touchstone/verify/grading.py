@@ -242,6 +242,9 @@ def evaluate(out_dir: Path, required: list[str] | None, expected_prefixes: list[
 # ------------------------------------------------------------------- running
 
 HARNESS_SRC = Path(__file__).with_name("harness")
+# Harness-owned pytest configuration (passed with -c): no addopts, default
+# discovery, strict xfail; nothing the workspace's configuration can inject.
+HARNESS_INI = "[pytest]\naddopts =\npython_files = test_*.py *_test.py\nxfail_strict = true\n"
 
 
 @contextmanager
@@ -258,7 +261,7 @@ def harness_mounts(*files: tuple[str, str]) -> Iterator[tuple[str, str, list, Pa
         harness.mkdir()
         out.mkdir()
         out.chmod(0o777)  # the sandbox user writes results here
-        shutil.copyfile(HARNESS_SRC / "pytest.ini", harness / "pytest.ini")
+        (harness / "pytest.ini").write_text(HARNESS_INI)
         for src, dest in files:
             shutil.copyfile(HARNESS_SRC / src, harness / dest.format(nonce=nonce))
         h_target, o_target = f"/mnt/th{nonce}", f"/mnt/to{nonce}"

@@ -9,6 +9,7 @@ expensive ones are reported `skipped` (the verdict cannot change); pass
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import tempfile
@@ -27,8 +28,11 @@ from touchstone.verify.report import AuditFinding, CheckResult, ProgressPoint, V
 from touchstone.verify.static_audit import audit_files, is_test_file
 from touchstone.verify.tree import assemble
 
-# (hash seed, order) of the k determinism runs; run 0 is the `tests` check.
-RUN_PLAN = [(0, "forward"), (1, "reverse"), (2, "shuffle:2"), (3, "shuffle:3"), (4, "reverse")]
+
+
+def run_plan(i: int) -> tuple[int, str]:
+    """(PYTHONHASHSEED, test order) of determinism run i; run 0 is the `tests` check."""
+    return i, ("forward", "reverse")[i] if i < 2 else f"shuffle:{i}"
 
 
 def trajectory_id_of(messages: list[dict[str, Any]]) -> str:
@@ -61,8 +65,6 @@ class _Grader:
 
 
 def _protected_matcher(task: Task, pristine_tests: set[str]):
-    import fnmatch
-
     globs = list(task.protected) + list(DEFAULT_PROTECTED)
     return lambda rel: rel in pristine_tests or any(fnmatch.fnmatch(rel, g) for g in globs)
 
@@ -83,7 +85,9 @@ def verify_trajectory(
     """Verify one trajectory of `task`. Never raises for infrastructure
     problems: those make the report inconclusive, with the error as evidence."""
     started = time.monotonic()
-    policy = (policy or load_policy()).without(allow_rules or set())
+    # a task may allow rules where they are legitimate: source.meta["audit_allow"]
+    allowed = set(allow_rules or ()) | set(task.source.meta.get("audit_allow", ()))
+    policy = (policy or load_policy()).without(allowed)
     checks: list[CheckResult] = []
     findings: list[AuditFinding] = []
     points: list[ProgressPoint] | None = None
@@ -186,11 +190,11 @@ def _audit_check(name: str, found: list[AuditFinding]) -> CheckResult:
 
 
 def _test_checks(grader: _Grader, tree: Path, replays: int) -> list[CheckResult]:
-    first = grader.run(tree, *RUN_PLAN[0])
+    first = grader.run(tree, *run_plan(0))
     tests = CheckResult(name="tests", status=first.status, evidence=first.evidence)
     if first.status != "pass":
         return [tests, CheckResult(name="determinism", status="skipped", evidence="tests did not pass once")]
-    plan = [RUN_PLAN[i % len(RUN_PLAN)] for i in range(1, max(replays, 1))]
+    plan = [run_plan(i) for i in range(1, max(replays, 1))]
     for seed, order in plan:
         again = grader.run(tree, seed, order)
         if again.status == "error":
@@ -199,7 +203,7 @@ def _test_checks(grader: _Grader, tree: Path, replays: int) -> list[CheckResult]
             return [tests, CheckResult(name="determinism", status="fail",
                                        evidence=f"flaky: passed once, then failed: {again.evidence}")]  # fmt: skip
     return [tests, CheckResult(name="determinism", status="pass",
-                               evidence=f"passed {len(plan) + 1} of {len(plan) + 1} runs (seeds/orders {RUN_PLAN[:len(plan) + 1]})")]  # fmt: skip
+                               evidence=f"passed {len(plan) + 1} of {len(plan) + 1} runs (seed/order {[run_plan(0), *plan]})")]  # fmt: skip
 
 
 def _oracle_check(task: Task, grader: _Grader, tree: Path, tmp: Path, backend: str) -> CheckResult:
