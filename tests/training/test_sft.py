@@ -4,12 +4,22 @@ changes the weights, lowers the loss on the data, and writes a checkpoint."""
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
 
 import polars as pl
+import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl.chat_template_utils import get_training_chat_template
 
+from touchstone.agent.policies import make_policy
+from touchstone.agent.tools import TOOL_SCHEMAS
+from touchstone.agent.trajectory import Sampling
 from training.checkpoint import content_hash, verify_checkpoint
 from training.sft import WeightedCollator, assistant_spans, tokenize_row, train_sft
 
@@ -51,10 +61,16 @@ def _data_loss(model_dir, rows):
     return total / len(rows)
 
 
-def test_training_changes_weights_lowers_loss_and_writes_checkpoint(tiny_model, data_dir, tmp_path):
-    out = tmp_path / "ckpt"
+@pytest.fixture(scope="module")
+def sft_ckpt(tiny_model, data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("sft") / "ckpt"
     manifest = train_sft(data_dir, tiny_model, out, round_key="r0",
                          config={"max_steps": 8, "learning_rate": 3e-3, "per_device_train_batch_size": 2})
+    return out, manifest
+
+
+def test_training_changes_weights_lowers_loss_and_writes_checkpoint(sft_ckpt, tiny_model, data_dir):
+    out, manifest = sft_ckpt
     rows = _rows(data_dir)
     assert _data_loss(out, rows) < _data_loss(tiny_model, rows) - 0.5
     before = AutoModelForCausalLM.from_pretrained(tiny_model).state_dict()
@@ -66,3 +82,39 @@ def test_training_changes_weights_lowers_loss_and_writes_checkpoint(tiny_model, 
     assert manifest.config["method"] == "sft" and manifest.metrics["steps"] == 8
     assert list((out / "logs").glob("events.out.tfevents.*"))
     assert json.loads((out / "checkpoint.json").read_text())["content_hash"] == content_hash(out)
+
+
+def test_trained_checkpoint_drives_the_hf_policy(sft_ckpt):
+    out, manifest = sft_ckpt
+    policy = make_policy(f"hf:{out}", Sampling(temperature=1.0, max_tokens=16, seed=0))
+    assert policy.checkpoint_hash == manifest.content_hash
+    messages = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix calc.py."}]
+    turn = policy.episode(seed=0, max_turns=2).act(messages, TOOL_SCHEMAS)
+    assert turn.message["role"] == "assistant" and 0 < len(turn.completion_ids) <= 16
+
+
+@pytest.mark.slow
+def test_trained_checkpoint_serves_with_transformers_serve(sft_ckpt):
+    out, _ = sft_ckpt
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = Path(sys.executable).parent / "transformers"
+    proc = subprocess.Popen([str(exe), "serve", str(out), "--device", "cpu", "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "transformers serve did not come up"
+                time.sleep(0.5)
+        policy = make_policy(f"openai:http://127.0.0.1:{port}/v1#{out}", Sampling(max_tokens=8, seed=0))
+        messages = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix it."}]
+        turn = policy.episode(seed=0, max_turns=2).act(messages, TOOL_SCHEMAS)
+        assert turn.message["role"] == "assistant"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
