@@ -74,3 +74,19 @@ def test_default_seeds(tmp_path: Path) -> None:
     for task in load_task_set(out):
         check_kept_task(task)
         assert task.source.origin in ("inflection==0.5.1", "toolz==1.0.0")
+
+
+def test_candidate_ids_are_unique_and_spread_over_functions(tmp_path: Path) -> None:
+    import random
+    from collections import Counter
+
+    from touchstone.tasks.proposers.mutation import MAX_PER_UNIT, candidates
+    from touchstone.tasks.seeding import default_seeds
+
+    inflection = default_seeds(tmp_path)[0]
+    cands = list(candidates([(inflection, SeedReport(inflection.name, True, "", []))], ValidationConfig(backend="bwrap"),
+                            random.Random(0)))
+    ids = [c.id for c in cands]
+    assert len(ids) == len(set(ids)) > 10
+    per_unit = Counter(c.source.unit for c in cands)
+    assert max(per_unit.values()) <= MAX_PER_UNIT and len(per_unit) > 5

@@ -86,13 +86,17 @@ def run_candidates(candidates: Iterable[Candidate], out: Path, *, n: int | None,
     bar = tqdm(total=n, desc=desc, unit="task")
     with ThreadPoolExecutor(max_workers=workers) as pool:
         running: set[Future] = set()
+        seen: set[str] = set()
         exhausted = False
         while True:
             while not exhausted and len(running) < workers and (n is None or len(kept) + len(running) < n):
                 c = next(it, None)
                 if c is None:
                     exhausted = True
+                elif c.id in seen:  # the same candidate twice: never let two share a directory
+                    continue
                 else:
+                    seen.add(c.id)
                     running.add(pool.submit(_process, c, out, cfg))
             if not running:
                 break

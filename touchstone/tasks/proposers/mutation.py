@@ -10,6 +10,7 @@ reference/ holds the original of the mutated file.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import shutil
 import tempfile
@@ -153,7 +154,8 @@ def candidates(seeds: list[tuple[Seed, SeedReport]], cfg: ValidationConfig, rng:
         if per_unit.get(m.unit, 0) >= MAX_PER_UNIT:
             continue
         per_unit[m.unit] = per_unit.get(m.unit, 0) + 1
-        name = slug(f"{seed.name.split('==')[0]}-{m.unit.split(':')[1]}-{m.operator}-{m.lineno}")
+        digest = hashlib.sha256(m.source.encode()).hexdigest()[:6]  # two sites on one line differ here
+        name = slug(f"{seed.name.split('==')[0]}-{m.unit.split(':')[1]}-{m.operator}-{m.lineno}-{digest}")
         yield Candidate(name, _source(seed, m), lambda d, s=seed, r=report, mu=m: build_candidate(s, r, mu, d, cfg))
 
 
