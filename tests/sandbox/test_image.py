@@ -28,6 +28,8 @@ def test_content_hash_follows_the_files(tmp_path: Path):
     copy = tmp_path / "copy"
     shutil.copytree(image.images_dir(), copy)
     assert image.content_hash(copy) == original
+    (copy / "README.md").write_text("documentation only\n")
+    assert image.content_hash(copy) == original
     (copy / "Dockerfile").write_text((copy / "Dockerfile").read_text() + "\n")
     assert image.content_hash(copy) != original
 

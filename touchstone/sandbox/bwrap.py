@@ -14,7 +14,7 @@ the cgroup and in a private network namespace, so none of that is paid per exec.
 
 from __future__ import annotations
 
-import json
+import marshal
 import math
 import os
 import resource
@@ -155,7 +155,7 @@ class _Launcher:
             self.sock.settimeout(None)
         if not message:
             raise SandboxError(f"the sandbox launcher exited (status {self.proc.poll()})")
-        return json.loads(message)
+        return marshal.loads(message)
 
     def run(self, argv: list[str], rlimits: list, timeout: float, cap: int) -> _Outcome:
         outcome = _Outcome(cap)
@@ -164,7 +164,7 @@ class _Launcher:
         info_r, info_w = os.pipe()  # bwrap writes to it once the sandbox is set up
         started = time.monotonic()
         try:
-            request = json.dumps({"argv": argv, "rlimits": rlimits}).encode()
+            request = marshal.dumps({"argv": argv, "rlimits": rlimits})
             socket.send_fds(self.sock, [request], [out_w, err_w, info_w])
         finally:
             for fd in (out_w, err_w, info_w):
@@ -218,14 +218,17 @@ class _Launcher:
 
     def _kill(self) -> None:
         try:
-            self.sock.send(json.dumps({"kill": True}).encode())
+            self.sock.send(marshal.dumps({"kill": True}))
         except OSError:
             pass  # the launcher is gone, and with it (--die-with-parent) the command
 
     def close(self) -> None:
         self.sock.close()  # EOF: the launcher kills what runs and exits
+        # Wait on a pidfd (Popen.wait with a timeout polls with sleeps).
+        pidfd = os.pidfd_open(self.proc.pid)
         try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            if not select.select([pidfd], [], [], 10)[0]:
+                self.proc.kill()
+        finally:
+            os.close(pidfd)
+        self.proc.wait()

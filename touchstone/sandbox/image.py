@@ -45,10 +45,12 @@ def images_dir() -> Path:
 
 
 def content_hash(directory: Path | None = None) -> str:
-    """sha256 over the relative paths and bytes of every file in `sandbox_images/`."""
+    """sha256 over the relative paths and bytes of every file in `sandbox_images/`
+    (but its README: documentation edits must not rebuild the environment)."""
     directory = directory or images_dir()
     digest = hashlib.sha256()
-    for path in sorted(p for p in directory.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    files = [p for p in directory.rglob("*") if p.is_file() and p.name != "README.md" and "__pycache__" not in p.parts]
+    for path in sorted(files):
         digest.update(path.relative_to(directory).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()

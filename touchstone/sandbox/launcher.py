@@ -8,7 +8,7 @@ launcher pays all three once: it joins the cgroups, enters a private empty netwo
 namespace, and its children inherit both.
 
 Run as `python -I -S launcher.py SOCKET_FD [CGROUP_PROCS_FILE ...]`. Protocol on
-the SOCK_SEQPACKET socket, JSON messages:
+the SOCK_SEQPACKET socket, `marshal`led dicts (marshal is built in: no import time):
   launcher -> {"private_net": bool}                       once, when ready
   harness  -> {"argv": [...], "rlimits": [[res, n]...]} + fds (stdout, stderr, info)
   launcher -> {"pid": N}, later {"status": wait status, "cpu_s": float}
@@ -17,7 +17,7 @@ EOF on the socket (the harness closed it or died) ends the launcher; the bwraps 
 started die with it (--die-with-parent)."""
 
 import ctypes
-import json
+import marshal
 import os
 import resource
 import select
@@ -30,7 +30,7 @@ _CLONE_NEWNET = 0x40000000
 
 
 def _send(sock: socket.socket, **message) -> None:
-    sock.send(json.dumps(message).encode())
+    sock.send(marshal.dumps(message))
 
 
 def _spawn(libc, argv: list, rlimits: list, fds: list) -> int:
@@ -93,7 +93,7 @@ def main() -> None:
         message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
         if not message:
             return
-        request = json.loads(message)
+        request = marshal.loads(message)
         if "argv" in request:  # not a late kill for a command that already ended
             _run(libc, sock, request, fds)
         else:

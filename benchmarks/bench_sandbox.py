@@ -1,0 +1,127 @@
+"""Sandbox latency and throughput, per backend, against a bare subprocess measured
+in the same run.
+
+    python -m benchmarks.bench_sandbox [--runs 50] [--backends bwrap docker]
+
+- lifecycle: open_sandbox → exec `true` → close, median and p95 over --runs;
+- exec: `exec("true")` in an open sandbox, interleaved with bare
+  `subprocess.run(["true"])`; overhead = difference of the medians, and their ratio;
+- docker: cold create-to-first-exec, and warm-pool open-to-first-exec;
+- throughput: lifecycles per second with 2 workers.
+Targets (issue 2): bwrap exec within 15 ms of bare at the median; Docker warm-pool
+exec under 80 ms; Docker cold create-to-first-exec under 1 s."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable
+
+from tqdm import tqdm
+
+from touchstone.sandbox import WarmPool, available_backends, open_sandbox
+
+TARGETS_MS = {("bwrap", "exec overhead vs bare"): 15, ("docker", "warm-pool open → first exec"): 80,
+              ("docker", "cold create → first exec"): 1000}
+
+
+def timed(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return (time.perf_counter() - started) * 1000
+
+
+def row(backend: str, measure: str, samples: list[float], **extra: object) -> dict:
+    return {"backend": backend, "measure": measure, "n": len(samples),
+            "median_ms": round(statistics.median(samples), 2),
+            "p95_ms": round(statistics.quantiles(samples, n=100, method="inclusive")[94], 2),
+            "vs_bare": extra.get("vs_bare", "")}
+
+
+def lifecycle(ws: Path, backend: str) -> None:
+    with open_sandbox(ws, backend) as sb:
+        sb.exec("true")
+
+
+def bench_backend(ws: Path, backend: str, runs: int) -> list[dict]:
+    rows = []
+    cycles = [timed(lambda: lifecycle(ws, backend)) for _ in tqdm(range(runs), desc=f"{backend} lifecycle")]
+    rows.append(row(backend, "open → exec true → close", cycles))
+    bare, inside = [], []
+    with open_sandbox(ws, backend) as sb:
+        sb.exec("true")  # warm caches
+        for _ in tqdm(range(runs * 2), desc=f"{backend} exec"):
+            bare.append(timed(lambda: subprocess.run(["true"])))
+            inside.append(timed(lambda: sb.exec("true")))
+    ratio = f"{statistics.median(inside) / statistics.median(bare):.1f}×"
+    rows.append(row("bare", "subprocess.run(['true'])", bare))
+    rows.append(row(backend, "exec true", inside, vs_bare=ratio))
+    overhead = [i - b for i, b in zip(inside, bare)]
+    rows.append(row(backend, "exec overhead vs bare", overhead))
+    if backend == "docker":
+        rows += bench_docker_start(ws, runs)
+    return rows
+
+
+def bench_docker_start(ws: Path, runs: int) -> list[dict]:
+    cold = []
+    for _ in tqdm(range(runs), desc="docker cold start"):
+        started = time.perf_counter()
+        with open_sandbox(ws, "docker") as sb:
+            sb.exec("true")
+            cold.append((time.perf_counter() - started) * 1000)
+    warm = []
+    with WarmPool(size=2) as pool:
+        for _ in tqdm(range(runs), desc="docker warm pool"):
+            while pool._ready.empty():  # measure a warm hand-out, not the refill
+                time.sleep(0.05)
+            started = time.perf_counter()
+            with pool.open(ws) as sb:
+                sb.exec("true")
+                warm.append((time.perf_counter() - started) * 1000)
+    return [row("docker", "cold create → first exec", cold), row("docker", "warm-pool open → first exec", warm)]
+
+
+def throughput(ws: Path, backend: str, total: int) -> dict:
+    started = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda _: lifecycle(ws, backend), range(total)))
+    wall = time.perf_counter() - started
+    return {"backend": backend, "workers": 2, "lifecycles": total, "wall_s": round(wall, 2),
+            "lifecycles_per_s": round(total / wall, 2)}
+
+
+def notes(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        target = TARGETS_MS.get((r["backend"], r.get("measure")))
+        if target is not None:
+            verdict = "met" if r["median_ms"] < target else "MISSED"
+            out.append(f"target {r['backend']} {r['measure']} < {target} ms: {verdict} (median {r['median_ms']} ms)")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--backends", nargs="*", default=None, help="default: every available backend")
+    args = parser.parse_args()
+    backends = args.backends or available_backends()
+    if not backends:
+        raise SystemExit("no sandbox backend available: run `touchstone sandbox rootfs` (and build-image)")
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        (ws / "main.py").write_text("print('hello')\n")
+        rows = [r for backend in backends for r in bench_backend(ws, backend, args.runs)]
+        rows += [throughput(ws, backend, args.runs) for backend in backends]
+    print(json.dumps({"bench": "sandbox", "results": rows, "notes": notes(rows)}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
