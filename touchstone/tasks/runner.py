@@ -13,15 +13,13 @@ import re
 import shutil
 import subprocess
 import tempfile
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from touchstone.sandbox import Limits, Mount, open_sandbox
+from touchstone.sandbox import Limits, open_sandbox
 from touchstone.tasks.schema import Task
 from touchstone.verify import grading
 
-HARNESS = Path(grading.__file__).parent / "harness"
 _E_LINE = re.compile(r"^E\s+(.*)$")
 
 
@@ -96,19 +94,11 @@ def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, req
     timeout = timeout or task.timeout_s
     files = hidden_test_files(task.hidden_tests_dir)
     prefixes = [pid for f in files for pid in grading.test_functions(f, (task.hidden_tests_dir / f).read_text())]
-    with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp:
-        tmp_path = Path(tmp)
-        tree = compose(tmp_path / "tree", task.workspace_dir, overlays, task.hidden_tests_dir, patch)
-        harness, out = tmp_path / "harness", tmp_path / "out"
-        harness.mkdir()
-        out.mkdir(mode=0o777)
-        out.chmod(0o777)  # the sandbox user (uid 1000) writes the result stream here
-        module = f"ts_{uuid.uuid4().hex[:12]}"  # random name: nothing in the workspace can shadow it
-        shutil.copyfile(HARNESS / "pytest_plugin.py", harness / f"{module}.py")
-        shutil.copyfile(HARNESS / "pytest.ini", harness / "pytest.ini")
-        spec = grading.TestRunSpec(test_files=files, plugin_module=module, harness_dir="/mnt/harness",
-                                   out_dir="/mnt/out", hash_seed=hash_seed, order=order)
-        mounts = [Mount(host=harness, target="/mnt/harness"), Mount(host=out, target="/mnt/out", read_only=False)]
+    with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp, \
+            grading.harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
+        tree = compose(Path(tmp) / "tree", task.workspace_dir, overlays, task.hidden_tests_dir, patch)
+        spec = grading.TestRunSpec(test_files=files, plugin_module=f"th_{nonce}", harness_dir=h_dir, out_dir=o_dir,
+                                   hash_seed=hash_seed, order=order)
         with open_sandbox(tree, backend=backend, limits=Limits(timeout_s=timeout), mounts=mounts) as sb:
             result = sb.exec(spec.command(), timeout=timeout)
         graded = grading.evaluate(out, required, prefixes)
