@@ -4,6 +4,7 @@ and sandboxes that cannot see each other."""
 from __future__ import annotations
 
 import socket
+import sys
 import subprocess
 import threading
 import time
@@ -133,3 +134,33 @@ def test_mounts_are_visible_read_only(workspace: Path, sandbox_backend: str, tmp
         assert "def test_x" in r.stdout and "rc=1" in r.stdout
         assert box.exec("python -m pytest -q /mnt/hidden -p no:cacheprovider").exit_code == 0
     assert sorted(p.name for p in hidden.iterdir()) == ["test_hidden.py"]
+
+
+def test_sandbox_outlives_the_thread_that_opened_it(workspace: Path, sandbox_backend: str):
+    opened: list = []
+    thread = threading.Thread(target=lambda: opened.append(open_sandbox(workspace, sandbox_backend)))
+    thread.start()
+    thread.join()
+    with opened[0] as box:
+        assert box.exec("echo still here").stdout == "still here\n"
+
+
+def test_killed_harness_takes_its_bwrap_sandbox_along(workspace: Path):
+    marker = f"{uuid.uuid4().int % 10**6}.25"
+    script = ("import sys\nfrom touchstone.sandbox import open_sandbox\n"
+              f"sb = open_sandbox({str(workspace)!r}, 'bwrap')\nprint('open', flush=True)\n"
+              f"sb.exec('sleep {marker} & (setsid sleep {marker} &); sleep {marker}')\n")
+    harness = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert harness.stdout.readline() == "open\n"
+        deadline = time.monotonic() + 20
+        while len(_host_processes_matching(f"sleep {marker}")) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_host_processes_matching(f"sleep {marker}")) == 3
+    finally:
+        harness.kill()
+        harness.wait()
+    deadline = time.monotonic() + 10
+    while _host_processes_matching(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _host_processes_matching(f"sleep {marker}") == []

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from touchstone.sandbox.base import SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Sandbox
@@ -33,6 +34,7 @@ from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.image import ensure_rootfs
 
 _LAUNCHER = Path(__file__).with_name("launcher.py")
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="touchstone-launcher-spawner")
 # After a command ends, how long its output pipes may stay open (they close when
 # the PID namespace is gone, i.e. at once; this only bounds a kernel hiccup).
 _DRAIN_GRACE_S = 5.0
@@ -138,10 +140,12 @@ class _Launcher:
     def __init__(self, cgroup: Cgroup | None):
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         procs = [str(p) for p in cgroup.procs_files()] if cgroup else []
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-B", str(_LAUNCHER), str(theirs.fileno()), *procs],
+        # Started from one long-lived thread: the launcher's PDEATHSIG fires when the
+        # *thread* that forked it ends, and the caller's thread may be short-lived.
+        self.proc = _SPAWNER.submit(
+            subprocess.Popen, [sys.executable, "-I", "-S", "-B", str(_LAUNCHER), str(theirs.fileno()), *procs],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
-        )
+        ).result()
         theirs.close()
         self.private_net = bool(self._receive(timeout=30)["private_net"])
 
