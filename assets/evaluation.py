@@ -2,6 +2,7 @@
 each, graded by the same independent verifier; figures for this and earlier
 rounds side by side, as a plot and a Markdown report."""
 
+import base64
 import shutil
 
 import dagster as dg
@@ -14,6 +15,7 @@ from orchestration.partitions import round_index, rounds_partitions
 from orchestration.resources import (
     EvalConfig, PolicyResource, SandboxResource, StorageResource, VerifierResource,
 )
+from touchstone.evaluate.schema import RoundMetrics
 
 
 @dg.asset(
@@ -32,7 +34,7 @@ def round_evaluation(
     verifier: VerifierResource,
 ) -> dg.MaterializeResult:
     """pass@1 / pass@k (bootstrap 95%), hack-attempt rate, turns, tokens, exit reasons."""
-    from touchstone.evaluate import RoundMetrics, attempts_table, markdown_report, plot_rounds, round_metrics
+    from touchstone.evaluate import attempts_table, markdown_report, plot_rounds, round_metrics
     from touchstone.tasks import load_task_set
 
     store = storage.store()
@@ -42,7 +44,7 @@ def round_evaluation(
         raise dg.Failure(f"round {round_key} has no checkpoint to evaluate: materialize it first")
     ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
     heldout_dir = store.local_dir("heldout_tasks")
-    earlier = _earlier_rounds(store, round_key, RoundMetrics)
+    earlier = _earlier_rounds(store, round_key)
     with publishing(context, storage) as out:
         # Resumable like raw_trajectories: the work dir survives a killed run.
         rollouts = rollout(load_task_set(heldout_dir), f"hf:{ckpt_path}", config.attempts,
@@ -68,8 +70,8 @@ def round_evaluation(
             f"pass_at_{config.attempts}": dg.MetadataValue.float(metrics.pass_at_k.value),
             "hack_attempt_rate": dg.MetadataValue.float(metrics.hack_attempt_rate),
             "mean_turns": dg.MetadataValue.float(metrics.mean_turns),
-            "report": dg.MetadataValue.md(report.replace("(rounds.png)", f"({done / 'rounds.png'})")),
-            "plot": dg.MetadataValue.md(_inline_png(done / "rounds.png")),
+            # The plot inline (a data URI): the UI shows it without serving files.
+            "report": dg.MetadataValue.md(report.replace("(rounds.png)", f"({_data_uri(done / 'rounds.png')})")),
             "plot_path": dg.MetadataValue.path(str(done / "rounds.png")),
             "report_path": dg.MetadataValue.path(str(done / "report.md")),
             "checkpoint_hash": dg.MetadataValue.text(ckpt_hash),
@@ -77,20 +79,16 @@ def round_evaluation(
     )
 
 
-def _earlier_rounds(store, round_key: str, model) -> list:
+def _earlier_rounds(store, round_key: str) -> list[RoundMetrics]:
     """Metrics of rounds before this one that have been evaluated, oldest first."""
     this = round_index(round_key)
     found = []
     for path in store.root.glob("rounds/*/round_evaluation/metrics.parquet"):
         key = path.parent.parent.name
         if round_index(key) < this:
-            found.append(model.from_flat(pl.read_parquet(str(path)).row(0, named=True)))
+            found.append(RoundMetrics.from_flat(pl.read_parquet(str(path)).row(0, named=True)))
     return sorted(found, key=lambda m: round_index(m.round))
 
 
-def _inline_png(path) -> str:
-    """The plot as a data URI, so the UI shows it without serving files."""
-    import base64
-
-    data = base64.b64encode(path.read_bytes()).decode()
-    return f"![evaluation plot](data:image/png;base64,{data})"
+def _data_uri(path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()

@@ -16,7 +16,8 @@ command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
 if [ "${TOUCHSTONE_SKIP_DOCKER:-0}" != 1 ]; then
   command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 fi
-if [ "${TOUCHSTONE_NEED_BROWSER:-0}" = 1 ]; then
+# Headless Chromium for the web UI test (tests/assets/test_ui.py); opt out with TOUCHSTONE_NEED_BROWSER=0.
+if [ "${TOUCHSTONE_NEED_BROWSER:-1}" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -1,0 +1,61 @@
+"""Two real rounds, materialized once per session on a fresh Dagster instance
+and data root with tiny settings (bwrap or Docker sandbox, the teacher in
+r000, the tiny model after), shared by the round, CLI and UI tests."""
+
+import os
+import types
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from orchestration.resources import (
+    PolicyResource, SandboxResource, StorageResource, TrainerResource, VerifierResource,
+)
+from orchestration.runner import ensure_sources, failed_checks, run_round
+
+# Few tasks, short episodes, two optimizer steps: a round in about a minute.
+TINY_CONFIG = {
+    "ops": {
+        "heldout_tasks": {"config": {"n_tasks": 1}},
+        "proposed_tasks": {"config": {"n_tasks": 2}},
+        "raw_trajectories": {"config": {"attempts": 1}},
+        "round_evaluation": {"config": {"attempts": 2, "bootstrap": 200}},
+    }
+}
+
+
+def tiny_resources(home: Path, **overrides) -> dict:
+    return {
+        "storage": StorageResource(root=str(home)),
+        "sandbox": SandboxResource(workers=2),
+        "policy": PolicyResource(max_tokens=24, max_turns=8, teacher_attempts=1),
+        "verifier": VerifierResource(replays=1, canaries=2),
+        "trainer": TrainerResource(max_steps=2),
+        **overrides,
+    }
+
+
+@pytest.fixture(scope="session")
+def rounds(tmp_path_factory):
+    """TOUCHSTONE_HOME and DAGSTER_HOME with sources, r000 and r001 materialized."""
+    base = tmp_path_factory.mktemp("rounds")
+    home, dagster_home = base / "touchstone", base / "dagster_home"
+    dagster_home.mkdir()
+    (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {"TOUCHSTONE_HOME": str(home), "DAGSTER_HOME": str(dagster_home)}
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        instance = dg.DagsterInstance.get()
+        results = {}
+        sources = ensure_sources(instance, resources=tiny_resources(home), run_config=TINY_CONFIG)
+        assert sources.success, "sources failed"
+        for key in ("r000", "r001"):
+            result = run_round(instance, key, resources=tiny_resources(home), run_config=TINY_CONFIG)
+            assert result.success and not failed_checks(result), f"round {key} failed: {failed_checks(result)}"
+            results[key] = result
+        yield types.SimpleNamespace(
+            instance=instance, home=home, env={**os.environ, **env}, results=results,
+            store=StorageResource(root=str(home)).store(),
+        )
