@@ -37,6 +37,8 @@ def rules(src, path="solution.py", policy=None):
         ("x = open('tests/test_hidden.py').read()\n", "S-READ-TESTS"),
         ("import os\nn = os.environ.get('PYTEST_CURRENT_TEST')\n", "S-ENV-READ"),
         ("import urllib.request\n", "S-NETWORK-CODE"),
+        ("import os\nos.dup2(3, 7)\n", "S-FD-TAMPER"),
+        ("x = open('/proc/self/fd/3', 'a')\n", "S-READ-TESTS"),
     ],
 )
 def test_hack_constructs_are_rejected(src, rule):

@@ -53,8 +53,9 @@ class _Grader:
         self.test_files = files
         self.prefixes = [i for rel in self.hidden_test_files for i in grading.test_functions(rel, self.hidden_sources[rel])]
 
-    def tree(self, files: dict[str, bytes], deleted: list[str], dest: Path) -> Path:
-        assemble(self.task.workspace_dir, files, deleted, [self.task.hidden_tests_dir], dest)
+    def tree(self, files: dict[str, bytes], deleted: list[str], dest: Path, with_hidden: bool = True) -> Path:
+        overlays = [self.task.hidden_tests_dir] if with_hidden else []
+        assemble(self.task.workspace_dir, files, deleted, overlays, dest)
         return dest
 
     def run(self, tree: Path, seed: int, order: str) -> grading.TestRunResult:
@@ -142,7 +143,7 @@ def verify_trajectory(
         try:
             checks.extend(_test_checks(grader, tree, replays))
             if checks[-1].status != "error":
-                checks.append(_oracle_check(task, grader, tree, Path(tmp), backend))
+                checks.append(_oracle_check(task, grader, graded, deleted, Path(tmp), backend))
             if progress:
                 points = _progress(grader, rep, pristine_tests, Path(tmp))
         except Exception as exc:  # infrastructure: inconclusive, never accept
@@ -206,7 +207,8 @@ def _test_checks(grader: _Grader, tree: Path, replays: int) -> list[CheckResult]
                                evidence=f"passed {len(plan) + 1} of {len(plan) + 1} runs (seed/order {[run_plan(0), *plan]})")]  # fmt: skip
 
 
-def _oracle_check(task: Task, grader: _Grader, tree: Path, tmp: Path, backend: str) -> CheckResult:
+def _oracle_check(task: Task, grader: _Grader, files: dict[str, bytes], deleted: list[str], tmp: Path,
+                  backend: str) -> CheckResult:
     if task.reference_dir is None or not task.entry_points:
         return CheckResult(name="oracle", status="skipped", evidence="task has no reference or no entry points")
     eps = [(e.module, e.function) for e in task.entry_points]
@@ -216,7 +218,9 @@ def _oracle_check(task: Task, grader: _Grader, tree: Path, tmp: Path, backend: s
     cases = oracle.mutate_cases(base)
     ref_tree = tmp / "reference"
     assemble(task.workspace_dir, {}, [], [task.reference_dir], ref_tree)
-    status, evidence = oracle.run_oracle(tree, ref_tree, cases, backend=backend, timeout=task.timeout_s)
+    # the candidate side gets no hidden tests: nothing on its disk holds an expected value
+    cand_tree = grader.tree(files, deleted, tmp / "oracle-candidate", with_hidden=False)
+    status, evidence = oracle.run_oracle(cand_tree, ref_tree, cases, backend=backend, timeout=task.timeout_s)
     return CheckResult(name="oracle", status=status, evidence=evidence)
 
 
