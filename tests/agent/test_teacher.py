@@ -80,7 +80,7 @@ def test_parse_test_run_reads_native_tracebacks():
         "ERROR tests/test_other.py\n1 failed, 1 error in 0.01s\n"
     )
     run = parse_test_run(out)
-    assert run.exit_code == 1 and not run.passed
+    assert run.exit_code == 1 and not run.passed and run.n_bad == 2
     assert run.failed == {"FAILED tests/test_core.py::test_x", "ERROR tests/test_other.py"}
     assert [(f.path, f.line, f.func, f.source) for f in run.frames] == [
         ("tests/test_core.py", 4, "test_x", "assert f(1) == 2"), ("pkg/core.py", 7, "f", "return g(x) + 1")]

@@ -7,7 +7,9 @@ nothing reads the task directory, hidden tests or the reference."""
 from __future__ import annotations
 
 import ast
+import os
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -41,10 +43,19 @@ class TestRun:
     failed: frozenset[str]
     frames: list[Frame] = field(default_factory=list)  # in traceback order (outermost first)
     where_names: list[str] = field(default_factory=list)  # from pytest's assertion rewriting
+    n_bad: int | None = None  # failed + errors from pytest's final line; None if that line is missing
 
     @property
     def passed(self) -> bool:
         return self.exit_code == 0
+
+    def improves_on(self, before: "TestRun") -> bool:
+        """All pass, or strictly fewer failures (by pytest's own count) and none new."""
+        if self.passed:
+            return True
+        if self.n_bad is None or before.n_bad is None:
+            return False  # an output cut short proves nothing
+        return self.n_bad < before.n_bad and self.failed <= before.failed
 
     @property
     def no_tests(self) -> bool:
@@ -82,24 +93,54 @@ def parse_test_run(observation: str) -> TestRun:
         failed=frozenset(f"{kind} {node}" for kind, node in _SUMMARY_RE.findall(observation)),
         frames=frames,
         where_names=[n.rsplit(".", 1)[-1] for n in _WHERE_RE.findall(observation)],
+        n_bad=_count_bad(observation),
     )
 
 
+def _count_bad(observation: str) -> int | None:
+    """failed + errors from the last line (`3 failed, 1 error, 9 passed in 0.1s`)."""
+    lines = re.findall(r"^=*\s*(\d+ \w+(?:, \d+ \w+)*) in [\d.]+s\b.*$", observation, re.M)
+    if not lines:
+        return None
+    counts = dict((word, int(n)) for n, word in re.findall(r"(\d+) (\w+)", lines[-1]))
+    return counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
+
+
+def _names_from_test_id(node_id: str) -> list[str]:
+    """`tests/test_x.py::TestY::test_foo_bar[...]` -> ["foo_bar", "foo"]: what a test is named after."""
+    name = node_id.split("[", 1)[0].rsplit("::", 1)[-1].removeprefix("test_")
+    parts = name.split("_")
+    return [name] + ["_".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)] if "::" in node_id else []
+
+
 def suspect_names(run: TestRun, statement: str) -> list[str]:
-    """Function names worth locating: named in backticks by the statement, called on
-    failing test lines, or reported by pytest's assertion rewriting; first seen first."""
+    """Function names worth locating, first seen first: called on failing test lines,
+    reported by pytest's assertion rewriting, named in backticks by the statement
+    (a bare name, or the name of a test), and named by the failing tests."""
     names: list[str] = []
-    for span in re.findall(r"`([^`\n]+)`", statement):
-        names += [part for part in re.findall(r"[A-Za-z_]\w*", span)]
     for frame in run.frames:
         if is_test_path(frame.path):
             names += _CALL_RE.findall(frame.source)
     names += run.where_names
+    for span in re.findall(r"`([^`\n]+)`", statement):
+        if re.fullmatch(r"[A-Za-z_][\w.]*(\(\))?", span):
+            names.append(span.removesuffix("()").rsplit(".", 1)[-1])
+        names += _names_from_test_id(span)
+    for failed in sorted(run.failed):
+        names += _names_from_test_id(failed.split(" ", 1)[1])
     seen: dict[str, None] = {}
     for n in names:
-        if n not in _NOT_CALLEES and not n.startswith("test"):
+        if n and n not in _NOT_CALLEES and not n.startswith("test"):
             seen.setdefault(n, None)
     return list(seen)
+
+
+def first_failure_command(run: TestRun, base_command: str) -> str | None:
+    """Re-run only the first failing test, when a long output hid its traceback."""
+    if run.frames or not run.failed:
+        return None
+    node = sorted(run.failed)[0].split(" ", 1)[1]
+    return f"{base_command} {shlex.quote(node)}"
 
 
 def parse_grep_defs(observation: str) -> list[tuple[str, int]]:
@@ -190,22 +231,6 @@ def qualname_at(source: str, lineno: int) -> str | None:
     return best
 
 
-def callees(source: str, qualname: str) -> list[str]:
-    """Functions of the same file called by `qualname` (helpers may hold the bug)."""
-    defs = dict(functions(ast.parse(source)))
-    node = defs.get(qualname)
-    if node is None:
-        return []
-    short = {q.rsplit(".", 1)[-1]: q for q in defs}
-    out: dict[str, None] = {}
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call):
-            name = sub.func.id if isinstance(sub.func, ast.Name) else getattr(sub.func, "attr", None)
-            if name in short and short[name] != qualname:
-                out.setdefault(short[name], None)
-    return list(out)
-
-
 def _sites(func: ast.AST) -> Iterator[tuple[ast.AST, str, int | None, ast.AST]]:
     """(parent, field, index, node) for every node inside a function's body."""
     stack = [func]
@@ -265,3 +290,105 @@ def line_edit(current: str, target: str) -> tuple[str, str]:
         if hi_a < len(a):
             hi_a += 1
             hi_b += 1
+
+
+# ---------------------------------------------------------------- reading big files by function
+
+SMALL_FILE_BYTES = 6000  # read whole; larger files are read one function at a time
+_OUTLINE_RE = re.compile(r"^(\d+):([ \t]*)(?:(?:async\s+)?(def|class)\s+(\w+)|(@))?", re.M)
+
+
+def outline_command(path: str) -> str:
+    """Size of the file, then every line that can end a function: statements at
+    column 0, and def/class/decorator lines at any indentation."""
+    q = shlex.quote(path)
+    return (f"wc -lc < {q} && grep -nE '^([^[:space:]#]|[[:space:]]*((async[[:space:]]+)?(def|class)[[:space:]]|@))' "
+            f"{q} | cut -c1-80")
+
+
+@dataclass(frozen=True)
+class OutlineEntry:
+    line: int
+    indent: int
+    kind: str  # def, class, decorator, other
+    name: str
+
+
+@dataclass(frozen=True)
+class Outline:
+    n_lines: int
+    size: int
+    entries: tuple[OutlineEntry, ...]
+
+    def function_span(self, line: int) -> tuple[int, int] | None:
+        """(first, last) line of the outermost function around `line`."""
+        best = None
+        for i, e in enumerate(self.entries):
+            if e.kind != "def" or e.line > line:
+                continue
+            end = next((f.line - 1 for f in self.entries[i + 1:] if f.indent <= e.indent), self.n_lines)
+            if line <= end and (best is None or e.indent < best[2]):
+                best = (e.line, end, e.indent)
+        return best[:2] if best else None
+
+    def defs_named(self, name: str) -> list[int]:
+        return [e.line for e in self.entries if e.kind == "def" and e.name == name]
+
+
+def parse_outline(observation: str) -> Outline | None:
+    m = re.match(r"exit code: 0\nstdout:\n\s*(\d+)\s+(\d+)\n", observation)
+    if m is None:
+        return None
+    entries = []
+    for e in _OUTLINE_RE.finditer(observation[m.end():]):
+        kind = e.group(3) or ("decorator" if e.group(5) else "other")
+        entries.append(OutlineEntry(int(e.group(1)), len(e.group(2).expandtabs()), kind, e.group(4) or ""))
+    return Outline(int(m.group(1)), int(m.group(2)), tuple(entries))
+
+
+@dataclass(frozen=True)
+class Window:
+    """Lines `start`.. of a file as the agent read them, and the same text
+    dedented into a parseable module (a method becomes a top-level function)."""
+
+    path: str
+    start: int
+    text: str
+
+    @property
+    def prefix(self) -> str:
+        indents = [line[: len(line) - len(line.lstrip())] for line in self.text.splitlines() if line.strip()]
+        return os.path.commonprefix(indents) if indents else ""
+
+    @property
+    def module(self) -> str:
+        n = len(self.prefix)
+        return "".join(line[n:] if line.strip() else line.lstrip(" \t") for line in self.text.splitlines(True))
+
+    def reindent(self, module: str) -> str | None:
+        """Window text for an edited `module`; unchanged lines keep their exact bytes."""
+        old, new = self.module.splitlines(True), module.splitlines(True)
+        if len(old) != len(new):
+            return None
+        orig = self.text.splitlines(True)
+        return "".join(o if a == b else (self.prefix + b if b.strip() else b) for o, a, b in zip(orig, old, new))
+
+
+def trim_window(text: str) -> str:
+    """Drop trailing blank, comment and decorator lines (they belong to what follows)."""
+    lines = text.splitlines(True)
+    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith(("#", "@"))):
+        lines.pop()
+    return "".join(lines)
+
+
+def called_names(module: str, qualname: str) -> list[str]:
+    """Names of everything `qualname` calls (plain names and attributes), first seen first."""
+    node = dict(functions(ast.parse(module))).get(qualname)
+    out: dict[str, None] = {}
+    for sub in ast.walk(node) if node is not None else ():
+        if isinstance(sub, ast.Call):
+            name = sub.func.id if isinstance(sub.func, ast.Name) else getattr(sub.func, "attr", None)
+            if name and name not in _NOT_CALLEES:
+                out.setdefault(name, None)
+    return list(out)

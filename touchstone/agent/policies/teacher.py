@@ -25,23 +25,32 @@ from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyTurn
 from touchstone.agent.policies.repair import (
+    SMALL_FILE_BYTES,
     Candidate,
+    Outline,
     TestRun,
-    callees,
+    Window,
+    called_names,
     candidates,
+    first_failure_command,
     is_test_path,
     line_edit,
+    outline_command,
     parse_grep_defs,
+    parse_outline,
     parse_test_run,
     qualname_at,
     suspect_names,
+    trim_window,
 )
 
 # No bytecode or pytest cache: the teacher leaves only its edits in the workspace.
 TEST_COMMAND = "PYTHONDONTWRITEBYTECODE=1 python -m pytest -q --tb=native -p no:cacheprovider"
-READ_CHUNK_LINES = 100
-_TRUNCATED_RE = re.compile(r"\n\[\.\.\. truncated \d+ characters \.\.\.\]\n")
-_STDOUT_PREFIX = re.compile(r"^exit code: 0\n(?:stdout:\n)?")
+_TRUNCATED_RE = re.compile(r"\n\[\.\.\. (?:truncated \d+ characters|stdout cut by the sandbox)")
+_STDOUT_PREFIX = re.compile(r"^exit code: 0\nstdout:\n")
+
+WindowKey = tuple[str, int]  # (path, first line)
+Target = tuple[WindowKey, str, set[int]]  # window, function, implicated lines (window-relative)
 
 
 @dataclass(frozen=True)
@@ -56,11 +65,16 @@ Procedure = Generator[Action, str, None]
 
 
 class _Repair:
+    """State of one repair attempt. Files are known by windows: a small file is one
+    window read whole; a large one is outlined, then read one function at a time."""
+
     def __init__(self, statement: str, max_turns: int):
         self.statement = statement
         self.turns_left = max_turns - 2  # keep room for a final revert and submit
-        self.files: dict[str, str] = {}  # path -> current text (as the teacher last wrote it)
-        self.kept: dict[str, str] = {}  # path -> text with only accepted edits
+        self.outlines: dict[str, Outline | None] = {}
+        self.windows: dict[WindowKey, Window | None] = {}
+        self.current: dict[WindowKey, str] = {}  # window text as the teacher last wrote it
+        self.kept: dict[WindowKey, str] = {}  # window text with only accepted edits
 
     def act(self, action: Action) -> Generator[Action, str, str]:
         self.turns_left -= 1
@@ -81,27 +95,34 @@ class _Repair:
     def repair_round(self, run: TestRun) -> Generator[Action, str, TestRun | None]:
         """Try candidates until one strictly shrinks the failing set; None if none does."""
         targets = yield from self.localize(run)
-        tried: set[str] = set()
-        for cand in self.ranked(targets, run):
+        tried: set[tuple[WindowKey, str]] = set()
+        for key, cand in self.ranked(targets):
             if self.turns_left <= 3:
                 return None
-            if cand.source in tried:
+            if (key, cand.source) in tried:
                 continue
-            tried.add(cand.source)
-            if not (yield from self.apply(cand)):
+            tried.add((key, cand.source))
+            if not (yield from self.apply(key, cand)):
                 continue
             out = yield from self.act(Action("bash", {"command": TEST_COMMAND}, "Re-run the tests."))
             new = parse_test_run(out)
-            if new.passed or (new.exit_code is not None and new.failed < run.failed):
-                self.kept[cand.path] = cand.source
+            if new.improves_on(run):
+                self.kept[key] = self.current[key]
                 return new
         return None
 
     # -- localization ---------------------------------------------------------------
-    def localize(self, run: TestRun) -> Generator[Action, str, list[tuple[str, str, set[int]]]]:
-        """(path, function, implicated lines) in priority order."""
+    def localize(self, run: TestRun) -> Generator[Action, str, list[Target]]:
+        """Functions to repair, in priority order: frames of the traceback in library
+        code (innermost first), functions named by the failing test lines or the
+        statement, then functions of the same file those call."""
+        rerun = first_failure_command(run, TEST_COMMAND)
+        if rerun:
+            out = yield from self.act(Action("bash", {"command": rerun}, "Run the first failing test alone to see its traceback."))
+            detail = parse_test_run(out)
+            run = TestRun(run.exit_code, run.failed, detail.frames, detail.where_names, run.n_bad)
         spots: list[tuple[str, int, bool]] = []  # (path, line, from a traceback frame)
-        for frame in reversed(run.frames):  # innermost first
+        for frame in reversed(run.frames):
             if not is_test_path(frame.path):
                 spots.append((frame.path, frame.line, True))
         names = suspect_names(run, self.statement)
@@ -115,82 +136,103 @@ class _Repair:
                 )
             )
             spots += [(path, line, False) for path, line in parse_grep_defs(out)]
-        targets: dict[tuple[str, str], set[int]] = {}
-        for path, line, hot in spots:
-            source = yield from self.read(path)
-            qualname = qualname_at(source, line) if source is not None else None
-            if qualname is None:
-                continue
-            targets.setdefault((path, qualname), set())
-            if hot:
-                targets[(path, qualname)].add(line)
-        ordered = [(p, q, lines) for (p, q), lines in targets.items()]
-        for path, qualname, _ in list(ordered):
-            for helper in callees(self.files[path], qualname):
-                if (path, helper) not in targets:
-                    targets[(path, helper)] = set()
-                    ordered.append((path, helper, set()))
-        return ordered
+        targets: dict[tuple[WindowKey, str], set[int]] = {}
+        yield from self.add_targets(spots, targets)
+        for (key, qualname) in list(targets):  # helpers of the same file may hold the bug
+            window = self.windows[key]
+            outline = self.outlines.get(key[0])
+            helpers = [(key[0], line, False) for name in called_names(window.module, qualname)
+                       for line in (outline.defs_named(name) if outline else [])]
+            yield from self.add_targets(helpers, targets)
+        return [(key, qualname, lines) for (key, qualname), lines in targets.items()]
 
-    def ranked(self, targets: list[tuple[str, str, set[int]]], run: TestRun) -> list[Candidate]:
-        out: list[Candidate] = []
-        for path, qualname, lines in targets:
-            out += candidates(self.kept[path], path, qualname, lines)
+    def add_targets(self, spots, targets) -> Generator[Action, str, None]:
+        for path, line, hot in spots:
+            if self.turns_left <= 6:
+                return
+            window = yield from self.window_at(path, line)
+            if window is None:
+                continue
+            rel = line - window.start + 1
+            qualname = qualname_at(window.module, rel)
+            if qualname is not None:
+                lines = targets.setdefault(((path, window.start), qualname), set())
+                if hot:
+                    lines.add(rel)
+
+    def ranked(self, targets: list[Target]) -> list[tuple[WindowKey, Candidate]]:
+        out = []
+        for key, qualname, lines in targets:
+            window = Window(key[0], key[1], self.kept[key])
+            out += [(key, c) for c in candidates(window.module, key[0], qualname, lines)]
         return out
 
-    # -- file access through the tools ---------------------------------------------------
-    def read(self, path: str) -> Generator[Action, str, str | None]:
-        """The file's text (read once), or None if unreadable or not Python."""
-        if path not in self.files:
-            text = yield from self.act(Action("read_file", {"path": path}, f"Read {path}."))
-            if _TRUNCATED_RE.search(text):
-                text = yield from self.read_in_chunks(path)
-            if text is None or text.startswith("error: ") or not _parses(text):
-                self.files[path] = None  # type: ignore[assignment]
-            else:
-                self.files[path] = self.kept[path] = text
-        return self.files[path]
+    # -- reading through the tools ---------------------------------------------------
+    def window_at(self, path: str, line: int) -> Generator[Action, str, Window | None]:
+        """The window holding `line` of `path`, read through the tools once."""
+        if path not in self.outlines:
+            out = yield from self.act(Action("bash", {"command": outline_command(path)}, f"Outline {path}."))
+            self.outlines[path] = parse_outline(out)
+        outline = self.outlines[path]
+        if outline is None:
+            return None
+        if outline.size <= SMALL_FILE_BYTES:
+            span: tuple[int, int] | None = (1, outline.n_lines)
+        else:
+            span = outline.function_span(line)
+        if span is None:
+            return None
+        key = (path, span[0])
+        if key not in self.windows:
+            self.windows[key] = yield from self.read_window(path, *span)
+        return self.windows[key]
 
-    def read_in_chunks(self, path: str) -> Generator[Action, str, str | None]:
-        """A file too long for one observation, read with `sed` a slice at a time."""
-        parts, start = [], 1
-        while self.turns_left > 4:
-            end = start + READ_CHUNK_LINES - 1
+    def read_window(self, path: str, first: int, last: int) -> Generator[Action, str, Window | None]:
+        if first == 1:
+            text = yield from self.act(Action("read_file", {"path": path}, f"Read {path}."))
+            bad = text.startswith("error: ")
+        else:
             out = yield from self.act(
-                Action("bash", {"command": f"sed -n '{start},{end}p' {path}"}, f"Read lines {start}-{end} of {path}.")
+                Action("bash", {"command": f"sed -n '{first},{last}p' {path}"}, f"Read lines {first}-{last} of {path}.")
             )
             m = _STDOUT_PREFIX.match(out)
-            if m is None or _TRUNCATED_RE.search(out):
-                return None
-            chunk = out[m.end():]
-            parts.append(chunk)
-            if chunk.count("\n") < READ_CHUNK_LINES:
-                return "".join(parts)
-            start = end + 1
-        return None
+            bad, text = m is None, trim_window(out[m.end():]) if m else ""
+        window = Window(path, first, text)
+        if bad or _TRUNCATED_RE.search(text) or not _parses(window.module):
+            return None
+        self.current[(path, first)] = self.kept[(path, first)] = text
+        return window
 
-    def apply(self, cand: Candidate) -> Generator[Action, str, bool]:
+    # -- editing ---------------------------------------------------------------------
+    def apply(self, key: WindowKey, cand: Candidate) -> Generator[Action, str, bool]:
         """Make the workspace hold exactly `cand` on top of the kept edits."""
-        yield from self.revert_rejected(keep=cand.path)
-        ok = yield from self.transition(
-            cand.path, cand.source, f"Try {cand.operator.replace('_', ' ')} at {cand.path}:{cand.lineno} ({cand.qualname})."
-        )
-        return ok
+        target = Window(key[0], key[1], self.kept[key]).reindent(cand.source)
+        if target is None:
+            return False
+        yield from self.revert_rejected(keep=key)
+        line = key[1] + cand.lineno - 1
+        thought = f"Try {cand.operator.replace('_', ' ')} at {cand.path}:{line} ({cand.qualname})."
+        return (yield from self.transition(key, target, thought))
 
-    def revert_rejected(self, keep: str | None = None) -> Generator[Action, str, None]:
-        for path, text in self.files.items():
-            if text is not None and path != keep and text != self.kept[path]:
-                yield from self.transition(path, self.kept[path], f"Revert the unhelpful edit in {path}.")
+    def revert_rejected(self, keep: WindowKey | None = None) -> Generator[Action, str, None]:
+        for key, text in self.current.items():
+            if key != keep and text != self.kept[key]:
+                yield from self.transition(key, self.kept[key], f"Revert the unhelpful edit in {key[0]}.")
 
-    def transition(self, path: str, target: str, thought: str) -> Generator[Action, str, bool]:
-        current = self.files[path]
+    def transition(self, key: WindowKey, target: str, thought: str) -> Generator[Action, str, bool]:
+        current = self.current[key]
         if current == target:
             return True
         old, new = line_edit(current, target)
-        out = yield from self.act(Action("str_replace", {"path": path, "old": old, "new": new}, thought))
+        out = yield from self.act(Action("str_replace", {"path": key[0], "old": old, "new": new}, thought))
+        if out.startswith("error: `old` occurs") and not current.startswith(old):
+            # The lines also occur elsewhere in the file: anchor the edit at the def line.
+            end = current.index(old) + len(old)
+            old, new = current[:end], target[: len(target) - (len(current) - end)]
+            out = yield from self.act(Action("str_replace", {"path": key[0], "old": old, "new": new}, thought))
         if out.startswith("error: "):
-            return False
-        self.files[path] = target
+            return False  # the file is unchanged
+        self.current[key] = target
         return True
 
 
