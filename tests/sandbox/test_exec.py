@@ -71,3 +71,20 @@ def test_bad_arguments(sb):
         sb.exec("true", timeout=0)
     with pytest.raises(SandboxError, match="environment variable"):
         sb.exec("true", env={"A=B": "x"})
+
+
+def test_no_file_descriptor_leaks(workspace, sandbox_backend):
+    import os
+
+    from touchstone.sandbox import open_sandbox
+
+    def cycle():
+        with open_sandbox(workspace, sandbox_backend) as box:
+            box.exec("echo hi"), box.exec(["true"]), box.exec("sleep 5", timeout=0.5)
+
+    for _ in range(2):  # first-use caches settle (the Docker client's connection pool fills)
+        cycle()
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        cycle()
+    assert len(os.listdir("/proc/self/fd")) <= before + 1

@@ -100,3 +100,15 @@ def test_paths_outside_the_workspace_are_refused(sb):
 def test_workspace_is_a_private_copy(sb, workspace: Path):
     sb.exec("echo changed > notes.txt")
     assert (workspace / "notes.txt").read_text() == "first line\n"
+
+
+def test_harness_writes_respect_the_workspace_limit(workspace: Path, sandbox_backend: str):
+    from touchstone.sandbox import Limits, read_action_log
+
+    with open_sandbox(workspace, sandbox_backend, limits=Limits(workspace_bytes="1m")) as box:
+        box.write_file("notes.txt", "kept\n")
+        with pytest.raises(SandboxError, match="notes.txt"):
+            box.write_file("notes.txt", b"x" * (2 << 20))
+        assert read_action_log(box.action_log)[-1].ok is False
+        assert box.read_file("notes.txt") == b"kept\n"  # the failed write changed nothing
+        assert box.diff().created == []

@@ -273,9 +273,13 @@ class Sandbox(ABC):
         fields = {"time": started, "op": "write", "args": {"path": os.fspath(path)},
                   "content_sha256": sha256_hex(payload), "content_bytes": len(payload), **self._log_fields()}
         try:
-            if len(payload) + ws.tree_bytes(self._workspace) > self.limits.workspace_bytes:
+            # With the tmpfs quota the kernel enforces the limit (ENOSPC); without it, we do.
+            if not self._quota and len(payload) + ws.tree_bytes(self._workspace) > self.limits.workspace_bytes:
                 raise SandboxError(f"writing {path} would exceed the workspace limit of {self.limits.workspace_bytes} bytes")
-            ws.write_file(self._workspace, path, payload, self._owner())
+            try:
+                ws.write_file(self._workspace, path, payload, self._owner())
+            except OSError as exc:
+                raise SandboxError(f"cannot write {path}: {exc.strerror}") from exc
         except SandboxError as exc:
             self._log.append(ok=False, error=str(exc), **fields)
             raise

@@ -231,7 +231,9 @@ class _Launcher:
         # Wait on a pidfd (Popen.wait with a timeout polls with sleeps).
         pidfd = os.pidfd_open(self.proc.pid)
         try:
-            if not select.select([pidfd], [], [], 10)[0]:
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            if not poller.poll(10_000):
                 self.proc.kill()
         finally:
             os.close(pidfd)

@@ -42,7 +42,9 @@ _WRAPPER = f'"$@"; rc=$?; {_RESET}; exit $rc'
 _EXIT_POLL_S = 0.002
 
 
+@functools.cache
 def _client():
+    """One client per process: each holds a connection pool, so one per sandbox leaks sockets."""
     import docker
 
     return docker.from_env(timeout=120)
@@ -146,6 +148,14 @@ class DockerSandbox(Sandbox):
         self._cgroup_dirs = _container_cgroup_dirs(self._container.attrs["State"]["Pid"])
 
     def _exec(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult:
+        import docker
+
+        try:
+            return self._exec_in_container(argv, timeout, env)
+        except docker.errors.APIError as exc:  # e.g. the container is gone (removed, PID 1 killed)
+            raise SandboxError(f"docker exec in sandbox {self.id} failed: {exc}") from exc
+
+    def _exec_in_container(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult:
         from docker.utils.socket import frames_iter
 
         api = self._docker.api
@@ -167,11 +177,13 @@ class DockerSandbox(Sandbox):
         if timed_out:
             self._reset()
             reader.join()
+        raw = getattr(sock, "_sock", sock)  # closing only the SocketIO wrapper leaves the fd open
         sock.close()
+        raw.close()
         wall = time.monotonic() - started
-        code = self._exit_code(exec_id)
-        if timed_out:
-            code = 137
+        code = 137 if timed_out else self._exit_code(exec_id)
+        if code > 128 and not timed_out:  # the wrapper itself may have been killed (OOM): clean up
+            self._reset()
         cpu_after = self._cpu_ns()
         return ExecResult(
             exit_code=code, signal=code - 128 if 128 < code <= 128 + 64 else None, timed_out=timed_out,

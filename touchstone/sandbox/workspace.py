@@ -93,25 +93,30 @@ def read_file(root: Path, rel: str | os.PathLike) -> bytes:
 
 
 def write_file(root: Path, rel: str | os.PathLike, data: bytes, owner: tuple[int, int] | None) -> None:
-    """Write (replace) a regular file, creating parent directories. A symlink at the
-    target is replaced, not written through."""
+    """Write (replace) a regular file, creating parent directories. A symlink (or
+    FIFO...) at the target is replaced by the rename, never written through."""
     parts = split_relative(rel)
     with _open_dir(root, parts[:-1], create=True, owner=owner) as dir_fd:
         name = parts[-1]
         try:
-            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
+            if stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
                 raise SandboxError(f"cannot write {'/'.join(parts)}: it is a directory")
-            if not stat.S_ISREG(st.st_mode):
-                os.unlink(name, dir_fd=dir_fd)
         except FileNotFoundError:
             pass
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if owner:
-                os.fchown(fd, *owner)
+        # Write a temporary file and rename it over the target: a failed write (the
+        # workspace is full) leaves the old content, not a truncated file.
+        temp = f".{name}.touchstone-{os.getpid()}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(temp, flags, 0o644, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                if owner:
+                    os.fchown(fd, *owner)
+            os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            os.unlink(temp, dir_fd=dir_fd)
+            raise
 
 
 # ---------------------------------------------------------------- size quota
