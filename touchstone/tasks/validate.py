@@ -27,9 +27,6 @@ from touchstone.tasks.mutate import changed_functions, compile_error, module_nam
 from touchstone.tasks.runner import HiddenRun, reference_overlay, run_tests
 from touchstone.tasks.schema import Task, TaskError, load_task
 
-REASONS = ("leak", "no_reference", "already_solved", "bad_fail_to_pass", "too_slow", "reference_fails",
-           "flaky", "weak_tests", "malformed")
-
 
 def default_backend() -> str:
     """bubblewrap when usable: validation runs only trusted code (the task's own
