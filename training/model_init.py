@@ -113,7 +113,8 @@ def build_model(tokenizer: PreTrainedTokenizerFast, seed: int) -> Qwen2ForCausal
 def pretrain(model, tokenizer, files: list[Path], steps: int, seed: int, seq_len: int = 256, batch: int = 8) -> float:
     """A brief next-token pass over the code so the model writes Python-shaped
     text. Returns the last loss. Deterministic: fixed seed, fixed chunk order."""
-    ids = torch.tensor([t for text in _texts(files) for t in tokenizer(text)["input_ids"]])
+    encoded = tokenizer(list(_texts(files)))["input_ids"]  # one batched (parallel) call
+    ids = torch.tensor([t for seq in encoded for t in seq])
     n_chunks = len(ids) // seq_len
     chunks = ids[: n_chunks * seq_len].view(n_chunks, seq_len)
     gen = torch.Generator().manual_seed(seed)

@@ -6,6 +6,7 @@ import pytest
 
 from tests.data.fixtures import trajectory, write_round
 from tests.data.reports import report
+from touchstone.agent.tools import TOOL_SCHEMAS
 from touchstone.data.build import build_datasets
 from training.model_init import init_model
 
@@ -35,6 +36,8 @@ def data_dir(tmp_path_factory, tiny_model):
                  report(f"{task}-detour", "accept", {3: 1.0}, task_id=task, task_hash=h),
                  report(f"{task}-bad", "reject", {1: 0.5}, task_id=task, task_hash=h),
                  report(f"{task}-hack", "reject", {}, hack=True, task_id=task, task_hash=h)]
+    # Two tool schemas instead of five: shorter prompts, faster tests, same code paths.
+    trajs = [t.model_copy(update={"tools": TOOL_SCHEMAS[:2]}) for t in trajs]
     files = write_round(tmp, trajs, reps)
     out = tmp / "data"
     build_datasets(*files, out, round_key="r0")
