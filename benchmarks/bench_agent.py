@@ -57,7 +57,14 @@ def main() -> None:
             bench(f"hf:{default_model()}", root / "tasks", root / "hf", args.workers,
                   Sampling(temperature=1.0, max_tokens=64), EpisodeLimits(max_turns=4)),
         ]
-    print(json.dumps({"bench": "agent", "results": results}, indent=2))
+    notes = [
+        "Tasks: single-bug mutants of a small library, one attempt each, bwrap sandbox, "
+        f"{args.workers} workers; trajectories/minute counts wall time of the whole `solve` call.",
+        "sandbox_share / policy_share: summed tool-execution and policy time over summed episode wall time.",
+        "The hf row is the untrained default tiny model (64 tokens per turn, 4 turns): it measures "
+        "generation cost, not skill.",
+    ]
+    print(json.dumps({"bench": "agent", "results": results, "notes": notes}))
 
 
 if __name__ == "__main__":

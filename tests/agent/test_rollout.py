@@ -76,5 +76,6 @@ def test_killed_run_resumes_to_the_same_trajectories(tmp_path):
     ids = [t.trajectory_id for t in read_tables(out)]
     assert sorted(ids) == sorted(expected) and len(ids) == 6
     assert {p.stem for p in (out / "jsonl").rglob("*.jsonl")} == expected
+    assert not list(out.glob("**/.*.tmp"))  # no half-written file survives
     # finished attempts were not run again
     assert all((out / "records" / name).stat().st_mtime_ns == m for name, m in done_before.items())

@@ -100,6 +100,8 @@ def solve(
         raise ValueError(f"attempts and workers must be >= 1 (got {attempts}, {workers})")
     out = Path(out)
     task_list = load_tasks(tasks)
+    for stale in out.glob("**/.*.tmp"):  # half-written files of a killed run
+        stale.unlink()
     policy = make_policy(policy_spec, sampling)
     limits = limits or EpisodeLimits()
     try:
