@@ -26,6 +26,7 @@ from typing import Callable
 from tqdm import tqdm
 
 from touchstone.sandbox import WarmPool, available_backends, open_sandbox
+from touchstone.sandbox.image import ensure_rootfs
 
 TARGETS_MS = {("bwrap", "exec overhead vs bare"): 15, ("docker", "warm-pool open → first exec"): 80,
               ("docker", "cold create → first exec"): 1000}
@@ -53,14 +54,22 @@ def bench_backend(ws: Path, backend: str, runs: int) -> list[dict]:
     rows = []
     cycles = [timed(lambda: lifecycle(ws, backend)) for _ in tqdm(range(runs), desc=f"{backend} lifecycle")]
     rows.append(row(backend, "open → exec true → close", cycles))
-    bare, inside = [], []
+    bare, inside, floor = [], [], []
+    # The floor: bwrap itself with nothing but a mount namespace, to tell the tool's
+    # own cost (and the machine's load) from what our isolation adds on top.
+    minimal = ["bwrap", "--ro-bind", str(ensure_rootfs(progress=False)), "/", "true"]
     with open_sandbox(ws, backend) as sb:
         sb.exec("true")  # warm caches
         for _ in tqdm(range(runs * 2), desc=f"{backend} exec"):
             bare.append(timed(lambda: subprocess.run(["true"])))
             inside.append(timed(lambda: sb.exec("true")))
+            if backend == "bwrap":
+                floor.append(timed(lambda: subprocess.run(minimal)))
     ratio = f"{statistics.median(inside) / statistics.median(bare):.1f}×"
     rows.append(row("bare", "subprocess.run(['true'])", bare))
+    if floor:
+        rows.append(row("bare", "bwrap --ro-bind ROOT / true (floor)", floor,
+                        vs_bare=f"{statistics.median(floor) / statistics.median(bare):.1f}×"))
     rows.append(row(backend, "exec true", inside, vs_bare=ratio))
     overhead = [i - b for i, b in zip(inside, bare)]
     rows.append(row(backend, "exec overhead vs bare", overhead))
@@ -99,6 +108,11 @@ def throughput(ws: Path, backend: str, total: int) -> dict:
 
 def notes(rows: list[dict]) -> list[str]:
     out = []
+    by_measure = {r.get("measure"): r for r in rows}
+    floor, bare = by_measure.get("bwrap --ro-bind ROOT / true (floor)"), by_measure.get("subprocess.run(['true'])")
+    if floor and bare:
+        out.append(f"bwrap alone (one mount namespace, no isolation) costs {floor['median_ms'] - bare['median_ms']:.1f} ms "
+                   "over a bare process in this run: the share of the overhead that is the machine, not the sandbox")
     for r in rows:
         target = TARGETS_MS.get((r["backend"], r.get("measure")))
         if target is not None:
