@@ -88,3 +88,11 @@ def test_no_file_descriptor_leaks(workspace, sandbox_backend):
     for _ in range(3):
         cycle()
     assert len(os.listdir("/proc/self/fd")) <= before + 1
+
+
+def test_threads_sharing_a_sandbox_take_turns(sb):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda n: sb.exec(f"echo {n}"), range(8)))
+    assert [r.stdout for r in results] == [f"{n}\n" for n in range(8)]

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -186,6 +187,7 @@ class Sandbox(ABC):
             self._remove_dir()
             raise
         self._closed = False
+        self._exec_lock = threading.Lock()  # one command at a time per sandbox (threads may share it)
 
     def _fill(self, source: Path, action_log: str | os.PathLike | None) -> None:
         """Copy the workspace in and open the action log."""
@@ -243,7 +245,8 @@ class Sandbox(ABC):
             raise SandboxError(f"timeout must be positive, got {timeout}")
         full_env = {**BASE_ENV, **_check_env(env or {})}
         started = time.time()
-        result = self._exec(argv, timeout, full_env)
+        with self._exec_lock:
+            result = self._exec(argv, timeout, full_env)
         self._log.append(
             time=started, op="exec", args={"command": command if isinstance(command, str) else list(command),
                                            "timeout": timeout, "env": env or {}},
