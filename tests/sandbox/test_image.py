@@ -57,3 +57,19 @@ def test_missing_image_is_a_clear_error_and_auto_avoids_it(edited_images: Path, 
     with pytest.raises(SandboxError, match="is not built; run `touchstone sandbox build-image`"):
         open_sandbox(workspace, "docker")
     assert resolve_backend("auto") == "bwrap"
+
+
+def test_both_backends_name_the_same_environment(sb):
+    assert sb.image_digest == "sha256:" + image.content_hash()
+    assert sb.exec("cat /etc/touchstone-image").stdout.strip() == image.content_hash()
+
+
+@pytest.mark.docker
+def test_build_image_is_idempotent_and_auto_prefers_docker():
+    from click.testing import CliRunner
+
+    from touchstone.cli import main
+
+    result = CliRunner().invoke(main, ["sandbox", "build-image"], catch_exceptions=False)
+    assert result.exit_code == 0 and result.stdout.strip() == image.image_tag()
+    assert resolve_backend("auto") == "docker"
