@@ -11,7 +11,6 @@ import time
 import uuid
 from pathlib import Path
 
-import pytest
 
 from touchstone.sandbox import Limits, open_sandbox
 
