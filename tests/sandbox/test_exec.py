@@ -80,7 +80,7 @@ def test_no_file_descriptor_leaks(workspace, sandbox_backend):
 
     def cycle():
         with open_sandbox(workspace, sandbox_backend) as box:
-            box.exec("echo hi"), box.exec(["true"]), box.exec("sleep 5", timeout=0.5)
+            box.exec("echo hi"), box.exec(["true"]), box.exec("sleep 5", timeout=0.2)
 
     for _ in range(2):  # first-use caches settle (the Docker client's connection pool fills)
         cycle()
