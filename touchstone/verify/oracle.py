@@ -207,7 +207,7 @@ def run_oracle(
     reference, ref_wall, ref_timeout = _run_side(reference_tree, encoded, backend=backend, timeout=timeout)
     if ref_timeout or not reference:
         return "error", f"the reference produced no oracle results (timed out: {ref_timeout})"
-    limit = min(timeout, max(10.0, 10 * ref_wall + 5))
+    limit = min(timeout, max(30.0, 10 * ref_wall + 10))  # generous: a loaded machine is not a slow solution
     runs = []
     for order in (encoded, encoded[::-1]):
         got, _, timed_out = _run_side(candidate_tree, order, backend=backend, timeout=limit)

@@ -6,9 +6,13 @@ are stripped."""
 
 from __future__ import annotations
 
+import configparser
 import fnmatch
+import json
 import sys
+import tomllib
 from dataclasses import dataclass, field
+from typing import Callable
 
 from touchstone.verify.static_audit import is_test_file
 from touchstone.verify.tree import TreeDiff
@@ -16,10 +20,13 @@ from touchstone.verify.tree import TreeDiff
 # Test configuration, start-up hooks, and names that shadow the test framework.
 DEFAULT_PROTECTED = (
     "conftest.py", "*/conftest.py",
-    "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", ".pytest.ini",
+    "pytest.ini", ".pytest.ini",
     "*sitecustomize.py", "*usercustomize.py", "*.pth",
     ".git/*", "*.so", "*.pyd", "*.dylib",
 )  # fmt: skip
+# Shared configuration files: only their pytest section is protected, so an
+# honest change elsewhere in them (a dependency, a version) is not a violation.
+SHARED_CONFIG = {"pyproject.toml", "setup.cfg", "tox.ini"}
 FRAMEWORK_MODULES = {"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "attr", "tomli", "exceptiongroup"}
 SHADOWED = FRAMEWORK_MODULES | set(sys.stdlib_module_names)
 
@@ -41,9 +48,35 @@ def _module_names(rel: str, import_roots: set[str]) -> set[str]:
     return names
 
 
-def check_protected(diff: TreeDiff, pristine_files: set[str], task_globs: list[str], test_dirs: set[str]) -> ProtectedResult:
+def pytest_section(name: str, data: bytes | None) -> str | None:
+    """Canonical text of the pytest configuration inside a shared config file
+    (None: the file or its section is absent; unparsable text counts whole)."""
+    if data is None:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    try:
+        if name == "pyproject.toml":
+            section = tomllib.loads(text).get("tool", {}).get("pytest")
+            return None if section is None else json.dumps(section, sort_keys=True)
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(text)
+        key = "tool:pytest" if name == "setup.cfg" else "pytest"
+        return json.dumps(dict(parser[key]), sort_keys=True) if parser.has_section(key) else None
+    except (tomllib.TOMLDecodeError, configparser.Error, AttributeError):
+        return "unparsable: " + text
+
+
+def check_protected(
+    diff: TreeDiff,
+    pristine_files: set[str],
+    task_globs: list[str],
+    test_dirs: set[str],
+    before: Callable[[str], bytes | None] = lambda rel: None,
+    after: Callable[[str], bytes | None] = lambda rel: None,
+) -> ProtectedResult:
     """`pristine_files`: workspace files before the run; `test_dirs`: dirs of
-    visible + hidden tests (on sys.path under pytest's rootdir insertion)."""
+    visible + hidden tests (on sys.path under pytest's rootdir insertion);
+    `before`/`after`: file contents, for the shared config files."""
     res = ProtectedResult()
     import_roots = {""} | test_dirs
     for rel in diff.changed:
@@ -54,6 +87,10 @@ def check_protected(diff: TreeDiff, pristine_files: set[str], task_globs: list[s
             why = "protected by the task"
         elif any(fnmatch.fnmatch(rel, g) for g in DEFAULT_PROTECTED):
             why = "test configuration / start-up hook / native module"
+        elif rel.rsplit("/", 1)[-1] in SHARED_CONFIG:
+            name = rel.rsplit("/", 1)[-1]
+            if pytest_section(name, before(rel)) != pytest_section(name, after(rel)):
+                why = "changes the pytest configuration"
         elif rel in pristine_files and is_test_file(rel):
             why = "a test file the task ships"
         elif rel in diff.created:

@@ -118,7 +118,12 @@ def verify_trajectory(
     test_dirs = {rel.rpartition("/")[0] for rel in pristine_tests} | {
         p.parent.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")
     }
-    prot = check_protected(rep.diff, pristine_files, list(task.protected), {d for d in test_dirs if d not in ("", ".")})
+    def before(rel: str) -> bytes | None:
+        path = task.workspace_dir / rel
+        return path.read_bytes() if rel in pristine_files else None
+
+    prot = check_protected(rep.diff, pristine_files, list(task.protected), {d for d in test_dirs if d not in ("", ".")},
+                           before, rep.files.get)  # fmt: skip
     checks.append(_protected_check(prot))
     graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine_tests}
     py_sources = {rel: data.decode("utf-8", errors="replace") for rel, data in graded.items() if rel.endswith(".py")}
