@@ -77,3 +77,26 @@ def test_propose_llm_records_a_reward_per_proposal(tmp_path: Path) -> None:
     assert result.kept == 0 and rewards.height == 2
     assert rewards["reason"].to_list() == ["malformed", "malformed"] and rewards["reward"].to_list() == [0.0, 0.0]
     assert rewards["policy"].to_list() == ["teacher", "teacher"]
+
+
+def test_solve_rate_runs_the_policy_and_grades_its_patch(tmp_path: Path) -> None:
+    """The real teacher policy repairs a single flipped comparison that the visible
+    tests expose (rate 1, reward 0), and cannot implement a stub (rate 0, reward 0)."""
+    from tests.tasks.conftest import CALC, write_calc
+    from touchstone.agent.policies import make_policy
+    from touchstone.tasks.proposers.llm import solve_rate
+    from touchstone.tasks.schema import Task, load_task
+
+    d = tmp_path / "flip"
+    write_calc(d / "workspace")
+    (d / "workspace" / "calc" / "__init__.py").write_text(CALC.replace("s += x", "s -= x"))
+    write_calc(d / "hidden_tests")
+    (d / "hidden_tests" / "calc" / "__init__.py").unlink()
+    (d / "reference" / "calc").mkdir(parents=True)
+    (d / "reference" / "calc" / "__init__.py").write_text(CALC)
+    Task(id="flip", statement="total returns wrong sums").write(d)
+    policy = make_policy("teacher")
+    assert solve_rate(load_task(d), policy, 1, "bwrap") == 1.0
+    _, [stub_task] = propose_from_outputs([BY_LABEL["well_formed"]], tmp_path / "one", origin="recorded",
+                                          cfg=ValidationConfig(backend="bwrap"))
+    assert solve_rate(stub_task, policy, 1, "bwrap") == 0.0
