@@ -11,7 +11,7 @@ import pytest
 
 from touchstone.agent.loop import run_episode
 from touchstone.agent.policies import make_policy
-from touchstone.agent.policies.repair import line_edit, parse_test_run
+from touchstone.agent.policies.repair import line_edit, parse_function_hits, parse_test_run
 
 from .conftest import MINILIB, MINILIB_TESTS, minilib_task
 
@@ -97,3 +97,32 @@ def test_parse_test_run_reads_native_tracebacks():
 def test_line_edit_is_one_unique_replacement(current, target):
     old, new = line_edit(current, target)
     assert current.count(old) == 1 and current.replace(old, new) == target
+
+
+def test_teacher_edits_lines_that_repeat_elsewhere_in_a_large_file(tmp_path):
+    # Another function shares clamp's lines, and the file is too long to read in one observation.
+    filler = "".join(f"\n\ndef helper_{i}(x, lo):\n    if x < lo:\n        return lo\n    return x * {i}\n"
+                     for i in range(200))
+    task = minilib_task(tmp_path, "big", "`clamp` ignores the upper bound.",
+                        MINILIB.replace("if x > hi:", "if x <= hi:") + filler)
+    assert len((task.workspace_dir / "minilib/core.py").read_text()) > 8000
+    traj = run_episode(task, make_policy("teacher"), backend="bwrap")
+    assert traj.exit_reason == "submitted" and hidden_tests_pass(task, traj.diff.patch, tmp_path)
+    errors = [m["content"] for m in traj.messages if m["role"] == "tool" and m["content"].startswith("error: ")]
+    assert errors and all("occurs 2" in e or "occurs 201" in e for e in errors)  # retried with the def line
+
+
+def test_function_windows_from_grep_context():
+    out = ("exit code: 0\nstdout:\n./pkg/a.py:3:def f(x):\n./pkg/a.py-4-    y = x\n./pkg/a.py-5-\n"
+           "./pkg/a.py-6-    return y\n./pkg/a.py-7-\n./pkg/a.py-8-X = 1\n--\n"
+           "./pkg/b.py:10:    def m(self):\n./pkg/b.py-11-        return 1\n./pkg/b.py-12-\n"
+           "./pkg/b.py-13-    @property\n./pkg/b.py:14:    def f(self):\n./pkg/b.py-15-        return 2\n--\n"
+           "./tests/test_a.py:1:def f():\n./tests/test_a.py-2-    pass\n")
+    windows = parse_function_hits(out)
+    assert [(w.path, w.start, w.text) for w in windows] == [
+        ("pkg/a.py", 3, "def f(x):\n    y = x\n\n    return y\n"),
+        ("pkg/b.py", 10, "    def m(self):\n        return 1\n"),
+        ("pkg/b.py", 14, "    def f(self):\n        return 2\n"),
+    ]
+    assert windows[1].module == "def m(self):\n    return 1\n"
+    assert windows[1].reindent("def m(self):\n    return 2\n") == "    def m(self):\n        return 2\n"

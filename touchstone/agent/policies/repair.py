@@ -143,15 +143,6 @@ def first_failure_command(run: TestRun, base_command: str) -> str | None:
     return f"{base_command} {shlex.quote(node)}"
 
 
-def parse_grep_defs(observation: str) -> list[tuple[str, int]]:
-    """(path, line) of `grep -rn` hits on `def NAME` lines, outside test files."""
-    hits = []
-    for m in re.finditer(r"^(?:\./)?([^:\n]+\.py):(\d+):", observation, re.M):
-        if not is_test_path(m.group(1)):
-            hits.append((m.group(1), int(m.group(2))))
-    return hits
-
-
 # ---------------------------------------------------------------- candidate edits
 
 
@@ -294,56 +285,51 @@ def line_edit(current: str, target: str) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- reading big files by function
 
-SMALL_FILE_BYTES = 6000  # read whole; larger files are read one function at a time
-_OUTLINE_RE = re.compile(r"^(\d+):([ \t]*)(?:(?:async\s+)?(def|class)\s+(\w+)|(@))?", re.M)
+CONTEXT_LINES = 60  # lines shown after each `def` hit: most functions fit
 
 
-def outline_command(path: str) -> str:
-    """Size of the file, then every line that can end a function: statements at
-    column 0, and def/class/decorator lines at any indentation."""
-    q = shlex.quote(path)
-    return (f"wc -lc < {q} && grep -nE '^([^[:space:]#]|[[:space:]]*((async[[:space:]]+)?(def|class)[[:space:]]|@))' "
-            f"{q} | cut -c1-80")
+def find_functions_command(names: list[str]) -> str:
+    """One grep that shows every definition of `names` with the lines after it."""
+    pattern = "|".join(re.escape(n) for n in names)
+    return f"grep -rn -A {CONTEXT_LINES} --include='*.py' -E '^[[:space:]]*(async[[:space:]]+)?def ({pattern})\\b' ."
 
 
-@dataclass(frozen=True)
-class OutlineEntry:
-    line: int
-    indent: int
-    kind: str  # def, class, decorator, other
-    name: str
+_GREP_LINE_RE = re.compile(r"^(?:\./)?(.+?\.py)([:-])(\d+)[:-](.*)$")
 
 
-@dataclass(frozen=True)
-class Outline:
-    n_lines: int
-    size: int
-    entries: tuple[OutlineEntry, ...]
+def parse_function_hits(observation: str) -> list["Window"]:
+    """Function windows from `grep -n -A` output: each `def` hit and the lines after
+    it, up to the first line indented no deeper than the def (or the context's end).
+    Test files are skipped; a window cut by truncation simply fails to parse later."""
+    windows: list[Window] = []
+    current: tuple[str, int, int, list[str]] | None = None  # path, start, indent, lines
 
-    def function_span(self, line: int) -> tuple[int, int] | None:
-        """(first, last) line of the outermost function around `line`."""
-        best = None
-        for i, e in enumerate(self.entries):
-            if e.kind != "def" or e.line > line:
+    def close() -> None:
+        if current and not is_test_path(current[0]):
+            windows.append(Window(current[0], current[1], trim_window("".join(current[3]))))
+
+    for raw in observation.splitlines():
+        m = _GREP_LINE_RE.match(raw)
+        if m is None:
+            close()
+            current = None
+            continue
+        path, sep, line, text = m.group(1), m.group(2), int(m.group(3)), m.group(4)
+        indent = len(text) - len(text.lstrip())
+        if sep == ":":  # a def line: starts a window (a nested def stays inside its parent)
+            if current and current[0] == path and indent > current[2] and line == current[1] + len(current[3]):
+                current[3].append(text + "\n")
                 continue
-            end = next((f.line - 1 for f in self.entries[i + 1:] if f.indent <= e.indent), self.n_lines)
-            if line <= end and (best is None or e.indent < best[2]):
-                best = (e.line, end, e.indent)
-        return best[:2] if best else None
-
-    def defs_named(self, name: str) -> list[int]:
-        return [e.line for e in self.entries if e.kind == "def" and e.name == name]
-
-
-def parse_outline(observation: str) -> Outline | None:
-    m = re.match(r"exit code: 0\nstdout:\n\s*(\d+)\s+(\d+)\n", observation)
-    if m is None:
-        return None
-    entries = []
-    for e in _OUTLINE_RE.finditer(observation[m.end():]):
-        kind = e.group(3) or ("decorator" if e.group(5) else "other")
-        entries.append(OutlineEntry(int(e.group(1)), len(e.group(2).expandtabs()), kind, e.group(4) or ""))
-    return Outline(int(m.group(1)), int(m.group(2)), tuple(entries))
+            close()
+            current = (path, line, indent, [text + "\n"])
+        elif current and current[0] == path and line == current[1] + len(current[3]):
+            if text.strip() and indent <= current[2] and not text.lstrip().startswith("#"):
+                close()  # the function ended
+                current = None
+            else:
+                current[3].append(text + "\n")
+    close()
+    return windows
 
 
 @dataclass(frozen=True)
