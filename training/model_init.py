@@ -10,7 +10,9 @@ serve`) work on a model we can build without the Hub. Real users point
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,7 +161,9 @@ def default_model(seed: int = 0, pretrain_steps: int = 0) -> Path:
     """The default model, built once per machine into the cache and reused
     (tests and round 0 call this). Built in a temp dir and renamed, so a
     half-written model is never seen."""
-    target = paths.cache() / "models" / f"tiny-qwen2-s{seed}-p{pretrain_steps}"
+    # Keyed by this builder's own source, so a changed recipe never reuses a stale build.
+    recipe = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:10]
+    target = paths.cache() / "models" / f"tiny-qwen2-{recipe}-s{seed}-p{pretrain_steps}"
     if (target / "checkpoint.json").is_file():
         return target
     tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
@@ -167,7 +171,5 @@ def default_model(seed: int = 0, pretrain_steps: int = 0) -> Path:
     try:
         tmp.rename(target)
     except OSError:  # another process finished first; theirs is identical
-        import shutil
-
         shutil.rmtree(tmp, ignore_errors=True)
     return target

@@ -150,3 +150,5 @@ def test_cli_build_prints_summary(round_files, tmp_path):
     assert result.exit_code == 0, result.output
     assert "sft" in result.output and "tests" in result.output  # reject reason: the failed check
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["datasets"]["sft"]["rows"] == 2
+    again = CliRunner().invoke(main, ["data", "summary", str(tmp_path / "out")])
+    assert again.exit_code == 0 and again.output == result.output

@@ -56,7 +56,7 @@ def model() -> None:
 @model.command("init")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Checkpoint directory to create.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--pretrain-steps", type=int, default=100, show_default=True,
+@click.option("--pretrain-steps", type=int, default=50, show_default=True,
               help="Brief next-token pass over the code corpus (0 = random weights).")
 def init(out: Path, seed: int, pretrain_steps: int) -> None:
     """Build the default tiny Qwen2 model and code tokenizer, offline and deterministically."""
