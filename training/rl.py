@@ -13,6 +13,12 @@ with logp_old the log-probabilities recorded at sampling time, so stale
 token ids (teacher or API policies) are tokenized from their messages with the
 base tokenizer's chat template, and have no logp_old (ratio = 1, plain policy
 gradient). For online GRPO with the sandbox as environment see training/online.py.
+
+Why not a `GRPOTrainer` subclass: its training step is built around generating
+a group per prompt (sampler repeats prompts, `_generate_and_score_completions`
+produces the batch); feeding it recorded turns would mean replacing most of
+it. This trainer keeps TRL's shape (a config dataclass + a `Trainer`
+subclass, TRL's padding helper) and GRPO's loss.
 """
 
 from __future__ import annotations
