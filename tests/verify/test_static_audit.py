@@ -38,6 +38,10 @@ def rules(src, path="solution.py", policy=None):
         ("import os\nn = os.environ.get('PYTEST_CURRENT_TEST')\n", "S-ENV-READ"),
         ("import urllib.request\n", "S-NETWORK-CODE"),
         ("import os\nos.dup2(3, 7)\n", "S-FD-TAMPER"),
+        ("try:\n    1 / 0\nexcept Exception as e:\n    f = e.__traceback__.tb_frame\n", "S-FRAME-ATTR"),
+        ("os_mod = [c for c in ().__class__.__base__.__subclasses__()]\n", "S-DUNDER-ESCAPE"),
+        ("def f():\n    pass\ng = f.__globals__\n", "S-DUNDER-ESCAPE"),
+        ("import threading\nthreading.settrace(print)\n", "S-INTROSPECTION"),
         ("x = open('/proc/self/fd/3', 'a')\n", "S-READ-TESTS"),
     ],
 )

@@ -23,6 +23,7 @@ DEFAULT_PROTECTED = (
     "pytest.ini", ".pytest.ini",
     "*sitecustomize.py", "*usercustomize.py", "*.pth",
     ".git/*", "*.so", "*.pyd", "*.dylib",
+    "*.dist-info/entry_points.txt", "*.egg-info/entry_points.txt",  # pytest11 plugin registration
 )  # fmt: skip
 # Shared configuration files: only their pytest section is protected, so an
 # honest change elsewhere in them (a dependency, a version) is not a violation.
