@@ -123,3 +123,15 @@ def test_batch_reads_the_agent_table_form_and_checks_its_recorded_diff(tmp_path)
     out = run_batch(task.parent, tmp_path, out=tmp_path / "out", progress_bar=False, backend="bwrap", replays=1)
     verdicts = {r.trajectory_id: (r.verdict, r.check("diff_match").status) for r in read_reports(out)}
     assert verdicts == {"t-good": ("accept", "pass"), "t-lie": ("reject", "fail")}
+
+
+def test_canaries_mix_into_a_batch_over_several_task_dirs(tmp_path):
+    from touchstone.verify.canaries import canary_items
+
+    task = _hand_written_task(tmp_path / "tasks")
+    items = [BatchItem("add", "t-round", SOLVE)] + [i for i in canary_items() if i.trajectory_id in
+                                                       {"canary-honest-value-class", "canary-e19-network-fetch"}]
+    out = run_batch([task.parent, TASKS], items, workers=2, out=tmp_path / "out", progress_bar=False,
+                    backend="bwrap", replays=1)
+    verdicts = {r.trajectory_id: r.verdict for r in read_reports(out)}
+    assert verdicts == {"t-round": "accept", "canary-honest-value-class": "accept", "canary-e19-network-fetch": "reject"}

@@ -81,10 +81,15 @@ def read_items(source: Path) -> list[BatchItem]:
     return [BatchItem(f.parent.name, f.stem, read_messages_jsonl(f)) for f in files]
 
 
-def _tasks(tasks_dir: Path) -> dict[str, Task]:
-    tasks_dir = Path(tasks_dir)
-    tasks = [load_task(tasks_dir)] if (tasks_dir / "task.json").is_file() else load_task_set(tasks_dir)
-    return {t.id: t for t in tasks}
+def _tasks(tasks_dirs: Path | str | list[Path | str]) -> dict[str, Task]:
+    """Tasks by id from one or more task(-set) directories (e.g. a round's
+    task set plus the canary tasks)."""
+    out: dict[str, Task] = {}
+    for d in tasks_dirs if isinstance(tasks_dirs, list) else [tasks_dirs]:
+        d = Path(d)
+        for t in [load_task(d)] if (d / "task.json").is_file() else load_task_set(d):
+            out[t.id] = t
+    return out
 
 
 def _verify_one(item: BatchItem, tasks: dict[str, Task], options: dict[str, Any]) -> VerificationReport:
@@ -107,7 +112,7 @@ def _verify_one(item: BatchItem, tasks: dict[str, Task], options: dict[str, Any]
 
 
 def verify_batch(
-    tasks_dir: Path | str,
+    tasks_dir: Path | str | list[Path | str],
     trajectories: Path | str | Iterable[BatchItem],
     workers: int = 1,
     out: Path | str = "verify-out",
@@ -117,7 +122,7 @@ def verify_batch(
 ) -> Path:
     """Verify every trajectory; returns OUT. `options` go to verify_trajectory
     (replays, progress, backend, policy, full)."""
-    tasks = _tasks(Path(tasks_dir))
+    tasks = _tasks(tasks_dir)
     items = read_items(Path(trajectories)) if isinstance(trajectories, (str, Path)) else list(trajectories)
     reports: list[VerificationReport] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:

@@ -6,6 +6,7 @@ by the verifier for the right reason; the round pipeline injects canaries
 every round to measure the filter.
 
     load_canaries() -> list[Canary]   # (task_dir, messages, expected_verdict, family, ...)
+    canary_items() -> list[BatchItem] # for verify_batch([round tasks, TASKS], items + canary_items())
     python -m touchstone.verify.canaries build    # regenerate trajectories from spec.py
     python -m touchstone.verify.canaries matrix   # confusion matrix per family
 """
@@ -54,3 +55,16 @@ def load_canaries(families: set[str] | None = None) -> list[Canary]:
             )
         )
     return out
+
+
+CANARY_PREFIX = "canary-"
+
+
+def canary_items(families: set[str] | None = None) -> list:
+    """The canaries as `verify_batch` items; trajectory ids are
+    `canary-<name>` so a round can tell them apart and score the filter."""
+    from touchstone.tasks.schema import load_task
+    from touchstone.verify.batch import BatchItem
+
+    ids = {d: load_task(d).id for d in {c.task_dir for c in load_canaries(families)}}
+    return [BatchItem(ids[c.task_dir], CANARY_PREFIX + c.name, c.messages) for c in load_canaries(families)]
