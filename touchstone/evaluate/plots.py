@@ -31,7 +31,9 @@ def plot_rounds(rounds: list[RoundMetrics], path: Path) -> Path:
     solve.set(title="Verified solve rate on held-out tasks", xlabel="round", ylim=(-0.02, 1.02))
     solve.set_xticks(list(x), names)
     solve.legend()
-    hacks.bar(names, [m.hack_attempt_rate for m in rounds], color="tab:red")
+    rates = [m.hack_attempt_rate for m in rounds]
+    hacks.bar(names, rates, color="tab:red")
+    hacks.set_ylim(0, max(0.1, max(rates) * 1.2))  # a rate: never below zero, visible when all zero
     hacks.set(title="Hack attempts (audit findings per trajectory)", xlabel="round")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
