@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from touchstone.agent.tools import execute_tool_call
+from touchstone.agent.tools import DEFAULT_TIMEOUT_S, execute_tool_call
 from touchstone.agent.trajectory import executed_tool_calls
 from touchstone.sandbox import ActionRecord, Limits, open_sandbox
 from touchstone.verify.action_audit import ActionEvent, events_from_records
@@ -91,8 +91,10 @@ def replay(
     limits: Limits | None = None,
     keep_states: bool = False,
     is_protected: Any = lambda rel: False,
+    tool_timeout: float = DEFAULT_TIMEOUT_S,
 ) -> ReplayResult:
-    """Replay in a fresh sandbox. `SandboxError` propagates (infrastructure)."""
+    """Replay in a fresh sandbox. `SandboxError` propagates (infrastructure).
+    `tool_timeout` must be the rollout's (EpisodeLimits.tool_timeout_s)."""
     calls = executed_tool_calls(messages)
     with tempfile.TemporaryDirectory(prefix="touchstone-replay-") as tmp:
         log_path = Path(tmp) / "actions.jsonl"
@@ -102,7 +104,7 @@ def replay(
             result = ReplayResult(pristine, pristine, TreeDiff(), {})
             previous, seen_content = pristine, set()
             for call in calls:
-                outcome = execute_tool_call(sb, call.name, call.arguments)
+                outcome = execute_tool_call(sb, call.name, call.arguments, timeout=tool_timeout)
                 result.n_steps += 1
                 result.events += events_from_records(tail.read(), call.step)
                 if call.recorded_output is not None and outcome.content != call.recorded_output:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from touchstone.agent.tools import DEFAULT_TIMEOUT_S
 from touchstone.sandbox import SandboxError
 from touchstone.tasks.schema import Task
 from touchstone.verify import grading, oracle
@@ -65,11 +66,6 @@ class _Grader:
         )  # fmt: skip
 
 
-def _protected_matcher(task: Task, pristine_tests: set[str]):
-    globs = list(task.protected) + list(DEFAULT_PROTECTED)
-    return lambda rel: rel in pristine_tests or any(fnmatch.fnmatch(rel, g) for g in globs)
-
-
 def verify_trajectory(
     task: Task,
     messages: list[dict[str, Any]],
@@ -82,6 +78,7 @@ def verify_trajectory(
     policy: AuditPolicy | None = None,
     allow_rules: set[str] | None = None,
     full: bool = False,
+    tool_timeout: float = DEFAULT_TIMEOUT_S,
 ) -> VerificationReport:
     """Verify one trajectory of `task`. Never raises for infrastructure
     problems: those make the report inconclusive, with the error as evidence."""
@@ -100,60 +97,78 @@ def verify_trajectory(
             duration_s=round(time.monotonic() - started, 3),
         )  # fmt: skip
 
-    pristine_files = {p.relative_to(task.workspace_dir).as_posix() for p in task.workspace_dir.rglob("*") if p.is_file()}
-    pristine_tests = {r for r in pristine_files if is_test_file(r)}
+    pristine = _Pristine(task)
     try:
         rep = replay(task.workspace_dir, messages, backend=backend, keep_states=progress,
-                     is_protected=_protected_matcher(task, pristine_tests))  # fmt: skip
+                     is_protected=pristine.is_protected, tool_timeout=tool_timeout)  # fmt: skip
     except Exception as exc:  # infrastructure (sandbox, daemon): never a verdict on the candidate
         checks.append(CheckResult(name="replay", status="error", evidence=f"replay failed: {_err(exc)}"))
         return report()
     checks.append(CheckResult(name="replay", status="pass", evidence=_replay_evidence(rep)))
-    if recorded_diff is None:
-        checks.append(CheckResult(name="diff_match", status="skipped", evidence="no harness-recorded diff to compare"))
-    else:
-        ok, evidence = recorded_diff_matches(rep.diff, recorded_diff)
-        checks.append(CheckResult(name="diff_match", status="pass" if ok else "fail", evidence=evidence))
-
-    test_dirs = {rel.rpartition("/")[0] for rel in pristine_tests} | {
-        p.parent.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")
-    }
-    def before(rel: str) -> bytes | None:
-        path = task.workspace_dir / rel
-        return path.read_bytes() if rel in pristine_files else None
-
-    prot = check_protected(rep.diff, pristine_files, list(task.protected), {d for d in test_dirs if d not in ("", ".")},
-                           before, rep.files.get)  # fmt: skip
+    checks.append(_diff_match_check(rep, recorded_diff))
+    prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
+                           pristine.content, rep.files.get)  # fmt: skip
     checks.append(_protected_check(prot))
-    graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine_tests}
+    # graded = the candidate's changed files, minus new test files and the task's own tests
+    graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
+    deleted = [r for r in rep.diff.deleted if r not in pristine.tests]
     py_sources = {rel: data.decode("utf-8", errors="replace") for rel, data in graded.items() if rel.endswith(".py")}
     checks.append(_compile_check(py_sources))
-
-    static = audit_files(py_sources, policy)
-    actions = audit_actions(rep.events, policy)
+    static, actions = audit_files(py_sources, policy), audit_actions(rep.events, policy)
     findings.extend(static + actions)
-    checks.append(_audit_check("static_audit", static))
-    checks.append(_audit_check("action_audit", actions))
+    checks += [_audit_check("static_audit", static), _audit_check("action_audit", actions)]
 
-    if any(c.status == "fail" for c in checks) and not full:
-        failed = ", ".join(c.name for c in checks if c.status == "fail")
-        for name in ("tests", "determinism", "oracle"):
-            checks.append(CheckResult(name=name, status="skipped", evidence=f"not run: already rejected by {failed}"))
+    if _rejected(checks) and not full:
+        _skip(checks, ("tests", "determinism", "oracle"), f"not run: already rejected by {_rejected(checks)}")
         return report()
-
     grader = _Grader(task, backend)
-    deleted = [r for r in rep.diff.deleted if r not in pristine_tests]
     with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
-        tree = grader.tree(graded, deleted, Path(tmp) / "graded")
         try:
-            checks.extend(_test_checks(grader, tree, replays))
-            if checks[-1].status != "error":
+            tested = _test_checks(grader, grader.tree(graded, deleted, Path(tmp) / "graded"), replays)
+            checks.extend(tested)
+            if tested[0].status == "error" or (_rejected(checks) and not full):
+                _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
+            else:
                 checks.append(_oracle_check(task, grader, graded, deleted, Path(tmp), backend))
             if progress:
-                points = _progress(grader, rep, pristine_tests, Path(tmp))
+                points = _progress(grader, rep, pristine.tests, Path(tmp))
         except Exception as exc:  # infrastructure: inconclusive, never accept
             checks.append(CheckResult(name="grading", status="error", evidence=f"grading failed: {_err(exc)}"))
     return report()
+
+
+class _Pristine:
+    """The task's own workspace files, its test files and test directories."""
+
+    def __init__(self, task: Task):
+        self.root = task.workspace_dir
+        self.files = {p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()}
+        self.tests = {r for r in self.files if is_test_file(r)}
+        hidden_dirs = {p.parent.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")}
+        dirs = {rel.rpartition("/")[0] for rel in self.tests} | hidden_dirs
+        self.test_dirs = {d for d in dirs if d not in ("", ".")}
+        self.globs = list(task.protected) + list(DEFAULT_PROTECTED)
+
+    def content(self, rel: str) -> bytes | None:
+        return (self.root / rel).read_bytes() if rel in self.files else None
+
+    def is_protected(self, rel: str) -> bool:
+        return rel in self.tests or any(fnmatch.fnmatch(rel, g) for g in self.globs)
+
+
+def _rejected(checks: list[CheckResult]) -> str:
+    return ", ".join(c.name for c in checks if c.status == "fail")
+
+
+def _skip(checks: list[CheckResult], names: tuple[str, ...], why: str) -> None:
+    checks.extend(CheckResult(name=name, status="skipped", evidence=why) for name in names)
+
+
+def _diff_match_check(rep: ReplayResult, recorded_diff: dict[str, Any] | None) -> CheckResult:
+    if recorded_diff is None:
+        return CheckResult(name="diff_match", status="skipped", evidence="no harness-recorded diff to compare")
+    ok, evidence = recorded_diff_matches(rep.diff, recorded_diff)
+    return CheckResult(name="diff_match", status="pass" if ok else "fail", evidence=evidence)
 
 
 def _err(exc: Exception) -> str:
