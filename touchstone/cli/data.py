@@ -41,13 +41,12 @@ def data() -> None:
 def build(reports: Path, trajectories: Path, out: Path, round_key: str | None, config: Path | None) -> None:
     """Write OUT/{sft,rl,dpo,kto}.parquet and OUT/summary.json."""
     from touchstone.data.build import build_datasets
-    from touchstone.data.inputs import DataError
     from touchstone.data.schema import DataConfig
 
     cfg = DataConfig.model_validate(yaml.safe_load(config.read_text()) or {}) if config else DataConfig()
     try:
         summary = build_datasets(reports, trajectories, out, round_key=round_key, config=cfg)
-    except DataError as exc:
+    except ValueError as exc:  # DataError, or a report inconsistent with its trajectory (credit)
         raise click.ClickException(str(exc)) from None
     _print_summary(summary.model_dump())
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from touchstone.agent.trajectory import TRAJECTORIES_FILE, Trajectory, read_tables
 from touchstone.data.schema import Lineage
@@ -25,7 +25,6 @@ class DataError(ValueError):
 class Example(BaseModel):
     """One trajectory and the verifier's report on it."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
     trajectory: Trajectory
     report: VerificationReport
     round: str | None = None
