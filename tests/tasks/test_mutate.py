@@ -29,7 +29,8 @@ def clip(xs, lo, hi):
 
 
 class Box:
-    def area(self, w, h):
+    @staticmethod
+    def area(w, h):
         return math.pow(w, h) - w % 3
 '''
 
@@ -66,6 +67,13 @@ def test_specific_rewrites() -> None:
     assert any("math.pow(h, w)" in d for d in by_op["swap_arguments"])
     assert any("+        return None" in d for d in by_op["change_return_value"])
     assert any(d.startswith("-    if not xs:\n-        return []") for d in by_op["remove_early_return"])
+
+
+def test_decorated_and_nested_scopes_mutate() -> None:
+    src = "import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n"
+    found = list(mutations(src, "f.py", "f"))
+    assert {"comparison_flip", "arith_swap", "change_constant"} <= {m.operator for m in found}
+    assert all(m.source.startswith("import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef fib(n):") for m in found)
 
 
 def test_shuffled_order_is_deterministic() -> None:

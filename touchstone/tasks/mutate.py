@@ -242,13 +242,23 @@ def _splice(source: str, edit: Edit, parens: bool) -> str | None:
     return (data[:start] + text.encode() + data[end:]).decode()
 
 
-def _expected_dump(tree: ast.Module, edit: Edit) -> str:
-    """ast.dump of the tree with the edit applied in place (then undone)."""
+def _top_index(tree: ast.Module, node: ast.AST) -> int | None:
+    """Index of the top-level statement whose lines contain `node`."""
+    for i, stmt in enumerate(tree.body):
+        if stmt.lineno <= node.lineno and node.end_lineno <= stmt.end_lineno:
+            return i
+    return None
+
+
+def _expected_dump(tree: ast.Module, edit: Edit, top: int | None) -> str:
+    """ast.dump of the tree (or of its top-level statement `top`) with the edit
+    applied in place, then undone."""
+    target = tree if top is None else tree.body[top]
     holder = getattr(edit.parent, edit.field)
     if edit.index is None:
         setattr(edit.parent, edit.field, edit.new)
         try:
-            return ast.dump(tree)
+            return ast.dump(target)
         finally:
             setattr(edit.parent, edit.field, holder)
     saved = list(holder)
@@ -257,23 +267,38 @@ def _expected_dump(tree: ast.Module, edit: Edit) -> str:
     else:
         holder[edit.index] = edit.new
     try:
-        return ast.dump(tree)
+        return ast.dump(target)
     finally:
         holder[:] = saved
 
 
 def apply_edit(source: str, tree: ast.Module, edit: Edit) -> str | None:
-    """The mutated file text, or None when no splice reproduces the intended AST."""
-    want = _expected_dump(tree, edit)
+    """The mutated file text, or None when no splice reproduces the intended AST.
+    The splice touches only lines of the top-level statement holding the node,
+    so only that statement's new lines are re-parsed and compared: a mutant of
+    a big module costs as much as one of a small one."""
+    top = _top_index(tree, edit.node)
+    want = _expected_dump(tree, edit, top)
     for parens in (False, True):
         text = _splice(source, edit, parens)
         if text is None:
             return None
+        if top is None:
+            snippet, expect_len = text, None
+        else:
+            stmt = tree.body[top]
+            delta = len(text.splitlines()) - len(source.splitlines())
+            start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+            snippet = "\n".join(text.splitlines()[start - 1:stmt.end_lineno + delta]) + "\n"
+            expect_len = 1
         try:
-            if ast.dump(ast.parse(text)) == want:
-                return text
+            new = ast.parse(snippet)
         except SyntaxError:
             continue
+        if top is None and ast.dump(new) == want:
+            return text
+        if top is not None and len(new.body) == expect_len and ast.dump(new.body[0]) == want:
+            return text
     return None
 
 

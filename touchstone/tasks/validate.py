@@ -14,6 +14,7 @@ Cheapest checks run first; the first failing one decides the reason.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from datetime import UTC, datetime
@@ -117,7 +118,9 @@ def adequacy_mutants(task: Task, cfg: ValidationConfig) -> list[tuple[str, str]]
         current = task.workspace_dir / rel
         ws_text = current.read_text() if current.is_file() else None
         changed = changed_functions(ref_text, ws_text)
-        for m in mutations(ref_text, rel, module_name(rel), only=changed, rng=rng):
+        # a shuffled sample is enough to spread over operators; rendering every site of a big function is not
+        for m in itertools.islice(mutations(ref_text, rel, module_name(rel), only=changed, rng=rng),
+                                  4 * cfg.max_mutants):
             if m.source != ws_text and compile_error(m.source, rel) is None:
                 pool.setdefault(m.operator, []).append((rel, m.source))
     picked: list[tuple[str, str]] = []
