@@ -1,7 +1,9 @@
 """Which executor runs a round's steps, chosen by TOUCHSTONE_EXECUTOR so the same
 code location runs on a laptop, a Docker host and a Kubernetes cluster:
 
-- `multiprocess` (default): one process per step on this machine;
+- `in_process` (default): every step in the run's process; a round is a chain of
+  steps, so on a laptop this is the fastest (no per-step interpreter start);
+- `multiprocess`: one process per step on this machine;
 - `docker`: one container per step (image: TOUCHSTONE_STEP_IMAGE), see deploy/docker/;
 - `k8s`: one Kubernetes Job per step (namespace: TOUCHSTONE_K8S_NAMESPACE), see deploy/k8s/;
   the checkpoint step asks for a GPU through its `dagster-k8s/config` tag.
@@ -11,11 +13,13 @@ import os
 
 import dagster as dg
 
-EXECUTORS = ("multiprocess", "docker", "k8s")
+EXECUTORS = ("in_process", "multiprocess", "docker", "k8s")
 
 
 def executor_from_env() -> dg.ExecutorDefinition:
-    kind = os.environ.get("TOUCHSTONE_EXECUTOR", "multiprocess")
+    kind = os.environ.get("TOUCHSTONE_EXECUTOR", "in_process")
+    if kind == "in_process":
+        return dg.in_process_executor
     if kind == "multiprocess":
         return dg.multiprocess_executor.configured({"max_concurrent": 2})
     if kind == "docker":
