@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 import dagster as dg
 
-from orchestration.partitions import previous_round
+from orchestration.partitions import previous_round, registered_rounds
 
 BASE_MODEL = dg.AssetKey("base_model")
 CHECKPOINT = dg.AssetKey("checkpoint")
@@ -67,3 +67,11 @@ def lineage_metadata(ref: CheckpointRef) -> dict[str, dg.MetadataValue]:
         "parent_checkpoint_hash": dg.MetadataValue.text(ref.checkpoint_hash),
         "parent_run": dg.MetadataValue.dagster_run(ref.run_id),
     }
+
+
+def unfinished_round(instance: dg.DagsterInstance) -> str | None:
+    """The latest registered round when it has not been evaluated yet."""
+    keys = registered_rounds(instance)
+    if keys and latest_metadata(instance, dg.AssetKey("round_evaluation"), keys[-1]) is None:
+        return keys[-1]
+    return None

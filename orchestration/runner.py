@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import dagster as dg
 from rich.console import Console
 
-from orchestration.lineage import latest_metadata
+from orchestration.lineage import latest_metadata, unfinished_round
 from orchestration.partitions import register_round
 
 ROUND_STAGES = ["proposed_tasks", "raw_trajectories", "verification_reports", "training_data",
@@ -72,14 +72,29 @@ def ensure_sources(instance: dg.DagsterInstance, **kwargs) -> dg.ExecuteInProces
 
 
 def run_round(instance: dg.DagsterInstance, round_key: str | None = None, **kwargs) -> dg.ExecuteInProcessResult:
-    """Register the round (default: the next one) and materialize all its stages in one run."""
-    key = register_round(instance, round_key)
+    """Register the round and materialize all its stages in one run. Default
+    round: the latest one if it was never evaluated (a rerun finishes it), else the next."""
+    key = register_round(instance, round_key or unfinished_round(instance))
     return materialize(instance, ROUND_STAGES, partition_key=key, **kwargs)
 
 
 def failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
     return [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
 
+
+def describe_failures(result: dg.ExecuteInProcessResult) -> list[str]:
+    """One line per failed check (with its evidence, the check's metadata) and per failed step."""
+    checks = [
+        f"check {e.check_name}: " + ", ".join(f"{k}={v.value}" for k, v in e.metadata.items())
+        for e in result.get_asset_check_evaluations()
+        if not e.passed
+    ]
+    steps = [
+        f"step {e.step_key}: {e.step_failure_data.error.message.strip()[:500]}"
+        for e in result.all_events
+        if e.is_step_failure and e.step_failure_data.error is not None
+    ]
+    return checks + steps
 
 class _ProgressWatcher:
     """Polls the instance for materializations of the watched stages and prints them."""

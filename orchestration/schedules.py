@@ -6,15 +6,15 @@ schedule adds the key itself. Off by default; turn it on in the UI."""
 import dagster as dg
 
 from orchestration.jobs import round_job
-from orchestration.partitions import register_round, registered_rounds
-from orchestration.lineage import latest_metadata
+from orchestration.lineage import unfinished_round
+from orchestration.partitions import register_round
 
 
 def next_round_request(instance: dg.DagsterInstance) -> dg.RunRequest | dg.SkipReason:
     """A run for a new round, unless the latest round has not been evaluated yet."""
-    keys = registered_rounds(instance)
-    if keys and latest_metadata(instance, dg.AssetKey("round_evaluation"), keys[-1]) is None:
-        return dg.SkipReason(f"round {keys[-1]} has not finished (no round_evaluation yet)")
+    pending = unfinished_round(instance)
+    if pending:
+        return dg.SkipReason(f"round {pending} has not finished (no round_evaluation yet)")
     key = register_round(instance)
     # run_key: a tick that is retried does not start the same round twice
     return dg.RunRequest(run_key=key, partition_key=key)

@@ -58,7 +58,8 @@ def test_second_round_starts_from_the_first_rounds_checkpoint(rounds):
     assert verify_checkpoint(str(second["path"])).content_hash == second["checkpoint_hash"]
     # Round r001's own policy was the r000 checkpoint.
     trajectories = pl.read_parquet(rounds.store.asset_dir("raw_trajectories", "r001") / "trajectories.parquet")
-    assert f"hf:{first['path']}" in set(trajectories["policy"])
+    own = trajectories.filter(pl.col("policy") == f"hf:{first['path']}")
+    assert own.height > 0 and set(own["checkpoint_hash"]) == {first["checkpoint_hash"]}
 
 
 def test_every_training_row_traces_back_to_task_trajectory_report_and_round(rounds):

@@ -63,7 +63,8 @@ def list_rounds() -> None:
 
 
 @round_.command("run")
-@click.option("--rounds", "n_rounds", default=1, show_default=True, help="How many new rounds to run.")
+@click.option("--rounds", "n_rounds", default=1, show_default=True,
+              help="How many rounds to run: an unfinished latest round first, then new ones.")
 @click.option("--key", default=None, help="Run (or rerun) this round instead of new ones.")
 def run(n_rounds: int, key: str | None) -> None:
     """Materialize the shared sources if needed, then whole rounds, one run each."""
@@ -75,14 +76,20 @@ def run(n_rounds: int, key: str | None) -> None:
     instance = _instance()
     result = ensure_sources(instance, console=console)
     if result is not None and not result.success:
-        sys.exit("sources failed; see the run in the UI (dagster dev -w workspace.yaml)")
+        sys.exit(_failure("sources failed", result))
     for _ in range(1 if key else n_rounds):
         result = run_round(instance, key, console=console)
-        failed = failed_checks(result)
-        if failed:
-            sys.exit(f"round stopped before training: blocking checks failed: {', '.join(failed)}")
+        if failed_checks(result):
+            sys.exit(_failure("round stopped before training by blocking checks", result))
         if not result.success:
-            sys.exit(f"round failed in run {result.run_id}; see it in the UI")
+            sys.exit(_failure("round failed", result))
+
+
+def _failure(what: str, result) -> str:
+    from orchestration.runner import describe_failures
+
+    lines = "\n  ".join(describe_failures(result))
+    return f"{what} (run {result.run_id}; see it with `make ui`):\n  {lines}"
 
 
 @click.command("db")
