@@ -35,9 +35,17 @@ from touchstone.sandbox.image import (
 )
 
 _PID1 = 'trap "exit 0" TERM; while :; do sleep 86400 & wait $!; done'
-# Only builtins unless there is something to delete: every fork here is per-exec latency.
-_RESET = (f"kill -9 -1 2>/dev/null; shopt -s nullglob dotglob; left=(/tmp/* {SANDBOX_HOME}/*); "
-          f"((${{#left[@]}})) && find /tmp {SANDBOX_HOME} -mindepth 1 -delete 2>/dev/null")
+# What bwrap gets for free from fresh namespaces per exec: no processes, empty /tmp,
+# home and /dev/shm, no System V IPC objects. Only builtins unless there is
+# something to delete: every fork here is per-exec latency.
+_SCRATCH = f"/tmp {SANDBOX_HOME} /dev/shm /dev/mqueue"
+_RESET = (
+    "kill -9 -1 2>/dev/null; shopt -s nullglob dotglob; "
+    f"left=({' '.join(d + '/*' for d in _SCRATCH.split())}); "
+    f"((${{#left[@]}})) && find {_SCRATCH} -mindepth 1 -delete 2>/dev/null; "
+    "ipc=(); for t in shm msg sem; do mapfile -t -O ${#ipc[@]} ipc < /proc/sysvipc/$t; done; "
+    "((${#ipc[@]} > 3)) && ipcrm --all 2>/dev/null; true"
+)
 _WRAPPER = f'"$@"; rc=$?; {_RESET}; exit $rc'
 _EXIT_POLL_S = 0.002
 
