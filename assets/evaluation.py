@@ -48,7 +48,8 @@ def round_evaluation(
     with publishing(context, storage) as out:
         # Resumable like raw_trajectories: the work dir survives a killed run.
         rollouts = rollout(load_task_set(heldout_dir), f"hf:{ckpt_path}", config.attempts,
-                           store.work_dir("round_evaluation", round_key) / "rollouts", policy, sandbox, context.log)
+                           store.work_dir("round_evaluation", round_key) / ckpt_hash[:16], policy, sandbox,
+                           context.log)
         shutil.copytree(rollouts, out / "rollouts")
         verifier.verify_round(heldout_dir, out / "rollouts", out / "verification", sandbox)
         attempts = attempts_table(

@@ -56,7 +56,8 @@ def raw_trajectories(
     tasks = load_task_set(store.local_dir("proposed_tasks", round_key))
     specs = round_policies(policy, round_key, start.path, config.attempts)
     # Rollouts resume from the work dir: a killed run redoes only unfinished attempts.
-    work = store.work_dir("raw_trajectories", round_key)
+    # Keyed by the starting weights, so a resume never reuses another checkpoint's runs.
+    work = store.work_dir("raw_trajectories", round_key) / start.checkpoint_hash[:16]
     with publishing(context, storage) as out:
         parts = [rollout(tasks, spec, attempts, work / spec.split(":")[0], policy, sandbox, context.log)
                  for spec, attempts in specs.items()]

@@ -99,7 +99,8 @@ def _trajectory_rows(store, key: str) -> pl.DataFrame:
 
 def test_sigkill_during_rollouts_then_rematerialize_gives_the_same_data(rounds):
     before = _trajectory_rows(rounds.store, "r000")
-    records = rounds.home / "rounds" / "r000" / ".work" / "raw_trajectories" / "teacher" / "records"
+    base_hash = _metadata(rounds, "base_model", None)["checkpoint_hash"]
+    records = rounds.home / "rounds" / "r000" / ".work" / "raw_trajectories" / base_hash[:16] / "teacher" / "records"
     code = (
         "import dagster as dg\n"
         "from orchestration.runner import materialize\n"
