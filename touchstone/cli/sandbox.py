@@ -48,9 +48,14 @@ def build_image() -> None:
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(backend: str, workspace: Path | None, timeout: float, memory: str, as_json: bool,
         command: tuple[str, ...]) -> None:
-    """Run COMMAND (after --) in a fresh sandbox; exits with its exit code."""
+    """Run COMMAND (after --) in a fresh sandbox; exits with its exit code.
+    Asked for explicitly, the docker backend first builds its image if missing."""
     try:
         limits = Limits(timeout_s=timeout, memory_bytes=parse_size(memory))
+        if backend == "docker":
+            from touchstone.sandbox.docker import ensure_image
+
+            ensure_image()
         with tempfile.TemporaryDirectory(prefix="touchstone-empty-ws-") as empty:
             with open_sandbox(workspace or empty, backend, limits=limits) as sb:
                 result = sb.exec(list(command))
