@@ -130,3 +130,21 @@ def test_timeout_is_an_infrastructure_error(tmp_path):
 def test_collection_failures_fail(tmp_path, source):
     tree = _tree(tmp_path, source + "\ndef test_a():\n    pass\n")
     assert _run(tree, ["tests/test_t.py::test_a"]).status == "fail"
+
+
+def test_classes_nested_dirs_and_odd_parameter_ids_match_across_channels(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "tests" / "unit").mkdir(parents=True)
+    src = ("import pytest\n\n\nclass TestC:\n    def test_m(self):\n        pass\n\n\n"
+           "@pytest.mark.parametrize('s', ['a b', 'x.y', 'é', 'p::q'])\ndef test_p(s):\n    assert s\n")
+    (tree / "tests" / "unit" / "test_n.py").write_text(src)
+    prefixes = grading.test_functions("tests/unit/test_n.py", src)
+    res = grading.run_tests(tree, ["tests/unit/test_n.py"], None, prefixes, timeout=60, backend="bwrap")
+    assert res.status == "pass" and res.total == 5, res.evidence
+
+
+def test_expected_tests_include_unittest_cases_and_nested_classes():
+    src = ("import unittest\n\n\nclass MathCase(unittest.TestCase):\n    def test_a(self):\n        pass\n\n\n"
+           "class TestOuter:\n    class TestInner:\n        def test_b(self):\n            pass\n\n\n"
+           "class Helper:\n    def test_not_collected(self):\n        pass\n\n\ndef test_c():\n    pass\n")
+    assert grading.test_functions("t.py", src) == ["t.py::MathCase::test_a", "t.py::TestOuter::TestInner::test_b", "t.py::test_c"]

@@ -74,20 +74,29 @@ class TestRunSpec:
 
 def test_functions(path: str, source: str) -> list[str]:
     """Node-id prefixes of the test functions in a (pristine) test file:
-    `path::test_x` and `path::TestC::test_y`. Parametrized ids extend these
-    with `[...]`. Trusted because the file is the task's, not the agent's."""
+    `path::test_x`, `path::TestC::test_y` (nested classes too), and methods of
+    `unittest.TestCase` subclasses whatever their name, as pytest collects
+    them. Parametrized ids extend these with `[...]`. Trusted because the file
+    is the task's, not the agent's."""
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError:
         return []  # nothing trusted to expect; `evaluate` fails an empty requirement
+    return _collect(tree.body, path)
+
+
+def _is_test_class(node: ast.ClassDef) -> bool:
+    bases = [ast.unparse(b) for b in node.bases]
+    return node.name.startswith("Test") or any(b.endswith("TestCase") for b in bases)
+
+
+def _collect(body: list[ast.stmt], prefix: str) -> list[str]:
     ids = []
-    for node in tree.body:
+    for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-            ids.append(f"{path}::{node.name}")
-        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-            for sub in node.body:
-                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub.name.startswith("test"):
-                    ids.append(f"{path}::{node.name}::{sub.name}")
+            ids.append(f"{prefix}::{node.name}")
+        elif isinstance(node, ast.ClassDef) and _is_test_class(node):
+            ids.extend(_collect(node.body, f"{prefix}::{node.name}"))
     return ids
 
 
@@ -186,7 +195,10 @@ def _junit_outcomes(path: Path) -> dict[str, str] | None:
 
 def _junit_key(nodeid: str) -> str:
     """JUnit (xunit1) classname::name for a node id."""
-    parts = nodeid.split("::")
+    cut = nodeid.find("[")  # parameter ids may contain "::" themselves
+    base, params = (nodeid[:cut], nodeid[cut:]) if cut >= 0 else (nodeid, "")
+    parts = base.split("::")
+    parts[-1] += params
     module = re.sub(r"\.py$", "", parts[0]).replace("/", ".")
     return f"{'.'.join([module, *parts[1:-1]])}::{parts[-1]}"
 
