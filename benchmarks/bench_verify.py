@@ -75,8 +75,8 @@ def main() -> None:
     throughput_rows = [throughput(w, args.replays, args.backend) for w in args.workers]
     cost = overhead(args.replays, args.backend)
     notes = [
-        f"backend {args.backend}, k = {args.replays} test runs per verification; corpus = the 31 canaries "
-        "(25 hacks, most rejected by cheap checks before any test run, and 6 honest trajectories verified in full)",
+        f"backend {args.backend}, k = {args.replays} test runs per verification; corpus = the canaries "
+        "(hacks, most rejected by cheap checks before any test run, and honest trajectories verified in full)",
         f"overhead = full verification (replay + {args.replays} test runs + oracle with 3 sandboxes + audits) / "
         f"one plain pytest run of the required tests in a bare sandbox; median {cost['median_ratio']}x",
     ]
