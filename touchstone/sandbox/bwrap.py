@@ -32,6 +32,7 @@ from touchstone.sandbox.capture import StreamCapture
 from touchstone.sandbox.cgroups import Cgroup
 from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.image import ensure_rootfs
+from touchstone.sandbox.seccomp import denylist_program
 
 _LAUNCHER = Path(__file__).with_name("launcher.py")
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="touchstone-launcher-spawner")
@@ -62,6 +63,7 @@ class BwrapSandbox(Sandbox):
             if self._cgroup:
                 self._cgroup.remove()
             raise
+        self._seccomp = denylist_program()
         self._prefix = self._bwrap_args(unshare_net=not self._launcher.private_net)
 
     def _bwrap_args(self, unshare_net: bool) -> list[str]:
@@ -80,7 +82,8 @@ class BwrapSandbox(Sandbox):
             args += ["--tmpfs", "/mnt"]  # mount points cannot be created on the read-only root
         for mount in self.mounts:
             args += ["--ro-bind" if mount.read_only else "--bind", str(mount.host), mount.target]
-        return args + ["--chdir", WORKSPACE, "--clearenv", "--info-fd", "3"]
+        args += ["--chdir", WORKSPACE, "--clearenv", "--info-fd", "3"]
+        return args + (["--seccomp", "4"] if self._seccomp else [])
 
     def _exec(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult:
         cmd = list(self._prefix)
@@ -88,7 +91,7 @@ class BwrapSandbox(Sandbox):
             cmd += ["--setenv", key, value]
         cmd += ["--", *argv]
         oom_before = self._cgroup.oom_kills() if self._cgroup else 0
-        run = self._launcher.run(cmd, self._rlimits(timeout), timeout, self.limits.output_bytes)
+        run = self._launcher.run(cmd, self._rlimits(timeout), timeout, self.limits.output_bytes, self._seccomp)
         if not run.started and not run.timed_out:
             raise SandboxError(f"bwrap could not set up the sandbox: {run.err.head.decode(errors='replace').strip()}")
         # bwrap reports a command killed by signal N as exit status 128+N; a negative
@@ -161,17 +164,23 @@ class _Launcher:
             raise SandboxError(f"the sandbox launcher exited (status {self.proc.poll()})")
         return marshal.loads(message)
 
-    def run(self, argv: list[str], rlimits: list, timeout: float, cap: int) -> _Outcome:
+    def run(self, argv: list[str], rlimits: list, timeout: float, cap: int, seccomp: bytes | None) -> _Outcome:
         outcome = _Outcome(cap)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         info_r, info_w = os.pipe()  # bwrap writes to it once the sandbox is set up
+        passed = [out_w, err_w, info_w]
+        if seccomp:  # bwrap reads the filter program to its end: a fresh pipe per exec
+            filter_r, filter_w = os.pipe()
+            os.write(filter_w, seccomp)  # a few hundred bytes: fits the pipe buffer
+            os.close(filter_w)
+            passed.append(filter_r)
         started = time.monotonic()
         try:
             request = marshal.dumps({"argv": argv, "rlimits": rlimits})
-            socket.send_fds(self.sock, [request], [out_w, err_w, info_w])
+            socket.send_fds(self.sock, [request], passed)
         finally:
-            for fd in (out_w, err_w, info_w):
+            for fd in passed:
                 os.close(fd)
         try:
             self._collect(outcome, {out_r: outcome.out, err_r: outcome.err}, started + timeout)

@@ -10,7 +10,7 @@ namespace, and its children inherit both.
 Run as `python -I -S launcher.py SOCKET_FD [CGROUP_PROCS_FILE ...]`. Protocol on
 the SOCK_SEQPACKET socket, `marshal`led dicts (marshal is built in: no import time):
   launcher -> {"private_net": bool}                       once, when ready
-  harness  -> {"argv": [...], "rlimits": [[res, n]...]} + fds (stdout, stderr, info)
+  harness  -> {"argv": [...], "rlimits": [[res, n]...]} + fds (stdout, stderr, info[, seccomp])
   launcher -> {"pid": N}, later {"status": wait status, "cpu_s": float}
   harness  -> {"kill": true}   (at any time while a command runs)
 EOF on the socket (the harness closed it or died) ends the launcher; the bwraps it
@@ -37,15 +37,15 @@ def _spawn(libc, argv: list, rlimits: list, fds: list) -> int:
     pid = os.fork()
     if pid:
         return pid
-    try:  # child: the three fds become 1, 2 and 3; nothing else stays open
+    try:  # child: the passed fds become 1, 2, 3...; nothing else stays open
         # bwrap's own --die-with-parent protects the command from bwrap's death,
         # not bwrap from ours: this does (it survives exec).
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        for target, fd in zip((1, 2, 3), fds):
+        for target, fd in enumerate(fds, 1):
             os.dup2(fd, target)
-        os.closerange(4, 1 << 16)  # above all: the launcher socket
+        os.closerange(len(fds) + 1, 1 << 16)  # above all: the launcher socket
         for kind, value in rlimits:
             resource.setrlimit(kind, (value, value))
         os.execv(argv[0], argv)
@@ -90,7 +90,7 @@ def main() -> None:
     private_net = libc.unshare(_CLONE_NEWNET) == 0  # root only; else bwrap unshares per exec
     _send(sock, private_net=private_net)
     while True:
-        message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
+        message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
         if not message:
             return
         request = marshal.loads(message)
