@@ -23,7 +23,7 @@ from trl import SFTConfig
 from trl.chat_template_utils import get_training_chat_template
 
 from touchstone.agent.tools import TOOL_SCHEMAS
-from training.common import load_base
+from training.common import load_base, trl_args
 from training.model_init import init_model
 from training.sft import WeightedCollator, WeightedSFTTrainer, tokenize_row
 
@@ -57,14 +57,14 @@ def weighted_loss(model, batch) -> torch.Tensor:
     return (ce * batch["token_weights"][:, 1:]).sum() / (labels != -100).sum().clamp(min=1)
 
 
-def bare_loop(base: Path, batches: list[dict], lr: float) -> float:
+def bare_loop(base: Path, batches: list[list[dict]], collate, lr: float) -> float:
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
     started = time.perf_counter()
-    for batch in batches:
-        weighted_loss(model, batch).backward()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    for examples in batches:  # collating is part of the loop, as in the Trainer's dataloader
+        weighted_loss(model, collate(examples)).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # as the Trainer does (max_grad_norm=1)
         opt.step()
         opt.zero_grad()
@@ -76,10 +76,10 @@ def trainer_loop(base: Path, examples: list[dict], batch_size: int, steps: int, 
 
     model, tokenizer = load_base(base)
     with tempfile.TemporaryDirectory() as work:
-        args = SFTConfig(output_dir=work, max_steps=steps, per_device_train_batch_size=batch_size, learning_rate=lr,
-                         logging_steps=steps, save_strategy="no", report_to="none", bf16=False, use_cpu=True,
-                         remove_unused_columns=False, max_length=None, shuffle_dataset=False, disable_tqdm=True,
-                         dataloader_num_workers=0)
+        # The defaults every round trains with, minus the progress bar.
+        args = trl_args(SFTConfig, Path(work), {}, max_steps=steps, per_device_train_batch_size=batch_size,
+                        learning_rate=lr, logging_steps=steps, remove_unused_columns=False, max_length=None,
+                        disable_tqdm=True)
         trainer = WeightedSFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples),
                                      processing_class=tokenizer,
                                      data_collator=WeightedCollator(pad_token_id=tokenizer.pad_token_id))
@@ -102,10 +102,10 @@ def main() -> None:
         collate = WeightedCollator(pad_token_id=tok.pad_token_id)
         # The trainer's sampler shuffles with seed 0; the bare loop takes the batches in order: same tokens per batch size.
         order = [examples[(i * a.batch + j) % len(examples)] for i in range(a.steps) for j in range(a.batch)]
-        batches = [collate(order[i * a.batch:(i + 1) * a.batch]) for i in range(a.steps)]
-        tokens = sum(int(b["attention_mask"].sum()) for b in batches)
+        batches = [order[i * a.batch:(i + 1) * a.batch] for i in range(a.steps)]
+        tokens = sum(len(e["input_ids"]) for e in order)
         results = []
-        for name, fn in [("bare PyTorch loop", lambda: bare_loop(base, batches, 1e-3)),
+        for name, fn in [("bare PyTorch loop", lambda: bare_loop(base, batches, collate, 1e-3)),
                          ("TRL SFTTrainer (weighted)", lambda: trainer_loop(base, examples, a.batch, a.steps, 1e-3))]:
             wall = fn()
             results.append({"loop": name, "steps": a.steps, "batch": a.batch, "tokens": tokens,

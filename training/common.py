@@ -70,6 +70,9 @@ def trl_args(config_cls, work_dir: Path, overrides: dict[str, Any], **defaults: 
         seed=0,
         dataloader_num_workers=0,
         disable_tqdm=False,  # the progress bar
+        # TRL turns recomputation on by default; for the tiny default model it only costs
+        # time. Large models: set `activation_checkpointing: true` in the config.
+        activation_checkpointing=False,
     )
     merged = {**base, **defaults, **overrides}
     try:

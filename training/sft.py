@@ -101,7 +101,17 @@ class WeightedSFTTrainer(SFTTrainer):
         loss = per_token.sum() / torch.as_tensor(n).clamp(min=1)
         if self.args.average_tokens_across_devices and num_items_in_batch is not None:
             loss = loss * self.accelerator.num_processes
+        self._log_token_metrics(outputs)
         return (loss, outputs) if return_outputs else loss
+
+    def _log_token_metrics(self, outputs) -> None:
+        """Entropy and next-token accuracy on trained tokens (the fused head computes them anyway)."""
+        mode = "train" if self.model.training else "eval"
+        gather = self.accelerator.gather_for_metrics
+        n = gather(outputs.label_mask.sum()).sum()
+        if n > 0:
+            self._metrics[mode]["entropy"].append((gather(outputs.entropy.detach().sum()).sum() / n).item())
+            self._metrics[mode]["mean_token_accuracy"].append((gather(outputs.is_top1.sum()).sum() / n).item())
 
 
 def build_trainer(data_dir: str | Path, base: str | Path, work_dir: Path, out: Path,
