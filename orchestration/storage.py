@@ -16,11 +16,13 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import duckdb
 from upath import UPath
+
+from touchstone import paths
 
 # DuckDB view name -> (asset, file name inside the asset's directory)
 TABLES: dict[str, tuple[str, str]] = {
@@ -108,15 +110,22 @@ class RoundStore:
 
     @property
     def db_path(self) -> Path:
-        """The DuckDB file; always local (DuckDB needs a file it can lock)."""
-        if self.is_local:
-            return Path(self.root.path) / "touchstone.duckdb"
-        return Path(tempfile.gettempdir()) / "touchstone.duckdb"
+        """The DuckDB file; always local (DuckDB needs a file it can lock): in the
+        root, or in TOUCHSTONE_HOME when the root is an object store."""
+        return (Path(self.root.path) if self.is_local else paths.home()) / "touchstone.duckdb"
+
+    def connect(self, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+        """A connection to the DuckDB file that can read this store's files
+        (object stores through their fsspec filesystem)."""
+        con = _open(self.db_path, read_only)
+        if not self.is_local:
+            con.register_filesystem(self.root.fs)
+        return con
 
     def refresh_views(self) -> list[str]:
         """(Re)create one view per table that has at least one file; returns their names."""
         created = []
-        with _connect(self.db_path) as con:
+        with closing(self.connect()) as con:
             for view, (asset, filename) in TABLES.items():
                 pattern = str(self.root / "rounds" / "*" / asset / filename)
                 if not any(self.root.glob(f"rounds/*/{asset}/{filename}")):
@@ -135,22 +144,15 @@ class RoundStore:
         return created
 
 
-@contextmanager
-def _connect(path: Path, attempts: int = 20) -> Iterator[duckdb.DuckDBPyConnection]:
+def _open(path: Path, read_only: bool, attempts: int = 20) -> duckdb.DuckDBPyConnection:
     """Open the DuckDB file, waiting while another process holds its lock."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    for attempt in range(attempts):
+    for _ in range(attempts - 1):
         try:
-            con = duckdb.connect(str(path))
-            break
+            return duckdb.connect(str(path), read_only=read_only)
         except duckdb.IOException:
-            if attempt == attempts - 1:
-                raise
             time.sleep(0.5)
-    try:
-        yield con
-    finally:
-        con.close()
+    return duckdb.connect(str(path), read_only=read_only)  # the last try raises its own error
 
 
 def _swap_into_place(staging: Path, dest: Path) -> None:

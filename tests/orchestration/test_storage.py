@@ -71,3 +71,18 @@ def test_views_skip_tables_without_files_and_keep_an_existing_round_column(tmp_p
 def test_missing_asset_data_names_the_asset_and_round(tmp_path):
     with pytest.raises(FileNotFoundError, match="checkpoint has no data for round r004"):
         RoundStore(tmp_path).local_dir("checkpoint", "r004")
+
+
+def test_an_object_store_root_works_through_upath(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOUCHSTONE_HOME", str(tmp_path))  # where the DuckDB file goes
+    # fsspec's in-memory filesystem stands in for s3:// or gs:// (same UPath code path).
+    store = RoundStore("memory://touchstone-test")
+    _write(store, "r000", [{"trajectory_id": "a"}])
+    _write(store, "r000", [{"trajectory_id": "a"}, {"trajectory_id": "b"}])
+    assert not store.is_local
+    local = store.local_dir("training_data", "r000")
+    assert pl.read_parquet(local / "sft.parquet").height == 2
+    assert store.refresh_views() == ["sft"]
+    assert store.db_path == tmp_path / "touchstone.duckdb"
+    with store.connect() as con:
+        assert con.sql("SELECT round, count(*) FROM sft GROUP BY ALL").fetchall() == [("r000", 2)]

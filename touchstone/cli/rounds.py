@@ -98,11 +98,11 @@ def db(sql: str | None) -> None:
     """Refresh the DuckDB views across rounds; run SQL, or open a SQL prompt."""
     from orchestration.resources import StorageResource
 
-    store = StorageResource().store()
-    views = store.refresh_views()
     import duckdb
 
-    con = duckdb.connect(str(store.db_path))
+    store = StorageResource().store()
+    views = store.refresh_views()
+    con = store.connect()
     if sql:
         con.sql(sql).show(max_width=200)
         return
