@@ -20,9 +20,11 @@ import os
 import resource
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -137,20 +139,46 @@ class _Outcome:
         self.started = False
 
 
-class _Launcher:
-    """Harness side of launcher.py (protocol described there)."""
+class _Master:
+    """The per-process master launcher (started on first use, restarted if it died)."""
 
-    def __init__(self, cgroup: Cgroup | None):
-        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        procs = [str(p) for p in cgroup.procs_files()] if cgroup else []
-        # Started from one long-lived thread: the launcher's PDEATHSIG fires when the
-        # *thread* that forked it ends, and the caller's thread may be short-lived.
-        self.proc = _SPAWNER.submit(
-            subprocess.Popen, [sys.executable, "-I", "-S", "-B", str(_LAUNCHER), str(theirs.fileno()), *procs],
+    _lock = threading.Lock()
+    _proc: subprocess.Popen | None = None
+    _sock: socket.socket | None = None
+
+    @classmethod
+    def fork_launcher(cls, theirs: socket.socket, procs: list[str]) -> None:
+        with cls._lock:
+            if cls._proc is None or cls._proc.poll() is not None:
+                cls._start()
+            socket.send_fds(cls._sock, [marshal.dumps({"procs": procs})], [theirs.fileno()])
+
+    @classmethod
+    def _start(cls) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # Started from one long-lived thread: PDEATHSIG fires when the *thread* that
+        # forked the child ends, and the caller's thread may be short-lived.
+        cls._proc = _SPAWNER.submit(
+            subprocess.Popen, [sys.executable, "-I", "-S", "-B", str(_LAUNCHER), str(theirs.fileno())],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
         ).result()
         theirs.close()
-        self.private_net = bool(self._receive(timeout=30)["private_net"])
+        if cls._sock is not None:
+            cls._sock.close()
+        cls._sock = ours
+
+
+class _Launcher:
+    """Harness side of one sandbox's launcher (protocol in launcher.py)."""
+
+    def __init__(self, cgroup: Cgroup | None):
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            _Master.fork_launcher(theirs, [str(p) for p in cgroup.procs_files()] if cgroup else [])
+        finally:
+            theirs.close()
+        ready = self._receive(timeout=30)
+        self.pid, self.private_net = ready["pid"], bool(ready["private_net"])
 
     def _receive(self, timeout: float | None = None) -> dict:
         self.sock.settimeout(timeout)
@@ -161,7 +189,7 @@ class _Launcher:
         finally:
             self.sock.settimeout(None)
         if not message:
-            raise SandboxError(f"the sandbox launcher exited (status {self.proc.poll()})")
+            raise SandboxError("the sandbox launcher exited")
         return marshal.loads(message)
 
     def run(self, argv: list[str], rlimits: list, timeout: float, cap: int, seccomp: bytes | None) -> _Outcome:
@@ -236,14 +264,18 @@ class _Launcher:
             pass  # the launcher is gone, and with it (--die-with-parent) the command
 
     def close(self) -> None:
-        self.sock.close()  # EOF: the launcher kills what runs and exits
-        # Wait on a pidfd (Popen.wait with a timeout polls with sleeps).
-        pidfd = os.pidfd_open(self.proc.pid)
+        """Close the socket (EOF: the launcher kills what runs and exits) and wait
+        for the launcher, not our child, through a pidfd."""
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except ProcessLookupError:
+            self.sock.close()
+            return
+        self.sock.close()
         try:
             poller = select.poll()
             poller.register(pidfd, select.POLLIN)
             if not poller.poll(10_000):
-                self.proc.kill()
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
         finally:
             os.close(pidfd)
-        self.proc.wait()

@@ -1,20 +1,25 @@
-"""The bwrap backend's per-sandbox launcher: a small stdlib-only process, started
-once per sandbox, that forks every `bwrap` of that sandbox.
+"""The bwrap backend's launchers: small stdlib-only processes that fork every
+`bwrap` of a sandbox.
 
 Why: starting bwrap straight from the harness costs, per exec, a fork of the (big)
 harness process (preexec_fn disables vfork), a migration into the sandbox's
-cgroups (an RCU grace period each in cgroup v1) and a new network namespace. The
-launcher pays all three once: it joins the cgroups, enters a private empty network
-namespace, and its children inherit both.
+cgroups (an RCU grace period each in cgroup v1) and a new network namespace. A
+per-sandbox launcher pays all three once: it joins the cgroups, enters a private
+empty network namespace, and its children inherit both. And so that a sandbox
+does not pay a Python start-up either, one *master* per harness process forks
+the per-sandbox launchers.
 
-Run as `python -I -S launcher.py SOCKET_FD [CGROUP_PROCS_FILE ...]`. Protocol on
-the SOCK_SEQPACKET socket, `marshal`led dicts (marshal is built in: no import time):
-  launcher -> {"private_net": bool}                       once, when ready
+Run as `python -I -S launcher.py MASTER_SOCKET_FD`. All sockets are SOCK_SEQPACKET
+carrying `marshal`led dicts (marshal is built in: no import time).
+Master socket:
+  harness  -> {"procs": [cgroup.procs files]} + fd (the new sandbox's socket)
+Sandbox socket (served by the forked launcher):
+  launcher -> {"pid": N, "private_net": bool}              once, when ready
   harness  -> {"argv": [...], "rlimits": [[res, n]...]} + fds (stdout, stderr, info[, seccomp])
   launcher -> {"pid": N}, later {"status": wait status, "cpu_s": float}
   harness  -> {"kill": true}   (at any time while a command runs)
-EOF on the socket (the harness closed it or died) ends the launcher; the bwraps it
-started die with it (--die-with-parent)."""
+EOF on a socket ends its process. Death propagates down by PDEATHSIG: harness ->
+master -> launcher -> bwrap -> (--die-with-parent) the sandboxed command."""
 
 import ctypes
 import marshal
@@ -78,17 +83,13 @@ def _run(libc, sock: socket.socket, request: dict, fds: list) -> None:
             return
 
 
-def main() -> None:
-    sock = socket.socket(fileno=int(sys.argv[1]))
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() == 1:  # the harness died before the line above
-        return
-    for procs in sys.argv[2:]:
+def _serve(libc, sock: socket.socket, cgroup_procs: list) -> None:
+    """One sandbox's launcher (a fork of the master)."""
+    for procs in cgroup_procs:
         with open(procs, "w") as handle:
             handle.write(str(os.getpid()))
     private_net = libc.unshare(_CLONE_NEWNET) == 0  # root only; else bwrap unshares per exec
-    _send(sock, private_net=private_net)
+    _send(sock, pid=os.getpid(), private_net=private_net)
     while True:
         message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
         if not message:
@@ -99,6 +100,28 @@ def main() -> None:
         else:
             for fd in fds:
                 os.close(fd)
+
+
+def main() -> None:
+    master = socket.socket(fileno=int(sys.argv[1]))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the harness died before the line above
+        return
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps finished launchers
+    while True:
+        message, fds, _, _ = socket.recv_fds(master, 1 << 16, 1)
+        if not message:
+            return
+        if os.fork() == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # launchers wait for their bwraps
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            master.close()
+            try:
+                _serve(libc, socket.socket(fileno=fds[0]), marshal.loads(message)["procs"])
+            finally:
+                os._exit(0)
+        os.close(fds[0])
 
 
 if __name__ == "__main__":
