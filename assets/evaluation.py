@@ -9,7 +9,7 @@ import dagster as dg
 import polars as pl
 
 from assets._publish import publishing
-from assets.trajectories import rollout
+from assets.trajectories import checkpoint_policy, rollout
 from orchestration.lineage import latest_metadata
 from orchestration.partitions import round_index, rounds_partitions
 from orchestration.resources import (
@@ -47,7 +47,7 @@ def round_evaluation(
     earlier = _earlier_rounds(store, round_key)
     with publishing(context, storage) as out:
         # Resumable like raw_trajectories: the work dir survives a killed run.
-        rollouts = rollout(load_task_set(heldout_dir), f"hf:{ckpt_path}", config.attempts,
+        rollouts = rollout(load_task_set(heldout_dir), checkpoint_policy(policy, ckpt_path), config.attempts,
                            store.work_dir("round_evaluation", round_key) / ckpt_hash[:16], policy, sandbox,
                            context.log)
         shutil.copytree(rollouts, out / "rollouts")

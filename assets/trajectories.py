@@ -13,15 +13,23 @@ from orchestration.partitions import round_index, rounds_partitions
 from orchestration.resources import PolicyResource, RolloutConfig, SandboxResource, StorageResource
 
 
+def checkpoint_policy(policy: PolicyResource, checkpoint_path: str) -> str:
+    """The spec that runs the given weights: `hf:PATH` under `auto`, else the
+    configured spec with `{checkpoint}` replaced by the path (e.g.
+    `openai:http://vllm:8000/v1#{checkpoint}` for a server that loads models by path)."""
+    if policy.spec == "auto":
+        return f"hf:{checkpoint_path}"
+    return policy.spec.replace("{checkpoint}", checkpoint_path)
+
+
 def round_policies(policy: PolicyResource, round_key: str, checkpoint_path: str, attempts: int) -> dict[str, int]:
-    """Policy spec -> attempts per task. `auto`: the teacher in round 0, then the
-    previous checkpoint plus `teacher_attempts` teacher attempts per task."""
-    if policy.spec != "auto":
-        return {policy.spec: attempts}
-    if round_index(round_key) == 0:
+    """Policy spec -> attempts per task. Under `auto` round 0 runs the teacher;
+    later rounds run the starting checkpoint plus `teacher_attempts` teacher
+    attempts per task."""
+    if policy.spec == "auto" and round_index(round_key) == 0:
         return {"teacher": attempts}
-    specs = {f"hf:{checkpoint_path}": attempts}
-    if policy.teacher_attempts:
+    specs = {checkpoint_policy(policy, checkpoint_path): attempts}
+    if policy.teacher_attempts and "teacher" not in specs:
         specs["teacher"] = policy.teacher_attempts
     return specs
 

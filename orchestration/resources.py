@@ -5,7 +5,7 @@ teacher policy in round 0, the default tiny model, a few SFT steps). Cluster
 settings are documented on each field and in docs/ROUNDS.md, e.g.
 
     resources:
-      policy:   {config: {spec: "openai:http://vllm:8000/v1#my-model", teacher_attempts: 0}}
+      policy:   {config: {spec: "openai:http://vllm:8000/v1#{checkpoint}", teacher_attempts: 0}}
       sandbox:  {config: {backend: docker, workers: 32}}
       trainer:  {config: {max_steps: 2000, accelerate_config: trl/accelerate_configs/zero3.yaml}}
       storage:  {config: {root: "s3://bucket/touchstone"}}
@@ -48,8 +48,8 @@ class PolicyResource(dg.ConfigurableResource):
     spec: str = Field(
         default="auto",
         description="auto: the teacher in round 0, then hf:<previous round's checkpoint>. "
-        "Or an explicit spec: teacher | hf:PATH | openai:URL#MODEL (cluster: a vLLM server "
-        "serving the previous checkpoint).",
+        "Or an explicit spec: teacher | hf:PATH | openai:URL#MODEL; `{checkpoint}` in it becomes the "
+        "starting checkpoint's path (cluster: openai:http://vllm:8000/v1#{checkpoint}).",
     )
     teacher_attempts: int = Field(
         default=1,
