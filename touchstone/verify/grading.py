@@ -291,12 +291,15 @@ def run_tests(
     backend: str = "auto",
     hash_seed: int = 0,
     order: str = "forward",
+    readonly: dict[str, Path] | None = None,
 ) -> TestRunResult:
     """One harness-controlled pytest run over `tree` in a fresh sandbox.
+    `readonly`: workspace dir -> host dir mounted read-only there (the tests).
     status error = the harness could not get an answer (timeout)."""
-    from touchstone.sandbox import Limits, open_sandbox
+    from touchstone.sandbox import Limits, Mount, open_sandbox
 
     with harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
+        mounts += [Mount(host=host, target=f"/workspace/{d}") for d, host in (readonly or {}).items()]
         spec = TestRunSpec(test_files, f"th_{nonce}", h_dir, o_dir, hash_seed=hash_seed, order=order)
         with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30)) as sb:
             res = sb.exec(spec.command(), timeout=timeout)

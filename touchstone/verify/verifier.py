@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -44,7 +45,7 @@ def trajectory_id_of(messages: list[dict[str, Any]]) -> str:
 class _Grader:
     """What the test runs need from the task, computed once per verification."""
 
-    def __init__(self, task: Task, backend: str):
+    def __init__(self, task: Task, backend: str, test_dirs: set[str]):
         self.task, self.backend = task, backend
         hidden = task.hidden_tests_dir
         self.hidden_sources = {p.relative_to(hidden).as_posix(): p.read_text() for p in sorted(hidden.rglob("*.py"))}
@@ -53,17 +54,39 @@ class _Grader:
         files = sorted({r.split("::", 1)[0] for r in self.required}) if self.required else self.hidden_test_files
         self.test_files = files
         self.prefixes = [i for rel in self.hidden_test_files for i in grading.test_functions(rel, self.hidden_sources[rel])]
+        self.readonly_dirs = readonly_dirs(test_dirs)
 
     def tree(self, files: dict[str, bytes], deleted: list[str], dest: Path, with_hidden: bool = True) -> Path:
+        """dest/workspace: what is graded; dest/readonly/<dir>: the test
+        directories, mounted read-only over the workspace during the test run
+        so code under test cannot rewrite a test or helper before it is imported."""
         overlays = [self.task.hidden_tests_dir] if with_hidden else []
-        assemble(self.task.workspace_dir, files, deleted, overlays, dest)
-        return dest
+        workspace = dest / "workspace"
+        assemble(self.task.workspace_dir, files, deleted, overlays, workspace)
+        for d in self.readonly_dirs:
+            if (workspace / d).is_dir():
+                (dest / "readonly" / d).parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(workspace / d, dest / "readonly" / d)
+        return workspace
 
     def run(self, tree: Path, seed: int, order: str) -> grading.TestRunResult:
+        readonly = {d: tree.parent / "readonly" / d for d in self.readonly_dirs if (tree.parent / "readonly" / d).is_dir()}
         return grading.run_tests(
-            tree, self.test_files, self.required, self.prefixes,
+            tree, self.test_files, self.required, self.prefixes, readonly=readonly,
             timeout=self.task.timeout_s, backend=self.backend, hash_seed=seed, order=order,
         )  # fmt: skip
+
+
+def readonly_dirs(test_dirs: set[str]) -> list[str]:
+    """The outermost `test`/`tests` directories holding the task's tests
+    (everything below such a directory counts as a test file)."""
+    found = set()
+    for d in test_dirs:
+        parts = d.split("/")
+        cut = next((i for i, p in enumerate(parts) if p in ("test", "tests")), None)
+        if cut is not None:
+            found.add("/".join(parts[: cut + 1]))
+    return sorted(d for d in found if not any(d.startswith(o + "/") for o in found))
 
 
 def verify_trajectory(
@@ -121,7 +144,7 @@ def verify_trajectory(
     if _rejected(checks) and not full:
         _skip(checks, ("tests", "determinism", "oracle"), f"not run: already rejected by {_rejected(checks)}")
         return report()
-    grader = _Grader(task, backend)
+    grader = _Grader(task, backend, pristine.test_dirs)
     with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
         try:
             tested = _test_checks(grader, grader.tree(graded, deleted, Path(tmp) / "graded"), replays)
