@@ -18,7 +18,7 @@ from orchestration.runner import ensure_sources, failed_checks, run_round
 TINY_CONFIG = {
     "ops": {
         "heldout_tasks": {"config": {"n_tasks": 1}},
-        "proposed_tasks": {"config": {"n_tasks": 2}},
+        "proposed_tasks": {"config": {"n_tasks": 3}},
         "raw_trajectories": {"config": {"attempts": 1}},
         "round_evaluation": {"config": {"attempts": 2, "bootstrap": 200}},
     }
