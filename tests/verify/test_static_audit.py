@@ -88,6 +88,10 @@ def test_honest_lookalikes_are_clean():
     assert rules(src) == set()
 
 
+def test_directory_scans_are_flagged():
+    assert rules("import os\nnames = os.listdir('.')\n") == {("S-FS-SCAN", "flag")}
+
+
 def test_exit_inside_a_function_is_only_flagged():
     assert rules("import sys\ndef fail():\n    sys.exit(1)\n") == {("S-EXIT", "flag")}
 
