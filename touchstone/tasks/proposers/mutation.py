@@ -35,6 +35,12 @@ class SeedReport:
     usable: bool
     detail: str
     passing: list[str] = field(default_factory=list)
+    wall_s: float = 0.0  # one run of the unmodified suite
+
+    @property
+    def mutant_timeout(self) -> float:
+        """A mutant that loops forever must not hold a worker for the task's whole budget."""
+        return max(10.0, 5 * self.wall_s)
 
 
 @dataclass
@@ -74,7 +80,7 @@ def check_seed(seed: Seed, work: Path, cfg: ValidationConfig) -> SeedReport:
     if run.timed_out or run.failed or not run.passed:
         failing = "; ".join(f"{k}: {v.splitlines()[0][:120] if v else ''}" for k, v in list(run.failed.items())[:3])
         return SeedReport(seed.name, False, f"seed suite does not pass before mutation ({run.evidence}) {failing}")
-    return SeedReport(seed.name, True, f"{len(run.passed)} tests pass in {run.wall_s:.1f}s", run.passed)
+    return SeedReport(seed.name, True, f"{len(run.passed)} tests pass in {run.wall_s:.1f}s", run.passed, run.wall_s)
 
 
 def statement_for(seed_name: str, failures: dict[str, str], collect_errors: dict[str, str]) -> str:
@@ -104,9 +110,10 @@ def build_candidate(seed: Seed, report: SeedReport, mutation: Mutation, task_dir
     draft = Task(id=task_id, statement="(pending)", timeout_s=60, protected=list(seed.tests),
                  entry_points=[EntryPoint(module=module, function=func)], source=_source(seed, mutation))
     task = write_task_dir(task_dir, seed, draft, {mutation.path: mutation.source}, {mutation.path: original})
-    run = run_tests(task, required=None, backend=cfg.backend)
+    run = run_tests(task, required=None, backend=cfg.backend, timeout=report.mutant_timeout)
     if run.timed_out:
-        return reject(task_id, "too_slow", f"the mutant's suite did not finish within {task.timeout_s:g}s")
+        return reject(task_id, "too_slow", f"the mutant's suite did not finish within {report.mutant_timeout:g}s "
+                                           f"(the seed's takes {report.wall_s:.1f}s): an endless loop?")
     still = set(run.passed)
     # tests of a module that no longer collects are missing from run.failed by id: derive from `passed`
     failing = {t: run.failed.get(t, run.failed.get(t.split("[")[0], "fails")) for t in report.passing if t not in still}
