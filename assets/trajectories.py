@@ -89,4 +89,4 @@ def rollout(tasks, spec: str, attempts: int, out: Path, policy: PolicyResource, 
 
     log.info(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts into {out}")
     return solve(tasks, spec, attempts=attempts, workers=sandbox.workers, out=out, sampling=policy.sampling(),
-                 backend=sandbox.backend, limits=policy.limits(), progress=True)
+                 backend=sandbox.backend, limits=policy.limits(spec), progress=True)

@@ -56,7 +56,10 @@ class PolicyResource(dg.ConfigurableResource):
         description="Extra teacher attempts per task in rounds >= 1, so a tiny CPU model "
         "still yields verified data. Set 0 on a cluster.",
     )
-    max_turns: int = Field(default=8, description="Turn limit per episode (the teacher needs up to ~6; cluster: 50).")
+    max_turns: int = Field(default=8, description="Turn limit per episode of a model (CPU: 8; cluster: 50).")
+    teacher_max_turns: int = Field(
+        default=16, description="Turn limit for the scripted teacher, whose turns cost no generation (it needs ~10)."
+    )
     temperature: float = Field(default=0.7, description="Sampling temperature.")
     max_tokens: int = Field(default=96, description="Completion tokens per assistant turn (CPU: 96; cluster: 4096).")
     time_budget_s: float = Field(default=300.0, description="Wall-clock budget per episode.")
@@ -67,10 +70,11 @@ class PolicyResource(dg.ConfigurableResource):
 
         return Sampling(temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed)
 
-    def limits(self):
+    def limits(self, spec: str):
         from touchstone.agent.loop import EpisodeLimits
 
-        return EpisodeLimits(max_turns=self.max_turns, time_budget_s=self.time_budget_s)
+        turns = self.teacher_max_turns if spec == "teacher" else self.max_turns
+        return EpisodeLimits(max_turns=turns, time_budget_s=self.time_budget_s)
 
 
 class VerifierResource(dg.ConfigurableResource):
