@@ -64,3 +64,27 @@ def test_compare_reports_the_first_counterexample():
     bad = [dict(ref), {**ref, 2: {"i": 2, "result": ["int", 4]}}]
     n, why = oracle.compare(cases, ref, bad)
     assert "generated input m.f(3)" in why and "reverse order" in why
+
+
+def test_cases_from_parametrize_and_literal_loops():
+    src = {
+        "tests/test_h.py": "import pytest\nfrom m import f, g\n\n\n"
+        "@pytest.mark.parametrize('a, b, want', [(1, 2, 3), (4, 5, 9), pytest.param(0, 0, 0, id='x')])\n"
+        "@pytest.mark.parametrize('c', ['p', 'q'])\n"
+        "def test_f(a, b, want, c):\n    assert f(a, b) == want\n    assert g(c) == c\n\n\n"
+        "def test_loop():\n    for xs, want in [([1, 2], 1.5), ([3], 3.0)]:\n        assert g(xs) == want\n"
+    }
+    got = [c.describe() for c in oracle.extract_cases(src, [("m", "f"), ("m", "g")])]
+    assert got == ["m.f(1, 2)", "m.f(4, 5)", "m.g('p')", "m.g('q')", "m.g([1, 2])", "m.g([3])"]
+    more = oracle.mutate_cases(oracle.extract_cases(src, [("m", "f"), ("m", "g")]), limit=12)
+    assert {c.function for c in more[6:]} == {"f", "g"}  # round-robin: every function gets mutations
+
+
+def test_same_is_type_strict_but_tolerates_float_rounding():
+    c = runner.canon
+    assert oracle.same(c(0.1 + 0.2), c(0.3))  # summation order is not a wrong answer
+    assert not oracle.same(c(0.31), c(0.3))
+    assert not oracle.same(c(float("nan")), c(0.3)) and oracle.same(c(float("nan")), c(float("nan")))
+    assert not oracle.same(c(1.0), c(1)) and not oracle.same(c(True), c(1))
+    assert not oracle.same(c(AlwaysEqual(3)), c(3))
+    assert oracle.same(c([1.0, (2.0, "x")]), c([1.0 + 1e-15, (2.0, "x")]))

@@ -13,13 +13,15 @@ must match.
 from __future__ import annotations
 
 import ast
+import itertools
 import json
+import math
 import random
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_CASES = 60
+MAX_CASES = 120
 
 
 @dataclass(frozen=True)
@@ -62,36 +64,113 @@ def encode(v):
     raise TypeError(f"cannot encode {type(v).__name__}")
 
 
-def _literal(node: ast.AST):
+_LITERAL_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
+MAX_BINDINGS = 200  # rows of parameters considered per test function
+
+
+def _value(node: ast.AST, env: dict):
+    """A literal, or a name bound by parametrize / a literal for-loop."""
+    if isinstance(node, ast.Name) and node.id in env:
+        return env[node.id]
     return ast.literal_eval(node)
 
 
+def _unpack(names: list[str], value) -> dict | None:
+    if len(names) == 1:
+        return {names[0]: value}
+    if isinstance(value, (tuple, list)) and len(value) == len(names):
+        return dict(zip(names, value))
+    return None
+
+
+def _rows(names: list[str], values: ast.AST) -> list[dict]:
+    """Bindings from a literal list of values (pytest.param(...) items skipped)."""
+    if not isinstance(values, (ast.List, ast.Tuple)):
+        return []
+    rows = []
+    for elt in values.elts:
+        try:
+            row = _unpack(names, ast.literal_eval(elt))
+        except _LITERAL_ERRORS:
+            continue
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
+def _parametrize_rows(fn: ast.FunctionDef) -> list[dict]:
+    rows: list[dict] = [{}]
+    for dec in fn.decorator_list:
+        if not (isinstance(dec, ast.Call) and ast.unparse(dec.func).endswith("parametrize") and len(dec.args) >= 2):
+            continue
+        try:
+            names = ast.literal_eval(dec.args[0])
+        except _LITERAL_ERRORS:
+            continue
+        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        new = _rows(names, dec.args[1])
+        rows = [{**r, **n} for r in rows for n in new][:MAX_BINDINGS]
+    return rows
+
+
+def _loop_rows(loop: ast.For) -> list[dict] | None:
+    names = [loop.target.id] if isinstance(loop.target, ast.Name) else (
+        [e.id for e in loop.target.elts] if isinstance(loop.target, ast.Tuple)
+        and all(isinstance(e, ast.Name) for e in loop.target.elts) else None)  # fmt: skip
+    return _rows(names, loop.iter) if names else None
+
+
+class _CallFinder(ast.NodeVisitor):
+    """Entry-point calls whose arguments are literals or names bound by the
+    enclosing test's parametrize decorators or literal for-loops."""
+
+    def __init__(self, by_name: dict[str, tuple[str, str]]):
+        self.by_name, self.envs, self.cases = by_name, [{}], []
+
+    def _with(self, rows: list[dict], body: list[ast.AST]) -> None:
+        saved = self.envs
+        self.envs = [{**e, **r} for e in saved for r in rows][:MAX_BINDINGS] or saved
+        for stmt in body:
+            self.visit(stmt)
+        self.envs = saved
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._with(_parametrize_rows(node), node.body)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_For(self, node: ast.For) -> None:
+        self.visit(node.iter)
+        self._with(_loop_rows(node) or [{}], node.body)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+        if name in self.by_name and not any(isinstance(a, ast.Starred) for a in node.args) and all(
+            k.arg for k in node.keywords
+        ):
+            for env in self.envs:
+                try:
+                    args = tuple(_value(a, env) for a in node.args)
+                    kwargs = tuple(sorted((k.arg, _value(k.value, env)) for k in node.keywords))
+                except _LITERAL_ERRORS:
+                    continue
+                case = Case(*self.by_name[name], args, kwargs)
+                if case not in self.cases:
+                    self.cases.append(case)
+        self.generic_visit(node)
+
+
 def extract_cases(test_sources: dict[str, str], entry_points: list[tuple[str, str]]) -> list[Case]:
-    """Literal-argument calls of the entry points found in the test files."""
-    by_name = {fn.split(".")[-1]: (mod, fn) for mod, fn in entry_points if "." not in fn}
-    cases: list[Case] = []
+    """Entry-point calls in the (pristine) test files whose arguments are
+    literals, or names bound to literals by `@pytest.mark.parametrize` or a
+    `for` loop over a literal list."""
+    finder = _CallFinder({fn: (mod, fn) for mod, fn in entry_points if "." not in fn})
     for path in sorted(test_sources):
         try:
-            tree = ast.parse(test_sources[path])
+            finder.visit(ast.parse(test_sources[path]))
         except SyntaxError:
             continue
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
-            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
-            if name not in by_name or any(isinstance(a, ast.Starred) for a in node.args):
-                continue
-            try:
-                args = tuple(_literal(a) for a in node.args)
-                kwargs = tuple(sorted((k.arg, _literal(k.value)) for k in node.keywords if k.arg))
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                continue
-            if len(kwargs) != len(node.keywords):
-                continue
-            case = Case(*by_name[name], args, kwargs)
-            if case not in cases:
-                cases.append(case)
-    return cases
+    return finder.cases
 
 
 def _mutations(v, rng: random.Random) -> list:
@@ -119,19 +198,28 @@ def _mutations(v, rng: random.Random) -> list:
 
 
 def mutate_cases(cases: list[Case], seed: int = 0, limit: int = MAX_CASES) -> list[Case]:
-    """Originals first, then mutations of one argument at a time, deduplicated."""
+    """Originals first, then mutations of one argument at a time, taken
+    round-robin over the originals (every function gets some), deduplicated."""
     rng = random.Random(seed)
-    out = list(cases)
-    seen = {(c.module, c.function, repr(c.args), repr(c.kwargs)) for c in cases}
+    per_case = []
     for case in cases:
+        variants = []
         for i, arg in enumerate(case.args):
             for m in _mutations(arg, rng):
-                new = Case(case.module, case.function, case.args[:i] + (m,) + case.args[i + 1:], case.kwargs, True)
-                key = (new.module, new.function, repr(new.args), repr(new.kwargs))
-                if key not in seen and len(out) < limit:
-                    seen.add(key)
-                    out.append(new)
+                variants.append(Case(case.module, case.function, case.args[:i] + (m,) + case.args[i + 1:], case.kwargs, True))
+        per_case.append(variants)
+    out = list(cases)
+    seen = {_key(c) for c in cases}
+    for group in itertools.zip_longest(*per_case):
+        for new in group:
+            if new is not None and _key(new) not in seen and len(out) < limit:
+                seen.add(_key(new))
+                out.append(new)
     return out
+
+
+def _key(c: Case) -> tuple:
+    return (c.module, c.function, repr(c.args), repr(c.kwargs))
 
 
 def read_results(path: Path, n: int) -> dict[int, dict]:
@@ -156,6 +244,28 @@ def _outcome(rec: dict | None) -> str:
     return json.dumps([rec.get("result"), rec.get("args_after")])[:300]
 
 
+FLOAT_REL_TOL, FLOAT_ABS_TOL = 1e-9, 1e-12
+
+
+def same(a, b) -> bool:
+    """Canonical forms equal, exact in types and structure; floats within a
+    tiny tolerance (summation order is not a wrong answer); NaN equals only NaN."""
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) == len(b) == 2 and a[0] == b[0] == "float" and isinstance(a[1], str) and isinstance(b[1], str):
+            x, y = float(a[1]), float(b[1])
+            if math.isnan(x) or math.isnan(y):
+                return math.isnan(x) and math.isnan(y)
+            return math.isclose(x, y, rel_tol=FLOAT_REL_TOL, abs_tol=FLOAT_ABS_TOL)
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def _observed(rec: dict | None) -> list | None:
+    if rec is None:
+        return None
+    return ["raised", rec["raised"]] if "raised" in rec else [rec.get("result"), rec.get("args_after")]
+
+
 def compare(cases: list[Case], reference: dict[int, dict], candidate_runs: list[dict[int, dict]]) -> tuple[int, str | None]:
     """(number of cases compared, first counterexample or None)."""
     compared = 0
@@ -164,17 +274,12 @@ def compare(cases: list[Case], reference: dict[int, dict], candidate_runs: list[
         if ref is None or (case.mutated and "raised" in ref):
             continue  # outside the reference's domain
         compared += 1
-        want = ("raised", ref["raised"]) if "raised" in ref else (ref.get("result"), ref.get("args_after"))
         for order, run in zip(("forward", "reverse"), candidate_runs):
-            got_rec = run.get(i)
-            got = None
-            if got_rec is not None:
-                got = ("raised", got_rec["raised"]) if "raised" in got_rec else (got_rec.get("result"), got_rec.get("args_after"))
-            if got != want:
+            if not same(_observed(run.get(i)), _observed(ref)):
                 kind = "generated input" if case.mutated else "hidden-test input"
                 return compared, (
                     f"{kind} {case.describe()} ({order} order): reference {_outcome(ref)}, "
-                    f"candidate {_outcome(got_rec)}"
+                    f"candidate {_outcome(run.get(i))}"
                 )
     return compared, None
 
