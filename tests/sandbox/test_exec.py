@@ -106,3 +106,23 @@ def test_scratch_state_does_not_survive_an_exec(sb):
     assert "t\n" not in r.stdout and "h\n" not in r.stdout and "s\n" not in r.stdout
     assert "FileNotFoundError" in r.stderr
     assert sb.exec("cat /proc/sysvipc/shm /proc/sysvipc/msg | wc -l").stdout.strip() == "2"  # headers only
+
+
+def test_a_forked_harness_can_open_sandboxes(sb, workspace):
+    import multiprocessing
+
+    def child(queue):
+        from touchstone.sandbox import open_sandbox
+
+        with open_sandbox(workspace, sb.backend) as box:
+            queue.put(box.exec("echo from child").stdout)
+
+    sb.exec("true")  # the parent's launcher machinery is in use before the fork
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=child, args=(queue,))
+    proc.start()
+    assert queue.get(timeout=60) == "from child\n"
+    proc.join(30)
+    assert proc.exitcode == 0
+    assert sb.exec("echo parent").stdout == "parent\n"

@@ -168,6 +168,20 @@ class _Master:
         cls._sock = ours
 
 
+def _forget_master_after_fork() -> None:
+    """In a forked harness: the master and the spawner thread belong to the parent."""
+    global _SPAWNER
+    _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="touchstone-launcher-spawner")
+    _Master._lock = threading.Lock()
+    _Master._proc = None
+    if _Master._sock is not None:
+        _Master._sock.close()  # our copy only; the parent keeps its master
+        _Master._sock = None
+
+
+os.register_at_fork(after_in_child=_forget_master_after_fork)
+
+
 class _Launcher:
     """Harness side of one sandbox's launcher (protocol in launcher.py)."""
 
