@@ -115,8 +115,13 @@ def build_model(tokenizer: PreTrainedTokenizerFast, seed: int) -> Qwen2ForCausal
 def pretrain(model, tokenizer, files: list[Path], steps: int, seed: int, seq_len: int = 256, batch: int = 8) -> float:
     """A brief next-token pass over the code so the model writes Python-shaped
     text. Returns the last loss. Deterministic: fixed seed, fixed chunk order."""
-    encoded = tokenizer(list(_texts(files)))["input_ids"]  # one batched (parallel) call
-    ids = torch.tensor([t for seq in encoded for t in seq])
+    # Tokenize only what the steps can use (4x headroom for sampling), in corpus order.
+    budget, ids_list = 4 * steps * batch * seq_len, []
+    for text in _texts(files):
+        ids_list += tokenizer(text)["input_ids"]
+        if len(ids_list) >= budget:
+            break
+    ids = torch.tensor(ids_list)
     n_chunks = len(ids) // seq_len
     chunks = ids[: n_chunks * seq_len].view(n_chunks, seq_len)
     gen = torch.Generator().manual_seed(seed)
