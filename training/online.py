@@ -153,8 +153,10 @@ def train_online(tasks: dict[str, Task], base: str | Path, out: str | Path, roun
     with tempfile.TemporaryDirectory(prefix="touchstone-grpo-") as work:
         trainer = build_online_trainer(tasks, base, Path(work), out, config, backend)
         result = trainer.train()
+        rewards = [log["reward"] for log in trainer.state.log_history if "reward" in log]
         return finish(trainer, out, base=base, round_key=round_key, datasets={}, method="grpo-online",
-                      metrics={"train_loss": result.training_loss, "steps": result.global_step})
+                      metrics={"train_loss": result.training_loss, "steps": result.global_step,
+                               "mean_reward": sum(rewards) / len(rewards)})
 
 
 def _main() -> None:

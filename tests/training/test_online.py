@@ -43,3 +43,5 @@ def test_grpo_with_environment_factory_runs_on_cpu(tasks, tiny_model, tmp_path):
         "max_tool_calling_iterations": 2, "learning_rate": 1e-3,
     }, backend="bwrap")
     assert manifest.metrics["steps"] == 2 and verify_checkpoint(out).config["method"] == "grpo-online"
+    # The verifier scored every rollout: an untrained tiny model solves nothing, so the reward is the reject reward.
+    assert manifest.metrics["mean_reward"] == 0.0
