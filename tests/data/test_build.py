@@ -130,6 +130,15 @@ def test_dedup_keep_k_over_length_and_malformed(tmp_path):
                                                "beyond_keep_per_task": 1, "over_length": 1}
 
 
+def test_run_that_failed_before_its_first_turn(tmp_path):
+    dead = trajectory("dead", exit_reason="policy_error")
+    dead = dead.model_copy(update={"messages": dead.messages[:2], "turns": []})
+    files = write_round(tmp_path, [dead, trajectory("ok")], [report("dead", "reject"), report("ok", "accept")])
+    summary = build_datasets(*files, tmp_path / "out")
+    assert summary.datasets["kto"].dropped == {"no_turns": 1} and summary.datasets["rl"].rows == 2
+    assert pl.read_parquet(tmp_path / "out" / "rl.parquet").filter(pl.col("trajectory_id") == "dead")["turn_advantages"].to_list() == [[]]
+
+
 def test_mismatched_inputs_are_clear_errors(tmp_path):
     files = write_round(tmp_path, [trajectory("x1")], [report("zz", "accept")])
     with pytest.raises(DataError, match="trajectory zz not found"):

@@ -57,6 +57,11 @@ def test_hack_penalty_and_inconclusive():
     assert set(credit) == {"a"} and credit["a"].group_advantage == 0.0
 
 
+def test_run_without_turns_only_counts_for_the_baseline():
+    credit = credit_group({"dead": (0, report("dead", "reject")), "ok": (2, report("ok", "accept"))}, CFG)
+    assert credit["dead"].advantages == [] and credit["ok"].group_advantage == pytest.approx(0.5)
+
+
 def test_progress_outside_the_trajectory_is_an_error():
     with pytest.raises(ValueError, match="turn 5"):
         credit_group({"a": (3, report("a", "accept", {5: 1.0}))}, CFG)

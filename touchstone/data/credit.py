@@ -52,9 +52,7 @@ def progress_rewards(n_turns: int, report: VerificationReport) -> list[float]:
     """r_t for each of the n_turns assistant turns. Progress before the first
     state-changing turn is 0: the required (fail-to-pass) tests fail on the
     unmodified task by construction."""
-    if n_turns <= 0:
-        raise ValueError(f"trajectory {report.trajectory_id}: no assistant turns, nothing to credit")
-    rewards = [0.0] * n_turns
+    rewards = [0.0] * n_turns  # a run that failed before its first turn has none: it only sets the baseline
     previous = 0.0
     for point in sorted(report.progress or [], key=lambda p: (p.turn, p.step)):
         if not 0 <= point.turn < n_turns:

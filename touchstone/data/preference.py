@@ -25,6 +25,8 @@ def _usable(group: list[Example], cfg: DataConfig, dropped: Counter) -> list[tup
     for ex in group:
         if ex.report.verdict == "inconclusive":
             dropped["verdict_inconclusive"] += 1
+        elif ex.n_turns == 0:  # failed before its first turn: no completion to prefer or avoid
+            dropped["no_turns"] += 1
         elif n_tokens(ex.trajectory) > cfg.max_tokens:
             dropped["over_length"] += 1
         else:
