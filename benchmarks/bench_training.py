@@ -20,12 +20,11 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import SFTConfig
-from trl.chat_template_utils import get_training_chat_template
 
 from touchstone.agent.tools import TOOL_SCHEMAS
 from training.common import load_base, trl_args
 from training.model_init import init_model
-from training.sft import WeightedCollator, WeightedSFTTrainer, tokenize_row
+from training.sft import WeightedCollator, WeightedSFTTrainer, tokenize_row, training_template
 
 
 def synthetic_rows(n: int) -> list[dict]:
@@ -97,7 +96,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = init_model(Path(tmp) / "base")
         tok = AutoTokenizer.from_pretrained(base)
-        template = get_training_chat_template(tok)
+        template = training_template(tok)
         examples = [tokenize_row(r, tok, template, 4096) for r in synthetic_rows(a.rows)]
         collate = WeightedCollator(pad_token_id=tok.pad_token_id)
         # The trainer's sampler shuffles with seed 0; the bare loop takes the batches in order: same tokens per batch size.

@@ -61,14 +61,22 @@ def tokenize_row(row: dict[str, Any], tokenizer, template: str, max_length: int)
     return {"input_ids": ids, "labels": labels, "token_weights": token_weights}
 
 
-def tokenize_dataset(rows: list[dict[str, Any]], tokenizer, max_length: int) -> Dataset:
-    template = get_training_chat_template(tokenizer)
-    if template is None:
-        raise TrainingError("the base tokenizer's chat template has no TRL training variant; assistant masks unavailable")
+def training_template(tokenizer) -> str:
+    """TRL's training variant of the base chat template (with `{% generation %}`
+    markers), or the template itself when it already has them."""
+    try:
+        return get_training_chat_template(tokenizer) or tokenizer.chat_template
+    except ValueError as exc:
+        raise TrainingError(f"base tokenizer: no assistant masks for its chat template: {exc}") from None
+
+
+def tokenize_dataset(rows: list[dict[str, Any]], tokenizer, max_length: int) -> tuple[Dataset, int]:
+    """The tokenized rows and how many were dropped for exceeding max_length."""
+    template = training_template(tokenizer)
     examples = [e for e in (tokenize_row(r, tokenizer, template, max_length) for r in rows) if e is not None]
     if not examples:
         raise TrainingError(f"every SFT row is longer than max_length={max_length}")
-    return Dataset.from_list(examples)
+    return Dataset.from_list(examples), len(rows) - len(examples)
 
 
 class WeightedCollator(DataCollatorForLanguageModeling):
@@ -115,23 +123,26 @@ class WeightedSFTTrainer(SFTTrainer):
 
 
 def build_trainer(data_dir: str | Path, base: str | Path, work_dir: Path, out: Path,
-                  config: str | Path | dict | None = None) -> WeightedSFTTrainer:
+                  config: str | Path | dict | None = None) -> tuple[WeightedSFTTrainer, int]:
+    """The trainer, and how many rows were dropped for exceeding max_length."""
     model, tokenizer = load_base(base)
     args = trl_args(SFTConfig, work_dir, load_overrides(config), max_length=4096, remove_unused_columns=False)
-    dataset = tokenize_dataset(read_rows(data_dir, "sft"), tokenizer, args.max_length)
-    return WeightedSFTTrainer(
+    dataset, too_long = tokenize_dataset(read_rows(data_dir, "sft"), tokenizer, args.max_length)
+    trainer = WeightedSFTTrainer(
         model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
         data_collator=WeightedCollator(pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=args.pad_to_multiple_of),
         callbacks=[tensorboard(out)],
     )
+    return trainer, too_long
 
 
 def train_sft(data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
               config: str | Path | dict | None = None) -> CheckpointManifest:
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="touchstone-sft-") as work:
-        trainer = build_trainer(data_dir, base, Path(work), out, config)
+        trainer, too_long = build_trainer(data_dir, base, Path(work), out, config)
         result = trainer.train()
         return finish(trainer, out, base=base, round_key=round_key, datasets=dataset_hashes(data_dir, ["sft"]),
                       method="sft", metrics={"train_loss": result.training_loss, "steps": result.global_step,
-                                             "rows": len(trainer.train_dataset)})
+                                             "rows": len(trainer.train_dataset),
+                                             "rows_over_max_length": too_long})

@@ -15,13 +15,15 @@ import polars as pl
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
-from trl.chat_template_utils import get_training_chat_template
 
 from touchstone.agent.policies import make_policy
 from touchstone.agent.tools import TOOL_SCHEMAS
 from touchstone.agent.trajectory import Sampling
 from training.checkpoint import content_hash, verify_checkpoint
-from training.sft import WeightedCollator, assistant_spans, tokenize_row, train_sft
+from training.common import TrainingError
+from training.sft import (
+    WeightedCollator, assistant_spans, tokenize_dataset, tokenize_row, train_sft, training_template,
+)
 
 
 def _rows(data_dir):
@@ -30,7 +32,7 @@ def _rows(data_dir):
 
 def test_masked_tokens_have_zero_weight_in_the_built_batch(tiny_model, data_dir):
     tok = AutoTokenizer.from_pretrained(tiny_model)
-    template = get_training_chat_template(tok)
+    template = training_template(tok)
     rows = _rows(data_dir)
     examples = [tokenize_row(r, tok, template, 4096) for r in rows]
     batch = WeightedCollator(pad_token_id=tok.pad_token_id)(examples)
@@ -48,10 +50,23 @@ def test_masked_tokens_have_zero_weight_in_the_built_batch(tiny_model, data_dir)
     assert "bash output 0" in tool_output and "You are a coding agent." in tool_output
 
 
+def test_length_and_template_problems_are_clear(tiny_model, data_dir):
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    rows = _rows(data_dir)
+    longest = max(len(tokenize_row(r, tok, training_template(tok), 10**6)["input_ids"]) for r in rows)
+    dataset, dropped = tokenize_dataset(rows, tok, longest - 1)
+    assert dropped >= 1 and len(dataset) == len(rows) - dropped
+    with pytest.raises(TrainingError, match="longer than max_length=5"):
+        tokenize_dataset(rows, tok, 5)
+    tok.chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}"
+    with pytest.raises(TrainingError, match="no assistant masks"):
+        tokenize_dataset(rows, tok, 4096)
+
+
 def _data_loss(model_dir, rows):
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     tok = AutoTokenizer.from_pretrained(model_dir)
-    template = get_training_chat_template(tok)
+    template = training_template(tok)
     total = 0.0
     with torch.no_grad():
         for r in rows:
@@ -80,6 +95,7 @@ def test_training_changes_weights_lowers_loss_and_writes_checkpoint(sft_ckpt, ti
     assert manifest.round == "r0" and manifest.parent_hash == content_hash(tiny_model)
     assert manifest.datasets == {"sft": content_hash(data_dir / "sft.parquet")}
     assert manifest.config["method"] == "sft" and manifest.metrics["steps"] == 8
+    assert manifest.metrics["rows_over_max_length"] == 0
     assert list((out / "logs").glob("events.out.tfevents.*"))
     assert json.loads((out / "checkpoint.json").read_text())["content_hash"] == content_hash(out)
 
