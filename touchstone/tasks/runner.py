@@ -99,10 +99,12 @@ def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, req
         tree = compose(Path(tmp) / "tree", task.workspace_dir, overlays, task.hidden_tests_dir, patch)
         spec = grading.TestRunSpec(test_files=files, plugin_module=f"th_{nonce}", harness_dir=h_dir, out_dir=o_dir,
                                    hash_seed=hash_seed, order=order)
-        with open_sandbox(tree, backend=backend, limits=Limits(timeout_s=timeout), mounts=mounts) as sb:
-            result = sb.exec(spec.command(), timeout=timeout)
-        graded = grading.evaluate(out, required, prefixes)
-        collected, phases, errors, _ = grading._read_stream(out / grading.RESULTS_FILE)
+        captured = Path(tmp) / "captured-results.jsonl"  # the verifier's live-drained result stream
+        with grading.StreamCapture(out / grading.RESULTS_FILE, captured):
+            with open_sandbox(tree, backend=backend, limits=Limits(timeout_s=timeout + 30), mounts=mounts) as sb:
+                result = sb.exec(spec.command(), timeout=timeout)
+        graded = grading.evaluate(captured, out / grading.JUNIT_FILE, required, prefixes)
+        collected, phases, errors, _ = grading._read_stream(captured)
         return HiddenRun(passed=graded.passed, failed=_messages(phases, graded.failed), wall_s=result.wall_s,
                          timed_out=result.timed_out, evidence=graded.evidence, collected=collected or [],
                          collect_errors={k: _error_lines(v) or v.strip()[-300:] for k, v in errors.items()})
