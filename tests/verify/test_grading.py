@@ -107,16 +107,16 @@ def test_forged_junit_disagreeing_with_the_stream_fails(tmp_path):
     (out / grading.JUNIT_FILE).write_text(
         '<testsuites><testsuite><testcase classname="tests.test_t" name="test_a"><failure message="x"/></testcase></testsuite></testsuites>'
     )
-    res = grading.evaluate(out, ["tests/test_t.py::test_a"], [])
+    res = grading.evaluate(out / grading.RESULTS_FILE, out / grading.JUNIT_FILE, ["tests/test_t.py::test_a"], [])
     assert res.status == "fail" and "channels disagree" in res.evidence
     (out / grading.JUNIT_FILE).write_text(
         '<testsuites><testsuite><testcase classname="tests.test_t" name="test_a"/></testsuite></testsuites>'
     )
-    assert grading.evaluate(out, ["tests/test_t.py::test_a"], []).status == "pass"
+    assert grading.evaluate(out / grading.RESULTS_FILE, out / grading.JUNIT_FILE, ["tests/test_t.py::test_a"], []).status == "pass"
     # a second "passed" record for the same phase is itself evidence of forging
     with open(out / grading.RESULTS_FILE, "a") as fh:
         fh.write('{"event": "report", "nodeid": "tests/test_t.py::test_a", "when": "call", "outcome": "passed"}\n')
-    assert "duplicate" in grading.evaluate(out, ["tests/test_t.py::test_a"], []).evidence
+    assert "duplicate" in grading.evaluate(out / grading.RESULTS_FILE, out / grading.JUNIT_FILE, ["tests/test_t.py::test_a"], []).evidence
 
 
 def test_timeout_is_an_infrastructure_error(tmp_path):
@@ -148,3 +148,40 @@ def test_expected_tests_include_unittest_cases_and_nested_classes():
            "class TestOuter:\n    class TestInner:\n        def test_b(self):\n            pass\n\n\n"
            "class Helper:\n    def test_not_collected(self):\n        pass\n\n\ndef test_c():\n    pass\n")
     assert grading.test_functions("t.py", src) == ["t.py::MathCase::test_a", "t.py::TestOuter::TestInner::test_b", "t.py::test_c"]
+
+
+FIXER = '''import json, os, sys, threading, time
+
+
+def _fix():
+    junit = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml="))
+    for _ in range(200):
+        if os.path.exists(junit) and os.path.getsize(junit) > 0:
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)
+    nodeid = "tests/test_t.py::test_a"
+    recs = [{"event": "collected", "ids": [nodeid]}]
+    recs += [{"event": "report", "nodeid": nodeid, "when": w, "outcome": "passed", "wasxfail": False, "longrepr": ""}
+             for w in ("setup", "call", "teardown")]
+    recs.append({"event": "finish", "exitstatus": 0})
+    with open(os.environ["TOUCHSTONE_RESULTS"], "w") as fh:
+        fh.write("".join(json.dumps(r) + "\\n" for r in recs))
+    with open(junit, "w") as fh:
+        fh.write('<testsuites><testsuite><testcase classname="tests.test_t" name="test_a"/></testsuite></testsuites>')
+
+
+threading.Thread(target=_fix).start()
+
+
+def test_a():
+    assert False
+'''
+
+
+def test_results_rewritten_after_pytest_finished_are_still_caught(tmp_path):
+    """In-process code that waits for pytest to finish and then rewrites both
+    result channels consistently: the stream is a FIFO drained live by the
+    host, so the rewrite can only append duplicate records."""
+    res = _run(_tree(tmp_path, FIXER), None)
+    assert res.status == "fail" and "duplicate" in res.failed["tests/test_t.py::test_a"]

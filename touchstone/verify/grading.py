@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import secrets
+import select
 import shlex
 import shutil
 import tempfile
+import threading
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,8 +68,7 @@ class TestRunSpec:
             "-q", "-rN", "--no-header", "-p", "no:warnings",
             "--", *self.test_files,
         ]  # fmt: skip
-        # rm first: a result file can only come from this run
-        return f"rm -f {self.out_dir}/{RESULTS_FILE} {self.out_dir}/{JUNIT_FILE}; cd /workspace && " + shlex.join(argv)
+        return "cd /workspace && " + shlex.join(argv)
 
 
 # ----------------------------------------------------------------- expected ids
@@ -203,13 +205,13 @@ def _junit_key(nodeid: str) -> str:
     return f"{'.'.join([module, *parts[1:-1]])}::{parts[-1]}"
 
 
-def evaluate(out_dir: Path, required: list[str] | None, expected_prefixes: list[str]) -> TestRunResult:
+def evaluate(results: Path, junit_path: Path, required: list[str] | None, expected_prefixes: list[str]) -> TestRunResult:
     """Decide a test run from the harness's result channels.
 
     `required`: exact node ids (task's fail_to_pass + pass_to_pass), or None =
     every test function of the hidden test files (`expected_prefixes`, from
     their AST) must be collected and every collected instance of it pass."""
-    collected, phases, collect_errors, finished = _read_stream(out_dir / RESULTS_FILE)
+    collected, phases, collect_errors, finished = _read_stream(results)
     if collected is None:
         return TestRunResult("fail", "no collection record from the harness plugin: "
                              "the test process never finished collecting (crash or early exit)")
@@ -223,7 +225,7 @@ def evaluate(out_dir: Path, required: list[str] | None, expected_prefixes: list[
                 targets.append(prefix)  # expected but not collected: counts as failed
     if not targets:
         return TestRunResult("fail", "no required tests: the task names none and its hidden tests define none")
-    junit = _junit_outcomes(out_dir / JUNIT_FILE)
+    junit = _junit_outcomes(junit_path)
     result = TestRunResult("pass", "", total=len(targets))
     for nodeid in targets:
         why = "not collected" if nodeid not in collected_set else _phase_verdict(phases.get(nodeid))
@@ -281,6 +283,48 @@ def harness_mounts(*files: tuple[str, str]) -> Iterator[tuple[str, str, list, Pa
         yield h_target, o_target, mounts, out, nonce
 
 
+class StreamCapture:
+    """The plugin's result stream, as a FIFO the harness drains live from the
+    host: what the plugin wrote can be neither rewritten nor truncated later
+    (a finalizer or thread of the candidate that "fixes" the results at
+    interpreter shutdown can only *add* records, and a second record for a
+    phase is itself a failure). Captured bytes land in `dest`, outside every
+    mount."""
+
+    def __init__(self, fifo: Path, dest: Path):
+        os.mkfifo(fifo)
+        fifo.chmod(0o666)  # the sandbox user opens it for writing
+        # O_RDWR: never blocks, and reads wait for data instead of seeing EOF
+        self.fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+        self.dest, self.chunks, self.stop = dest, [], threading.Event()
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+
+    def _read_available(self) -> bool:
+        try:
+            data = os.read(self.fd, 1 << 16)
+        except BlockingIOError:
+            return False
+        self.chunks.append(data)
+        return bool(data)
+
+    def _drain(self) -> None:
+        while not self.stop.is_set():
+            if select.select([self.fd], [], [], 0.05)[0]:
+                self._read_available()
+        while self._read_available() and sum(map(len, self.chunks)) < MAX_REPORT_BYTES:
+            pass
+
+    def __enter__(self) -> "StreamCapture":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        os.close(self.fd)
+        self.dest.write_bytes(b"".join(self.chunks)[:MAX_REPORT_BYTES])
+
+
 def run_tests(
     tree: Path,
     test_files: list[str],
@@ -301,11 +345,13 @@ def run_tests(
     with harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
         mounts += [Mount(host=host, target=f"/workspace/{d}") for d, host in (readonly or {}).items()]
         spec = TestRunSpec(test_files, f"th_{nonce}", h_dir, o_dir, hash_seed=hash_seed, order=order)
-        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30)) as sb:
-            res = sb.exec(spec.command(), timeout=timeout)
+        captured = out.parent / "captured-results.jsonl"
+        with StreamCapture(out / RESULTS_FILE, captured):
+            with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30)) as sb:
+                res = sb.exec(spec.command(), timeout=timeout)
         if res.timed_out:
             return TestRunResult("error", f"harness timeout: tests did not finish in {timeout:g} s")
-        result = evaluate(out, required, expected_prefixes)
+        result = evaluate(captured, out / JUNIT_FILE, required, expected_prefixes)
         if result.status == "fail":
             tail = (res.stdout + res.stderr).strip()[-300:]
             result.evidence += f" [seed {hash_seed}, order {order}] output tail: {tail}"

@@ -1,8 +1,9 @@
 """Harness pytest plugin: loaded with `-p <random module name>` before any
 candidate code is collected. It
 
-- opens the result stream (path from TOUCHSTONE_RESULTS) at import time, i.e.
-  before collection imports candidate code, and keeps only the descriptor;
+- opens the result stream (path from TOUCHSTONE_RESULTS: a FIFO the verifier
+  drains live from the host, so records cannot be rewritten afterwards) at
+  import time, i.e. before collection imports candidate code;
 - writes one JSON line per test phase report, the collected node ids, and a
   final record; the verifier requires a passed record per required test;
 - orders the collected tests per TOUCHSTONE_ORDER (forward, reverse,
