@@ -14,7 +14,7 @@ from orchestration.resources import (
 )
 from orchestration.runner import ensure_sources, failed_checks, run_round
 
-# Few tasks, short episodes, two optimizer steps: a round in about a minute.
+# Few tasks, short episodes, one optimizer step: a round in about two minutes.
 TINY_CONFIG = {
     "ops": {
         "heldout_tasks": {"config": {"n_tasks": 1}},
@@ -31,7 +31,7 @@ def tiny_resources(home: Path, **overrides) -> dict:
         "sandbox": SandboxResource(workers=2),
         "policy": PolicyResource(max_tokens=24, max_turns=8, teacher_attempts=1),
         "verifier": VerifierResource(replays=1, canaries=2),
-        "trainer": TrainerResource(max_steps=2),
+        "trainer": TrainerResource(max_steps=1),
         **overrides,
     }
 
