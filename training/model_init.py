@@ -25,6 +25,7 @@ from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 from trl.chat_template_utils import add_response_schema, qwen2_5_chat_template
 
 from touchstone import paths
+from training.checkpoint import write_manifest
 
 # Control tokens of the Qwen2.5 template. Chat delimiters are "special" (skipped
 # when decoding content); the tool markup tokens are not, exactly as in Qwen2.5,
@@ -141,8 +142,6 @@ def pretrain(model, tokenizer, files: list[Path], steps: int, seed: int, seq_len
 def init_model(out: str | os.PathLike, seed: int = 0, pretrain_steps: int = 0) -> Path:
     """Build the default tiny model into `out` (weights, tokenizer, chat
     template, and a checkpoint manifest with round -1). Same inputs, same bytes."""
-    from training.checkpoint import write_manifest  # local: checkpoint imports nothing heavy back
-
     out = Path(out)
     files = code_files()
     tokenizer = train_tokenizer(files)

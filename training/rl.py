@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 from datasets import Dataset
+from tqdm import tqdm
 from transformers import Trainer, TrainingArguments
 from trl.trainer.utils import pad
 
@@ -94,7 +95,7 @@ def turn_samples(row: dict[str, Any], tokenizer, args: PGConfig) -> list[dict[st
 
 def build_dataset(rows: list[dict[str, Any]], tokenizer, args: PGConfig) -> Dataset:
     samples = []
-    for row in rows:
+    for row in tqdm(rows, desc="rl turn samples", unit="run"):
         try:
             samples += turn_samples(row, tokenizer, args)
         except DataError:  # malformed tool-call arguments in a run without ids: cannot render it faithfully

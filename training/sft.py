@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 from datasets import Dataset
+from tqdm import tqdm
 from trl import SFTConfig, SFTTrainer
 from trl.chat_template_utils import get_training_chat_template
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
@@ -73,7 +74,8 @@ def training_template(tokenizer) -> str:
 def tokenize_dataset(rows: list[dict[str, Any]], tokenizer, max_length: int) -> tuple[Dataset, int]:
     """The tokenized rows and how many were dropped for exceeding max_length."""
     template = training_template(tokenizer)
-    examples = [e for e in (tokenize_row(r, tokenizer, template, max_length) for r in rows) if e is not None]
+    encoded = (tokenize_row(r, tokenizer, template, max_length) for r in tqdm(rows, desc="tokenize sft", unit="row"))
+    examples = [e for e in encoded if e is not None]
     if not examples:
         raise TrainingError(f"every SFT row is longer than max_length={max_length}")
     return Dataset.from_list(examples), len(rows) - len(examples)
