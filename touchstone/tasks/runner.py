@@ -104,7 +104,7 @@ def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, req
             with open_sandbox(tree, backend=backend, limits=Limits(timeout_s=timeout + 30), mounts=mounts) as sb:
                 result = sb.exec(spec.command(), timeout=timeout)
         graded = grading.evaluate(captured, out / grading.JUNIT_FILE, required, prefixes)
-        collected, phases, errors, _ = grading._read_stream(captured)
-        return HiddenRun(passed=graded.passed, failed=_messages(phases, graded.failed), wall_s=result.wall_s,
-                         timed_out=result.timed_out, evidence=graded.evidence, collected=collected or [],
-                         collect_errors={k: _error_lines(v) or v.strip()[-300:] for k, v in errors.items()})
+        stream = grading._read_stream(captured)  # for the failure messages the verdict leaves out
+        return HiddenRun(passed=graded.passed, failed=_messages(stream.phases, graded.failed), wall_s=result.wall_s,
+                         timed_out=result.timed_out, evidence=graded.evidence, collected=stream.collected or [],
+                         collect_errors={k: _error_lines(v) or v.strip()[-300:] for k, v in stream.collect_errors.items()})

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from touchstone.sandbox import SandboxError
 from touchstone.tasks.index import IndexRow, read_index, row_for, write_index
 from touchstone.tasks.runner import HiddenRun
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, Task, TaskError, TaskSource, load_task
@@ -68,7 +67,8 @@ def _process(c: Candidate, out: Path, cfg: ValidationConfig) -> tuple[IndexRow, 
         verdict = built if isinstance(built, Validation) else validate_task(built[0], cfg, start=built[1])
     except TaskError as exc:
         task, verdict = None, reject(c.id, "malformed", str(exc))
-    except (SandboxError, OSError) as exc:  # recorded, not fatal: one broken candidate must not end the run
+    except Exception as exc:  # noqa: BLE001 - recorded with its type, not fatal: one broken candidate
+        # (sandbox failure, odd seed code) must not end a long run and lose the others' results
         task, verdict = None, reject(c.id, "error", f"{type(exc).__name__}: {exc}")
     task = task if verdict.kept else None
     if task is None:
@@ -108,8 +108,16 @@ def run_candidates(candidates: Iterable[Candidate], out: Path, *, n: int | None,
                     kept.append(task)
                     bar.update(1)
                 bar.set_postfix(rejected=len(rows) - len(kept))
+            _checkpoint(out, rows)
     bar.close()
     return rows, kept
+
+
+def _checkpoint(out: Path, rows: list[IndexRow]) -> None:
+    """The index so far (splits come at the end), so an interrupted run keeps its verdicts."""
+    known = {r.id: r for r in read_index(out)}
+    known.update((r.id, r) for r in rows)
+    write_index(out, sorted(known.values(), key=lambda r: r.id))
 
 
 def split_of(unit: str, eval_fraction: float, salt: str = "touchstone") -> str:
