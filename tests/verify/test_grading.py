@@ -185,3 +185,29 @@ def test_results_rewritten_after_pytest_finished_are_still_caught(tmp_path):
     host, so the rewrite can only append duplicate records."""
     res = _run(_tree(tmp_path, FIXER), None)
     assert res.status == "fail" and "duplicate" in res.failed["tests/test_t.py::test_a"]
+
+
+FORGE_THEN_ABORT = '''import json, os
+
+
+def _forge():
+    nodeid = "tests/test_t.py::test_a"
+    recs = [{"event": "collected", "ids": [nodeid]}]
+    recs += [{"event": "report", "nodeid": nodeid, "when": w, "outcome": "passed", "wasxfail": False, "longrepr": ""}
+             for w in ("setup", "call", "teardown")]
+    with open(os.environ["TOUCHSTONE_RESULTS"], "w") as fh:
+        fh.write("".join(json.dumps(r) + "\\n" for r in recs))
+    raise SystemExit(0)  # abort collection before the real plugin reports anything
+
+
+_forge()
+
+
+def test_a():
+    assert False
+'''
+
+
+def test_forged_records_followed_by_an_aborted_session_fail(tmp_path):
+    res = _run(_tree(tmp_path, FORGE_THEN_ABORT), None)
+    assert res.status == "fail" and "pytest ended with status" in res.evidence

@@ -124,14 +124,25 @@ class TestRunResult:
         return len(self.passed) / self.total if self.total else 0.0
 
 
-def _read_stream(path: Path) -> tuple[list[str] | None, dict[str, dict], dict[str, str], bool]:
-    """collected ids, per-test phases, collection errors, finished?"""
+@dataclass
+class Stream:
+    """What the harness plugin's stream says, plus the signs of forging."""
+
     collected: list[str] | None = None
-    phases: dict[str, dict] = {}
-    collect_errors: dict[str, str] = {}
-    finished = False
+    phases: dict[str, dict] = field(default_factory=dict)
+    collect_errors: dict[str, str] = field(default_factory=dict)
+    finishes: list[object] = field(default_factory=list)  # exit statuses of finish records
+    problems: list[str] = field(default_factory=list)
+
+
+def _read_stream(path: Path) -> Stream:
+    """Parse the stream. The real plugin writes exactly one collection record
+    before any test report and exactly one finish record, with pytest's exit
+    status: anything else is forged or an aborted session."""
+    st = Stream()
     if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
-        return None, phases, collect_errors, False
+        return st
+    n_collected = 0
     for line in path.read_text(errors="replace").splitlines():
         try:
             rec = json.loads(line)
@@ -140,19 +151,30 @@ def _read_stream(path: Path) -> tuple[list[str] | None, dict[str, dict], dict[st
         if not isinstance(rec, dict):
             continue
         event = rec.get("event")
-        if event == "collected" and collected is None:
-            collected = [str(i) for i in rec.get("ids", [])]
+        if event == "collected":
+            n_collected += 1
+            st.collected = st.collected if st.collected is not None else [str(i) for i in rec.get("ids", [])]
         elif event == "report":
-            entry = phases.setdefault(str(rec.get("nodeid")), {})
+            if st.collected is None:
+                st.problems.append("a test report before the collection record (report tampering)")
+            entry = st.phases.setdefault(str(rec.get("nodeid")), {})
             when = str(rec.get("when"))
             if when in entry:  # a second report for the same phase is forged
                 entry["duplicate"] = True
             entry[when] = rec
         elif event == "collect_error":
-            collect_errors[str(rec.get("nodeid"))] = str(rec.get("longrepr", ""))
+            st.collect_errors[str(rec.get("nodeid"))] = str(rec.get("longrepr", ""))
         elif event == "finish":
-            finished = True
-    return collected, phases, collect_errors, finished
+            st.finishes.append(rec.get("exitstatus"))
+    if n_collected > 1:
+        st.problems.append(f"{n_collected} collection records (report tampering)")
+    if not st.finishes:
+        st.problems.append("no session-finish record (process ended early)")
+    elif len(st.finishes) > 1:
+        st.problems.append(f"{len(st.finishes)} session-finish records (report tampering)")
+    elif st.finishes[0] not in (0, 1):
+        st.problems.append(f"pytest ended with status {st.finishes[0]} (interrupted, internal or usage error)")
+    return st
 
 
 def _phase_verdict(entry: dict | None) -> str | None:
@@ -211,7 +233,8 @@ def evaluate(results: Path, junit_path: Path, required: list[str] | None, expect
     `required`: exact node ids (task's fail_to_pass + pass_to_pass), or None =
     every test function of the hidden test files (`expected_prefixes`, from
     their AST) must be collected and every collected instance of it pass."""
-    collected, phases, collect_errors, finished = _read_stream(results)
+    stream = _read_stream(results)
+    collected, phases = stream.collected, stream.phases
     if collected is None:
         return TestRunResult("fail", "no collection record from the harness plugin: "
                              "the test process never finished collecting (crash or early exit)")
@@ -235,14 +258,12 @@ def evaluate(results: Path, junit_path: Path, required: list[str] | None, expect
             result.passed.append(nodeid)
         else:
             result.failed[nodeid] = why
-    problems = []
+    problems = list(dict.fromkeys(stream.problems))
     if junit is None:
         problems.append("no readable JUnit report (pytest did not finish)")
-    if not finished:
-        problems.append("no session-finish record (process ended early)")
-    if collect_errors:
-        problems.append(f"collection errors in {', '.join(sorted(collect_errors))[:300]}")
-    if result.failed or junit is None or not finished:
+    if stream.collect_errors:
+        problems.append(f"collection errors in {', '.join(sorted(stream.collect_errors))[:300]}")
+    if result.failed or junit is None or stream.problems:
         result.status = "fail"
         first = list(result.failed.items())[:3]
         parts = [f"{len(result.passed)}/{len(targets)} required tests passed"]

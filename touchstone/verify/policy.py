@@ -16,7 +16,8 @@ from touchstone.verify.report import Severity
 DEFAULT_POLICY = Path(__file__).with_name("audit_policy.yaml")
 
 StaticKind = Literal[
-    "reference", "import", "attribute", "module_attr_write", "eq_constant", "string", "literal_table"
+    "reference", "import", "attribute", "module_attr_write", "dynamic_module_attr", "eq_constant", "string",
+    "literal_table",
 ]
 Context = Literal["module", "function", "main_guard", "test_file"]
 

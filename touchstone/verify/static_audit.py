@@ -227,6 +227,9 @@ class _Visitor(ast.NodeVisitor):
         self._check_reference(node, node.id)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr == "__dict__" and self._is_module(node.value):
+            for rule in self._rules("dynamic_module_attr"):
+                self._fire(rule, node, f"{_dotted(node)} (module namespace by name)")
         dotted = _dotted(node)
         if dotted:
             self._check_reference(node, dotted)
@@ -245,7 +248,23 @@ class _Visitor(ast.NodeVisitor):
                     self._fire(rule, node, f"accesses .{attr} via getattr")
         if isinstance(node.func, ast.Name) and node.func.id in {"setattr", "delattr"} and node.args:
             self._check_write(node, node.args[0])
+        self._check_dynamic(node)
         self.generic_visit(node)
+
+    def _is_module(self, node: ast.AST) -> bool:
+        base = _dotted(node)
+        return bool(base) and base.split(".")[0] in self.aliases
+
+    def _check_dynamic(self, node: ast.Call) -> None:
+        """getattr(mod, <computed>) and vars(mod): names this audit cannot see."""
+        if not isinstance(node.func, ast.Name) or not node.args or not self._is_module(node.args[0]):
+            return
+        computed = node.func.id in {"getattr", "setattr", "delattr", "hasattr"} and not (
+            len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+        )
+        if computed or node.func.id == "vars":
+            for rule in self._rules("dynamic_module_attr"):
+                self._fire(rule, node, f"{node.func.id}() on module {self._resolve(_dotted(node.args[0]))} with a computed name")
 
     def _imported(self, node: ast.AST, modules: list[str]) -> None:
         for mod in modules:
