@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from click.testing import CliRunner
-from transformers import AutoModelForCausalLM
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from touchstone.cli import main
 from training.checkpoint import content_hash, verify_checkpoint
@@ -28,3 +28,4 @@ def test_cli_trains_a_checkpoint(method, tiny_model, data_dir, tmp_path):
     assert manifest.config["method"] == method and manifest.metrics["steps"] == 2
     assert manifest.datasets == {method: content_hash(data_dir / f"{method}.parquet")}
     assert _changed(tiny_model, out)
+    assert AutoTokenizer.from_pretrained(out).chat_template == AutoTokenizer.from_pretrained(tiny_model).chat_template

@@ -96,6 +96,8 @@ def test_training_changes_weights_lowers_loss_and_writes_checkpoint(sft_ckpt, ti
     assert manifest.datasets == {"sft": content_hash(data_dir / "sft.parquet")}
     assert manifest.config["method"] == "sft" and manifest.metrics["steps"] == 8
     assert manifest.metrics["rows_over_max_length"] == 0
+    # The next round starts from this tokenizer: TRL must still recognise its template.
+    assert AutoTokenizer.from_pretrained(out).chat_template == AutoTokenizer.from_pretrained(tiny_model).chat_template
     assert list((out / "logs").glob("events.out.tfevents.*"))
     assert json.loads((out / "checkpoint.json").read_text())["content_hash"] == content_hash(out)
 
