@@ -63,10 +63,11 @@ def heldout_tasks(
     """Validated tasks reserved for evaluation. Rounds never propose tasks from
     their source units, and a blocking check keeps them out of training."""
     from touchstone.tasks.proposers.mutation import propose_mutation
+    from touchstone.tasks.validate import ValidationConfig
 
     with publishing(context, storage) as out:
         # Its own RNG stream: round r seeds with r, far below this.
         propose_mutation(out, seeds=seed_dirs(storage), n=config.n_tasks, workers=sandbox.workers,
-                         rng_seed=config.rng_seed)
+                         cfg=ValidationConfig(backend=sandbox.backend), rng_seed=config.rng_seed)
     index = storage.store().asset_dir("heldout_tasks") / "index.parquet"
     return dg.MaterializeResult(metadata=table_metadata(index))

@@ -49,13 +49,14 @@ def proposed_tasks(
     """Tasks proposed and validated for this round; index.parquet lists every
     candidate, kept or rejected with its reason."""
     from touchstone.tasks.proposers.mutation import propose_mutation
+    from touchstone.tasks.validate import ValidationConfig
 
     store = storage.store()
     round_key = context.partition_key
     with publishing(context, storage) as out:
         # The round index seeds the proposer: each round gets new tasks, a rerun the same ones.
         propose_mutation(out, seeds=seed_dirs(storage), n=config.n_tasks, workers=sandbox.workers,
-                         rng_seed=round_index(round_key))
+                         cfg=ValidationConfig(backend=sandbox.backend), rng_seed=round_index(round_key))
         excluded = exclude_heldout(out, store.local_dir("heldout_tasks"))
     index = pl.read_parquet(store.asset_dir("proposed_tasks", round_key) / "index.parquet")
     reasons = index.filter(pl.col("status") == "rejected")["reason"].value_counts().iter_rows()
