@@ -97,7 +97,7 @@ def main() -> None:
         base = init_model(Path(tmp) / "base")
         tok = AutoTokenizer.from_pretrained(base)
         template = training_template(tok)
-        examples = [tokenize_row(r, tok, template, 4096) for r in synthetic_rows(a.rows)]
+        examples = [tokenize_row(r, tok, template) for r in synthetic_rows(a.rows)]
         collate = WeightedCollator(pad_token_id=tok.pad_token_id)
         # The trainer's sampler shuffles with seed 0; the bare loop takes the batches in order: same tokens per batch size.
         order = [examples[(i * a.batch + j) % len(examples)] for i in range(a.steps) for j in range(a.batch)]

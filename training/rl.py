@@ -66,8 +66,9 @@ def _rendered_turns(row: dict[str, Any], tokenizer) -> list[tuple[list[int], lis
     return turns
 
 
-def turn_samples(row: dict[str, Any], tokenizer, args: PGConfig) -> list[dict[str, list]]:
-    """One sample per assistant turn with a non-zero advantage."""
+def turn_samples(row: dict[str, Any], tokenizer, args: PGConfig) -> tuple[list[dict[str, list]], int]:
+    """One sample per assistant turn with a non-zero advantage, and the number
+    of such turns skipped for exceeding max_length."""
     advantages = row["turn_advantages"]
     if row["has_token_ids"]:
         recorded = json.loads(row["turns"])
@@ -78,9 +79,12 @@ def turn_samples(row: dict[str, Any], tokenizer, args: PGConfig) -> list[dict[st
         old = [None] * len(pairs)
     if len(pairs) != len(advantages):
         raise TrainingError(f"trajectory {row['trajectory_id']}: {len(pairs)} turns but {len(advantages)} advantages")
-    samples = []
+    samples, too_long = [], 0
     for (prompt, completion), adv, logps in zip(pairs, advantages, old):
-        if abs(adv) < args.min_abs_advantage or not completion or len(prompt) + len(completion) > args.max_length:
+        if abs(adv) < args.min_abs_advantage or not completion:
+            continue
+        if len(prompt) + len(completion) > args.max_length:
+            too_long += 1
             continue
         n = len(completion)
         samples.append({
@@ -90,19 +94,22 @@ def turn_samples(row: dict[str, Any], tokenizer, args: PGConfig) -> list[dict[st
             # NaN = not recorded: the loss then uses the current log-prob (ratio 1).
             "old_logprobs": [0.0] * len(prompt) + (list(logps) if logps and len(logps) == n else [float("nan")] * n),
         })
-    return samples
+    return samples, too_long
 
 
-def build_dataset(rows: list[dict[str, Any]], tokenizer, args: PGConfig) -> Dataset:
-    samples = []
+def build_dataset(rows: list[dict[str, Any]], tokenizer, args: PGConfig) -> tuple[Dataset, int]:
+    """Turn samples of every run, and how many turns exceeded max_length."""
+    samples, too_long = [], 0
     for row in tqdm(rows, desc="rl turn samples", unit="run"):
         try:
-            samples += turn_samples(row, tokenizer, args)
+            more, skipped = turn_samples(row, tokenizer, args)
         except DataError:  # malformed tool-call arguments in a run without ids: cannot render it faithfully
             continue
+        samples += more
+        too_long += skipped
     if not samples:
-        raise TrainingError("no RL turn has an advantage signal within max_length")
-    return Dataset.from_list(samples)
+        raise TrainingError(f"no RL turn has an advantage signal within max_length={args.max_length}")
+    return Dataset.from_list(samples), too_long
 
 
 class PGCollator:
@@ -148,10 +155,10 @@ def train_rl(data_dir: str | Path, base: str | Path, out: str | Path, round_key:
     model, tokenizer = load_base(base)
     with tempfile.TemporaryDirectory(prefix="touchstone-rl-") as work:
         args = trl_args(PGConfig, Path(work), load_overrides(config), learning_rate=1e-4, remove_unused_columns=False)
-        dataset = build_dataset(read_rows(data_dir, "rl"), tokenizer, args)
+        dataset, too_long = build_dataset(read_rows(data_dir, "rl"), tokenizer, args)
         trainer = PGTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                             data_collator=PGCollator(tokenizer.pad_token_id), callbacks=[tensorboard(out)])
         result = trainer.train()
         return finish(trainer, out, base=base, round_key=round_key, datasets=dataset_hashes(data_dir, ["rl"]),
                       method="rl", metrics={"train_loss": result.training_loss, "steps": result.global_step,
-                                            "turn_samples": len(dataset)})
+                                            "turn_samples": len(dataset), "turns_over_max_length": too_long})

@@ -37,17 +37,14 @@ def assistant_spans(mask: list[int]) -> list[tuple[int, int]]:
     return spans
 
 
-def tokenize_row(row: dict[str, Any], tokenizer, template: str, max_length: int) -> dict[str, list] | None:
+def tokenize_row(row: dict[str, Any], tokenizer, template: str) -> dict[str, list]:
     """input_ids, labels (-100 outside assistant turns) and token_weights (0
-    outside assistant turns, the turn's weight inside). None when the row is
-    longer than max_length (dropped, never silently truncated mid-turn)."""
+    outside assistant turns, the turn's weight inside)."""
     enc = tokenizer.apply_chat_template(
         json.loads(row["messages"]), tools=json.loads(row["tools"]), chat_template=template,
         return_assistant_tokens_mask=True, return_dict=True,
     )
     ids, mask = list(enc["input_ids"]), list(enc["assistant_masks"])
-    if len(ids) > max_length:
-        return None
     spans = assistant_spans(mask)
     weights = row["turn_weights"]
     if len(spans) != len(weights):
@@ -72,13 +69,21 @@ def training_template(tokenizer) -> str:
 
 
 def tokenize_dataset(rows: list[dict[str, Any]], tokenizer, max_length: int) -> tuple[Dataset, int]:
-    """The tokenized rows and how many were dropped for exceeding max_length."""
+    """Tokenized rows, cut to their first max_length tokens (TRL's
+    `keep_start`; the weights are cut with them), and how many were cut. A row
+    left without any assistant token is not kept."""
     template = training_template(tokenizer)
-    encoded = (tokenize_row(r, tokenizer, template, max_length) for r in tqdm(rows, desc="tokenize sft", unit="row"))
-    examples = [e for e in encoded if e is not None]
+    examples, truncated = [], 0
+    for row in tqdm(rows, desc="tokenize sft", unit="row"):
+        ex = tokenize_row(row, tokenizer, template)
+        if len(ex["input_ids"]) > max_length:
+            truncated += 1
+            ex = {k: v[:max_length] for k, v in ex.items()}
+        if any(label != -100 for label in ex["labels"]):
+            examples.append(ex)
     if not examples:
-        raise TrainingError(f"every SFT row is longer than max_length={max_length}")
-    return Dataset.from_list(examples), len(rows) - len(examples)
+        raise TrainingError(f"no SFT row has an assistant token within max_length={max_length}")
+    return Dataset.from_list(examples), truncated
 
 
 class WeightedCollator(DataCollatorForLanguageModeling):
@@ -126,25 +131,25 @@ class WeightedSFTTrainer(SFTTrainer):
 
 def build_trainer(data_dir: str | Path, base: str | Path, work_dir: Path, out: Path,
                   config: str | Path | dict | None = None) -> tuple[WeightedSFTTrainer, int]:
-    """The trainer, and how many rows were dropped for exceeding max_length."""
+    """The trainer, and how many rows were cut to max_length."""
     model, tokenizer = load_base(base)
     args = trl_args(SFTConfig, work_dir, load_overrides(config), max_length=4096, remove_unused_columns=False)
-    dataset, too_long = tokenize_dataset(read_rows(data_dir, "sft"), tokenizer, args.max_length)
+    dataset, truncated = tokenize_dataset(read_rows(data_dir, "sft"), tokenizer, args.max_length)
     trainer = WeightedSFTTrainer(
         model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
         data_collator=WeightedCollator(pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=args.pad_to_multiple_of),
         callbacks=[tensorboard(out)],
     )
-    return trainer, too_long
+    return trainer, truncated
 
 
 def train_sft(data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
               config: str | Path | dict | None = None) -> CheckpointManifest:
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="touchstone-sft-") as work:
-        trainer, too_long = build_trainer(data_dir, base, Path(work), out, config)
+        trainer, truncated = build_trainer(data_dir, base, Path(work), out, config)
         result = trainer.train()
         return finish(trainer, out, base=base, round_key=round_key, datasets=dataset_hashes(data_dir, ["sft"]),
                       method="sft", metrics={"train_loss": result.training_loss, "steps": result.global_step,
                                              "rows": len(trainer.train_dataset),
-                                             "rows_over_max_length": too_long})
+                                             "rows_truncated": truncated})

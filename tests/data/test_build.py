@@ -120,7 +120,7 @@ def test_outputs_are_duckdb_and_datasets_readable(round_files, tmp_path):
 def test_dedup_keep_k_over_length_and_malformed(tmp_path):
     trajs = [trajectory("x1", calls=FIX), trajectory("x2", calls=FIX), trajectory("x3", calls=DETOUR),
              trajectory("x4", calls=FIX, raw_args="{not json"), trajectory("x5", calls=DETOUR * 3)]
-    trajs[1] = trajs[1].model_copy(update={"turns": []})  # same chat as x1, no ids -> duplicate
+    trajs[1] = trajs[1].model_copy(update={"turns": [], "tools": []})  # same actions as x1, no ids -> duplicate
     reps = [report(t.trajectory_id, "accept") for t in trajs]
     files = write_round(tmp_path, trajs, reps)
     summary = build_datasets(*files, tmp_path / "out", config=DataConfig(keep_per_task=1, max_tokens=150))

@@ -23,7 +23,10 @@ def test_recorded_ids_are_reused_with_per_token_advantages(tmp_path):
              {"turn": 1, "prompt_ids": [5, 6, 7, 8, 9, 10], "completion_ids": [11], "logprobs": None}]
     row = {"trajectory_id": "t", "has_token_ids": True, "turns": json.dumps(turns), "turn_advantages": [0.5, -1.0],
            "messages": "[]", "tools": "[]"}
-    samples = turn_samples(row, tokenizer=None, args=PGConfig(output_dir=str(tmp_path), use_cpu=True))
+    samples, too_long = turn_samples(row, tokenizer=None, args=PGConfig(output_dir=str(tmp_path), use_cpu=True))
+    assert too_long == 0
+    _, cut = turn_samples(row, tokenizer=None, args=PGConfig(output_dir=str(tmp_path), use_cpu=True, max_length=6))
+    assert cut == 1  # the 7-token second turn
     assert samples[0]["input_ids"] == [5, 6, 7, 8, 9]
     assert samples[0]["advantages"] == [0, 0, 0, 0.5, 0.5] and samples[0]["completion_mask"] == [0, 0, 0, 1, 1]
     assert samples[0]["old_logprobs"][3:] == [-0.1, -0.2]
@@ -50,8 +53,8 @@ def test_training_follows_the_advantage(tiny_model, data_dir, tmp_path):
     assert verify_checkpoint(out).config["method"] == "rl" and manifest.metrics["turn_samples"] > 0
     tok = AutoTokenizer.from_pretrained(tiny_model)
     args = PGConfig(output_dir=str(tmp_path / "w"), use_cpu=True)
-    good = turn_samples(_row(data_dir, "task-a-ok"), tok, args)[1]  # the fixing turn
-    bad = turn_samples(_row(data_dir, "task-a-hack"), tok, args)[0]  # the hack: rewriting the tests
+    good = turn_samples(_row(data_dir, "task-a-ok"), tok, args)[0][1]  # the fixing turn
+    bad = turn_samples(_row(data_dir, "task-a-hack"), tok, args)[0][0]  # the hack: rewriting the tests
     assert good["advantages"][-1] > 0 > bad["advantages"][-1]
     # Every turn was seen once: the positive turn gained log-prob relative to the hack's.
     gain_good = _completion_logp(out, good) - _completion_logp(tiny_model, good)

@@ -34,7 +34,7 @@ def test_masked_tokens_have_zero_weight_in_the_built_batch(tiny_model, data_dir)
     tok = AutoTokenizer.from_pretrained(tiny_model)
     template = training_template(tok)
     rows = _rows(data_dir)
-    examples = [tokenize_row(r, tok, template, 4096) for r in rows]
+    examples = [tokenize_row(r, tok, template) for r in rows]
     batch = WeightedCollator(pad_token_id=tok.pad_token_id)(examples)
     weights, labels = batch["token_weights"], batch["labels"]
     assert torch.all(weights[labels == -100] == 0)  # prompt, tool outputs, padding
@@ -50,13 +50,16 @@ def test_masked_tokens_have_zero_weight_in_the_built_batch(tiny_model, data_dir)
     assert "bash output 0" in tool_output and "You are a coding agent." in tool_output
 
 
-def test_length_and_template_problems_are_clear(tiny_model, data_dir):
+def test_long_rows_are_cut_with_their_weights_and_template_problems_are_clear(tiny_model, data_dir):
     tok = AutoTokenizer.from_pretrained(tiny_model)
     rows = _rows(data_dir)
-    longest = max(len(tokenize_row(r, tok, training_template(tok), 10**6)["input_ids"]) for r in rows)
-    dataset, dropped = tokenize_dataset(rows, tok, longest - 1)
-    assert dropped >= 1 and len(dataset) == len(rows) - dropped
-    with pytest.raises(TrainingError, match="longer than max_length=5"):
+    full = [tokenize_row(r, tok, training_template(tok)) for r in rows]
+    cut = max(len(e["input_ids"]) for e in full) - 1
+    dataset, truncated = tokenize_dataset(rows, tok, cut)
+    assert truncated >= 1 and len(dataset) == len(rows)
+    longest = max(range(len(full)), key=lambda i: len(full[i]["input_ids"]))
+    assert dataset[longest]["token_weights"] == full[longest]["token_weights"][:cut]
+    with pytest.raises(TrainingError, match="no SFT row has an assistant token within max_length=5"):
         tokenize_dataset(rows, tok, 5)
     tok.chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}"
     with pytest.raises(TrainingError, match="no assistant masks"):
@@ -70,7 +73,7 @@ def _data_loss(model_dir, rows):
     total = 0.0
     with torch.no_grad():
         for r in rows:
-            ex = tokenize_row(r, tok, template, 4096)
+            ex = tokenize_row(r, tok, template)
             out = model(input_ids=torch.tensor([ex["input_ids"]]), labels=torch.tensor([ex["labels"]]))
             total += out.loss.item()
     return total / len(rows)
@@ -95,7 +98,7 @@ def test_training_changes_weights_lowers_loss_and_writes_checkpoint(sft_ckpt, ti
     assert manifest.round == "r0" and manifest.parent_hash == content_hash(tiny_model)
     assert manifest.datasets == {"sft": content_hash(data_dir / "sft.parquet")}
     assert manifest.config["method"] == "sft" and manifest.metrics["steps"] == 8
-    assert manifest.metrics["rows_over_max_length"] == 0
+    assert manifest.metrics["rows_truncated"] == 0
     # The next round starts from this tokenizer: TRL must still recognise its template.
     assert AutoTokenizer.from_pretrained(out).chat_template == AutoTokenizer.from_pretrained(tiny_model).chat_template
     assert list((out / "logs").glob("events.out.tfevents.*"))

@@ -136,9 +136,11 @@ def split_prompt(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
 
 def n_tokens(traj: Trajectory) -> int:
     """Exact length when token ids were recorded (last prompt + its completion),
-    else an estimate of 1 token per 4 characters of the chat."""
+    else an estimate of 1 token per 4 characters of the chat and tool schemas
+    (code tokenizes denser with small vocabularies; trainers cut or skip by
+    exact length)."""
     last = traj.turns[-1] if traj.turns else None
     if last is not None and last.prompt_ids is not None and last.completion_ids is not None:
         return len(last.prompt_ids) + len(last.completion_ids)
     chars = sum(len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or "")) for m in traj.messages)
-    return chars // 4 + 1
+    return (chars + len(json.dumps(traj.tools))) // 4 + 1

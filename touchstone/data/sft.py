@@ -39,14 +39,15 @@ def build_sft(examples: list[Example], cfg: DataConfig) -> tuple[pl.DataFrame, C
             except DataError:
                 dropped["malformed_tool_arguments"] += 1
                 continue
-            text = json.dumps(messages, sort_keys=True)
-            digest = hashlib.sha256(text.encode()).hexdigest()
+            # Same actions = same training signal, whatever noise the observations carry (paths, timings).
+            actions = [m for m in messages if m["role"] == "assistant"]
+            digest = hashlib.sha256(json.dumps(actions, sort_keys=True).encode()).hexdigest()
             if digest in seen:
                 dropped["duplicate"] += 1
                 continue
             seen.add(digest)
             weights = sft_weights(credits[traj.trajectory_id].advantages, cfg.credit.sft_weight_floor)
-            candidates.append(SFTRow(**ex.lineage(), messages=text, tools=json.dumps(traj.tools),
+            candidates.append(SFTRow(**ex.lineage(), messages=json.dumps(messages), tools=json.dumps(traj.tools),
                                      turn_weights=weights, n_turns=ex.n_turns, n_tokens=tokens))
         # Best first: fewest turns (fewest detours), then shortest, then id for determinism.
         candidates.sort(key=lambda r: (r.n_turns, r.n_tokens, r.trajectory_id))
