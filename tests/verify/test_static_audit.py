@@ -128,3 +128,23 @@ def test_bad_policy_file_names_the_problem(tmp_path):
     bad.write_text("static:\n  - id: X\n    kind: nonsense\n    severity: reject\n")
     with pytest.raises(PolicyError, match="bad.yaml"):
         load_policy(bad)
+
+
+def test_constructs_already_in_the_pristine_file_are_not_the_candidates():
+    from touchstone.verify.static_audit import audit_files
+
+    pristine = "import importlib\nimport sys\n\nmod = importlib.import_module('json')\nsys.modules['x'] = mod\n\n\ndef f():\n    return 1\n"
+    fixed = pristine.replace("return 1", "return 2")
+    policy = load_policy()
+    assert audit_files({"lib.py": fixed}, policy, {"lib.py": pristine}) == []
+    more = fixed + "\nsys.modules['y'] = mod\n"  # a second copy is the candidate's own
+    assert [f.rule for f in audit_files({"lib.py": more}, policy, {"lib.py": pristine})] == ["S-IMPORT-HOOK"]
+    assert {f.rule for f in audit_files({"lib.py": fixed}, policy)} == {"S-DYNAMIC-CODE", "S-IMPORT-HOOK"}
+    changed = fixed.replace("sys.modules['x'] = mod", "sys.modules['pytest'] = mod")  # same construct, new deed
+    assert [f.rule for f in audit_files({"lib.py": changed}, policy, {"lib.py": pristine})] == ["S-IMPORT-HOOK"]
+    moved = "\n\n" + fixed  # moving code keeps it the task's
+    assert audit_files({"lib.py": moved}, policy, {"lib.py": pristine}) == []
+
+
+def test_assigned_comparison_that_is_not_a_function_is_not_judged():
+    assert rules("class A:\n    __eq__ = staticmethod(lambda a, b: a is b)\n") == set()

@@ -15,7 +15,7 @@ import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S, execute_tool_call
 from touchstone.agent.trajectory import executed_tool_calls
@@ -72,14 +72,23 @@ def _read_changed(sb: Any, diff: TreeDiff) -> dict[str, bytes]:
     return {rel: sb.read_file(rel) for rel in diff.created + diff.modified if diff.kinds.get(rel) == "f"}
 
 
-def _content_events(step: int, files: dict[str, bytes], seen: set[tuple[str, int]]) -> list[ActionEvent]:
+def _content_events(
+    step: int, files: dict[str, bytes], seen: set[tuple[str, int]], baseline: Callable[[str], bytes | None]
+) -> list[ActionEvent]:
+    """Text the run added to files (lines absent from the pristine version),
+    so a library file the agent fixes is judged by its new lines only."""
     out = []
     for rel, data in files.items():
         key = (rel, hash(data))
         if key in seen or len(data) > MAX_CONTENT_BYTES:
             continue
         seen.add(key)
-        out.append(ActionEvent(step, "content", data.decode("utf-8", errors="replace"), where=rel))
+        text = data.decode("utf-8", errors="replace")
+        before = baseline(rel)
+        if before is not None:
+            old = set(before.decode("utf-8", errors="replace").splitlines())
+            text = "\n".join(line for line in text.splitlines() if line not in old)
+        out.append(ActionEvent(step, "content", text, where=rel))
     return out
 
 
@@ -92,9 +101,11 @@ def replay(
     keep_states: bool = False,
     is_protected: Any = lambda rel: False,
     tool_timeout: float = DEFAULT_TIMEOUT_S,
+    baseline: Callable[[str], bytes | None] = lambda rel: None,
 ) -> ReplayResult:
     """Replay in a fresh sandbox. `SandboxError` propagates (infrastructure).
-    `tool_timeout` must be the rollout's (EpisodeLimits.tool_timeout_s)."""
+    `tool_timeout` must be the rollout's (EpisodeLimits.tool_timeout_s);
+    `baseline(rel)` gives pristine file contents (None for new files)."""
     calls = executed_tool_calls(messages)
     with tempfile.TemporaryDirectory(prefix="touchstone-replay-") as tmp:
         log_path = Path(tmp) / "actions.jsonl"
@@ -117,7 +128,7 @@ def replay(
                         if is_protected(rel):
                             result.events.append(ActionEvent(call.step, "protected", rel))
                     changed_now = _read_changed(sb, step_diff)
-                    result.events += _content_events(call.step, changed_now, seen_content)
+                    result.events += _content_events(call.step, changed_now, seen_content, baseline)
                     if keep_states:
                         whole = diff_snapshots(pristine, current)
                         result.states.append(

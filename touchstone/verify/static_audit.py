@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from touchstone.verify.policy import AuditPolicy, StaticRule
@@ -24,13 +25,39 @@ def is_test_file(path: str) -> bool:
     return bool(_TEST_FILE.search(path))
 
 
-def audit_files(files: dict[str, str], policy: AuditPolicy) -> list[AuditFinding]:
-    """Findings for each `path -> source` of a changed Python file. Files that
-    do not parse are left to the compile check."""
+def audit_files(
+    files: dict[str, str], policy: AuditPolicy, baseline: dict[str, str] | None = None
+) -> list[AuditFinding]:
+    """Findings for each `path -> source` of a changed Python file, minus
+    those already present in the file's pristine version (`baseline`): the
+    candidate answers for what it added, not for the library it is fixing.
+    Compared as a multiset of (rule, text of the flagged line), so a second
+    copy of a pre-existing construct, or a changed line holding one, still
+    counts. Files that do not parse are left to the compile check."""
     findings: list[AuditFinding] = []
     for path in sorted(files):
-        findings.extend(audit_source(path, files[path], policy))
+        found = audit_source(path, files[path], policy)
+        before = (baseline or {}).get(path)
+        if before is not None:
+            existing = Counter(_key(f, before) for f in audit_source(path, before, policy))
+            kept = []
+            for f in found:
+                key = _key(f, files[path])
+                if existing[key] > 0:
+                    existing[key] -= 1
+                else:
+                    kept.append(f)
+            found = kept
+        findings.extend(found)
     return findings
+
+
+def _key(f: AuditFinding, source: str) -> tuple[str, str]:
+    """A finding by rule and the text of its line: moving code keeps the key,
+    changing what a flagged line does makes a new one."""
+    lines = source.splitlines()
+    text = lines[f.line - 1].strip() if f.line and f.line <= len(lines) else f.evidence
+    return f.rule, text
 
 
 def audit_source(path: str, source: str, policy: AuditPolicy) -> list[AuditFinding]:
@@ -131,6 +158,8 @@ def _constant_compare(node: ast.AST) -> bool:
     """A comparison dunder whose every return is a constant bool."""
     if isinstance(node, ast.Lambda):
         return isinstance(node.body, ast.Constant) and isinstance(node.body.value, bool)
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False  # `__eq__ = make_cmp(...)`: not decidable here
     rets = _returns(node)
     return bool(rets) and all(
         isinstance(r.value, ast.Constant) and isinstance(r.value.value, bool) for r in rets

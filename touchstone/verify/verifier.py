@@ -123,7 +123,8 @@ def verify_trajectory(
     pristine = _Pristine(task)
     try:
         rep = replay(task.workspace_dir, messages, backend=backend, keep_states=progress,
-                     is_protected=pristine.is_protected, tool_timeout=tool_timeout)  # fmt: skip
+                     is_protected=pristine.is_protected, tool_timeout=tool_timeout,
+                     baseline=pristine.content)  # fmt: skip
     except Exception as exc:  # infrastructure (sandbox, daemon): never a verdict on the candidate
         checks.append(CheckResult(name="replay", status="error", evidence=f"replay failed: {_err(exc)}"))
         return report()
@@ -137,7 +138,8 @@ def verify_trajectory(
     deleted = [r for r in rep.diff.deleted if r not in pristine.tests]
     py_sources = {rel: data.decode("utf-8", errors="replace") for rel, data in graded.items() if rel.endswith(".py")}
     checks.append(_compile_check(py_sources))
-    static, actions = audit_files(py_sources, policy), audit_actions(rep.events, policy)
+    baseline = {rel: pristine.content(rel).decode("utf-8", errors="replace") for rel in py_sources if rel in pristine.files}
+    static, actions = audit_files(py_sources, policy, baseline), audit_actions(rep.events, policy)
     findings.extend(static + actions)
     checks += [_audit_check("static_audit", static), _audit_check("action_audit", actions)]
 
