@@ -88,3 +88,9 @@ def test_same_is_type_strict_but_tolerates_float_rounding():
     assert not oracle.same(c(1.0), c(1)) and not oracle.same(c(True), c(1))
     assert not oracle.same(c(AlwaysEqual(3)), c(3))
     assert oracle.same(c([1.0, (2.0, "x")]), c([1.0 + 1e-15, (2.0, "x")]))
+
+
+def test_parametrize_values_from_module_constants():
+    src = {"t.py": "import pytest\nimport m\n\nCASES = (('a b', 'a-b'), ('C', 'c'))\n\n\n"
+                   "@pytest.mark.parametrize(('s', 'want'), CASES)\ndef test_p(s, want):\n    assert m.slug(s) == want\n"}
+    assert [c.describe() for c in oracle.extract_cases(src, [("m", "slug")])] == ["m.slug('a b')", "m.slug('C')"]

@@ -37,7 +37,7 @@ REPORT_SCHEMA = {
 }  # fmt: skip
 CHECK_SCHEMA = {
     "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String,
-    "check": pl.String, "status": pl.String, "evidence": pl.String,
+    "name": pl.String, "status": pl.String, "evidence": pl.String,
 }  # fmt: skip
 FINDING_SCHEMA = {
     "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String, "rule": pl.String,
@@ -150,7 +150,7 @@ def write_reports(reports: list[VerificationReport], out: Path) -> Path:
             "progress": None if r.progress is None else json.dumps([p.model_dump() for p in r.progress]),
             "verifier_version": r.verifier_version, "duration_s": r.duration_s, "report_json": r.model_dump_json(),
         })  # fmt: skip
-        checks += [{**ids, "check": c.name, "status": c.status, "evidence": c.evidence} for c in r.checks]
+        checks += [{**ids, "name": c.name, "status": c.status, "evidence": c.evidence} for c in r.checks]
         findings += [{**ids, **f.model_dump()} for f in r.findings]
     _atomic_parquet(pl.DataFrame(rows, schema=REPORT_SCHEMA, orient="row"), out / REPORTS_FILE)
     _atomic_parquet(pl.DataFrame(checks, schema=CHECK_SCHEMA, orient="row"), out / CHECKS_FILE)

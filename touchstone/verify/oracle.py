@@ -83,8 +83,13 @@ def _unpack(names: list[str], value) -> dict | None:
     return None
 
 
-def _rows(names: list[str], values: ast.AST) -> list[dict]:
-    """Bindings from a literal list of values (pytest.param(...) items skipped)."""
+def _rows(names: list[str], values: ast.AST, consts: dict[str, object]) -> list[dict]:
+    """Bindings from a literal list of values, or from a module-level constant
+    holding one (`@pytest.mark.parametrize("a, b", CASES)`); items that are
+    not literals (`pytest.param(...)`) are skipped."""
+    if isinstance(values, ast.Name) and isinstance(consts.get(values.id), (list, tuple)):
+        items = [_unpack(names, v) for v in consts[values.id]]
+        return [row for row in items if row is not None]
     if not isinstance(values, (ast.List, ast.Tuple)):
         return []
     rows = []
@@ -98,7 +103,7 @@ def _rows(names: list[str], values: ast.AST) -> list[dict]:
     return rows
 
 
-def _parametrize_rows(fn: ast.FunctionDef) -> list[dict]:
+def _parametrize_rows(fn: ast.FunctionDef, consts: dict[str, object]) -> list[dict]:
     rows: list[dict] = [{}]
     for dec in fn.decorator_list:
         if not (isinstance(dec, ast.Call) and ast.unparse(dec.func).endswith("parametrize") and len(dec.args) >= 2):
@@ -108,16 +113,28 @@ def _parametrize_rows(fn: ast.FunctionDef) -> list[dict]:
         except _LITERAL_ERRORS:
             continue
         names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
-        new = _rows(names, dec.args[1])
+        new = _rows(names, dec.args[1], consts)
         rows = [{**r, **n} for r in rows for n in new][:MAX_BINDINGS]
     return rows
 
 
-def _loop_rows(loop: ast.For) -> list[dict] | None:
+def _module_constants(tree: ast.Module) -> dict[str, object]:
+    """Module-level `NAME = <literal>` assignments of a test file."""
+    consts = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                consts[node.targets[0].id] = ast.literal_eval(node.value)
+            except _LITERAL_ERRORS:
+                continue
+    return consts
+
+
+def _loop_rows(loop: ast.For, consts: dict[str, object]) -> list[dict] | None:
     names = [loop.target.id] if isinstance(loop.target, ast.Name) else (
         [e.id for e in loop.target.elts] if isinstance(loop.target, ast.Tuple)
         and all(isinstance(e, ast.Name) for e in loop.target.elts) else None)  # fmt: skip
-    return _rows(names, loop.iter) if names else None
+    return _rows(names, loop.iter, consts) if names else None
 
 
 class _CallFinder(ast.NodeVisitor):
@@ -125,7 +142,11 @@ class _CallFinder(ast.NodeVisitor):
     enclosing test's parametrize decorators or literal for-loops."""
 
     def __init__(self, by_name: dict[str, tuple[str, str]]):
-        self.by_name, self.envs, self.cases = by_name, [{}], []
+        self.by_name, self.envs, self.cases, self.consts = by_name, [{}], [], {}
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self.consts = _module_constants(node)
+        self.generic_visit(node)
 
     def _with(self, rows: list[dict], body: list[ast.AST]) -> None:
         saved = self.envs
@@ -135,13 +156,13 @@ class _CallFinder(ast.NodeVisitor):
         self.envs = saved
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._with(_parametrize_rows(node), node.body)
+        self._with(_parametrize_rows(node, self.consts), node.body)
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_For(self, node: ast.For) -> None:
         self.visit(node.iter)
-        self._with(_loop_rows(node) or [{}], node.body)
+        self._with(_loop_rows(node, self.consts) or [{}], node.body)
 
     def visit_Call(self, node: ast.Call) -> None:
         name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
