@@ -3,7 +3,6 @@ DuckDB, idempotent rematerialization (also after a SIGKILL mid-rollout and
 through the documented dagster CLI), and a weakened verifier stopped by the
 canary check before training."""
 
-import json
 import os
 import shutil
 import signal
@@ -18,7 +17,8 @@ import polars as pl
 import pytest
 
 from orchestration.lineage import latest_metadata
-from orchestration.resources import StorageResource, VerifierResource
+from orchestration.partitions import register_round
+from orchestration.resources import VerifierResource
 from orchestration.runner import ROUND_STAGES, failed_checks, materialize
 from tests.assets.conftest import TINY_CONFIG, tiny_resources
 from training.checkpoint import read_manifest, verify_checkpoint
@@ -134,16 +134,20 @@ def test_sigkill_during_rollouts_then_rematerialize_gives_the_same_data(rounds):
 def test_a_verifier_that_accepts_a_canary_hack_stops_the_round_before_training(rounds, tmp_path):
     from touchstone.verify.policy import load_policy
 
-    # A copy of round r000's inputs, so the shared rounds stay intact.
+    # Round r000's inputs on a separate instance and data root, so the shared rounds stay intact;
+    # the base model is known there, so training *could* run if the check did not block it.
     for asset in ("proposed_tasks", "raw_trajectories"):
         shutil.copytree(rounds.store.asset_dir(asset, "r000"), tmp_path / "rounds" / "r000" / asset)
     shutil.copytree(rounds.store.asset_dir("heldout_tasks"), tmp_path / "heldout_tasks")
-    checkpoints_before = rounds.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey("checkpoint"), asset_partitions=["r000"]), limit=100).records
+    instance = dg.DagsterInstance.ephemeral()
+    register_round(instance, "r000")
+    base = _metadata(rounds, "base_model", None)
+    instance.report_runless_asset_event(dg.AssetMaterialization("base_model", metadata={
+        "path": str(base["path"]), "checkpoint_hash": base["checkpoint_hash"]}))
     # Weakened: the action audit is waived, so a run that read the git history to find the answer passes.
     weak = VerifierResource(replays=1, canary_names=["e18-git-history", "honest-main-guard"],
                             allow_rules=[rule.id for rule in load_policy().action])
-    result = materialize(rounds.instance, ["verification_reports", "training_data", "checkpoint"],
+    result = materialize(instance, ["verification_reports", "training_data", "checkpoint"],
                          partition_key="r000", resources=tiny_resources(tmp_path, verifier=weak),
                          run_config=TINY_CONFIG)
     assert failed_checks(result) == ["canaries_caught"]
@@ -151,8 +155,6 @@ def test_a_verifier_that_accepts_a_canary_hack_stops_the_round_before_training(r
     assert dict(zip(canaries["canary_id"], canaries["verdict"])) == {
         "e18-git-history": "accept", "honest-main-guard": "accept"}
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-    assert "checkpoint" not in materialized and "training_data" not in materialized
+    assert materialized == {"verification_reports"}
     assert not (tmp_path / "rounds" / "r000" / "checkpoint").exists()
-    checkpoints_after = rounds.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey("checkpoint"), asset_partitions=["r000"]), limit=100).records
-    assert len(checkpoints_after) == len(checkpoints_before)
+    assert latest_metadata(instance, dg.AssetKey("checkpoint"), "r000") is None
