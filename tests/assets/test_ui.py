@@ -105,4 +105,5 @@ def test_the_evaluation_plot_is_visible(page, webserver):
     plot = page.locator("img[src^='data:image/png']").first
     plot.wait_for(state="visible")
     assert plot.evaluate("img => img.naturalWidth") > 200
+    page.wait_for_timeout(800)  # the dialog fades in; screenshot it settled
     page.screenshot(path=SHOTS / "evaluation_plot.png")
