@@ -140,7 +140,10 @@ class SeedsConfig(dg.Config):
 
 
 class ProposeConfig(dg.Config):
-    n_tasks: int = Field(default=6, description="Validated mutation tasks to propose this round (cluster: 500+).")
+    n_tasks: int = Field(
+        default=8, description="Validated mutation tasks to propose this round, before held-out units are excluded "
+        "(cluster: 500+)."
+    )
 
 
 class HeldoutConfig(dg.Config):
