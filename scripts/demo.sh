@@ -13,13 +13,20 @@ touchstone sandbox rootfs >/dev/null || { echo "demo: preparing the sandbox root
 
 start=$(date +%s)
 echo "demo: running $ROUNDS rounds (data: $TOUCHSTONE_HOME, Dagster instance: $DAGSTER_HOME)"
-touchstone round run --rounds "$ROUNDS"
+rc=0
+touchstone round run --rounds "$ROUNDS" || rc=$?
 elapsed=$(( $(date +%s) - start ))
 
-latest=$(touchstone round list 2>/dev/null | tail -1 | cut -d' ' -f1)
-report="$TOUCHSTONE_HOME/rounds/$latest/round_evaluation/report.md"
 echo
-echo "demo: $ROUNDS rounds in $((elapsed / 60)) min $((elapsed % 60)) s"
+if [ $rc -eq 0 ]; then
+  echo "demo: $ROUNDS rounds in $((elapsed / 60)) min $((elapsed % 60)) s"
+else
+  echo "demo: stopped after $((elapsed / 60)) min $((elapsed % 60)) s (reason above); rounds so far:"
+  touchstone round list 2>/dev/null || true
+fi
+# The latest evaluated round's report holds every evaluated round side by side.
+reports=("$TOUCHSTONE_HOME"/rounds/*/round_evaluation/report.md)
+report="${reports[-1]}"
 [ -f "$report" ] && cat "$report"
 cat <<MSG
 
@@ -30,3 +37,4 @@ UI:      make ui    (or: DAGSTER_HOME=$DAGSTER_HOME dagster dev -w workspace.yam
 Rerun one asset of one round:
          DAGSTER_HOME=$DAGSTER_HOME dagster asset materialize -m orchestration.definitions --select training_data --partition r000
 MSG
+exit $rc
