@@ -3,17 +3,26 @@ it solves some and fails others, through the public tools only."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 
 import pytest
 
-from touchstone.agent.loop import run_episode
+from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import make_policy
-from touchstone.agent.policies.repair import line_edit, parse_function_hits, parse_test_run
+from touchstone.agent.policies.repair import (
+    failing_test_params,
+    line_edit,
+    literal_callees,
+    parse_function_hits,
+    parse_test_run,
+    preferred_operators,
+    suspect_names,
+)
 
-from .conftest import MINILIB, MINILIB_TESTS, minilib_task
+from .conftest import MINILIB, MINILIB_TESTS, minilib_task, write_task
 
 # (task id, statement, original text, mutated text, visible tests expose it, teacher should solve)
 MUTANTS = [
@@ -126,3 +135,64 @@ def test_function_windows_from_grep_context():
     ]
     assert windows[1].module == "def m(self):\n    return 1\n"
     assert windows[1].reindent("def m(self):\n    return 2\n") == "    def m(self):\n        return 2\n"
+
+
+# A library that registers its data at import time, like inflection's irregular words:
+# a traceback shows only the test's assertion, never the registering function.
+WORDLIB = '''\
+PLURALS = {}
+
+
+def _irregular(singular, plural):
+    PLURALS[singular[0].upper() + singular[1:]] = plural[0].upper() + plural[1:]
+    PLURALS[singular[0].lower() + singular[1:]] = plural[0].lower() + plural[1:]
+
+
+def pluralize(word):
+    return PLURALS.get(word, word + "s")
+
+
+_irregular("cow", "kine")
+_irregular("person", "people")
+'''
+
+WORDLIB_TESTS = '''\
+import pytest
+
+from wordlib.core import pluralize
+
+
+@pytest.mark.parametrize("singular, plural", [("Cow", "Kine"), ("person", "people"), ("cat", "cats")])
+def test_pluralize(singular, plural):
+    assert pluralize(singular) == plural
+'''
+
+
+def test_teacher_finds_bugs_in_data_registered_at_import_time(tmp_path):
+    mutated = WORDLIB.replace("plural[0].upper() + plural[1:]", "plural[0].upper() + plural[2:]")
+    task = write_task(tmp_path, "wordlib", "`pluralize` is wrong for some irregular words.",
+                      {"wordlib/__init__.py": "", "wordlib/core.py": mutated, "tests/test_core.py": WORDLIB_TESTS},
+                      {"tests/test_core.py": WORDLIB_TESTS})
+    traj = run_episode(task, make_policy("teacher"), backend="bwrap", limits=EpisodeLimits(max_turns=16))
+    assert traj.exit_reason == "submitted" and hidden_tests_pass(task, traj.diff.patch, tmp_path)
+    commands = [json.loads(c["function"]["arguments"]).get("command", "") for m in traj.messages
+                for c in m.get("tool_calls") or []]
+    assert any("-e Cow -e Kine" in c for c in commands)  # found through the failing test's data
+    edits = [s for s in traj.steps if s.tool == "str_replace"]
+    assert len(edits) == 1  # the odd one out among similar slices is tried first
+
+
+def test_localization_helpers_read_test_ids_and_exceptions():
+    run = parse_test_run(
+        "exit code: 1\nstdout:\nTraceback (most recent call last):\n"
+        '  File "/workspace/tests/test_utils.py", line 6, in test_raises\n'
+        "    assert not raises(ZeroDivisionError, lambda: 1) and pytest.raises(KeyError)\n"
+        "AssertionError: assert not True\n"
+        "FAILED tests/test_utils.py::test_raises - assert not True\n"
+        "FAILED tests/test_words.py::test_plural[cow-kine] - TypeError: bad\n2 failed in 0.1s\n")
+    assert suspect_names(run, "")[0] == "raises"  # the library's own `raises`, not pytest.raises
+    assert run.errors == ["AssertionError", "TypeError"]
+    assert preferred_operators(run.errors) >= {"swap_arguments"}
+    assert failing_test_params(run) == ["cow", "kine"]
+    assert literal_callees("./pkg/words.py:40:_irregular('cow', 'kine')\n") == ["_irregular"]
+    assert literal_callees("".join(f"./pkg/a.py:{i}:f('cow')\n" for i in range(20))) == []  # too common

@@ -7,9 +7,11 @@ nothing reads the task directory, hidden tests or the reference."""
 from __future__ import annotations
 
 import ast
+import math
 import os
 import re
 import shlex
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -23,8 +25,11 @@ _FRAME_RE = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)\n(?:(\s+)(\S.*
 _SUMMARY_RE = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - .*)?$", re.M)
 _WHERE_RE = re.compile(r"where .*? = ([A-Za-z_][\w.]*)\(", re.M)
 _CALL_RE = re.compile(r"([A-Za-z_][\w]*)\s*\(")
+_PYTEST_HELPER_RE = re.compile(r"\bpytest\.\w+")  # pytest.raises(...) is not the library's `raises`
+# An exception line of a traceback, or of pytest's short summary (`FAILED t.py::x - TypeError: ...`).
+_EXC_RE = re.compile(r"(?:^| - )(\w*(?:Error|Exception)|StopIteration)\b", re.M)
 _NOT_CALLEES = {"assert", "print", "len", "list", "dict", "set", "tuple", "str", "int", "float", "bool",
-                "sorted", "range", "isinstance", "raises", "approx", "type", "repr", "abs", "min", "max",
+                "sorted", "range", "isinstance", "type", "repr", "abs", "min", "max",
                 "sum", "any", "all", "zip", "map", "filter", "enumerate", "round", "if", "for", "while",
                 "not", "and", "or", "in", "return", "lambda"}
 
@@ -44,6 +49,7 @@ class TestRun:
     frames: list[Frame] = field(default_factory=list)  # in traceback order (outermost first)
     where_names: list[str] = field(default_factory=list)  # from pytest's assertion rewriting
     n_bad: int | None = None  # failed + errors from pytest's final line; None if that line is missing
+    errors: list[str] = field(default_factory=list)  # exception types raised, first seen first
 
     @property
     def passed(self) -> bool:
@@ -94,6 +100,7 @@ def parse_test_run(observation: str) -> TestRun:
         frames=frames,
         where_names=[n.rsplit(".", 1)[-1] for n in _WHERE_RE.findall(observation)],
         n_bad=_count_bad(observation),
+        errors=list(dict.fromkeys(_EXC_RE.findall(observation))),
     )
 
 
@@ -120,7 +127,7 @@ def suspect_names(run: TestRun, statement: str) -> list[str]:
     names: list[str] = []
     for frame in run.frames:
         if is_test_path(frame.path):
-            names += _CALL_RE.findall(frame.source)
+            names += _CALL_RE.findall(_PYTEST_HELPER_RE.sub("", frame.source))
     names += run.where_names
     for span in re.findall(r"`([^`\n]+)`", statement):
         if re.fullmatch(r"[A-Za-z_][\w.]*(\(\))?", span):
@@ -133,6 +140,36 @@ def suspect_names(run: TestRun, statement: str) -> list[str]:
         if n and n not in _NOT_CALLEES and not n.startswith("test"):
             seen.setdefault(n, None)
     return list(seen)
+
+
+def failing_test_params(run: TestRun, limit: int = 4) -> list[str]:
+    """Word-like parameters of the failing tests (`test_x[cow-kine]` -> cow, kine):
+    data the library may register at import time, out of reach of any traceback."""
+    words: dict[str, None] = {}
+    for failed in sorted(run.failed):
+        params = failed.partition("[")[2].rstrip("]")
+        for word in re.split(r"[-\s]", params):
+            if re.fullmatch(r"[A-Za-z_]\w{2,}", word):
+                words.setdefault(word, None)
+    return list(words)[:limit]
+
+
+def find_literals_command(words: list[str]) -> str:
+    """One grep for the words in the library's code."""
+    patterns = " ".join(f"-e {shlex.quote(w)}" for w in words)
+    return f"grep -rnwi --include='*.py' {_NOT_TESTS} {patterns} ."
+
+
+MAX_LITERAL_HITS = 12  # more hits than this: the words are too common to point anywhere
+
+
+def literal_callees(observation: str) -> list[str]:
+    """Functions called on the lines `find_literals_command` found, first seen first."""
+    lines = [m.group(4) for m in map(_GREP_LINE_RE.match, observation.splitlines()) if m and m.group(2) == ":"]
+    if len(lines) > MAX_LITERAL_HITS:
+        return []
+    names = (n for line in lines for n in _CALL_RE.findall(line))
+    return list(dict.fromkeys(n for n in names if n not in _NOT_CALLEES))
 
 
 def first_failure_command(run: TestRun, base_command: str) -> str | None:
@@ -192,15 +229,28 @@ REPAIR_OPERATORS: dict[str, Operator] = {
     "comparison_boundary": OPERATORS["comparison_boundary"],
     "drop_plus_minus_one": _drop_one,
     "comparison_flip": OPERATORS["comparison_flip"],
+    "swap_arguments": OPERATORS["swap_arguments"],
+    "constant_step": _constant_step,
     "bool_op_swap": OPERATORS["bool_op_swap"],
     "negate_condition": OPERATORS["negate_condition"],
     "arith_swap": OPERATORS["arith_swap"],
     "arith_other": _arith_more,
     "shift_index": _shift_index,
-    "constant_step": _constant_step,
-    "swap_arguments": OPERATORS["swap_arguments"],
 }
 _RANK = {name: i for i, name in enumerate(REPAIR_OPERATORS)}
+
+# Edits to try first when the failure raised this exception: a TypeError or
+# AttributeError is typically an argument of the wrong kind (swapped arguments,
+# an operator on the wrong types), an IndexError an index one off.
+ERROR_PRIORS: dict[str, tuple[str, ...]] = {
+    "TypeError": ("swap_arguments", "arith_swap"),
+    "AttributeError": ("swap_arguments",),
+    "IndexError": ("shift_index", "drop_plus_minus_one", "constant_step"),
+}
+
+
+def preferred_operators(errors: list[str]) -> set[str]:
+    return {op for e in errors for op in ERROR_PRIORS.get(e, ())}
 
 
 @dataclass(frozen=True)
@@ -235,9 +285,39 @@ def _sites(func: ast.AST) -> Iterator[tuple[ast.AST, str, int | None, ast.AST]]:
                     stack.append(node)
 
 
-def candidates(source: str, path: str, qualname: str, hot_lines: set[int]) -> list[Candidate]:
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+
+
+def trigrams(text: str) -> Counter:
+    toks = _TOKEN_RE.findall(text)
+    return Counter(zip(toks, toks[1:], toks[2:]))
+
+
+def naturalness_gain(before: str, after: str, corpus: Counter) -> float:
+    """How much more the changed lines look like the rest of the code after the edit:
+    an injected bug tends to be the odd one out among similar lines (`insert(x, 0)`
+    among many `insert(0, x)`, `s[2:]` among many `s[1:]`). `corpus` counts the
+    trigrams of the code read so far, the changed lines included."""
+    a, b = before.splitlines(True), after.splitlines(True)
+    pre = 0
+    while pre < min(len(a), len(b)) and a[pre] == b[pre]:
+        pre += 1
+    suf = 0
+    while suf < min(len(a), len(b)) - pre and a[-1 - suf] == b[-1 - suf]:
+        suf += 1
+    old, new = trigrams("".join(a[pre:len(a) - suf])), trigrams("".join(b[pre:len(b) - suf]))
+
+    def familiarity(grams: Counter) -> float:
+        return sum(n * math.log1p(max(corpus[g] - old[g], 0)) for g, n in grams.items())
+
+    return familiarity(new) - familiarity(old)
+
+
+def candidates(source: str, path: str, qualname: str, hot_lines: set[int],
+               preferred: set[str] = frozenset(), corpus: Counter | None = None) -> list[Candidate]:
     """Single-edit repairs of one function, lines implicated by a traceback first,
-    then by distance to them, then by operator plausibility."""
+    then by distance to them, then edits that make the code more like the rest of
+    `corpus`, then operators the exception points to, then by operator plausibility."""
     tree = ast.parse(source)
     func = dict(functions(tree)).get(qualname)
     if func is None:
@@ -252,9 +332,12 @@ def candidates(source: str, path: str, qualname: str, hot_lines: set[int]) -> li
                 if text is not None and text != source and text not in found:
                     found[text] = Candidate(path, qualname, name, node.lineno, text)
 
-    def rank(c: Candidate) -> tuple[int, int, int]:
+    corpus = corpus if corpus is not None else trigrams(source)
+
+    def rank(c: Candidate) -> tuple[int, float, bool, int, int]:
         distance = min((abs(c.lineno - h) for h in hot_lines), default=0)
-        return (distance, _RANK[c.operator], c.lineno)
+        gain = naturalness_gain(source, c.source, corpus)
+        return (distance, -round(gain, 1) if gain > 0 else 0.0, c.operator not in preferred, _RANK[c.operator], c.lineno)
 
     return sorted(found.values(), key=rank)
 
@@ -286,12 +369,17 @@ def line_edit(current: str, target: str) -> tuple[str, str]:
 # ---------------------------------------------------------------- reading big files by function
 
 CONTEXT_LINES = 60  # lines shown after each `def` hit: most functions fit
+# The library's code only: test helpers share names with it and crowd it out of the output.
+_NOT_TESTS = ("--exclude-dir=tests --exclude-dir=test --exclude-dir=testing --exclude='test_*.py' "
+              "--exclude='*_test.py' --exclude=conftest.py")
 
 
 def find_functions_command(names: list[str]) -> str:
     """One grep that shows every definition of `names` with the lines after it."""
     pattern = "|".join(re.escape(n) for n in names)
-    return f"grep -rn -A {CONTEXT_LINES} --include='*.py' -E '^[[:space:]]*(async[[:space:]]+)?def ({pattern})\\b' ."
+    return (f"grep -rn -A {CONTEXT_LINES} --include='*.py' {_NOT_TESTS} "
+            f"-E '^[[:space:]]*(async[[:space:]]+)?def ({pattern})\\b' .")
+
 
 
 _GREP_LINE_RE = re.compile(r"^(?:\./)?(.+?\.py)([:-])(\d+)[:-](.*)$")

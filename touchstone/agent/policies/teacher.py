@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections import Counter
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -31,14 +32,19 @@ from touchstone.agent.policies.repair import (
     Window,
     called_names,
     candidates,
+    failing_test_params,
     find_functions_command,
+    find_literals_command,
     first_failure_command,
     is_test_path,
     line_edit,
+    literal_callees,
     parse_function_hits,
     parse_test_run,
+    preferred_operators,
     qualname_at,
     suspect_names,
+    trigrams,
 )
 
 # No bytecode or pytest cache: the teacher leaves only its edits in the workspace.
@@ -69,6 +75,7 @@ class _Repair:
         self.turns_left = max_turns
         self.windows: dict[WindowKey, Window] = {}
         self.looked_up: set[str] = set()
+        self.searched: set[str] = set()  # test parameters already grepped for
         self.current: dict[WindowKey, str] = {}  # window text as the teacher last wrote it
         self.kept: dict[WindowKey, str] = {}  # window text with only accepted edits
 
@@ -95,13 +102,20 @@ class _Repair:
         if rerun:
             out = yield from self.act(Action("bash", {"command": rerun}, "Run the first failing test alone to see its traceback."))
             detail = parse_test_run(out)
-            run = TestRun(run.exit_code, run.failed, detail.frames, detail.where_names, run.n_bad)
+            run = TestRun(run.exit_code, run.failed, detail.frames, detail.where_names, run.n_bad,
+                          list(dict.fromkeys(run.errors + detail.errors)))
         hot = [(f.path, f.line) for f in reversed(run.frames) if not is_test_path(f.path)]  # innermost first
         names = [f.func for f in reversed(run.frames) if not is_test_path(f.path)] + suspect_names(run, self.statement)
+        words = [] if hot else [w for w in failing_test_params(run) if w not in self.searched]
+        if words:  # no library frame: maybe the failing data is registered at import time
+            self.searched.update(words)
+            out = yield from self.act(Action("bash", {"command": find_literals_command(words)},
+                                             "Find where the library mentions the failing test's data."))
+            names = literal_callees(out) + names
         tried: set[tuple[WindowKey, str]] = set()
         for _ in range(2):  # the suspects, then the functions they call
             targets = yield from self.look_up(names, hot)
-            for key, cand in self.ranked(targets):
+            for key, cand in self.ranked(targets, preferred_operators(run.errors)):
                 if self.turns_left < 4:  # edit, test, and a revert + submit if it fails
                     return None
                 if (key, cand.source) in tried:
@@ -143,11 +157,12 @@ class _Repair:
         order = {n: i for i, n in enumerate(wanted)}
         return sorted(found, key=lambda t: (not t[2], order.get(t[1].rsplit(".", 1)[-1], len(order))))
 
-    def ranked(self, targets: list[Target]) -> list[tuple[WindowKey, Candidate]]:
+    def ranked(self, targets: list[Target], preferred: set[str]) -> list[tuple[WindowKey, Candidate]]:
         out = []
+        corpus = sum((trigrams(text) for text in self.kept.values()), Counter())  # all the code read so far
         for key, qualname, lines in targets:
             window = Window(key[0], key[1], self.kept[key])
-            out += [(key, c) for c in candidates(window.module, key[0], qualname, lines)]
+            out += [(key, c) for c in candidates(window.module, key[0], qualname, lines, preferred, corpus)]
         return out
 
     # -- editing ---------------------------------------------------------------------
