@@ -135,6 +135,26 @@ def test_mounts_are_visible_read_only(workspace: Path, sandbox_backend: str, tmp
     assert sorted(p.name for p in hidden.iterdir()) == ["test_hidden.py"]
 
 
+def test_mount_nested_in_a_workspace_directory(sandbox_backend: str, tmp_path: Path):
+    """A read-only mount below a directory the workspace has (`pkg/tests`, as
+    the verifier mounts a package's tests): Docker makes the mount point when
+    the container starts, before the workspace is copied in, and the copy
+    must not trip over it."""
+    from touchstone.sandbox import Mount
+
+    ws, tests = tmp_path / "ws", tmp_path / "tests"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg" / "core.py").write_text("X = 1\n")
+    tests.mkdir()
+    (tests / "test_core.py").write_text("def test_x():\n    assert True\n")
+    with open_sandbox(ws, sandbox_backend, mounts=[Mount(host=tests, target="/workspace/pkg/tests")]) as box:
+        r = box.exec("cat pkg/core.py pkg/tests/test_core.py; echo y > pkg/new.py; echo rc=$?; "
+                     "echo x > pkg/tests/evil; echo rc=$?")
+        assert "X = 1" in r.stdout and "def test_x" in r.stdout
+        assert r.stdout.count("rc=0") == 1 and "rc=1" in r.stdout  # the package is writable, the mount is not
+    assert sorted(p.name for p in tests.iterdir()) == ["test_core.py"]
+
+
 def test_sandbox_outlives_the_thread_that_opened_it(workspace: Path, sandbox_backend: str):
     opened: list = []
     thread = threading.Thread(target=lambda: opened.append(open_sandbox(workspace, sandbox_backend)))

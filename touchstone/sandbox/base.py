@@ -182,12 +182,24 @@ class Sandbox(ABC):
             self._quota = ws.mount_quota(self._workspace, self.limits.workspace_bytes)
             if self._owner():
                 os.chown(self._workspace, *self._owner())
+            self._make_mount_points()
             self._start()
         except BaseException:
             self._remove_dir()
             raise
         self._closed = False
         self._exec_lock = threading.Lock()  # one command at a time per sandbox (threads may share it)
+
+    def _make_mount_points(self) -> None:
+        """Directories for the mounts under /workspace/, made by us as the
+        workspace owner before the backend starts. Docker would make them itself
+        when the container starts (before the workspace is filled), as root: the
+        copy would then find them in its way, and a non-root harness could not
+        write into them (a nested test dir like `pkg/tests` leaves `pkg` root's)."""
+        for mount in self.mounts:
+            if PurePosixPath(mount.target).is_relative_to(WORKSPACE):
+                parts = ws.split_relative(mount.target)
+                ws.make_dirs(self._workspace, parts if mount.host.is_dir() else parts[:-1], self._owner())
 
     def _fill(self, source: Path, action_log: str | os.PathLike | None) -> None:
         """Copy the workspace in and open the action log."""

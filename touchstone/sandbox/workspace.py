@@ -79,6 +79,12 @@ def _open_dir(root: Path, parts: list[str], create: bool, owner: tuple[int, int]
         os.close(fd)
 
 
+def make_dirs(root: Path, parts: list[str], owner: tuple[int, int] | None) -> None:
+    """root/parts[0]/... as directories (existing ones kept), never following a symlink."""
+    with _open_dir(root, parts, create=True, owner=owner):
+        pass
+
+
 def read_file(root: Path, rel: str | os.PathLike) -> bytes:
     parts = split_relative(rel)
     with _open_dir(root, parts[:-1], create=False, owner=None) as dir_fd:
@@ -169,7 +175,7 @@ def copy_tree(src: Path, dst: Path, owner: tuple[int, int] | None = None) -> Non
     for path, st in entries:
         target = dst / path.relative_to(src)
         if stat.S_ISDIR(st.st_mode):
-            target.mkdir(mode=0o755)
+            target.mkdir(mode=0o755, exist_ok=True)  # a mount point under the workspace may be there already
         elif stat.S_ISLNK(st.st_mode):
             os.symlink(os.readlink(path), target)
         else:

@@ -146,9 +146,9 @@ def verify_trajectory(
     if _rejected(checks) and not full:
         _skip(checks, ("tests", "determinism", "oracle"), f"not run: already rejected by {_rejected(checks)}")
         return report()
-    grader = _Grader(task, backend, pristine.test_dirs)
     with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
         try:
+            grader = _Grader(task, backend, pristine.test_dirs)  # reads the task's hidden tests: can fail too
             tested = _test_checks(grader, grader.tree(graded, deleted, Path(tmp) / "graded"), replays)
             checks.extend(tested)
             if tested[0].status == "error" or (_rejected(checks) and not full):
