@@ -12,6 +12,7 @@ audited, and with --progress graded), and which protected paths were touched.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +93,15 @@ def _content_events(
     return out
 
 
+# Run times ("3 passed in 0.12s", "(0:00:01)") are the one honest difference
+# between a rollout's observation and its replay; they are masked before comparing.
+_TIMING = re.compile(r"\b\d+(?:\.\d+)?s\b|\(\d+:\d\d:\d\d\)")
+
+
+def _same_output(replayed: str, recorded: str) -> bool:
+    return _TIMING.sub("<t>", replayed) == _TIMING.sub("<t>", recorded)
+
+
 def replay(
     workspace: Path,
     messages: list[dict[str, Any]],
@@ -118,7 +128,7 @@ def replay(
                 outcome = execute_tool_call(sb, call.name, call.arguments, timeout=tool_timeout)
                 result.n_steps += 1
                 result.events += events_from_records(tail.read(), call.step)
-                if call.recorded_output is not None and outcome.content != call.recorded_output:
+                if call.recorded_output is not None and not _same_output(outcome.content, call.recorded_output):
                     result.divergent_steps.append(call.step)
                 current = sb.snapshot()
                 if current != previous:
