@@ -186,16 +186,22 @@ class _Repair:
         if current == target:
             return True
         old, new = line_edit(current, target)
+        if any(k != key and k[0] == key[0] and old in text for k, text in self.current.items()):
+            old, new = _anchor_at_def(current, target, old)  # known to repeat: spare the failing try
         out = yield from self.act(Action("str_replace", {"path": key[0], "old": old, "new": new}, thought))
         if out.startswith("error: `old` occurs") and not current.startswith(old):
-            # The lines also occur elsewhere in the file: anchor the edit at the def line.
-            end = current.index(old) + len(old)
-            old, new = current[:end], target[: len(target) - (len(current) - end)]
+            old, new = _anchor_at_def(current, target, old)
             out = yield from self.act(Action("str_replace", {"path": key[0], "old": old, "new": new}, thought))
         if out.startswith("error: "):
             return False  # the file is unchanged
         self.current[key] = target
         return True
+
+
+def _anchor_at_def(current: str, target: str, old: str) -> tuple[str, str]:
+    """(old, new) widened up to the def line, for lines that also occur elsewhere in the file."""
+    end = current.index(old) + len(old)
+    return current[:end], target[: len(target) - (len(current) - end)]
 
 
 def _parses(text: str) -> bool:
