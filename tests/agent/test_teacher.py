@@ -14,6 +14,7 @@ from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import make_policy
 from touchstone.agent.policies.repair import (
     failing_test_params,
+    first_failure_command,
     line_edit,
     literal_callees,
     parse_function_hits,
@@ -196,3 +197,15 @@ def test_localization_helpers_read_test_ids_and_exceptions():
     assert failing_test_params(run) == ["cow", "kine"]
     assert literal_callees("./pkg/words.py:40:_irregular('cow', 'kine')\n") == ["_irregular"]
     assert literal_callees("".join(f"./pkg/a.py:{i}:f('cow')\n" for i in range(20))) == []  # too common
+
+
+def test_a_cut_short_output_sends_the_teacher_back_to_one_failing_test():
+    full = parse_test_run("exit code: 1\nstdout:\nTraceback (most recent call last):\n"
+                          '  File "/workspace/pkg/a.py", line 3, in f\n    return 1\n'
+                          "FAILED tests/test_a.py::test_f - ValueError\n1 failed in 0.1s\n")
+    cut = parse_test_run("exit code: 1\nstdout:\nTraceback (most recent call last):\n"
+                         '  File "/workspace/pkg/a.py", line 3, in f\n    return 1\n'
+                         "[... truncated 5000 characters ...]\nFAILED tests/test_a.py::test_f - ValueError\n"
+                         "1 failed in 0.1s\n")
+    assert first_failure_command(full, "pytest") is None
+    assert first_failure_command(cut, "pytest") == "pytest tests/test_a.py::test_f"

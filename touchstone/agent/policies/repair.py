@@ -50,6 +50,7 @@ class TestRun:
     where_names: list[str] = field(default_factory=list)  # from pytest's assertion rewriting
     n_bad: int | None = None  # failed + errors from pytest's final line; None if that line is missing
     errors: list[str] = field(default_factory=list)  # exception types raised, first seen first
+    truncated: bool = False  # the tool cut the output: its tracebacks may be missing frames
 
     @property
     def passed(self) -> bool:
@@ -101,6 +102,7 @@ def parse_test_run(observation: str) -> TestRun:
         where_names=[n.rsplit(".", 1)[-1] for n in _WHERE_RE.findall(observation)],
         n_bad=_count_bad(observation),
         errors=list(dict.fromkeys(_EXC_RE.findall(observation))),
+        truncated="\n[... truncated " in observation,
     )
 
 
@@ -173,8 +175,9 @@ def literal_callees(observation: str) -> list[str]:
 
 
 def first_failure_command(run: TestRun, base_command: str) -> str | None:
-    """Re-run only the first failing test, when a long output hid its traceback."""
-    if run.frames or not run.failed:
+    """Re-run only the first failing test, when a long output hid its traceback
+    or cut it short."""
+    if (run.frames and not run.truncated) or not run.failed:
         return None
     node = sorted(run.failed)[0].split(" ", 1)[1]
     return f"{base_command} {shlex.quote(node)}"
