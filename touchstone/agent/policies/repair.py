@@ -7,6 +7,7 @@ nothing reads the task directory, hidden tests or the reference."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import os
 import re
@@ -263,6 +264,7 @@ class Candidate:
     operator: str
     lineno: int
     source: str  # whole file after the edit
+    rank: tuple = ()  # sort key within and across functions (smaller: try sooner)
 
 
 def qualname_at(source: str, lineno: int) -> str | None:
@@ -337,12 +339,13 @@ def candidates(source: str, path: str, qualname: str, hot_lines: set[int],
 
     corpus = corpus if corpus is not None else trigrams(source)
 
-    def rank(c: Candidate) -> tuple[int, float, bool, int, int]:
+    def ranked(c: Candidate) -> Candidate:
         distance = min((abs(c.lineno - h) for h in hot_lines), default=0)
         gain = naturalness_gain(source, c.source, corpus)
-        return (distance, -round(gain, 1) if gain > 0 else 0.0, c.operator not in preferred, _RANK[c.operator], c.lineno)
+        key = (distance, -round(gain, 1) if gain > 0 else 0.0, c.operator not in preferred, _RANK[c.operator], c.lineno)
+        return dataclasses.replace(c, rank=key)
 
-    return sorted(found.values(), key=rank)
+    return sorted(map(ranked, found.values()), key=lambda c: c.rank)
 
 
 def line_edit(current: str, target: str) -> tuple[str, str]:

@@ -158,12 +158,16 @@ class _Repair:
         return sorted(found, key=lambda t: (not t[2], order.get(t[1].rsplit(".", 1)[-1], len(order))))
 
     def ranked(self, targets: list[Target], preferred: set[str]) -> list[tuple[WindowKey, Candidate]]:
-        out = []
+        """Edits near any traceback line first (the bug may sit in a caller's frame
+        as well as the innermost one), then the other functions' edits, function by function."""
+        hot, cold = [], []
         corpus = sum((trigrams(text) for text in self.kept.values()), Counter())  # all the code read so far
-        for key, qualname, lines in targets:
+        for i, (key, qualname, lines) in enumerate(targets):
             window = Window(key[0], key[1], self.kept[key])
-            out += [(key, c) for c in candidates(window.module, key[0], qualname, lines, preferred, corpus)]
-        return out
+            for c in candidates(window.module, key[0], qualname, lines, preferred, corpus):
+                (hot if lines else cold).append((c.rank, i, key, c))
+        hot.sort(key=lambda t: t[:2])
+        return [(key, c) for _, _, key, c in hot + cold]
 
     # -- editing ---------------------------------------------------------------------
     def apply(self, key: WindowKey, cand: Candidate) -> Generator[Action, str, bool]:
