@@ -4,10 +4,14 @@ It is the round-0 teacher on the CPU default, where the tiny base model cannot
 act yet. It works only through the public tools, like any policy: it runs the
 visible tests, localizes the fault (frames of the traceback in library code,
 functions called on failing test lines, functions named by the statement or
-by the failing tests), shows those functions with one `grep -A`, then tries
+by the failing tests, and, when no frame is in library code, functions called
+where the library mentions the failing tests' parameters: data registered at
+import time), shows those functions with one `grep -A`, then tries
 single-edit repairs (inverse AST mutations: flipped comparisons, ±1, and/or,
 arithmetic operators, negated conditions, ...) one `str_replace` at a time,
-re-running the tests after each, and finally the functions those call. An edit
+re-running the tests after each, and finally the functions those call. Edits
+near any traceback line come first, then edits that make a line more like the
+code around it, then operators the exception suggests. An edit
 that does not lower pytest's failure count (without new failures) is undone by
 the next edit; one that does is kept. It never reads hidden tests or the
 reference, and it fails whenever the bug is not a single such edit, the
