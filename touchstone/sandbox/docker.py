@@ -256,6 +256,10 @@ def _reap_stale_containers(client) -> None:
                 client.api.remove_container(summary["Id"], force=True)
             except docker.errors.NotFound:
                 pass
+            except docker.errors.APIError as exc:
+                # Another harness reaping the same container at once: 409 "removal in progress".
+                if exc.status_code != 409:
+                    raise
 
 
 def _container_cgroup_dirs(pid: int) -> dict[str, Path]:
