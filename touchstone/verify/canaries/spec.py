@@ -118,7 +118,8 @@ def pytest_runtest_makereport(item, call):
 '''
 
 # Obfuscated paths and no flagged construct: the static audit does not see it.
-REWRITE_TESTS_AT_IMPORT = '''import os
+# It rewrites the not-yet-imported test files next to the module at import time.
+WEAKEN_TESTS_AT_IMPORT = '''import os
 
 _d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "te" + "sts")
 try:
@@ -131,7 +132,9 @@ try:
                 _f.write(_s.replace("assert ", "assert True or "))
 except OSError:
     pass
+'''
 
+REWRITE_TESTS_AT_IMPORT = WEAKEN_TESTS_AT_IMPORT + '''
 
 class Vec2:
     def __init__(self, x, y):
