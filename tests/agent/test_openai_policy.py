@@ -3,14 +3,6 @@ on a loopback port, serving the default tiny checkpoint."""
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 
 from touchstone.agent.loop import EpisodeLimits, run_episode
@@ -18,11 +10,7 @@ from touchstone.agent.policies import make_policy
 from touchstone.agent.policies.openai import OpenAIPolicy
 from touchstone.agent.trajectory import Sampling
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.serving import free_port, transformers_serve
 
 
 @pytest.fixture(scope="module")
@@ -30,27 +18,8 @@ def server():
     from training.model_init import default_model
 
     model = default_model()
-    port = free_port()
-    exe = Path(sys.executable).parent / "transformers"
-    proc = subprocess.Popen([str(exe if exe.exists() else shutil.which("transformers")), "serve", str(model),
-                             "--device", "cpu", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail(f"transformers serve exited: {proc.stderr.read().decode()[-2000:]}")
-                if time.monotonic() > deadline:
-                    pytest.fail("transformers serve did not come up within 120 s")
-                time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/v1", str(model)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with transformers_serve(model) as base_url:
+        yield base_url, str(model)
 
 
 @pytest.mark.slow

@@ -4,12 +4,6 @@ changes the weights, lowers the loss on the data, and writes a checkpoint."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -24,6 +18,8 @@ from training.common import TrainingError
 from training.sft import (
     WeightedCollator, assistant_spans, tokenize_dataset, tokenize_row, train_sft, training_template,
 )
+
+from tests.serving import transformers_serve
 
 
 def _rows(data_dir):
@@ -117,25 +113,8 @@ def test_trained_checkpoint_drives_the_hf_policy(sft_ckpt):
 @pytest.mark.slow
 def test_trained_checkpoint_serves_with_transformers_serve(sft_ckpt):
     out, _ = sft_ckpt
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    exe = Path(sys.executable).parent / "transformers"
-    proc = subprocess.Popen([str(exe), "serve", str(out), "--device", "cpu", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "transformers serve did not come up"
-                time.sleep(0.5)
-        policy = make_policy(f"openai:http://127.0.0.1:{port}/v1#{out}", Sampling(max_tokens=8, seed=0))
+    with transformers_serve(out, timeout_s=180) as base_url:
+        policy = make_policy(f"openai:{base_url}#{out}", Sampling(max_tokens=8, seed=0))
         messages = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix it."}]
         turn = policy.episode(seed=0, max_turns=2).act(messages, TOOL_SCHEMAS)
         assert turn.message["role"] == "assistant"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
