@@ -17,7 +17,7 @@ DEFAULT_POLICY = Path(__file__).with_name("audit_policy.yaml")
 
 StaticKind = Literal[
     "reference", "import", "attribute", "module_attr_write", "dynamic_module_attr", "eq_constant", "string",
-    "literal_table",
+    "literal_table", "namespace_write", "exec_file", "encoding", "archive",
 ]
 Context = Literal["module", "function", "main_guard", "test_file"]
 
@@ -30,8 +30,19 @@ class StaticRule(BaseModel):
     patterns: list[str] = Field(default_factory=list)
     severity: Severity
     severity_in_function: Severity | None = None
+    # Rules whose only purpose is to protect a judge that runs in the
+    # candidate's process relax to this once the test run is isolated
+    # (candidate code out of the judging process); None = same severity.
+    severity_when_isolated: Severity | None = None
     allow_in: list[Context] = Field(default_factory=list)
     min_entries: int = 8
+
+    def severity_for(self, *, in_function: bool = False, isolated: bool = False) -> Severity:
+        if isolated and self.severity_when_isolated:
+            return self.severity_when_isolated
+        if in_function and self.severity_in_function:
+            return self.severity_in_function
+        return self.severity
 
 
 class ActionRule(BaseModel):
