@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from touchstone.verify.report import Severity
 
@@ -45,14 +45,31 @@ class StaticRule(BaseModel):
         return self.severity
 
 
+# exec: the raw command line; command: one simple command that ran (program
+# basename and arguments, one space apart); arg: each argument of a simple
+# command, paths made absolute; env: a variable assignment (NAME=value);
+# read/write: a path read or written (file tools and redirections); code:
+# Python code handed to an interpreter (`python -c`, heredoc); content: text
+# of files written during the run; protected: protected paths changed at some step.
+ActionOp = Literal["exec", "command", "arg", "env", "read", "write", "code", "content", "protected"]
+
+
 class ActionRule(BaseModel):
     id: str
     description: str = ""
-    # exec: command line; read/write: path; content: text of files written
-    # during the run; protected: protected paths changed at some step.
-    ops: list[Literal["exec", "read", "write", "content", "protected"]]
-    pattern: str = ""
+    ops: list[ActionOp] = Field(default_factory=list)
+    pattern: str = ""  # for every op in `ops`
+    patterns: dict[ActionOp, str] = Field(default_factory=dict)  # per-op patterns (in addition)
     severity: Severity
+
+    @model_validator(mode="after")
+    def _some_op(self) -> "ActionRule":
+        if not self.ops and not self.patterns:
+            raise ValueError(f"action rule {self.id}: give `ops` (with `pattern`) or `patterns`")
+        return self
+
+    def op_patterns(self) -> dict[str, str]:
+        return {**{op: self.pattern for op in self.ops}, **self.patterns}
 
 
 class AuditPolicy(BaseModel):

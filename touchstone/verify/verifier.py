@@ -135,7 +135,7 @@ def verify_trajectory(
     checks.append(CheckResult(name="replay", status="pass", evidence=_replay_evidence(rep)))
     checks.append(_diff_match_check(rep, recorded_diff))
     prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
-                           pristine.content, rep.files.get)  # fmt: skip
+                           pristine.content, rep.files.get, pristine.hidden)  # fmt: skip
     checks.append(_protected_check(prot))
     # graded = the candidate's changed files, minus new test files and the task's own tests
     graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
@@ -172,7 +172,8 @@ class _Pristine:
         self.root = task.workspace_dir
         self.files = {p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()}
         self.tests = {r for r in self.files if is_test_file(r)}
-        hidden_dirs = {p.parent.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")}
+        self.hidden = {p.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")}
+        hidden_dirs = {rel.rpartition("/")[0] for rel in self.hidden}
         dirs = {rel.rpartition("/")[0] for rel in self.tests} | hidden_dirs
         self.test_dirs = {d for d in dirs if d not in ("", ".")}
         self.globs = list(task.protected) + list(DEFAULT_PROTECTED)
@@ -194,6 +195,8 @@ class _Pristine:
         return (self.root / rel).read_bytes() if rel in self.files else None
 
     def is_protected(self, rel: str) -> bool:
+        if rel.startswith(".git/") and not any(f.startswith(".git/") for f in self.files):
+            return False  # the agent's own repository (git init): dropped before grading, not tampering
         return rel in self.tests or any(fnmatch.fnmatch(rel, g) for g in self.globs)
 
 
@@ -229,7 +232,8 @@ def _replay_evidence(rep: ReplayResult) -> str:
 def _protected_check(prot) -> CheckResult:
     if prot.violations:
         return CheckResult(name="protected_paths", status="fail", evidence="; ".join(prot.violations)[:1000])
-    note = f"; new test files not graded: {', '.join(prot.dropped)}" if prot.dropped else ""
+    shown = ", ".join(prot.dropped[:10]) + (f" and {len(prot.dropped) - 10} more" if len(prot.dropped) > 10 else "")
+    note = f"; not graded (new test files, agent-made git repository): {shown}" if prot.dropped else ""
     return CheckResult(name="protected_paths", status="pass", evidence="no protected path changed" + note)
 
 
