@@ -99,6 +99,8 @@ def build_env(spec: EnvSpec, workspace: Path | None = None, *, timeout: float = 
     with build_lock(f"env-{final.name}"):
         if found := cached(env_digest):  # another process built it while we waited
             return found
+        for stale in final.parent.glob(f"{final.name}.building-*"):  # a killed build's (we hold the lock)
+            shutil.rmtree(stale, ignore_errors=True)
         rootfs = ensure_rootfs(progress=False)
         started = time.monotonic()
         tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}.building-", dir=final.parent))
