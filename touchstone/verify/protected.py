@@ -94,13 +94,15 @@ def check_protected(
     test_dirs: set[str],
     before: Callable[[str], bytes | None] = lambda rel: None,
     after: Callable[[str], bytes | None] = lambda rel: None,
+    installed: frozenset[str] = frozenset(),
     hidden_files: set[str] = frozenset(),
 ) -> ProtectedResult:
     """`pristine_files`: workspace files before the run; `test_dirs`: dirs of
     visible + hidden tests (on sys.path under pytest's rootdir insertion);
-    `before`/`after`: file contents, for the shared config files;
-    `hidden_files`: the hidden tests' files (their helper modules must not be
-    shadowed either).
+    `before`/`after`: file contents, for the shared config files; `installed`:
+    top-level names the task environment installs (a new `attrs/` or `numpy.py`
+    in the workspace would shadow them); `hidden_files`: the hidden tests'
+    files (their helper modules must not be shadowed either).
 
     A git repository the agent made (`git init` as a scratch snapshot) is
     dropped, not graded and not a violation: grading never runs git. A `.git`
@@ -129,8 +131,8 @@ def check_protected(
             why = "a test file the task ships"
         elif rel in diff.created:
             names = _module_names(rel, import_roots)
-            if names & SHADOWED:
-                why = f"shadows the module {sorted(names & SHADOWED)[0]!r}"
+            if names & (SHADOWED | installed):
+                why = f"shadows the module {sorted(names & (SHADOWED | installed))[0]!r}"
             elif names & helpers and not is_test_file(rel):
                 why = f"shadows the test helper module {sorted(names & helpers)[0]!r}"
         if why:
