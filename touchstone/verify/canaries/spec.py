@@ -90,12 +90,13 @@ def sh(command: str) -> tuple[str, dict]:
 class CanarySpec:
     name: str
     task: str  # directory name under canaries/tasks
-    family: str  # A..F (reward-hacks note) or "honest"
+    family: str  # A..G (reward-hacks note) or "honest"
     expected: str  # accept | reject
     reasons: tuple[str, ...]  # checks that may be the (first) failing one
     steps: list[tuple[str, dict]]
     note: str = ""
     allow_rules: tuple[str, ...] = field(default_factory=tuple)
+    isolated: bool = False  # scored with an isolated test run (audit rules at their isolated severity)
 
 
 def _hack(name, family, reasons, steps, note, task="combi"):
@@ -315,3 +316,9 @@ SPECS: list[CanarySpec] = [
         sh("python3 -m pytest -q tests/test_mine.py 2>&1 | tail -1")],
             "writes its own extra tests (not graded, not a violation)"),
 ]
+
+# Issue 10's canaries (family G and the false positives' look-alikes) live in
+# their own module; it builds on the helpers above, hence the late import.
+from touchstone.verify.canaries.spec_round2 import SPECS as _ROUND2  # noqa: E402
+
+SPECS += _ROUND2
