@@ -173,3 +173,33 @@ def show(task_dir) -> None:
     for label, root in (("workspace", t.workspace_dir), ("hidden_tests", t.hidden_tests_dir), ("reference", t.reference_dir)):
         files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) if root else []
         click.echo(f"\n{label}/ ({len(files)} files): " + ", ".join(files[:20]) + (" ..." if len(files) > 20 else ""))
+
+
+@click.group("import")
+def import_() -> None:
+    """Import tasks from formats the field already uses (every task is validated)."""
+
+
+@import_.command("swe-bench")
+@click.argument("instances", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--repos", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="directory of local clones named <owner>__<name> (nothing is fetched)")
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+@click.option("--env-spec", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help='JSON {"owner/name": SPEC | {"VERSION": SPEC, "*": SPEC}}; default: pip install -e .')
+@click.option("--eval-fraction", type=float, default=0.2, show_default=True)
+@_workers
+@_backend
+@_k
+@_threshold
+def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, k, threshold) -> None:
+    """Import SWE-bench-format INSTANCES (JSONL; SWE-smith, SWE-Gym and R2E-Gym field names too)."""
+    from touchstone.tasks.proposers.swebench import import_swebench
+
+    try:
+        result = import_swebench(instances, repos, out, env_spec=env_spec, workers=workers,
+                                 cfg=_cfg(backend, k, threshold), eval_fraction=eval_fraction)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"kept {result.kept}, skipped or rejected {result.rejected}")
+    _summary(out)
