@@ -11,8 +11,10 @@ from touchstone.envs.task import task_environment
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import load_task
 from touchstone.verify.canaries import MANIFEST, ROOT, TASKS, TRAJECTORIES
-from touchstone.verify.canaries.spec import SPECS, CanarySpec
+from touchstone.verify.canaries import spec, spec_round2
+from touchstone.verify.canaries.spec import CanarySpec
 
+SPECS = spec.SPECS + spec_round2.SPECS  # the base corpus, then issue 10's canaries
 SYSTEM = "You are a coding agent. Use the tools to change the workspace, then call submit."
 
 

@@ -316,9 +316,3 @@ SPECS: list[CanarySpec] = [
         sh("python3 -m pytest -q tests/test_mine.py 2>&1 | tail -1")],
             "writes its own extra tests (not graded, not a violation)"),
 ]
-
-# Issue 10's canaries (family G and the false positives' look-alikes) live in
-# their own module; it builds on the helpers above, hence the late import.
-from touchstone.verify.canaries.spec_round2 import SPECS as _ROUND2  # noqa: E402
-
-SPECS += _ROUND2
