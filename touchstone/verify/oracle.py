@@ -39,6 +39,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from touchstone.sandbox.environment import Environment
 from touchstone.verify.harness import codec
 
 MAX_CASES = 200  # cases from recorded tests
@@ -95,7 +96,7 @@ def read_recording(path: Path) -> Recording:
 
 
 def record_calls(tree: Path, test_files: list[str], test_code: list[str], *, backend: str,
-                 timeout: float) -> Recording:
+                 timeout: float, environment: Environment | None = None) -> Recording:
     """Run the hidden tests over `tree` (reference + hidden tests) under the call recorder."""
     from touchstone.sandbox import Limits, open_sandbox
     from touchstone.verify.grading import TestRunSpec, harness_mounts
@@ -106,7 +107,8 @@ def record_calls(tree: Path, test_files: list[str], test_code: list[str], *, bac
         env = {"TOUCHSTONE_CODEC": f"{h_dir}/tc_{nonce}.py", "TOUCHSTONE_CALLS": f"{o_dir}/calls.jsonl",
                "TOUCHSTONE_TEST_CODE": f"{h_dir}/test_code.json", "TOUCHSTONE_MAX_CALLS": str(MAX_CALLS)}  # fmt: skip
         spec = TestRunSpec(test_files, f"tr_{nonce}", h_dir, o_dir, env=env)
-        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30)) as sb:
+        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
+                          environment=environment) as sb:
             sb.exec(spec.command(), timeout=timeout)
         return read_recording(out / "calls.jsonl")
 
@@ -241,7 +243,8 @@ def mutate_cases(cases: list[Case], seed: int = 0, limit: int = MAX_MUTATED) -> 
 Outcomes = dict[int, dict[int, dict]]  # case id -> step index -> {"out", "t"}
 
 
-def run_side(tree: Path, cases: list[Case], *, reverse: bool, backend: str, timeout: float) -> tuple[Outcomes, float, bool]:
+def run_side(tree: Path, cases: list[Case], *, reverse: bool, backend: str, timeout: float,
+             environment: Environment | None = None) -> tuple[Outcomes, float, bool]:
     """Replay `cases` over `tree` in one fresh sandbox, a fresh process per
     chunk. Returns (outcomes, wall seconds, timed out)."""
     from touchstone.sandbox import Limits, open_sandbox
@@ -260,7 +263,8 @@ def run_side(tree: Path, cases: list[Case], *, reverse: bool, backend: str, time
                 f"{o_dir}/cases{n}.json", f"{o_dir}/out{n}.jsonl",
             ]))  # fmt: skip
         command = "cd /workspace && " + " ; ".join(commands)
-        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30)) as sb:
+        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
+                          environment=environment) as sb:
             res = sb.exec(command, timeout=timeout)
         outcomes: Outcomes = {}
         for n in range(len(chunks)):
@@ -386,10 +390,11 @@ class OracleResult:
 
 def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, test_files: list[str],
                test_code: list[str], contract: OracleContract, *, backend: str = "auto",
-               timeout: float = 60.0) -> OracleResult:
+               timeout: float = 60.0, environment: Environment | None = None) -> OracleResult:
     """Record on `record_tree` (reference + hidden tests), replay on
     `reference_tree` and `candidate_tree` (neither holds hidden tests)."""
-    rec = record_calls(record_tree, test_files, test_code, backend=backend, timeout=timeout)
+    sandbox = {"backend": backend, "environment": environment}
+    rec = record_calls(record_tree, test_files, test_code, timeout=timeout, **sandbox)
     if rec.summary is None:
         return OracleResult("error", f"the call recorder did not finish over the reference ({len(rec.steps)} calls "
                                      f"seen): the hidden tests crashed or timed out under it")  # fmt: skip
@@ -406,14 +411,14 @@ def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, te
     everything = cases + mutated
     refs = []
     for reverse in (False, True):
-        got, ref_wall, timed_out = run_side(reference_tree, everything, reverse=reverse, backend=backend, timeout=timeout)
+        got, ref_wall, timed_out = run_side(reference_tree, everything, reverse=reverse, timeout=timeout, **sandbox)
         if timed_out:
             return OracleResult("error", f"{head}; the reference replay timed out after {timeout:g} s", counts)
         refs.append(got)
     limit = min(timeout, max(30.0, 10 * ref_wall + 10))  # generous: a loaded machine is not a slow solution
     cands = []
     for reverse in (False, True):
-        got, _, timed_out = run_side(candidate_tree, everything, reverse=reverse, backend=backend, timeout=limit)
+        got, _, timed_out = run_side(candidate_tree, everything, reverse=reverse, timeout=limit, **sandbox)
         if timed_out:
             return OracleResult("fail", f"{head}; the candidate exceeded the replay time limit of {limit:.1f} s "
                                         f"(reference: {ref_wall:.2f} s)", counts)  # fmt: skip

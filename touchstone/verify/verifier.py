@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S
-from touchstone.sandbox import SandboxError
+from touchstone.envs.task import task_environment
+from touchstone.sandbox import Environment, SandboxError
 from touchstone.tasks.schema import Task
 from touchstone.verify import grading, oracle
 from touchstone.verify.action_audit import audit_actions
@@ -45,8 +46,8 @@ def trajectory_id_of(messages: list[dict[str, Any]]) -> str:
 class _Grader:
     """What the test runs need from the task, computed once per verification."""
 
-    def __init__(self, task: Task, backend: str, test_dirs: set[str]):
-        self.task, self.backend = task, backend
+    def __init__(self, task: Task, backend: str, test_dirs: set[str], environment: Environment | None = None):
+        self.task, self.backend, self.environment = task, backend, environment
         hidden = task.hidden_tests_dir
         self.hidden_sources = {p.relative_to(hidden).as_posix(): p.read_text() for p in sorted(hidden.rglob("*.py"))}
         self.hidden_test_files = [rel for rel in self.hidden_sources if is_test_file(rel) and rel.rsplit("/", 1)[-1] != "conftest.py"]
@@ -74,6 +75,7 @@ class _Grader:
         return grading.run_tests(
             tree, self.test_files, self.required, self.prefixes, readonly=readonly,
             timeout=self.task.timeout_s, backend=self.backend, hash_seed=seed, order=order,
+            environment=self.environment,
         )  # fmt: skip
 
 
@@ -113,25 +115,30 @@ def verify_trajectory(
     findings: list[AuditFinding] = []
     points: list[ProgressPoint] | None = None
 
+    environment: Environment | None = None
+
     def report() -> VerificationReport:
         return VerificationReport(
             trajectory_id=trajectory_id or trajectory_id_of(messages), task_id=task.id,
-            task_hash=task.content_hash, checks=checks, findings=findings, progress=points,
+            task_hash=task.content_hash, environment_digest=environment.digest if environment else None,
+            checks=checks, findings=findings, progress=points,
             duration_s=round(time.monotonic() - started, 3),
         )  # fmt: skip
 
     pristine = _Pristine(task)
     try:
+        environment = task_environment(task)  # built (network on) before anything of the candidate runs
         rep = replay(task.workspace_dir, messages, backend=backend, keep_states=progress,
                      is_protected=pristine.is_protected, tool_timeout=tool_timeout,
-                     baseline=pristine.content)  # fmt: skip
+                     baseline=pristine.content, environment=environment)  # fmt: skip
     except Exception as exc:  # infrastructure (sandbox, daemon): never a verdict on the candidate
         checks.append(CheckResult(name="replay", status="error", evidence=f"replay failed: {_err(exc)}"))
         return report()
     checks.append(CheckResult(name="replay", status="pass", evidence=_replay_evidence(rep)))
     checks.append(_diff_match_check(rep, recorded_diff))
     prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
-                           pristine.content, rep.files.get)  # fmt: skip
+                           pristine.content, rep.files.get,
+                           installed=environment.top_level if environment else frozenset())  # fmt: skip
     checks.append(_protected_check(prot))
     # graded = the candidate's changed files, minus new test files and the task's own tests
     graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
@@ -148,7 +155,7 @@ def verify_trajectory(
         return report()
     with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
         try:
-            grader = _Grader(task, backend, pristine.test_dirs)  # reads the task's hidden tests: can fail too
+            grader = _Grader(task, backend, pristine.test_dirs, environment)  # reads the task's hidden tests: can fail too
             tested = _test_checks(grader, grader.tree(graded, deleted, Path(tmp) / "graded"), replays)
             checks.extend(tested)
             if tested[0].status == "error" or (_rejected(checks) and not full):
@@ -267,7 +274,7 @@ def _oracle_check(task: Task, grader: _Grader, files: dict[str, bytes], deleted:
     cand_tree = grader.tree(files, deleted, tmp / "oracle-candidate", with_hidden=False)
     test_code = sorted(set(grader.hidden_sources) | pristine_tests)
     result = oracle.run_oracle(record_tree, ref_tree, cand_tree, grader.test_files, test_code, contract,
-                               backend=backend, timeout=task.timeout_s)  # fmt: skip
+                               backend=backend, timeout=task.timeout_s, environment=grader.environment)  # fmt: skip
     return CheckResult(name="oracle", status=result.status, evidence=result.evidence)
 
 
