@@ -48,9 +48,10 @@ def _load_codec():
 
 codec = _load_codec()
 ROOT = os.getcwd()  # the harness starts pytest in the workspace root
-TEST_CODE = set(json.loads(open(os.environ["TOUCHSTONE_TEST_CODE"]).read()))
+with open(os.environ["TOUCHSTONE_TEST_CODE"]) as _f:
+    TEST_CODE = set(json.load(_f))
 MAX_CALLS = int(os.environ.get("TOUCHSTONE_MAX_CALLS", "5000"))
-_OUT = open(os.environ["TOUCHSTONE_CALLS"], "w")
+_OUT = open(os.environ["TOUCHSTONE_CALLS"], "w")  # noqa: SIM115 (open for the whole session)
 _LOCK = threading.Lock()
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 # dunders that are not behaviour a test asserts on, or that replay cannot make
@@ -59,13 +60,17 @@ _SKIP = {"__hash__", "__del__", "__init_subclass__", "__set_name__", "__class_ge
 PATH_SEARCH_NODES = 5000
 
 
-class _State:
-    test = None  # node id of the running test; None during collection
-    next_index = 0
-    over_cap = 0
-    tracer_errors = 0
-    handles = {}  # id(obj) -> (obj, step): results of recorded calls (kept alive: ids stay unique)
-    seen_generators = {}  # id(frame) -> frame: later resumptions are not new calls
+class _Session:
+    def __init__(self):
+        self.test = None  # node id of the running test; None during collection
+        self.next_index = 0
+        self.over_cap = 0
+        self.tracer_errors = 0
+        self.handles = {}  # id(obj) -> (obj, step): results of recorded calls (kept alive: ids stay unique)
+        self.seen_generators = {}  # id(frame) -> frame: later resumptions are not new calls
+
+
+_session = _Session()
 
 
 _kinds = {}
@@ -111,7 +116,7 @@ def _ref(obj):
 def _find_path(obj):
     """Path from a recorded result to `obj` (public attributes, sequence
     items, dict values), resolved at the moment of the call."""
-    queue = [(root, step, []) for _, (root, step) in reversed(list(_State.handles.items()))]
+    queue = [(root, step, []) for _, (root, step) in reversed(list(_session.handles.items()))]
     seen, n = set(), 0
     while queue and n < PATH_SEARCH_NODES:
         node, step, path = queue.pop(0)
@@ -131,7 +136,7 @@ def _find_path(obj):
 
 
 def _handle(obj):
-    entry = _State.handles.get(id(obj))
+    entry = _session.handles.get(id(obj))
     if entry is not None and entry[0] is obj:
         return {"__t": "handle", "step": entry[1], "path": []}
     if not is_workspace_class(type(obj)):
@@ -240,7 +245,7 @@ def _target(frame):
 
 
 def _new_step(frame):
-    step = {"test": _State.test, "generator": bool(frame.f_code.co_flags & _GENERATOR_FLAGS)}
+    step = {"test": _session.test, "generator": bool(frame.f_code.co_flags & _GENERATOR_FLAGS)}
     try:
         target, func, pos, kw = _target(frame)  # raises _Skip for a frame that is not a call
         step["target"] = target
@@ -251,8 +256,8 @@ def _new_step(frame):
         step["kwargs"] = codec.encode(kw, _handle, _ref) if kw else {}
     except codec.Unreplayable as exc:
         step["unreplayable"] = str(exc)[:200]
-    step["i"] = _State.next_index
-    _State.next_index += 1
+    step["i"] = _session.next_index
+    _session.next_index += 1
     return step
 
 
@@ -267,7 +272,7 @@ def _finish(step, frame, value, raised):
         else:
             step["result"] = codec.canon(value, is_workspace_class, consume=False)
             if value is not None and type(value) not in (bool, int, float, str, bytes):
-                _State.handles[id(value)] = (value, step["i"])
+                _session.handles[id(value)] = (value, step["i"])
     line = json.dumps(step) + "\n"
     with _LOCK:
         _OUT.write(line)
@@ -287,7 +292,7 @@ def _local_tracer(step):
             try:
                 _finish(step, frame, arg, state["raised"])
             except Exception:
-                _State.tracer_errors += 1
+                _session.tracer_errors += 1
         return local
 
     return local
@@ -305,11 +310,11 @@ def _tracer(frame, event, arg):
         if kind == "test" or (kind is None and code.co_name not in ("__init__", "__new__")):
             return None
         if code.co_flags & _GENERATOR_FLAGS:
-            if id(frame) in _State.seen_generators:
+            if id(frame) in _session.seen_generators:
                 return None  # a resumption, not a new call
-            _State.seen_generators[id(frame)] = frame
-        if _State.next_index >= MAX_CALLS:
-            _State.over_cap += 1
+            _session.seen_generators[id(frame)] = frame
+        if _session.next_index >= MAX_CALLS:
+            _session.over_cap += 1
             return None
         if kind is None:  # generated constructor code: only for workspace classes
             pos, _ = _parameters(frame)
@@ -319,22 +324,22 @@ def _tracer(frame, event, arg):
     except _Skip:
         return None
     except Exception:
-        _State.tracer_errors += 1
+        _session.tracer_errors += 1
         return None
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    _State.test = item.nodeid
+    _session.test = item.nodeid
     yield
-    _State.test = None
+    _session.test = None
 
 
 def pytest_sessionfinish(session, exitstatus):
     sys.settrace(None)
     threading.settrace(None)
-    summary = {"event": "done", "calls": _State.next_index, "over_cap": _State.over_cap,
-               "tracer_errors": _State.tracer_errors, "exitstatus": int(exitstatus)}  # fmt: skip
+    summary = {"event": "done", "calls": _session.next_index, "over_cap": _session.over_cap,
+               "tracer_errors": _session.tracer_errors, "exitstatus": int(exitstatus)}  # fmt: skip
     with _LOCK:
         _OUT.write(json.dumps(summary) + "\n")
         _OUT.flush()

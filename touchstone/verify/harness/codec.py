@@ -73,7 +73,7 @@ def encode(v, handle=None, ref=None, depth=0):
         return h
     if t in _PRIM:
         return v
-    sub = lambda x: encode(x, handle, ref, depth + 1)  # noqa: E731
+    sub = lambda x: encode(x, handle, ref, depth + 1)
     if t is float:
         return {"__t": "float", "v": _repr(v)}
     if t is complex:
@@ -114,7 +114,7 @@ def decode(v, handle=None, ref=None):
         return [decode(e, handle, ref) for e in v]
     if not _isinstance(v, dict):
         return v
-    sub = lambda x: decode(x, handle, ref)  # noqa: E731
+    sub = lambda x: decode(x, handle, ref)
     t, x = v.get("__t"), v.get("v")
     if t == "handle":
         return handle(v)
@@ -262,10 +262,9 @@ class _Canon:
             return ["iterator", "not consumed"]
         items = []
         try:
-            for _ in range(MAX_ITEMS):
+            while _len(items) < MAX_ITEMS:
                 items.append(self.enc(_next(x), depth + 1))
-            else:
-                items.append(["truncated"])
+            items.append(["truncated"])
         except StopIteration:
             pass
         except Exception as exc:  # an iterator that fails mid-way: the failure is part of the value
