@@ -86,6 +86,7 @@ def test_check_candidate_honest_solution_is_accepted(humaneval):
     check = oracle_of(humaneval, honest)
     assert check.status == "pass", check.evidence
     assert "3 calls recorded (0 not replayable)" in check.evidence and "mutated inputs" in check.evidence
+    assert check.counts["recorded"] == 3 and check.counts["replayed"] > check.counts["mutated"] > 0
 
 
 # --------------------------------------------------------- class-based task
