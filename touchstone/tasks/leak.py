@@ -40,6 +40,7 @@ from touchstone.tasks.similarity import normalized_dump, tokens
 ARTIFACTS = [".git", ".hg", ".svn", ".bzr", "__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "*.orig",
              "*.rej", "*.bak", "*.swp", "*~", ".#*", "*.patch", "*.diff"]
 MIN_TOKENS = 4  # a shorter changed span is widened with context: `return x` alone reveals nothing
+LINE_TOKENS = 8  # a line (or run of lines) of a longer change this long is distinctive on its own
 MAGIC = [(b"PK\x03\x04", "zip archive"), (b"PK\x05\x06", "zip archive"), (b"\x1f\x8b", "gzip stream"),
          (b"BZh", "bzip2 stream"), (b"\xfd7zXZ\x00", "xz stream"), (b"7z\xbc\xaf\x27\x1c", "7z archive"),
          (b"PACK", "git pack"), (b"\xfftOc", "git pack index"), (b"DIRC", "git index"),
@@ -141,10 +142,12 @@ def answer_fingerprints(task: Task) -> tuple[dict[str, list[tuple[str, ...]]], d
 
 def changed_spans(reference: str, workspace: str | None) -> list[tuple[str, ...]]:
     """Token streams of the reference's changed line runs, each widened with
-    neighbouring lines until it has MIN_TOKENS tokens."""
+    neighbouring lines until it has MIN_TOKENS tokens, and of every run of
+    consecutive changed lines with LINE_TOKENS tokens (so one line copied out of
+    a long change is found too)."""
     ref = reference.splitlines()
     old = workspace.splitlines() if workspace is not None else []
-    spans = []
+    spans: list[tuple[str, ...]] = []
     matcher = difflib.SequenceMatcher(a=old, b=ref, autojunk=False)
     for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
         if tag not in ("replace", "insert") or not any(line.strip() for line in ref[j1:j2]):
@@ -156,6 +159,12 @@ def changed_spans(reference: str, workspace: str | None) -> list[tuple[str, ...]
             toks = tokens("\n".join(ref[lo:hi]))
         if len(toks) >= MIN_TOKENS:
             spans.append(tuple(toks))
+        for start in range(j1, j2):
+            end = start + 1
+            while len(line := tokens("\n".join(ref[start:end]))) < LINE_TOKENS and end < j2:
+                end += 1
+            if len(line) >= LINE_TOKENS and tuple(line) not in spans:
+                spans.append(tuple(line))
     return spans
 
 
