@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from touchstone.envs.task import task_environment
 from touchstone.sandbox import Limits, open_sandbox
 from touchstone.tasks.schema import Task
 from touchstone.verify import grading
@@ -92,6 +93,7 @@ def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, req
     """One harness run of the task's hidden tests on workspace + overlays (+ patch).
     `required`: node ids that must pass, or None = every hidden test function."""
     timeout = timeout or task.timeout_s
+    environment = task_environment(task)
     files = hidden_test_files(task.hidden_tests_dir)
     prefixes = [pid for f in files for pid in grading.test_functions(f, (task.hidden_tests_dir / f).read_text())]
     with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp, \
@@ -101,7 +103,8 @@ def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, req
                                    hash_seed=hash_seed, order=order)
         captured = Path(tmp) / "captured-results.jsonl"  # the verifier's live-drained result stream
         with grading.StreamCapture(out / grading.RESULTS_FILE, captured):
-            with open_sandbox(tree, backend=backend, limits=Limits(timeout_s=timeout + 30), mounts=mounts) as sb:
+            with open_sandbox(tree, backend=backend, limits=Limits(timeout_s=timeout + 30), mounts=mounts,
+                              environment=environment) as sb:
                 result = sb.exec(spec.command(), timeout=timeout)
         graded = grading.evaluate(captured, out / grading.JUNIT_FILE, required, prefixes)
         stream = grading._read_stream(captured)  # for the failure messages the verdict leaves out
