@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from touchstone.sandbox import available_backends, resolve_backend
 from touchstone.tasks.runner import HiddenRun, reference_overlay, run_tests
 from touchstone.tasks.schema import Task
+from touchstone.verify.grading import faketime_library
 
 
 # reads of the clock or of unseeded randomness: such a task gets more runs
@@ -110,7 +111,7 @@ def reference_conditions(backend: str, *, k: int, extra: int, clock_runs: int, c
     solving uses run 0), then the extra ones."""
     conds = [Condition(run=i, backend=backend, grading=True) for i in range(k)]
     n_extra = extra + (more if nondeterministic else 0)
-    n_clock = clock_runs * (2 if nondeterministic else 1)
+    n_clock = clock_runs * (2 if nondeterministic else 1) if faketime_library() else 0
     conds += [Condition(run=_random_run(), backend=backend) for _ in range(n_extra)]
     conds += [Condition(run=_random_run(), backend=backend, clock_offset_s=_clock_offset()) for _ in range(n_clock)]
     other = other_backend(backend) if cross_backend else None
@@ -129,7 +130,7 @@ def run_condition(task: Task, cond: Condition, *, role: str, what: str = "", fil
     """The hidden tests on workspace (+ reference) + files (+ patch) under `cond`."""
     overlays = {**(reference_overlay(task) if with_reference else {}), **(files or {})}
     run: HiddenRun = run_tests(task, overlays, required=task.required_tests, hash_seed=cond.seed, order=cond.order,
-                               timeout=timeout, backend=cond.backend, patch=patch)
+                               timeout=timeout, backend=cond.backend, patch=patch, clock_offset_s=cond.clock_offset_s)
     return RunRecord(role=role, what=what, condition=cond, passed=len(run.passed),
                      failed={k: v[:300] for k, v in run.failed.items()}, timed_out=run.timed_out,
                      wall_s=round(run.wall_s, 3))

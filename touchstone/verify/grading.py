@@ -32,6 +32,7 @@ from typing import Iterator
 from touchstone.sandbox.environment import Environment
 
 RESULTS_FILE = "results.jsonl"
+FAKETIME_LIB = "libfaketime.so.1"
 JUNIT_FILE = "junit.xml"
 MAX_REPORT_BYTES = 20 * 1024 * 1024
 
@@ -46,9 +47,12 @@ class TestRunSpec:
     out_dir: str  # writable mount outside the workspace
     hash_seed: int = 0
     order: str = "forward"
+    clock_offset_s: int = 0  # > 0: libfaketime (copied into the harness dir) shifts the wall clock ahead
 
     def command(self) -> str:
-        env = {
+        clock = {"LD_PRELOAD": f"{self.harness_dir}/{FAKETIME_LIB}", "FAKETIME": f"+{self.clock_offset_s}",
+                 "FAKETIME_DONT_FAKE_MONOTONIC": "1"} if self.clock_offset_s else {}
+        env = {**clock,
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": "/tmp",
             "LANG": "C.UTF-8",
@@ -304,6 +308,13 @@ def harness_mounts(*files: tuple[str, str]) -> Iterator[tuple[str, str, list, Pa
         h_target, o_target = f"/mnt/th{nonce}", f"/mnt/to{nonce}"
         mounts = [Mount(host=harness, target=h_target), Mount(host=out, target=o_target, read_only=False)]
         yield h_target, o_target, mounts, out, nonce
+
+
+def faketime_library() -> Path | None:
+    """The host's libfaketime (Debian package `libfaketime`; same glibc as the
+    sandbox root, which is built from the same Debian release), or None."""
+    found = sorted(Path("/usr/lib").glob(f"*/faketime/{FAKETIME_LIB}")) + sorted(Path("/usr/lib/faketime").glob(FAKETIME_LIB))
+    return found[0] if found else None
 
 
 class StreamCapture:
