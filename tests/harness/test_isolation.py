@@ -277,8 +277,10 @@ SHAPES_TESTS = {
         def test_monkeypatch_reaches_the_candidate(monkeypatch):
             monkeypatch.setattr(shapes.core, "LIMIT", 99)
             assert shapes.core.limit() == 99
-            shapes.registry["k"] = 1
-            assert shapes.registry == {}  # a copy: the test's dict, not the module's
+            shapes.registry["k"] = [1]  # a module's container is live: the test changes the real one
+            shapes.registry["k"].append(2)  # an item read out of it is a copy
+            assert shapes.registry == {"k": [1]} and "k" in shapes.registry and len(shapes.registry) == 1
+            assert not isinstance(shapes.registry, dict)  # a live view, compared here on a type-checked copy
 
         def test_monkeypatch_was_undone():
             assert shapes.core.limit() == 10
