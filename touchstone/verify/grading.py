@@ -46,6 +46,7 @@ class TestRunSpec:
     out_dir: str  # writable mount outside the workspace
     hash_seed: int = 0
     order: str = "forward"
+    env: dict[str, str] = field(default_factory=dict)  # more variables for a harness plugin
 
     def command(self) -> str:
         env = {
@@ -58,6 +59,7 @@ class TestRunSpec:
             "PYTHONPATH": self.harness_dir,
             "TOUCHSTONE_RESULTS": f"{self.out_dir}/{RESULTS_FILE}",
             "TOUCHSTONE_ORDER": self.order,
+            **self.env,
         }
         argv = [
             "env", "-i", *(f"{k}={v}" for k, v in env.items()),

@@ -47,6 +47,7 @@ class CheckResult(BaseModel):
     name: str
     status: CheckStatus
     evidence: str = ""
+    counts: dict[str, int] = Field(default_factory=dict)  # the numbers behind the evidence (the oracle's coverage)
 
 
 class AuditFinding(BaseModel):
