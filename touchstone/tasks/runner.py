@@ -101,7 +101,8 @@ def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, req
             grading.harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
         tree = compose(Path(tmp) / "tree", task.workspace_dir, overlays, task.hidden_tests_dir, patch)
         spec = grading.TestRunSpec(test_files=files, plugin_module=f"th_{nonce}", harness_dir=h_dir, out_dir=o_dir,
-                                   hash_seed=hash_seed, order=order, clock_offset_s=clock_offset_s)
+                                   hash_seed=hash_seed, order=order,
+                                   env=grading.faketime_env(h_dir, clock_offset_s) if clock_offset_s else {})
         if clock_offset_s:
             lib = grading.faketime_library()
             if lib is None:

@@ -47,12 +47,10 @@ class TestRunSpec:
     out_dir: str  # writable mount outside the workspace
     hash_seed: int = 0
     order: str = "forward"
-    clock_offset_s: int = 0  # > 0: libfaketime (copied into the harness dir) shifts the wall clock ahead
+    env: dict[str, str] = field(default_factory=dict)  # more variables for a harness plugin
 
     def command(self) -> str:
-        clock = {"LD_PRELOAD": f"{self.harness_dir}/{FAKETIME_LIB}", "FAKETIME": f"+{self.clock_offset_s}",
-                 "FAKETIME_DONT_FAKE_MONOTONIC": "1"} if self.clock_offset_s else {}
-        env = {**clock,
+        env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": "/tmp",
             "LANG": "C.UTF-8",
@@ -62,6 +60,7 @@ class TestRunSpec:
             "PYTHONPATH": self.harness_dir,
             "TOUCHSTONE_RESULTS": f"{self.out_dir}/{RESULTS_FILE}",
             "TOUCHSTONE_ORDER": self.order,
+            **self.env,
         }
         argv = [
             "env", "-i", *(f"{k}={v}" for k, v in env.items()),
@@ -308,6 +307,14 @@ def harness_mounts(*files: tuple[str, str]) -> Iterator[tuple[str, str, list, Pa
         h_target, o_target = f"/mnt/th{nonce}", f"/mnt/to{nonce}"
         mounts = [Mount(host=harness, target=h_target), Mount(host=out, target=o_target, read_only=False)]
         yield h_target, o_target, mounts, out, nonce
+
+
+def faketime_env(harness_dir: str, offset_s: int) -> dict[str, str]:
+    """`TestRunSpec.env` for a run whose wall clock is `offset_s` seconds ahead
+    (monotonic clocks untouched, so timeouts hold); the library must have been
+    copied into the harness dir as FAKETIME_LIB."""
+    return {"LD_PRELOAD": f"{harness_dir}/{FAKETIME_LIB}", "FAKETIME": f"+{offset_s}",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
 
 
 def faketime_library() -> Path | None:
