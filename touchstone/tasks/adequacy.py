@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,14 +58,20 @@ def reference_sources(task: Task) -> list[tuple[str, str, str | None]]:
     return out
 
 
+def changed_top_level(task: Task) -> Iterator[tuple[str, str, str | None, ast.Module, list[int]]]:
+    """(rel path, reference text, workspace text, reference AST, indices of the
+    changed top-level statements) of every reference .py file that parses."""
+    for rel, ref_text, ws_text in reference_sources(task):
+        try:
+            yield rel, ref_text, ws_text, ast.parse(ref_text), changed_statements(ref_text, ws_text)
+        except SyntaxError:
+            continue
+
+
 def all_mutants(task: Task) -> list[Mutant]:
     """Every compilable mutant of the changed statements, minus the starting workspace itself."""
     out = []
-    for rel, ref_text, ws_text in reference_sources(task):
-        try:
-            changed = changed_statements(ref_text, ws_text)
-        except SyntaxError:
-            continue
+    for rel, ref_text, ws_text, _tree, changed in changed_top_level(task):
         for m in statement_mutations(ref_text, rel, module_name(rel), changed):
             if m.source != ws_text and compile_error(m.source, rel) is None:
                 out.append(Mutant(rel, m.operator, m.unit, m.lineno, m.source))
@@ -95,12 +102,7 @@ def sample(mutants: list[Mutant], limit: int) -> list[Mutant]:
 def guards(task: Task) -> set[Guard]:
     """The exceptions the reference's changed statements raise themselves."""
     found: set[Guard] = set()
-    for _rel, ref_text, ws_text in reference_sources(task):
-        try:
-            tree = ast.parse(ref_text)
-            changed = changed_statements(ref_text, ws_text)
-        except SyntaxError:
-            continue
+    for _rel, _ref, _ws, tree, changed in changed_top_level(task):
         for i in changed:
             for node in ast.walk(tree.body[i]):
                 if isinstance(node, ast.Raise) and node.exc is not None:
@@ -137,17 +139,12 @@ def entry_functions(task: Task) -> list[tuple[str, str]]:
     """(rel path, function name): declared entry points first, then the
     reference's changed top-level functions."""
     out: list[tuple[str, str]] = []
-    sources = {rel: (ref, ws) for rel, ref, ws in reference_sources(task)}
+    sources = {rel for rel, _ref, _ws in reference_sources(task)}
     for ep in task.entry_points:
         for rel in (ep.module.replace(".", "/") + ".py", ep.module.replace(".", "/") + "/__init__.py"):
             if rel in sources and (rel, ep.function) not in out:
                 out.append((rel, ep.function))
-    for rel, (ref, ws) in sources.items():
-        try:
-            tree = ast.parse(ref)
-            changed = changed_statements(ref, ws)
-        except SyntaxError:
-            continue
+    for rel, _ref, _ws, tree, changed in changed_top_level(task):
         for i in changed:
             node = tree.body[i]
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (rel, node.name) not in out:
