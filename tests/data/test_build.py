@@ -18,6 +18,7 @@ from touchstone.data.build import build_datasets
 from touchstone.data.inputs import DataError
 from touchstone.data.schema import DataConfig, Lineage
 from touchstone.verify.batch import REPORTS_FILE, write_reports
+from touchstone.verify.report import CheckResult, VerificationReport
 
 FIX = [("read_file", {"path": "calc.py"}), ("str_replace", {"path": "calc.py", "old": "-", "new": "+"}),
        ("submit", {})]
@@ -181,4 +182,10 @@ def test_runs_without_isolation_or_oracle_are_left_out_and_counted(tmp_path):
     assert summary.excluded_unguarded == 2 and summary.guards == {"none": 2, "isolation": 1}
     assert summary.datasets["sft"].dropped["unguarded"] == 1  # the accepted one, so SFT still reconciles
     kept = build_datasets(reports, traj_file, tmp_path / "all", config=DataConfig(include_unguarded=True))
+    oracle = [CheckResult(name="tests", status="pass"), CheckResult(name="oracle", status="pass", counts={"replayed": 0})]
+    assert VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle,
+                              isolation="not_isolated").guard == "none"  # an oracle that replayed nothing guards nothing
+    oracle[1].counts["replayed"] = 12
+    assert VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle,
+                              isolation="not_isolated").guard == "oracle"
     assert kept.excluded_unguarded == 0 and kept.datasets["sft"].rows == 2

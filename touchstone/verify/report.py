@@ -47,6 +47,7 @@ class CheckResult(BaseModel):
     name: str
     status: CheckStatus
     evidence: str = ""
+    counts: dict[str, int] = Field(default_factory=dict)  # the numbers behind the evidence (the oracle's coverage)
 
 
 class AuditFinding(BaseModel):
@@ -122,7 +123,9 @@ def derive_guard(isolation: Isolation | None, oracle: CheckResult | None) -> Gua
         return None
     if isolation == "isolated":
         return "isolation"
-    return "oracle" if oracle is not None and oracle.status == "pass" else "none"
+    # a bare oracle pass is not enough: it must have replayed calls on the candidate
+    covered = oracle is not None and oracle.status == "pass" and oracle.counts.get("replayed", 0) > 0
+    return "oracle" if covered else "none"
 
 
 def derive_verdict(checks: list[CheckResult]) -> tuple[Verdict, list[str]]:
