@@ -44,7 +44,20 @@ def calc(expr):
         raise ValueError(expr)
     return eval(compile(tree, "<calc>", "eval"), {"__builtins__": {}})
 '''
-CALC_TESTS = "from solution import calc\n\n\ndef test_calc():\n    assert calc('2*3+1') == 7\n"
+CALC_TESTS = """import pytest
+from solution import calc
+
+
+@pytest.mark.parametrize("expr, want", [("2*3+1", 7), ("10-4", 6), ("7", 7), ("2*(3+4)", 14)])
+def test_calc(expr, want):
+    assert calc(expr) == want
+
+
+@pytest.mark.parametrize("expr", ["__import__('os')", "x + 1", "abs(-2)", "2 ** 3", "[1]"])
+def test_refuses(expr):
+    with pytest.raises(ValueError):
+        calc(expr)
+"""
 
 
 def _calc_task(task_dir: Path, reference: str, proposer: str = "problems"):
