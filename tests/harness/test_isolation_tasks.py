@@ -25,10 +25,11 @@ INFLECTION = "inflection==0.5.1#sha256=1a29730d366e996aaacffb2f1f1cb9593dc38e2dd
 def test_canary_references_run_isolated(sandbox_backend: str, tmp_path: Path):
     for task_dir in sorted(TASKS.iterdir()):
         task = load_task(shutil.copytree(task_dir, tmp_path / task_dir.name))
+        assert recorded_isolation(task) is None
         verdict = probe_isolation(task, sandbox_backend)
         assert verdict.status == "isolated" and verdict.ok, (task.id, verdict.detail)
-        record_isolation(task, verdict)
-        assert recorded_isolation(task) == verdict
+        assert recorded_isolation(task) == verdict  # recorded by the probe
+        record_isolation(task, verdict)  # idempotent
         assert load_task(task.dir).content_hash == task.content_hash  # the record is not part of the task
     (task.dir / "task.json").write_text(json.dumps({**json.loads((task.dir / "task.json").read_text()),
                                                     "statement": "changed"}))  # fmt: skip

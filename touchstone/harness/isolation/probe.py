@@ -1,7 +1,8 @@
 """Does a task's test suite run isolated? Decided once per task, by its reference.
 
-    verdict = probe_isolation(task, backend)   # the reference, graded isolated once
-    record_isolation(task, verdict)            # TASK_DIR/isolation.json (outside the hashed content)
+    verdict = probe_isolation(task, backend)   # the reference, graded isolated once; a decided
+                                               # verdict is recorded in TASK_DIR/isolation.json
+    record_isolation(task, verdict)            # (outside the hashed content; record=False: don't)
     recorded_isolation(task) -> IsolationVerdict | None   # None: never probed, or the task changed since
 
 A task is `isolated` when its reference passes every required hidden test in
@@ -42,8 +43,10 @@ class IsolationVerdict(BaseModel):
         return self.status != "error"
 
 
-def probe_isolation(task, backend: str = "auto") -> IsolationVerdict:
-    """Grade the task's reference isolated once (run 0 of the plan)."""
+def probe_isolation(task, backend: str = "auto", record: bool = True) -> IsolationVerdict:
+    """Grade the task's reference isolated once (run 0 of the plan) and, when
+    that decided it either way, record the verdict beside the task. Task
+    validation calls this (`touchstone.tasks.validate.ISOLATION_PROBE`)."""
     from touchstone.envs.task import task_environment
     from touchstone.verify.verifier import _Grader
 
@@ -65,8 +68,12 @@ def probe_isolation(task, backend: str = "auto") -> IsolationVerdict:
     if result.status == "error":
         return verdict("error", result.evidence)
     if result.status == "pass":
-        return verdict("isolated", f"the reference passes isolated: {result.evidence}")
-    return verdict("not_isolated", f"the reference fails isolated: {result.evidence}")
+        decided = verdict("isolated", f"the reference passes isolated: {result.evidence}")
+    else:
+        decided = verdict("not_isolated", f"the reference fails isolated: {result.evidence}")
+    if record:
+        record_isolation(task, decided)
+    return decided
 
 
 def record_isolation(task, verdict: IsolationVerdict) -> Path:
