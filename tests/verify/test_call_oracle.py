@@ -354,6 +354,55 @@ def test_unreplayable_calls_are_counted_not_compared(tmp_path):
     assert "2 calls recorded (1 not replayable: 1 argument of type " in check.evidence
 
 
+def test_decorated_functions_and_module_level_objects_are_replayed_by_name(tmp_path):
+    ref = {"deco.py": """
+        import functools
+
+
+        def logged(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                return fn(*args, **kwargs)
+            return wrapper
+
+
+        @logged
+        def double(x):
+            return 2 * x
+
+
+        @logged
+        def square(x):
+            return x * x
+
+
+        class Scale:
+            def __init__(self, k):
+                self._k = k
+
+            def __call__(self, x):
+                return self._k * x
+
+
+        triple = Scale(3)
+    """}
+    tests = {"tests/test_deco.py": """
+        import deco
+
+
+        def test_all():
+            assert deco.double(4) == 8
+            assert deco.square(3) == 9
+            assert deco.triple(2) == 6
+    """}
+    task = make_task(tmp_path, "deco", workspace={"deco.py": ""}, hidden=tests, reference=ref)
+    check = oracle_of(task, ref)
+    assert check.status == "pass" and "3 calls recorded (0 not replayable)" in check.evidence, check.evidence
+    lookup = {"deco.py": textwrap.dedent(ref["deco.py"]).replace("return x * x", "return {3: 9}.get(x, 0)")}
+    check = oracle_of(task, lookup)
+    assert check.status == "fail" and "generated input: deco.square(" in check.evidence, check.evidence
+
+
 def test_invalid_oracle_contract_is_an_error(tmp_path):
     task = make_task(tmp_path, "bad-contract", workspace={"win.py": ""}, hidden=WINDOW_TESTS, reference=WINDOWS,
                      meta={"oracle": {"iterables": "some"}})

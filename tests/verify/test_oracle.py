@@ -160,12 +160,20 @@ def test_cases_carry_their_dependencies_and_count_what_is_left_out():
     steps = [_step(0, None, [1]), _step(1, "t::a", [h(0), 2]), _step(2, "t::a", [3], unreplayable="lambda"),
              _step(3, "t::a", [h(2)]), _step(4, "t::b", [h(1), "x"])]
     rec = oracle.Recording({s["i"]: s for s in steps}, {"event": "done"})
-    cases, left_out = oracle.build_cases(rec)
+    cases, dependent, capped = oracle.build_cases(rec)
     by_test = {c.test: c for c in cases}
     assert [s["i"] for s in by_test["t::a"].steps] == [0, 1] and by_test["t::a"].compared == {1}
     assert [s["i"] for s in by_test["t::b"].steps] == [0, 1, 4] and by_test["t::b"].compared == {4}
-    assert by_test[None].compared == {0}
-    assert rec.unreplayable == {"lambda": 1} and left_out == {"uses the result of a call that cannot be replayed": 1}
+    assert by_test[None].compared == {0} and not capped
+    assert rec.unreplayable == {"lambda": 1} and dependent == {"uses the result of a call that cannot be replayed": 1}
+
+
+def test_caps_keep_the_fail_to_pass_tests(monkeypatch):
+    steps = [_step(i, f"t::{i}", [i]) for i in range(5)]
+    rec = oracle.Recording({s["i"]: s for s in steps}, {"event": "done"})
+    monkeypatch.setattr(oracle, "MAX_CASES", 2)
+    cases, _, capped = oracle.build_cases(rec, first=["t::4", "t::3"])
+    assert [c.test for c in cases] == ["t::3", "t::4"] and capped == {"over the case cap": 3}
 
 
 def test_mutations_change_one_plain_argument_and_keep_handles():
