@@ -205,6 +205,8 @@ def test_compare_drops_the_reference_domain_and_unstable_steps():
     assert (cmp.compared, cmp.unstable, cmp.mutated_dropped, cmp.counterexample) == (2, 1, 1, None)
     cmp = oracle.compare(cases, refs, [run(1, 7), run(1, 7, mut2=0)], contract)
     assert "generated input: m.f(6) (reverse order)" in cmp.counterexample
+    recorded = {0: {"result": ["int", 4]}, 1: {"raised": "KeyError"}}  # the test saw 4 where the replay sees 1
+    assert oracle.compare(cases, refs, [run(1, 7), run(1, 7)], contract, recorded).context_dependent == 1
 
 
 def test_contract_validation():

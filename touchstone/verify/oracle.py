@@ -325,6 +325,7 @@ class Comparison:
     mutated_compared: int = 0
     mutated_dropped: int = 0
     unstable: int = 0
+    context_dependent: int = 0
     counterexample: str | None = None
     worst_slowdown: float = 0.0
     slow_case: str | None = None
@@ -362,9 +363,23 @@ def _time(cmp: Comparison, case: Case, refs: list[Outcomes], cands: list[Outcome
             f"more than {limit:g}x the reference's {ref_t:.3f} s")
 
 
-def compare(cases: list[Case], refs: list[Outcomes], cands: list[Outcomes], contract: OracleContract) -> Comparison:
+def _as_recorded(step: dict, replayed: list) -> bool:
+    """Whether the reference's replay of a call saw what the test run saw
+    (False: the call depended on context the replay lacks: a monkeypatch,
+    global state an earlier test left)."""
+    if "raised" in step:
+        return replayed == ["raised", step["raised"]]
+    if "result" not in step or "not consumed" in json.dumps(step["result"]):
+        return True  # an iterator the test itself consumed: nothing to hold the replay to
+    return replayed[0] == "ok" and same(replayed[1], step["result"])
+
+
+def compare(cases: list[Case], refs: list[Outcomes], cands: list[Outcomes], contract: OracleContract,
+            recorded: dict[int, dict] | None = None) -> Comparison:
     """Candidate runs against the first reference run, step by step; the
-    second reference run only tells deterministic steps from the others."""
+    second reference run only tells deterministic steps from the others;
+    `recorded` (the recording's steps) counts calls the replay makes in
+    another context than the test did (compared all the same)."""
     cmp = Comparison()
     for case in cases:
         if case.mutated and any(_out(refs[0], case.id, s["i"])[0] != "ok" for s in case.steps):
@@ -379,6 +394,8 @@ def compare(cases: list[Case], refs: list[Outcomes], cands: list[Outcomes], cont
                 continue
             cmp.compared += 1
             cmp.mutated_compared += case.mutated
+            if recorded and not case.mutated and not _as_recorded(recorded[step["i"]], _out(refs[0], case.id, step["i"])):
+                cmp.context_dependent += 1
             for order, run in zip(("forward", "reverse"), cands):
                 got = _normalize(_out(run, case.id, step["i"]), contract)
                 if cmp.counterexample is None and not same(want, got):
@@ -438,13 +455,14 @@ def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, te
             return OracleResult("fail", f"{head}; the candidate exceeded the replay time limit of {limit:.1f} s "
                                         f"(reference: {ref_wall:.2f} s)", counts)  # fmt: skip
         cands.append(got)
-    cmp = compare(everything, refs, cands, contract)
+    cmp = compare(everything, refs, cands, contract, rec.steps)
     counts.update(replayed=cmp.compared, mutated=cmp.mutated_compared, unstable=cmp.unstable,
-                  mutated_dropped=cmp.mutated_dropped)
+                  mutated_dropped=cmp.mutated_dropped, context_dependent=cmp.context_dependent)
     body = (f"{head}; {cmp.compared} calls replayed in {len(cases)} tests, {cmp.mutated_compared} of them on "
             f"{len(mutated) - cmp.mutated_dropped} mutated inputs, forward and reversed, "
             f"{CHUNK} cases per process; {cmp.unstable} non-deterministic on the reference not compared; "
-            f"slowest case {cmp.worst_slowdown:.1f}x the reference")  # fmt: skip
+            f"{cmp.context_dependent} replayed otherwise than under the tests (monkeypatches, state left by "
+            f"other tests); slowest case {cmp.worst_slowdown:.1f}x the reference")  # fmt: skip
     if cmp.counterexample:
         return OracleResult("fail", f"{cmp.counterexample} [{body}]", counts)
     if cmp.compared == 0:
