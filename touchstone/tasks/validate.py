@@ -269,6 +269,7 @@ def _check_coverage(v: _Run) -> dict:
     share = cov.share
     evidence = {"required": cov.required, "missed": cov.missed, "unexercised": cov.unexercised,
                 "share": None if share is None else round(share, 3), "min_coverage": v.cfg.min_coverage}
+    v.out["unexercised"] = set(cov.unexercised)
     v.warnings += [f"coverage: changed function {f} is never run by the hidden tests" for f in cov.unexercised]
     if share is not None and share < v.cfg.min_coverage:
         refs = {rel: ref for rel, ref, _ws in adequacy.reference_sources(v.task)}
@@ -305,7 +306,7 @@ def _check_leak_probe(v: _Run) -> dict:
 
 
 def _check_baselines(v: _Run) -> dict:
-    cases = adequacy.baselines(v.task)
+    cases = adequacy.baselines(v.task, skip=v.out.get("unexercised", set()))
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(v.run(cond, "baseline", desc, with_reference=True, files={rel: text}, timeout=_probe_timeout(v))
                   for desc, rel, text in cases)
