@@ -33,6 +33,7 @@ def writes(files: dict) -> list[dict]:
 
 def oracle_of(task_dir: Path, files: dict, backend: str = "bwrap"):
     report = verify_trajectory(load_task(task_dir), writes(files), replays=1, full=True, backend=backend)
+    assert report.check("oracle") is not None, report.checks  # an infrastructure error stops before it
     return report.check("oracle")
 
 
@@ -339,7 +340,8 @@ def test_performance_contract(tmp_path):
 
 
 def test_unreplayable_calls_are_counted_not_compared(tmp_path):
-    ref = {"apply.py": "def apply(f, xs):\n    return [f(x) for x in xs]\n\n\ndef twice(x):\n    return 2 * x\n"}
+    ref = {"apply.py": "RATE = 1\n\n\ndef apply(f, xs):\n    return [f(x) for x in xs]\n\n\n"
+                        "def twice(x):\n    return 2 * x * RATE\n"}
     tests = {"tests/test_apply.py": """
         import apply
 
@@ -347,11 +349,66 @@ def test_unreplayable_calls_are_counted_not_compared(tmp_path):
         def test_apply():
             assert apply.apply(lambda x: x + 1, [1, 2]) == [2, 3]  # a test-defined lambda
             assert apply.apply(apply.twice, [1, 2]) == [2, 4]  # a workspace function: by name
+
+
+        def test_patched(monkeypatch):
+            monkeypatch.setattr(apply, "RATE", 10)
+            assert apply.twice(3) == 60  # replayed without the patch
     """}
     task = make_task(tmp_path, "apply", workspace={"apply.py": ""}, hidden=tests, reference=ref)
     check = oracle_of(task, ref)
     assert check.status == "pass", check.evidence
-    assert "2 calls recorded (1 not replayable: 1 argument of type " in check.evidence
+    assert "3 calls recorded (1 not replayable: 1 argument of type " in check.evidence
+    assert check.counts["context_dependent"] == 1, check.evidence
+
+
+def test_decorated_functions_and_module_level_objects_are_replayed_by_name(tmp_path):
+    ref = {"deco.py": """
+        import functools
+
+
+        def logged(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                return fn(*args, **kwargs)
+            return wrapper
+
+
+        @logged
+        def double(x):
+            return 2 * x
+
+
+        @logged
+        def square(x):
+            return x * x
+
+
+        class Scale:
+            def __init__(self, k):
+                self._k = k
+
+            def __call__(self, x):
+                return self._k * x
+
+
+        triple = Scale(3)
+    """}
+    tests = {"tests/test_deco.py": """
+        import deco
+
+
+        def test_all():
+            assert deco.double(4) == 8
+            assert deco.square(3) == 9
+            assert deco.triple(2) == 6
+    """}
+    task = make_task(tmp_path, "deco", workspace={"deco.py": ""}, hidden=tests, reference=ref)
+    check = oracle_of(task, ref)
+    assert check.status == "pass" and "3 calls recorded (0 not replayable)" in check.evidence, check.evidence
+    lookup = {"deco.py": textwrap.dedent(ref["deco.py"]).replace("return x * x", "return {3: 9}.get(x, 0)")}
+    check = oracle_of(task, lookup)
+    assert check.status == "fail" and "generated input: deco.square(" in check.evidence, check.evidence
 
 
 def test_invalid_oracle_contract_is_an_error(tmp_path):
