@@ -77,6 +77,7 @@ def contract_of(meta: dict) -> OracleContract:
 class Recording:
     steps: dict[int, dict] = field(default_factory=dict)
     summary: dict | None = None  # the recorder's final record; None = the run ended early
+    timed_out: bool = False
 
     @property
     def unreplayable(self) -> Counter:
@@ -140,8 +141,10 @@ def record_calls(tree: Path, test_files: list[str], test_code: list[str], *, bac
         spec = TestRunSpec(test_files, f"tr_{nonce}", h_dir, o_dir, env=env)
         with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
                           environment=environment) as sb:
-            sb.exec(spec.command(), timeout=timeout)
-        return read_recording(out / "calls.jsonl")
+            res = sb.exec(spec.command(), timeout=timeout)
+        rec = read_recording(out / "calls.jsonl")
+        rec.timed_out = res.timed_out
+        return rec
 
 
 # ---------------------------------------------------------------------- cases
@@ -465,9 +468,10 @@ def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, te
     sandbox = {"backend": backend, "environment": environment}
     rec, cached = cached_recording(
         cache_key, lambda: record_calls(record_tree, test_files, test_code, timeout=timeout, **sandbox))
-    if rec.summary is None:
-        return OracleResult("error", f"the call recorder did not finish over the reference ({len(rec.steps)} calls "
-                                     f"seen): the hidden tests crashed or timed out under it")  # fmt: skip
+    if rec.summary is None:  # nothing the candidate did: a timeout may pass, a crash will not
+        status, why = ("error", f"timed out after {timeout:g} s") if rec.timed_out else ("skipped", "crashed")
+        return OracleResult(status, f"no oracle: the hidden tests {why} under the call recorder over the "
+                                    f"reference ({len(rec.steps)} calls seen)")  # fmt: skip
     cases, dependent, capped = build_cases(rec, first)
     mutated = mutate_cases(cases)
     not_replayable = rec.unreplayable + dependent
