@@ -215,3 +215,19 @@ def test_contract_validation():
     for bad in ({"iterables": "some"}, {"max_slowdown": 0.5}, {"speed": 1}):
         with pytest.raises(ValueError, match="source.meta.oracle"):
             oracle.contract_of({"oracle": bad})
+
+
+def test_recordings_are_cached_once_finished(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOUCHSTONE_CACHE", str(tmp_path))
+    calls = []
+
+    def record(summary):
+        calls.append(1)
+        return oracle.Recording({0: _step(0, "t::a", [1])}, summary)
+
+    assert oracle.cached_recording("k1", lambda: record(None)) == (oracle.Recording({0: _step(0, "t::a", [1])}), False)
+    assert oracle.cached_recording("k1", lambda: record({"event": "done"}))[1] is False  # unfinished: not stored
+    rec, cached = oracle.cached_recording("k1", lambda: record(None))
+    assert cached and rec.steps[0]["args"] == [1] and rec.summary == {"event": "done"} and len(calls) == 2
+    assert oracle.cached_recording(None, lambda: record({"event": "done"}))[1] is False  # no key, no cache
+    assert oracle.recording_key("a", None) != oracle.recording_key("b", None)
