@@ -183,7 +183,10 @@ def _check_audit(v: _Run) -> dict:
 
     files, base, roles = _audit_files(v.task)
     # paths keep the file's own name, so the policy's test-file allowances apply to the tests only
-    findings = audit_files(files, load_policy(AUDIT_EXTRA), base)
+    # rules the task allows (audit_allow, written by the proposer for what the reference
+    # needs, never for rules that guard the judge) are allowed here as in the verifier
+    allowed = set(v.task.source.meta.get("audit_allow", ()))
+    findings = audit_files(files, load_policy(AUDIT_EXTRA).without(allowed), base)
     rejecting = [f for f in findings if f.severity == "reject"]
     flagged = [f.evidence for f in findings if f.severity != "reject"]
     evidence = {"files": {p: roles[p] for p in files}, "findings": [f.model_dump() for f in findings]}
