@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from touchstone.tasks import adequacy, conditions, contamination, coverage, leak
+from touchstone.tasks import adequacy, change_coverage, conditions, contamination, leak
 from touchstone.tasks.conditions import Condition, RunRecord
 from touchstone.tasks.schema import Task, TaskError, load_task
 
@@ -268,7 +268,7 @@ def _probe_timeout(v: _Run) -> float:
 
 def _check_coverage(v: _Run) -> dict:
     """The hidden tests must run the reference's changed lines (in functions they enter at all)."""
-    cov = coverage.measure(v.task, v.backend, timeout=3 * v.task.timeout_s)  # tracing slows the run down
+    cov = change_coverage.measure(v.task, v.backend, timeout=3 * v.task.timeout_s)  # tracing slows the run down
     share = cov.share
     evidence = {"required": cov.required, "missed": cov.missed, "unexercised": cov.unexercised,
                 "share": None if share is None else round(share, 3), "min_coverage": v.cfg.min_coverage}
@@ -375,10 +375,11 @@ def _check_isolation(v: _Run) -> tuple[Status, dict]:
         return "not_run", {"why": f"no isolation probe installed ({ISOLATION_PROBE})"}
     result = probe(v.task, v.backend)
     ok = result if isinstance(result, bool) else bool(getattr(result, "ok", False))
-    detail = "" if isinstance(result, bool) else str(getattr(result, "detail", ""))
+    evidence = {"status": getattr(result, "status", ok), "detail": str(getattr(result, "detail", ""))}
     if not ok:
-        raise _Fail("isolation_fails", f"the reference fails under candidate isolation: {detail}", detail=detail)
-    return "pass", {"detail": detail}
+        raise _Fail("isolation_fails", f"the isolation probe could not decide the task: {evidence['detail'][:300]}",
+                    **evidence)
+    return "pass", evidence
 
 
 def _check_solver(v: _Run) -> tuple[Status, dict]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.tasks.adversarial import CASES
-from touchstone.tasks.coverage import changed_lines, measure
+from touchstone.tasks.change_coverage import changed_lines, measure
 
 
 def _case(cid: str):
