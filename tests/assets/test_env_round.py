@@ -5,12 +5,11 @@ data, and every record names the environment it ran in."""
 
 import copy
 
-import dagster as dg
 import polars as pl
 import pytest
 
-from orchestration.runner import ensure_sources, failed_checks, run_round
-from tests.assets.conftest import TINY_CONFIG, tiny_resources
+from orchestration.runner import failed_checks, run_round
+from tests.assets.conftest import TINY_CONFIG, fresh_instance, tiny_resources
 from touchstone.tasks.schema import load_task_set
 
 pytestmark = pytest.mark.slow
@@ -18,19 +17,10 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def mixed_round(tmp_path_factory):
-    base = tmp_path_factory.mktemp("env-round")
-    home, dagster_home = base / "touchstone", base / "dagster_home"
-    dagster_home.mkdir()
-    (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     config = copy.deepcopy(TINY_CONFIG)
     config["ops"]["seed_sources"] = {"config": {"seeds": ["inflection", "cachetools"]}}
     config["ops"]["proposed_tasks"] = {"config": {"n_tasks": 6}}
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TOUCHSTONE_HOME", str(home))
-        mp.setenv("DAGSTER_HOME", str(dagster_home))
-        instance = dg.DagsterInstance.get()
-        sources = ensure_sources(instance, resources=tiny_resources(home), run_config=config)
-        assert sources.success, "sources failed"
+    with fresh_instance(tmp_path_factory.mktemp("env-round"), config) as (instance, home, _):
         result = run_round(instance, "r000", resources=tiny_resources(home), run_config=config)
         yield result, home / "rounds" / "r000"
 
