@@ -201,6 +201,8 @@ def walk(root: Path, budget: Budget | None = None) -> Iterator[tuple[Entry, int]
                 os.close(stack.pop()[0])
                 continue
             entry = _entry(fd, (*parts, name))
+            if entry is None:
+                continue
             seen_entries += 1
             if stat.S_ISREG(entry.st.st_mode):
                 seen_bytes += entry.st.st_size
@@ -228,12 +230,19 @@ def _names(fd: int, parts: tuple[str, ...]) -> list[str]:
     return names
 
 
-def _entry(dir_fd: int, parts: tuple[str, ...]) -> Entry:
+def _entry(dir_fd: int, parts: tuple[str, ...]) -> Entry | None:
+    """The entry, or None if it is gone since its directory was listed."""
     rel = "/".join(parts)
     if len(rel.encode()) > MAX_PATH_BYTES:
         raise SandboxError(f"path longer than {MAX_PATH_BYTES} bytes: {show(rel)}; refused")
-    st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
-    link = os.readlink(parts[-1], dir_fd=dir_fd) if stat.S_ISLNK(st.st_mode) else None
+    try:
+        st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    try:
+        link = os.readlink(parts[-1], dir_fd=dir_fd) if stat.S_ISLNK(st.st_mode) else None
+    except OSError as exc:
+        raise SandboxError(f"{show(rel)} changed while being read ({exc.strerror})") from exc
     return Entry(parts, st, link)
 
 

@@ -23,6 +23,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from touchstone.sandbox.environment import Environment
 from touchstone.verify import grading
 from touchstone.verify.static_audit import is_test_file
 from touchstone.verify.tree import assemble
@@ -86,8 +87,9 @@ def run_isolated(
     backend: str = "auto",
     hash_seed: int = 0,
     order: str = "forward",
+    environment: Environment | None = None,
 ) -> grading.TestRunResult:
-    """One isolated test run. status error = the harness could not get an
+    """One isolated test run (`environment`: the task's built one, mounted in both sandboxes). status error = the harness could not get an
     answer (timeout, or the candidate's server never came up: no candidate
     code runs before the judge connects, so that is infrastructure)."""
     from touchstone.sandbox import Limits, Mount, open_sandbox
@@ -112,8 +114,8 @@ def run_isolated(
         captured = tmp / "captured-results.jsonl"
         with grading.StreamCapture(out / grading.RESULTS_FILE, captured), ExitStack() as stack:
             with ThreadPoolExecutor(2) as pool:  # the two sandboxes start concurrently
-                futures = [pool.submit(open_sandbox, trees.candidate, backend, mounts=candidate_mounts, limits=limits),
-                           pool.submit(open_sandbox, trees.judge, backend, mounts=judge_mounts, limits=limits)]  # fmt: skip
+                futures = [pool.submit(open_sandbox, tree, backend, mounts=m, limits=limits, environment=environment)
+                           for tree, m in ((trees.candidate, candidate_mounts), (trees.judge, judge_mounts))]
                 for f in futures:  # register every sandbox that opened, then raise the first failure
                     if f.exception() is None:
                         stack.enter_context(f.result())

@@ -46,7 +46,7 @@ import types
 import weakref
 
 MAX_FRAME = 64 << 20
-MAX_DEPTH = 400
+MAX_DEPTH = 200
 MAX_TEXT = 4000
 _HEADER = struct.Struct(">I")
 _BIG_INT_BITS = 12000  # beyond this, ints travel as hex (int->str is capped at 4300 digits)
@@ -123,6 +123,20 @@ _MUTABLE = (list, dict, set, bytearray, collections.OrderedDict, collections.Cou
 _PAIRS = {dict: "d", collections.OrderedDict: "od", collections.Counter: "ct"}
 _SEQS = {list: "l", tuple: "t", set: "s", frozenset: "fs"}
 _PENDING = object()  # an immutable container whose items are still being decoded
+_CONTAINER_TAGS = {list: "l", dict: "d", set: "s", bytearray: "ba", collections.OrderedDict: "od",
+                   collections.Counter: "ct", collections.defaultdict: "dd", collections.deque: "dq"}  # fmt: skip
+_CONTAINER_TYPES = {tag: t for t, tag in _CONTAINER_TAGS.items()}
+
+
+class ByRef:
+    """A mutable builtin container reached through an attribute (a module's
+    registry, an object's list): sent as a live `ContainerProxy`, so that
+    `mod.REGISTRY.add(x)` changes the real one. Call results are copies."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
 
 
 def builtin_class_name(obj) -> str | None:
@@ -208,8 +222,14 @@ class Endpoint:
                 return {"sg": name}
         if t is type and builtin_class_name(x):
             return {"bt": x.__name__}
-        if t is BoundMethod:
-            return {"bm": [self.encode(x.obj, memo, depth + 1), x.name]}
+        if t is BoundMethod:  # a method of a container is one of the live container
+            target = ByRef(x.obj) if type(x.obj) in _CONTAINER_TAGS else x.obj
+            return {"bm": [self.encode(target, memo, depth + 1), x.name]}
+        if t is ByRef:
+            out = self.encode_ref(x.value)
+            if "h" in out:
+                out.update(k="c", t=_CONTAINER_TAGS[type(x.value)])
+            return out
         if t in _SEQS or t in _PAIRS or t in (bytearray, collections.defaultdict, collections.deque):
             return self._encode_container(x, t, memo, depth)
         if isinstance(x, BaseException):
@@ -303,7 +323,7 @@ class Endpoint:
         try:
             return self._decode_tagged(tag, body, v, memo, depth + 1)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, ArithmeticError,
-                decimal.InvalidOperation) as exc:  # fmt: skip
+                decimal.InvalidOperation, RecursionError) as exc:  # fmt: skip
             raise IsolationBroken(f"malformed {tag!r} value: {type(exc).__name__}: {exc}") from None
 
     def _decode_tagged(self, tag, body, v, memo, depth):
@@ -412,6 +432,9 @@ class Endpoint:
         if proxy is None:
             if descr.get("k") == "m":
                 proxy = self.module_proxy(_str(descr.get("n", "")), hid)
+            elif descr.get("k") == "c":
+                proxy = ContainerProxy._make(self, hid)
+                object.__setattr__(proxy, "_ts_type", _CONTAINER_TYPES[_str(descr.get("t"))])
             if proxy is None:
                 proxy = Proxy._make(self, hid)
             self.proxies[hid] = proxy
@@ -595,6 +618,8 @@ def _callattr(obj, name, args, kwargs):
 
 def _getattr(obj, name):
     value = getattr(obj, name)
+    if type(value) in _CONTAINER_TAGS:
+        return ByRef(value)
     bound = getattr(value, "__self__", None)
     if bound is obj and callable(value) and not isinstance(obj, (type, types.ModuleType)):
         return BoundMethod(obj, name)  # one round trip per method call instead of two
@@ -815,6 +840,52 @@ def _round(self, ndigits=None):
 
 
 Proxy.__round__ = _round
+
+
+class ContainerProxy(Proxy):
+    """A live view of an exact builtin container of the other process
+    (see `ByRef`). Reads and mutations go to the real container; equality,
+    ordering, repr and iteration use a type-checked copy compared HERE with
+    builtin semantics, so the owner's code never decides a comparison."""
+
+    __slots__ = ("_ts_type",)
+    __hash__ = None  # mutable containers are unhashable
+
+    def _ts_snapshot(self):
+        snap = remote_op(Proxy._ts(self), "copy", self)
+        want = object.__getattribute__(self, "_ts_type")
+        if type(snap) is not want:
+            raise TypeError(f"a remote {want.__name__} came back as {type(snap).__name__}")
+        return snap
+
+    def __repr__(self):
+        try:
+            return repr(ContainerProxy._ts_snapshot(self))
+        except IsolationBroken as exc:
+            return f"<remote container, connection broken: {exc}>"
+
+    def __iter__(self):
+        return iter(ContainerProxy._ts_snapshot(self))
+
+    def __contains__(self, item):
+        return item in ContainerProxy._ts_snapshot(self)
+
+
+def _snapshot_compare(name):
+    op = getattr(operator, name)
+
+    def method(self, other):
+        if isinstance(other, ContainerProxy):
+            other = ContainerProxy._ts_snapshot(other)
+        elif isinstance(other, Proxy):
+            return NotImplemented
+        return op(ContainerProxy._ts_snapshot(self), other)
+
+    return method
+
+
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(ContainerProxy, f"__{_name}__", _snapshot_compare(_name))
 
 
 class BoundMethod:
