@@ -175,8 +175,8 @@ def resolve_seed(spec: str | Path, work: Path, environment: EnvSpec | None = Non
         return scan(dest, path.resolve().name, environment)
     match = _SPEC_RE.match(str(spec))
     if not match:
-        raise SeedError(f"seed {spec!r} is neither a directory, a shipped seed ({', '.join(shipped_names())}) "
-                        "nor a pinned PyPI spec 'name==version#sha256=HEX'")
+        raise SeedError(f"seed {spec!r} is neither a directory nor a pinned PyPI spec 'name==version#sha256=HEX' "
+                        f"nor a shipped seed ({', '.join(shipped_names())})")
     archive = _download(match, work)
     dest = work / f"{match['name']}=={match['version']}"
     shutil.rmtree(dest, ignore_errors=True)
