@@ -145,3 +145,11 @@ def test_named_specs_resolve_from_the_task_set_then_the_shipped_ones(tmp_path):
     (tmp_path / "set" / "environments" / "bad.json").write_text('{"requirements": ["x"], "pyhton": "3.11"}')
     with pytest.raises(EnvError, match="bad.json: pyhton"):
         resolve("bad", task_dir)
+
+
+def test_a_built_environment_holds_only_its_tree_and_manifest(tmp_path):
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='tiny', version='1', py_modules=['tiny'])\n")
+    (tmp_path / "tiny.py").write_text("X = 1\n")
+    built = build_env(EnvSpec(setup=["pip install --no-deps -e ."]), tmp_path)
+    assert sorted(p.name for p in built.dir.iterdir()) == ["env.json", "tree"]
+    assert "tiny==1" in built.manifest.packages and "tiny" not in built.manifest.top_level  # the workspace's own
