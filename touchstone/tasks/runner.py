@@ -89,9 +89,10 @@ def _messages(phases: dict[str, dict], failed: dict[str, str]) -> dict[str, str]
 
 def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, required: list[str] | None,
               hash_seed: int = 0, order: str = "forward", timeout: float | None = None,
-              backend: str = "auto", patch: str | None = None) -> HiddenRun:
+              backend: str = "auto", patch: str | None = None, clock_offset_s: int = 0) -> HiddenRun:
     """One harness run of the task's hidden tests on workspace + overlays (+ patch).
-    `required`: node ids that must pass, or None = every hidden test function."""
+    `required`: node ids that must pass, or None = every hidden test function.
+    `clock_offset_s`: run with the wall clock that many seconds ahead (libfaketime)."""
     timeout = timeout or task.timeout_s
     environment = task_environment(task)
     files = hidden_test_files(task.hidden_tests_dir)
@@ -100,7 +101,13 @@ def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, req
             grading.harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
         tree = compose(Path(tmp) / "tree", task.workspace_dir, overlays, task.hidden_tests_dir, patch)
         spec = grading.TestRunSpec(test_files=files, plugin_module=f"th_{nonce}", harness_dir=h_dir, out_dir=o_dir,
-                                   hash_seed=hash_seed, order=order)
+                                   hash_seed=hash_seed, order=order,
+                                   env=grading.faketime_env(h_dir, clock_offset_s) if clock_offset_s else {})
+        if clock_offset_s:
+            lib = grading.faketime_library()
+            if lib is None:
+                raise RuntimeError("a shifted clock needs libfaketime (apt-get install libfaketime)")
+            shutil.copyfile(lib, mounts[0].host / grading.FAKETIME_LIB)
         captured = Path(tmp) / "captured-results.jsonl"  # the verifier's live-drained result stream
         with grading.StreamCapture(out / grading.RESULTS_FILE, captured):
             with open_sandbox(tree, backend=backend, limits=Limits(timeout_s=timeout + 30), mounts=mounts,

@@ -32,6 +32,7 @@ from typing import Iterator
 from touchstone.sandbox.environment import Environment
 
 RESULTS_FILE = "results.jsonl"
+FAKETIME_LIB = "libfaketime.so.1"
 JUNIT_FILE = "junit.xml"
 MAX_REPORT_BYTES = 20 * 1024 * 1024
 
@@ -46,6 +47,7 @@ class TestRunSpec:
     out_dir: str  # writable mount outside the workspace
     hash_seed: int = 0
     order: str = "forward"
+    env: dict[str, str] = field(default_factory=dict)  # more variables for a harness plugin
 
     def command(self) -> str:
         env = {
@@ -58,6 +60,7 @@ class TestRunSpec:
             "PYTHONPATH": self.harness_dir,
             "TOUCHSTONE_RESULTS": f"{self.out_dir}/{RESULTS_FILE}",
             "TOUCHSTONE_ORDER": self.order,
+            **self.env,
         }
         argv = [
             "env", "-i", *(f"{k}={v}" for k, v in env.items()),
@@ -304,6 +307,21 @@ def harness_mounts(*files: tuple[str, str]) -> Iterator[tuple[str, str, list, Pa
         h_target, o_target = f"/mnt/th{nonce}", f"/mnt/to{nonce}"
         mounts = [Mount(host=harness, target=h_target), Mount(host=out, target=o_target, read_only=False)]
         yield h_target, o_target, mounts, out, nonce
+
+
+def faketime_env(harness_dir: str, offset_s: int) -> dict[str, str]:
+    """`TestRunSpec.env` for a run whose wall clock is `offset_s` seconds ahead
+    (monotonic clocks untouched, so timeouts hold); the library must have been
+    copied into the harness dir as FAKETIME_LIB."""
+    return {"LD_PRELOAD": f"{harness_dir}/{FAKETIME_LIB}", "FAKETIME": f"+{offset_s}",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+
+def faketime_library() -> Path | None:
+    """The host's libfaketime (Debian package `libfaketime`; same glibc as the
+    sandbox root, which is built from the same Debian release), or None."""
+    found = sorted(Path("/usr/lib").glob(f"*/faketime/{FAKETIME_LIB}")) + sorted(Path("/usr/lib/faketime").glob(FAKETIME_LIB))
+    return found[0] if found else None
 
 
 class StreamCapture:

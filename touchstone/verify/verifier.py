@@ -165,7 +165,7 @@ def verify_trajectory(
             if tested[0].status == "error" or (_rejected(checks) and not full):
                 _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
             else:
-                checks.append(_oracle_check(task, grader, graded, deleted, Path(tmp), backend))
+                checks.append(_oracle_check(task, grader, graded, deleted, Path(tmp), backend, pristine.tests))
             if progress:
                 points = _progress(grader, rep, pristine.tests, Path(tmp))
         except Exception as exc:  # infrastructure: inconclusive, never accept
@@ -281,21 +281,24 @@ def _test_checks(grader: _Grader, tree: Path, replays: int) -> list[CheckResult]
 
 
 def _oracle_check(task: Task, grader: _Grader, files: dict[str, bytes], deleted: list[str], tmp: Path,
-                  backend: str) -> CheckResult:
-    if task.reference_dir is None or not task.entry_points:
-        return CheckResult(name="oracle", status="skipped", evidence="task has no reference or no entry points")
-    eps = [(e.module, e.function) for e in task.entry_points]
-    base = oracle.extract_cases(grader.hidden_sources, eps)
-    if not base:
-        return CheckResult(name="oracle", status="skipped", evidence="no literal entry-point calls in the hidden tests")
-    cases = oracle.mutate_cases(base)
-    ref_tree = tmp / "reference"
+                  backend: str, pristine_tests: set[str]) -> CheckResult:
+    if task.reference_dir is None:
+        return CheckResult(name="oracle", status="skipped", evidence="task has no reference")
+    try:
+        contract = oracle.contract_of(task.source.meta)
+    except ValueError as exc:
+        return CheckResult(name="oracle", status="error", evidence=str(exc))
+    record_tree, ref_tree = tmp / "oracle-record", tmp / "reference"
+    assemble(task.workspace_dir, {}, [], [task.reference_dir, task.hidden_tests_dir], record_tree)
     assemble(task.workspace_dir, {}, [], [task.reference_dir], ref_tree)
-    # the candidate side gets no hidden tests: nothing on its disk holds an expected value
+    # the replay trees get no hidden tests: nothing on the candidate's disk holds an expected value
     cand_tree = grader.tree(files, deleted, tmp / "oracle-candidate", with_hidden=False)
-    status, evidence = oracle.run_oracle(cand_tree, ref_tree, cases, backend=backend, timeout=task.timeout_s,
-                                         environment=grader.environment)
-    return CheckResult(name="oracle", status=status, evidence=evidence)
+    test_code = sorted(set(grader.hidden_sources) | pristine_tests)
+    result = oracle.run_oracle(record_tree, ref_tree, cand_tree, grader.test_files, test_code, contract,
+                               backend=backend, timeout=task.timeout_s, environment=grader.environment,
+                               first=task.fail_to_pass or (),
+                               cache_key=oracle.recording_key(task.content_hash, grader.environment))  # fmt: skip
+    return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=result.counts)
 
 
 def _progress(grader: _Grader, rep: ReplayResult, pristine_tests: set[str], tmp: Path) -> list[ProgressPoint]:
