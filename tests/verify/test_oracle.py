@@ -101,7 +101,7 @@ def test_iterators_are_bounded_and_record_failures():
 
     out = canon(endless())
     assert out[0] == "iterator" and len(out[1]) == codec.MAX_ITEMS + 1 and out[1][-1] == ["truncated"]
-    assert canon(broken()) == ["iterator", [["int", 1], ["raised", "KeyError"]]]
+    assert canon(broken()) == ["iterator", [["int", 1], ["raised", "builtins.KeyError"]]]
     g = gen(2)
     assert canon(g, consume=False) == ["iterator", "not consumed"] and list(g) == [0, 1]  # left for the test
 
@@ -231,3 +231,13 @@ def test_recordings_are_cached_once_finished(tmp_path, monkeypatch):
     assert cached and rec.steps[0]["args"] == [1] and rec.summary == {"event": "done"} and len(calls) == 2
     assert oracle.cached_recording(None, lambda: record({"event": "done"}))[1] is False  # no key, no cache
     assert oracle.recording_key("a", None) != oracle.recording_key("b", None)
+
+
+def test_a_subclass_of_the_reference_exception_agrees():
+    class Invalid(ValueError):
+        pass
+
+    ref, sub, other = codec.raised(ValueError()), codec.raised(Invalid()), codec.raised(KeyError())
+    assert oracle.agrees(ref, sub) and oracle.agrees(ref, ref)  # as pytest.raises(ValueError) would accept
+    assert not oracle.agrees(sub, ref) and not oracle.agrees(ref, other)
+    assert "builtins.LookupError" in other[2] and not oracle.agrees(ref, ["ok", ["none", None], []])

@@ -376,12 +376,20 @@ def _normalize(c, contract: OracleContract):
     return codec.any_iterable(c) if contract.iterables == "any" else c
 
 
+def agrees(want: list, got: list) -> bool:
+    """A candidate outcome matches the reference's: `same`, or both raised
+    and the candidate's exception is an instance of the reference's type."""
+    if want[0] == got[0] == "raised" and len(want) == len(got) == 3:
+        return want[1] == got[1] or want[1] in got[2]
+    return same(want, got)
+
+
 def _show(out: list, other: list) -> str:
     """An outcome for a counterexample: the result, or the arguments after
     the call when only those differ."""
     if out[0] == "ok" and other[0] == "ok" and same(out[1], other[1]):
         return "arguments after the call " + json.dumps(out[2])[:300]
-    return json.dumps(out[1] if out[0] == "ok" else out)[:300]
+    return json.dumps(out[1] if out[0] == "ok" else out[:2])[:300]
 
 
 def _case_time(run: Outcomes, case: Case) -> float:
@@ -409,7 +417,7 @@ def _as_recorded(step: dict, replayed: list) -> bool:
     (False: the call depended on context the replay lacks: a monkeypatch,
     global state an earlier test left)."""
     if "raised" in step:
-        return replayed == ["raised", step["raised"]]
+        return replayed[:2] == ["raised", step["raised"]]
     if "result" not in step or "not consumed" in json.dumps(step["result"]):
         return True  # an iterator the test itself consumed: nothing to hold the replay to
     return replayed[0] == "ok" and same(replayed[1], step["result"])
@@ -439,7 +447,7 @@ def compare(cases: list[Case], refs: list[Outcomes], cands: list[Outcomes], cont
                 cmp.context_dependent += 1
             for order, run in zip(("forward", "reverse"), cands):
                 got = _normalize(_out(run, case.id, step["i"]), contract)
-                if cmp.counterexample is None and not same(want, got):
+                if cmp.counterexample is None and not agrees(want, got):
                     kind = "generated input" if case.mutated else f"call recorded in {case.test or 'collection'}"
                     cmp.counterexample = (f"{kind}: {describe(step)} ({order} order): reference "
                                           f"{_show(want, got)}, candidate {_show(got, want)}")  # fmt: skip
