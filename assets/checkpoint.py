@@ -28,7 +28,7 @@ def checkpoint(
     start = starting_checkpoint(context.instance, round_key)
     data_dir = store.local_dir("training_data", round_key)
     with publishing(context, storage) as out:
-        manifest = trainer.train(data_dir=data_dir, start=start.path, out=out, round_key=round_key)
+        manifest = trainer.train(data_dir=data_dir, start=store.local_copy(start.path), out=out, round_key=round_key)
     path = store.asset_dir("checkpoint", round_key)
     return dg.MaterializeResult(
         metadata={

@@ -27,10 +27,12 @@ def executor_from_env() -> dg.ExecutorDefinition:
 
         return docker_executor.configured({
             "image": os.environ.get("TOUCHSTONE_STEP_IMAGE", "touchstone-orchestration:latest"),
-            "env_vars": ["DAGSTER_HOME", "TOUCHSTONE_HOME", "TOUCHSTONE_CACHE"],
+            # Forwarded when set (Dagster refuses a listed variable that is unset).
+            "env_vars": [v for v in ("DAGSTER_HOME", "TOUCHSTONE_HOME", "TOUCHSTONE_CACHE", "TMPDIR")
+                         if v in os.environ],
             "max_concurrent": 8,
-            # Sandboxes are Docker containers started next to the step's container.
-            "container_kwargs": {"volumes": ["/var/run/docker.sock:/var/run/docker.sock"]},
+            # No container_kwargs: Dagster merges them shallowly over the run launcher's,
+            # so volumes here would drop the launcher's (data root, Docker socket).
         })
     if kind == "k8s":
         from dagster_k8s import k8s_job_executor
