@@ -11,8 +11,10 @@ import click
 # command name -> "module:attribute" of a click command or group
 _COMMANDS = {
     "sandbox": "touchstone.cli.sandbox:sandbox",
+    "env": "touchstone.cli.env:env",
     "propose": "touchstone.cli.tasks:propose",
     "task": "touchstone.cli.tasks:task",
+    "import": "touchstone.cli.tasks:import_",
     "solve": "touchstone.cli.agent:solve",
     "verify": "touchstone.cli.verify:verify",
     "verify-batch": "touchstone.cli.verify:verify_batch",

@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from touchstone.envs.task import task_environment
 from touchstone.sandbox import Limits, open_sandbox
 from touchstone.tasks.schema import Task
 from touchstone.verify import grading
@@ -88,20 +89,29 @@ def _messages(phases: dict[str, dict], failed: dict[str, str]) -> dict[str, str]
 
 def run_tests(task: Task, overlays: dict[str, bytes | str] | None = None, *, required: list[str] | None,
               hash_seed: int = 0, order: str = "forward", timeout: float | None = None,
-              backend: str = "auto", patch: str | None = None) -> HiddenRun:
+              backend: str = "auto", patch: str | None = None, clock_offset_s: int = 0) -> HiddenRun:
     """One harness run of the task's hidden tests on workspace + overlays (+ patch).
-    `required`: node ids that must pass, or None = every hidden test function."""
+    `required`: node ids that must pass, or None = every hidden test function.
+    `clock_offset_s`: run with the wall clock that many seconds ahead (libfaketime)."""
     timeout = timeout or task.timeout_s
+    environment = task_environment(task)
     files = hidden_test_files(task.hidden_tests_dir)
     prefixes = [pid for f in files for pid in grading.test_functions(f, (task.hidden_tests_dir / f).read_text())]
     with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp, \
             grading.harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
         tree = compose(Path(tmp) / "tree", task.workspace_dir, overlays, task.hidden_tests_dir, patch)
         spec = grading.TestRunSpec(test_files=files, plugin_module=f"th_{nonce}", harness_dir=h_dir, out_dir=o_dir,
-                                   hash_seed=hash_seed, order=order)
+                                   hash_seed=hash_seed, order=order,
+                                   env=grading.faketime_env(h_dir, clock_offset_s) if clock_offset_s else {})
+        if clock_offset_s:
+            lib = grading.faketime_library()
+            if lib is None:
+                raise RuntimeError("a shifted clock needs libfaketime (apt-get install libfaketime)")
+            shutil.copyfile(lib, mounts[0].host / grading.FAKETIME_LIB)
         captured = Path(tmp) / "captured-results.jsonl"  # the verifier's live-drained result stream
         with grading.StreamCapture(out / grading.RESULTS_FILE, captured):
-            with open_sandbox(tree, backend=backend, limits=Limits(timeout_s=timeout + 30), mounts=mounts) as sb:
+            with open_sandbox(tree, backend=backend, limits=Limits(timeout_s=timeout + 30), mounts=mounts,
+                              environment=environment) as sb:
                 result = sb.exec(spec.command(), timeout=timeout)
         graded = grading.evaluate(captured, out / grading.JUNIT_FILE, required, prefixes)
         stream = grading._read_stream(captured)  # for the failure messages the verdict leaves out

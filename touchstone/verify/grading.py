@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from touchstone.sandbox.environment import Environment
+
 RESULTS_FILE = "results.jsonl"
+FAKETIME_LIB = "libfaketime.so.1"
 JUNIT_FILE = "junit.xml"
 MAX_REPORT_BYTES = 20 * 1024 * 1024
 
@@ -44,6 +47,7 @@ class TestRunSpec:
     out_dir: str  # writable mount outside the workspace
     hash_seed: int = 0
     order: str = "forward"
+    env: dict[str, str] = field(default_factory=dict)  # more variables for a harness plugin
 
     def command(self) -> str:
         env = {
@@ -56,6 +60,7 @@ class TestRunSpec:
             "PYTHONPATH": self.harness_dir,
             "TOUCHSTONE_RESULTS": f"{self.out_dir}/{RESULTS_FILE}",
             "TOUCHSTONE_ORDER": self.order,
+            **self.env,
         }
         argv = [
             "env", "-i", *(f"{k}={v}" for k, v in env.items()),
@@ -304,6 +309,21 @@ def harness_mounts(*files: tuple[str, str]) -> Iterator[tuple[str, str, list, Pa
         yield h_target, o_target, mounts, out, nonce
 
 
+def faketime_env(harness_dir: str, offset_s: int) -> dict[str, str]:
+    """`TestRunSpec.env` for a run whose wall clock is `offset_s` seconds ahead
+    (monotonic clocks untouched, so timeouts hold); the library must have been
+    copied into the harness dir as FAKETIME_LIB."""
+    return {"LD_PRELOAD": f"{harness_dir}/{FAKETIME_LIB}", "FAKETIME": f"+{offset_s}",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+
+def faketime_library() -> Path | None:
+    """The host's libfaketime (Debian package `libfaketime`; same glibc as the
+    sandbox root, which is built from the same Debian release), or None."""
+    found = sorted(Path("/usr/lib").glob(f"*/faketime/{FAKETIME_LIB}")) + sorted(Path("/usr/lib/faketime").glob(FAKETIME_LIB))
+    return found[0] if found else None
+
+
 class StreamCapture:
     """The plugin's result stream, as a FIFO the harness drains live from the
     host: what the plugin wrote can be neither rewritten nor truncated later
@@ -357,9 +377,11 @@ def run_tests(
     hash_seed: int = 0,
     order: str = "forward",
     readonly: dict[str, Path] | None = None,
+    environment: Environment | None = None,
 ) -> TestRunResult:
     """One harness-controlled pytest run over `tree` in a fresh sandbox.
     `readonly`: workspace dir -> host dir mounted read-only there (the tests).
+    `environment`: the task's built environment (None: base).
     status error = the harness could not get an answer (timeout)."""
     from touchstone.sandbox import Limits, Mount, open_sandbox
 
@@ -368,7 +390,8 @@ def run_tests(
         spec = TestRunSpec(test_files, f"th_{nonce}", h_dir, o_dir, hash_seed=hash_seed, order=order)
         captured = out.parent / "captured-results.jsonl"
         with StreamCapture(out / RESULTS_FILE, captured):
-            with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30)) as sb:
+            with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
+                              environment=environment) as sb:
                 res = sb.exec(spec.command(), timeout=timeout)
         if res.timed_out:
             return TestRunResult("error", f"harness timeout: tests did not finish in {timeout:g} s")

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S
-from touchstone.sandbox import SandboxError
+from touchstone.envs.task import task_environment
+from touchstone.sandbox import Environment, SandboxError
 from touchstone.tasks.schema import Task
 from touchstone.verify import grading, oracle
 from touchstone.verify.action_audit import audit_actions
@@ -45,8 +46,8 @@ def trajectory_id_of(messages: list[dict[str, Any]]) -> str:
 class _Grader:
     """What the test runs need from the task, computed once per verification."""
 
-    def __init__(self, task: Task, backend: str, test_dirs: set[str]):
-        self.task, self.backend = task, backend
+    def __init__(self, task: Task, backend: str, test_dirs: set[str], environment: Environment | None = None):
+        self.task, self.backend, self.environment = task, backend, environment
         hidden = task.hidden_tests_dir
         self.hidden_sources = {p.relative_to(hidden).as_posix(): p.read_text() for p in sorted(hidden.rglob("*.py"))}
         self.hidden_test_files = [rel for rel in self.hidden_sources if is_test_file(rel) and rel.rsplit("/", 1)[-1] != "conftest.py"]
@@ -74,6 +75,7 @@ class _Grader:
         return grading.run_tests(
             tree, self.test_files, self.required, self.prefixes, readonly=readonly,
             timeout=self.task.timeout_s, backend=self.backend, hash_seed=seed, order=order,
+            environment=self.environment,
         )  # fmt: skip
 
 
@@ -102,9 +104,13 @@ def verify_trajectory(
     allow_rules: set[str] | None = None,
     full: bool = False,
     tool_timeout: float = DEFAULT_TIMEOUT_S,
+    isolated: bool = False,
 ) -> VerificationReport:
     """Verify one trajectory of `task`. Never raises for infrastructure
-    problems: those make the report inconclusive, with the error as evidence."""
+    problems: those make the report inconclusive, with the error as evidence.
+    `isolated`: the test run keeps candidate code out of the process that
+    judges it; only then do audit rules with `severity_when_isolated` relax
+    (today's default: not isolated, every rule at its full severity)."""
     started = time.monotonic()
     # a task may allow rules where they are legitimate: source.meta["audit_allow"]
     allowed = set(allow_rules or ()) | set(task.source.meta.get("audit_allow", ()))
@@ -113,33 +119,38 @@ def verify_trajectory(
     findings: list[AuditFinding] = []
     points: list[ProgressPoint] | None = None
 
+    environment: Environment | None = None
+
     def report() -> VerificationReport:
         return VerificationReport(
             trajectory_id=trajectory_id or trajectory_id_of(messages), task_id=task.id,
-            task_hash=task.content_hash, checks=checks, findings=findings, progress=points,
+            task_hash=task.content_hash, environment_digest=environment.digest if environment else None,
+            checks=checks, findings=findings, progress=points,
             duration_s=round(time.monotonic() - started, 3),
         )  # fmt: skip
 
     pristine = _Pristine(task)
     try:
+        environment = task_environment(task)  # built (network on) before anything of the candidate runs
         rep = replay(task.workspace_dir, messages, backend=backend, keep_states=progress,
                      is_protected=pristine.is_protected, tool_timeout=tool_timeout,
-                     baseline=pristine.content)  # fmt: skip
+                     baseline=pristine.content, environment=environment)  # fmt: skip
     except Exception as exc:  # infrastructure (sandbox, daemon): never a verdict on the candidate
         checks.append(CheckResult(name="replay", status="error", evidence=f"replay failed: {_err(exc)}"))
         return report()
     checks.append(CheckResult(name="replay", status="pass", evidence=_replay_evidence(rep)))
     checks.append(_diff_match_check(rep, recorded_diff))
     prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
-                           pristine.content, rep.files.get)  # fmt: skip
+                           pristine.content, rep.files.get,
+                           installed=environment.top_level if environment else frozenset(),
+                           hidden_files=pristine.hidden)  # fmt: skip
     checks.append(_protected_check(prot))
     # graded = the candidate's changed files, minus new test files and the task's own tests
     graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
     deleted = [r for r in rep.diff.deleted if r not in pristine.tests]
-    py_sources = {rel: data.decode("utf-8", errors="replace") for rel, data in graded.items() if rel.endswith(".py")}
-    checks.append(_compile_check(py_sources))
-    baseline = {rel: pristine.content(rel).decode("utf-8", errors="replace") for rel in py_sources if rel in pristine.files}
-    static, actions = audit_files(py_sources, policy, baseline), audit_actions(rep.events, policy)
+    checks.append(_compile_check({rel: data for rel, data in graded.items() if rel.endswith(".py")}))
+    static = audit_files(graded, policy, pristine.versions(graded), isolated=isolated)
+    actions = audit_actions(rep.events, policy)
     findings.extend(static + actions)
     checks += [_audit_check("static_audit", static), _audit_check("action_audit", actions)]
 
@@ -148,13 +159,13 @@ def verify_trajectory(
         return report()
     with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
         try:
-            grader = _Grader(task, backend, pristine.test_dirs)  # reads the task's hidden tests: can fail too
+            grader = _Grader(task, backend, pristine.test_dirs, environment)  # reads the task's hidden tests: can fail too
             tested = _test_checks(grader, grader.tree(graded, deleted, Path(tmp) / "graded"), replays)
             checks.extend(tested)
             if tested[0].status == "error" or (_rejected(checks) and not full):
                 _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
             else:
-                checks.append(_oracle_check(task, grader, graded, deleted, Path(tmp), backend))
+                checks.append(_oracle_check(task, grader, graded, deleted, Path(tmp), backend, pristine.tests))
             if progress:
                 points = _progress(grader, rep, pristine.tests, Path(tmp))
         except Exception as exc:  # infrastructure: inconclusive, never accept
@@ -169,15 +180,31 @@ class _Pristine:
         self.root = task.workspace_dir
         self.files = {p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()}
         self.tests = {r for r in self.files if is_test_file(r)}
-        hidden_dirs = {p.parent.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")}
+        self.hidden = {p.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")}
+        hidden_dirs = {rel.rpartition("/")[0] for rel in self.hidden}
         dirs = {rel.rpartition("/")[0] for rel in self.tests} | hidden_dirs
         self.test_dirs = {d for d in dirs if d not in ("", ".")}
         self.globs = list(task.protected) + list(DEFAULT_PROTECTED)
+        # mutation tasks: reference/ holds each mutated file as it was before the mutation
+        ref = task.reference_dir if task.source.proposer == "mutation" else None
+        self.originals = {p.relative_to(ref).as_posix(): p for p in ref.rglob("*") if p.is_file()} if ref else {}
+
+    def versions(self, rels) -> dict[str, list[bytes]]:
+        """The versions of each file the task ships: its pristine workspace
+        copy and, for mutation tasks, the original before the mutation (so
+        restoring a mutated line that holds a flagged construct is honest)."""
+        out: dict[str, list[bytes]] = {}
+        for rel in rels:
+            shipped = [self.content(rel)] + ([self.originals[rel].read_bytes()] if rel in self.originals else [])
+            out[rel] = [v for v in shipped if v is not None]
+        return out
 
     def content(self, rel: str) -> bytes | None:
         return (self.root / rel).read_bytes() if rel in self.files else None
 
     def is_protected(self, rel: str) -> bool:
+        if rel.startswith(".git/") and not any(f.startswith(".git/") for f in self.files):
+            return False  # the agent's own repository (git init): dropped before grading, not tampering
         return rel in self.tests or any(fnmatch.fnmatch(rel, g) for g in self.globs)
 
 
@@ -213,13 +240,14 @@ def _replay_evidence(rep: ReplayResult) -> str:
 def _protected_check(prot) -> CheckResult:
     if prot.violations:
         return CheckResult(name="protected_paths", status="fail", evidence="; ".join(prot.violations)[:1000])
-    note = f"; new test files not graded: {', '.join(prot.dropped)}" if prot.dropped else ""
+    shown = ", ".join(prot.dropped[:10]) + (f" and {len(prot.dropped) - 10} more" if len(prot.dropped) > 10 else "")
+    note = f"; not graded (new test files, agent-made git repository): {shown}" if prot.dropped else ""
     return CheckResult(name="protected_paths", status="pass", evidence="no protected path changed" + note)
 
 
-def _compile_check(sources: dict[str, str]) -> CheckResult:
+def _compile_check(sources: dict[str, bytes]) -> CheckResult:
     for rel, src in sorted(sources.items()):
-        try:
+        try:  # bytes: decoded as the interpreter will (coding cookie, BOM)
             compile(src, rel, "exec", dont_inherit=True)  # compiles only; nothing runs
         except (SyntaxError, ValueError) as exc:
             return CheckResult(name="compile", status="fail", evidence=f"{rel}: {exc}")
@@ -253,20 +281,24 @@ def _test_checks(grader: _Grader, tree: Path, replays: int) -> list[CheckResult]
 
 
 def _oracle_check(task: Task, grader: _Grader, files: dict[str, bytes], deleted: list[str], tmp: Path,
-                  backend: str) -> CheckResult:
-    if task.reference_dir is None or not task.entry_points:
-        return CheckResult(name="oracle", status="skipped", evidence="task has no reference or no entry points")
-    eps = [(e.module, e.function) for e in task.entry_points]
-    base = oracle.extract_cases(grader.hidden_sources, eps)
-    if not base:
-        return CheckResult(name="oracle", status="skipped", evidence="no literal entry-point calls in the hidden tests")
-    cases = oracle.mutate_cases(base)
-    ref_tree = tmp / "reference"
+                  backend: str, pristine_tests: set[str]) -> CheckResult:
+    if task.reference_dir is None:
+        return CheckResult(name="oracle", status="skipped", evidence="task has no reference")
+    try:
+        contract = oracle.contract_of(task.source.meta)
+    except ValueError as exc:
+        return CheckResult(name="oracle", status="error", evidence=str(exc))
+    record_tree, ref_tree = tmp / "oracle-record", tmp / "reference"
+    assemble(task.workspace_dir, {}, [], [task.reference_dir, task.hidden_tests_dir], record_tree)
     assemble(task.workspace_dir, {}, [], [task.reference_dir], ref_tree)
-    # the candidate side gets no hidden tests: nothing on its disk holds an expected value
+    # the replay trees get no hidden tests: nothing on the candidate's disk holds an expected value
     cand_tree = grader.tree(files, deleted, tmp / "oracle-candidate", with_hidden=False)
-    status, evidence = oracle.run_oracle(cand_tree, ref_tree, cases, backend=backend, timeout=task.timeout_s)
-    return CheckResult(name="oracle", status=status, evidence=evidence)
+    test_code = sorted(set(grader.hidden_sources) | pristine_tests)
+    result = oracle.run_oracle(record_tree, ref_tree, cand_tree, grader.test_files, test_code, contract,
+                               backend=backend, timeout=task.timeout_s, environment=grader.environment,
+                               first=task.fail_to_pass or (),
+                               cache_key=oracle.recording_key(task.content_hash, grader.environment))  # fmt: skip
+    return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=result.counts)
 
 
 def _progress(grader: _Grader, rep: ReplayResult, pristine_tests: set[str], tmp: Path) -> list[ProgressPoint]:

@@ -1,0 +1,1 @@
+"""Test-running code shared by task validation and verification."""
