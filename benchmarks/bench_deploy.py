@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import socket
 import subprocess
 import sys
 import tempfile
@@ -74,7 +73,7 @@ def in_process_child(home: Path) -> None:
 def in_process() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         done = subprocess.run([sys.executable, "-m", "benchmarks.bench_deploy", "--child", tmp], cwd=ROOT,
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"in-process round failed:\n{done.stderr[-3000:]}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -125,11 +124,7 @@ def docker_deployment() -> dict:
     from orchestration.deploy.runs import run_rounds
     from orchestration.deploy.stack import LABEL, Stack, down, host_instance, up
     from tests.orchestration.test_docker_deploy import tiny_run_config
-
-    def free_port() -> int:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            return sock.getsockname()[1]
+    from tests.serving import free_port
 
     with tempfile.TemporaryDirectory() as tmp:
         stack = Stack(root=Path(tmp), name=f"tsbench-{free_port()}", web_port=free_port(), pg_port=free_port(),
@@ -162,8 +157,8 @@ def main() -> None:
     rows = [in_process()]
     if not args.skip_docker:
         rows.append(docker_deployment())
-    notes = ["same round (sources first, not timed), tiny settings; Docker: `up` with images already built "
-             "(up_s), every step in its own container, sandboxes as sibling containers",
+    notes = [("same round (sources first, not timed), tiny settings; Docker: `up` with images already built "
+              "(up_s), every step in its own container, sandboxes as sibling containers"),
              "overhead_per_step_s = (round wall time - summed step compute) / steps"]
     print(json.dumps({"bench": "deploy", "results": rows, "notes": notes}))
 

@@ -84,7 +84,10 @@ def render_step_jobs(job_def: dg.JobDefinition, executor_config: Mapping, image:
     from dagster_k8s import K8sRunLauncher, k8s_job_executor
     from dagster_k8s.container_context import K8sContainerContext
     from dagster_k8s.job import (
-        UserDefinedDagsterK8sConfig, construct_dagster_k8s_job, get_k8s_job_name, get_user_defined_k8s_config,
+        UserDefinedDagsterK8sConfig,
+        construct_dagster_k8s_job,
+        get_k8s_job_name,
+        get_user_defined_k8s_config,
     )
 
     launcher_config = yaml.safe_load(instance_yaml.read_text())["run_launcher"]["config"]

@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from orchestration.deploy.stack import LOCATION, DeployError, Stack, _graphql, host_instance
+from orchestration.deploy.stack import (
+    LOCATION,
+    DeployError,
+    Stack,
+    _graphql,
+    host_instance,
+)
 from orchestration.lineage import latest_metadata, unfinished_round
 from orchestration.partitions import register_round
 from orchestration.runner import QUIET, ROUND_STAGES, SOURCE_STAGES, _run_config_for

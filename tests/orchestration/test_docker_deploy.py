@@ -5,7 +5,6 @@ steps run in containers (docker_executor) that start their sandboxes as sibling
 containers; the round gives the same assets, checks and lineage as an
 in-process round (tests/assets/test_rounds.py); `down` leaves no container."""
 
-import socket
 
 import dagster as dg
 import duckdb
@@ -18,16 +17,13 @@ from orchestration.lineage import latest_metadata
 from orchestration.runner import ROUND_STAGES, SOURCE_STAGES
 from orchestration.storage import RoundStore
 from tests.assets.conftest import TINY_CONFIG, tiny_resources
+from tests.serving import free_port
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# The first test also pays for `up` (images built on a fresh machine) and the round.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(3600)]
 
 CHECKS = {"canaries_caught", "only_accepted_trajectories", "no_heldout_tasks", "schema_and_rows"}
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def tiny_run_config() -> dict:
@@ -39,8 +35,8 @@ def tiny_run_config() -> dict:
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
-    stack = Stack(root=tmp_path_factory.mktemp("deploy"), name=f"tstest-{_free_port()}",
-                  web_port=_free_port(), pg_port=_free_port(), sandbox_slots=2)
+    stack = Stack(root=tmp_path_factory.mktemp("deploy"), name=f"tstest-{free_port()}",
+                  web_port=free_port(), pg_port=free_port(), sandbox_slots=2)
     try:
         up(stack)
         outcomes = run_rounds(stack, 1, tiny_run_config(), timeout_s=3600)
@@ -57,7 +53,7 @@ def deployment(tmp_path_factory):
 
 
 def test_a_round_through_the_deployment_succeeds_with_every_check(deployment):
-    stack, outcomes, instance = deployment
+    _, outcomes, instance = deployment
     assert [(o.job, o.status) for o in outcomes] == [("sources", "SUCCESS"), ("round", "SUCCESS")], \
         [o.failures for o in outcomes]
     (round_run,) = [o for o in outcomes if o.job == "round"]

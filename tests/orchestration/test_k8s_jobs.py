@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestration.deploy.k8s_jobs import K8S_DIR, POOL_POD_CONFIG, render_step_jobs, validate_job
+from orchestration.deploy.k8s_jobs import (
+    K8S_DIR,
+    POOL_POD_CONFIG,
+    validate_job,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SANDBOX_STEPS = {"proposed_tasks", "raw_trajectories", "verification_reports", "round_evaluation", "heldout_tasks"}
@@ -38,7 +42,7 @@ def rendered() -> dict:
 
     env = {**os.environ, "TOUCHSTONE_EXECUTOR": "k8s", "TOUCHSTONE_K8S_NAMESPACE": "touchstone"}
     done = subprocess.run([sys.executable, "-c", _RENDER], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -83,8 +87,15 @@ def test_training_gets_a_gpu_on_gpu_nodes_and_sandbox_steps_get_the_sandbox_pod(
 
 
 def test_validation_rejects_what_the_api_server_would(rendered):
-    from kubernetes.client import V1Container, V1Job, V1JobSpec, V1ObjectMeta, V1PodSpec, V1PodTemplateSpec
-    from kubernetes.client import V1ResourceRequirements
+    from kubernetes.client import (
+        V1Container,
+        V1Job,
+        V1JobSpec,
+        V1ObjectMeta,
+        V1PodSpec,
+        V1PodTemplateSpec,
+        V1ResourceRequirements,
+    )
 
     def job(name="ok-job", quantity="1", labels=None):
         container = V1Container(name="c", image="i", resources=V1ResourceRequirements(limits={"cpu": quantity}))

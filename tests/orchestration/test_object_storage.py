@@ -4,8 +4,6 @@ is never turned into a local path, a whole round writes every asset there and
 reads it back (checkpoints included), DuckDB views read the remote Parquet, and
 rematerializing an asset there replaces its files without duplicates."""
 
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,18 +15,21 @@ import polars as pl
 import pytest
 
 from orchestration.resources import StorageResource
-from orchestration.runner import ROUND_STAGES, SOURCE_STAGES, ensure_sources, failed_checks, materialize, run_round
+from orchestration.runner import (
+    ROUND_STAGES,
+    SOURCE_STAGES,
+    ensure_sources,
+    failed_checks,
+    materialize,
+    run_round,
+)
 from orchestration.storage import RoundStore, read_parquet
 from tests.assets.conftest import TINY_CONFIG, tiny_resources
+from tests.serving import free_port
 from touchstone import paths
 
 BUCKET = "touchstone-rounds"
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def s3(tmp_path_factory):
     """A moto S3 server on 127.0.0.1 with one bucket; AWS_* variables pointing at it."""
     import boto3
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
                                str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
@@ -94,6 +95,7 @@ def test_credentials_come_from_env_vars_at_run_time(s3, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_a_round_lives_in_the_object_store_and_rematerializes_idempotently(s3, tmp_path, monkeypatch):
     root = f"s3://{BUCKET}/rounds-root"
     dagster_home = tmp_path / "dagster_home"

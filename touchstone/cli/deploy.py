@@ -48,7 +48,8 @@ def build() -> None:
 @click.option("--sandbox-slots", default=4, show_default=True, help="Steps of pool `sandbox` at once.")
 def up(root: Path, name: str, web_port: int, pg_port: int, sandbox_slots: int) -> None:
     """Build the images if needed and start the deployment (idempotent)."""
-    from orchestration.deploy.stack import DeployError, Stack, up as start
+    from orchestration.deploy.stack import DeployError, Stack
+    from orchestration.deploy.stack import up as start
 
     root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
