@@ -145,7 +145,8 @@ class TrainerResource(dg.ConfigurableResource):
 
 class SeedsConfig(dg.Config):
     seeds: list[str] = Field(
-        default=[], description="Seed projects: directories or 'name==version#sha256=HEX'. Empty: the shipped seeds."
+        default=[], description="Seed projects: directories, 'name==version#sha256=HEX', or shipped seed names "
+        "(each with its environment). Empty: the shipped seeds."
     )
 
 

@@ -159,7 +159,7 @@ class DockerSandbox(Sandbox):
             volumes[str(mount.host)] = {"bind": mount.target, "mode": "ro" if mount.read_only else "rw"}
         if self.environment:
             volumes[str(self.environment.tree)] = {"bind": ENV_TARGET, "mode": "ro"}
-        tmpfs_opts = f"rw,nosuid,nodev,size={lim.tmp_bytes}"
+        tmpfs_opts = f"rw,nosuid,nodev,size={lim.scratch_bytes}"
         try:
             self._container = self._docker.containers.run(
                 image_tag(), ["bash", "-c", _PID1], detach=True, user=PID1_USER, hostname="sandbox",
@@ -167,7 +167,9 @@ class DockerSandbox(Sandbox):
                 security_opt=["no-new-privileges", f"seccomp={docker_profile()}"],
                 pids_limit=lim.processes, mem_limit=lim.memory_bytes, memswap_limit=lim.memory_bytes,
                 nano_cpus=int(lim.cpus * 1e9), read_only=True, working_dir=WORKSPACE,
-                tmpfs={"/tmp": f"{tmpfs_opts},mode=1777", SANDBOX_HOME: f"{tmpfs_opts},mode=0700,uid={uid},gid={gid}"},
+                # home: 0755 like the image's directory, which Docker copies onto the tmpfs anyway
+                tmpfs={"/tmp": f"{tmpfs_opts},mode=1777", SANDBOX_HOME: f"{tmpfs_opts},mode=0755,uid={uid},gid={gid}"},
+                shm_size=lim.scratch_bytes,
                 volumes=volumes, ulimits=[docker.types.Ulimit(name="fsize", soft=lim.workspace_bytes,
                                                               hard=lim.workspace_bytes),
                                           docker.types.Ulimit(name="core", soft=0, hard=0)],
