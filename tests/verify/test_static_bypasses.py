@@ -289,3 +289,34 @@ def test_rules_guarding_the_in_process_judge_relax_to_flag_once_isolated(name):
                                  "exec(open('x.txt').read())\n", "import pickle\npickle.loads(b'')\n"])
 def test_isolation_does_not_relax_rules_that_guard_more_than_the_judge(src):
     assert rejected(src, isolated=True)
+
+
+PARAM_WALK = """
+def _walk(cls, name):
+    for sub in getattr(cls, name)():
+        yield sub
+        yield from _walk(sub, name)
+
+
+def install(name):
+    for c in _walk(object, name):
+        if c.__name__ == "Function" and c.__module__.endswith("pytest.python"):
+            c.runtest = lambda self: None
+"""
+
+
+@pytest.mark.parametrize("src", [
+    PARAM_WALK,
+    PARAM_WALK.replace('c.runtest = lambda self: None', 'setattr(c, "run" + "test", None)'),
+    PARAM_WALK.replace('c.__module__.endswith("pytest.python")', 'True'),
+    "def f(item):\n    item.longrepr = None\n",
+    "def f(m):\n    return m['_pytest.runner']\n",
+])
+def test_framework_targets_are_named_whatever_reaches_them(src):
+    assert rejected(src) & {"S-FRAMEWORK-TARGET", "S-FRAMEWORK-STRING"}
+    assert not rejected(src, isolated=True)
+
+
+def test_framework_names_are_fine_in_test_files_and_prose():
+    assert rejected("import pytest\n\ndef test_x(tmp_path):\n    assert pytest.approx(1) == 1\n", "tests/test_a.py") == set()
+    assert rejected('"""Run the suite with pytest.main or `python -m pytest`."""\nRUNNER = "pytest"\n') == set()

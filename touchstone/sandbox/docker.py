@@ -59,6 +59,17 @@ _WRAPPER = f'"$@"; rc=$?; {_RESET}; exit $rc'
 _EXIT_POLL_S = 0.002
 
 
+def extra_labels() -> dict[str, str]:
+    """Labels from TOUCHSTONE_SANDBOX_LABELS ("k=v,k2=v2") on every sandbox container:
+    a deployment names its own, so tearing it down also finds the sandboxes its steps started."""
+    spec = os.environ.get("TOUCHSTONE_SANDBOX_LABELS", "").strip()
+    pairs = [item.partition("=") for item in spec.split(",") if item.strip()]
+    bad = [key for key, sep, _ in pairs if not sep or not key.strip()]
+    if bad:
+        raise SandboxError(f"TOUCHSTONE_SANDBOX_LABELS={spec!r}: expected comma-separated key=value pairs")
+    return {key.strip(): value.strip() for key, _, value in pairs}
+
+
 @functools.cache
 def _client():
     """One client per process: each holds a connection pool, so one per sandbox leaks sockets."""
@@ -162,7 +173,7 @@ class DockerSandbox(Sandbox):
                 volumes=volumes, ulimits=[docker.types.Ulimit(name="fsize", soft=lim.workspace_bytes,
                                                               hard=lim.workspace_bytes),
                                           docker.types.Ulimit(name="core", soft=0, hard=0)],
-                labels={"touchstone.sandbox": self.id, "touchstone.owner": owner_token()},
+                labels={"touchstone.sandbox": self.id, "touchstone.owner": owner_token(), **extra_labels()},
             )
         except docker.errors.DockerException as exc:
             raise SandboxError(f"could not start the sandbox container: {exc}") from exc
