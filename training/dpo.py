@@ -44,7 +44,7 @@ def pair_dataset(rows: list[dict[str, Any]], tokenizer) -> Dataset:
 def train_dpo(data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
               config: str | Path | dict | None = None) -> CheckpointManifest:
     out = Path(out)
-    model, tokenizer = load_base(base)
+    model, tokenizer = load_base(base, config)
     dataset = pair_dataset(read_rows(data_dir, "dpo"), tokenizer)
     with tempfile.TemporaryDirectory(prefix="touchstone-dpo-") as work:
         args = trl_args(DPOConfig, Path(work), load_overrides(config), learning_rate=1e-4, max_length=4096)
