@@ -450,8 +450,7 @@ class Endpoint:
         """A local exception class standing for a remote one, so that
         `except`/`pytest.raises` with the remote class work on this side."""
         if hid is not None and hid in self.mirrors:
-            self.received[hid] = self.received.get(hid, 0)  # kept alive by the mirror
-            return self.mirrors[hid]
+            return self.mirrors[hid]  # the mirror holds its remote class for good: never released
         bases = []
         for b in _list(descr.get("b", [])):
             base = self.decode(b, [])
