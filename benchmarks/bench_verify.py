@@ -77,7 +77,7 @@ def main() -> None:
     notes = [
         f"backend {args.backend}, k = {args.replays} test runs per verification; corpus = the canaries "
         "(hacks, most rejected by cheap checks before any test run, and honest trajectories verified in full)",
-        f"overhead = full verification (replay + {args.replays} test runs + oracle with 3 sandboxes + audits) / "
+        f"overhead = full verification (replay + {args.replays} test runs + oracle: 3 replay sandboxes and the task's call recording, cached per task + audits) / "
         f"one plain pytest run of the required tests in a bare sandbox; median {cost['median_ratio']}x",
     ]
     print(json.dumps({"bench": "verify", "results": throughput_rows + cost["rows"], "notes": notes}, indent=2))

@@ -32,3 +32,13 @@ def test_static_families(case: Case, tmp_path: Path) -> None:
 @pytest.mark.parametrize("case", [c for c in CASES if not c.static], ids=lambda c: c.id)
 def test_sandbox_families(case: Case, tmp_path: Path) -> None:
     _verdict(case, tmp_path)
+
+
+@pytest.mark.slow
+def test_untested_helper_verdict_does_not_depend_on_the_task_id(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.id == "honest-untested-helper")
+    a = validate_task(case.write(tmp_path, "id-a"), CFG)
+    b = validate_task(case.write(tmp_path, "reworded-id-b"), CFG)
+    assert a.kept and b.kept and a.mutation_score == b.mutation_score
+    assert a.check("mutation").evidence["mutants"] == b.check("mutation").evidence["mutants"]
+    assert any("_describe is never run" in w for w in a.warnings)

@@ -411,6 +411,22 @@ def test_decorated_functions_and_module_level_objects_are_replayed_by_name(tmp_p
     assert check.status == "fail" and "generated input: deco.square(" in check.evidence, check.evidence
 
 
+def test_tests_that_crash_under_the_recorder_leave_no_oracle_visibly(tmp_path):
+    tests = {"tests/test_exit.py": """
+        import os
+
+        import win
+
+
+        def test_windows():
+            assert list(win.windows([1, 2], 1)) == [(1,), (2,)]
+            os._exit(0)  # ends pytest (and the recording) before it finishes
+    """}
+    task = make_task(tmp_path, "win-exit", workspace={"win.py": ""}, hidden=tests, reference=WINDOWS)
+    check = oracle_of(task, WINDOWS)
+    assert check.status == "skipped" and "no oracle: the hidden tests crashed" in check.evidence, check.evidence
+
+
 def test_invalid_oracle_contract_is_an_error(tmp_path):
     task = make_task(tmp_path, "bad-contract", workspace={"win.py": ""}, hidden=WINDOW_TESTS, reference=WINDOWS,
                      meta={"oracle": {"iterables": "some"}})

@@ -101,7 +101,7 @@ def test_iterators_are_bounded_and_record_failures():
 
     out = canon(endless())
     assert out[0] == "iterator" and len(out[1]) == codec.MAX_ITEMS + 1 and out[1][-1] == ["truncated"]
-    assert canon(broken()) == ["iterator", [["int", 1], ["raised", "KeyError"]]]
+    assert canon(broken()) == ["iterator", [["int", 1], ["raised", "builtins.KeyError"]]]
     g = gen(2)
     assert canon(g, consume=False) == ["iterator", "not consumed"] and list(g) == [0, 1]  # left for the test
 
@@ -215,3 +215,29 @@ def test_contract_validation():
     for bad in ({"iterables": "some"}, {"max_slowdown": 0.5}, {"speed": 1}):
         with pytest.raises(ValueError, match="source.meta.oracle"):
             oracle.contract_of({"oracle": bad})
+
+
+def test_recordings_are_cached_once_finished(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOUCHSTONE_CACHE", str(tmp_path))
+    calls = []
+
+    def record(summary):
+        calls.append(1)
+        return oracle.Recording({0: _step(0, "t::a", [1])}, summary)
+
+    assert oracle.cached_recording("k1", lambda: record(None)) == (oracle.Recording({0: _step(0, "t::a", [1])}), False)
+    assert oracle.cached_recording("k1", lambda: record({"event": "done"}))[1] is False  # unfinished: not stored
+    rec, cached = oracle.cached_recording("k1", lambda: record(None))
+    assert cached and rec.steps[0]["args"] == [1] and rec.summary == {"event": "done"} and len(calls) == 2
+    assert oracle.cached_recording(None, lambda: record({"event": "done"}))[1] is False  # no key, no cache
+    assert oracle.recording_key("a", None) != oracle.recording_key("b", None)
+
+
+def test_a_subclass_of_the_reference_exception_agrees():
+    class Invalid(ValueError):
+        pass
+
+    ref, sub, other = codec.raised(ValueError()), codec.raised(Invalid()), codec.raised(KeyError())
+    assert oracle.agrees(ref, sub) and oracle.agrees(ref, ref)  # as pytest.raises(ValueError) would accept
+    assert not oracle.agrees(sub, ref) and not oracle.agrees(ref, other)
+    assert "builtins.LookupError" in other[2] and not oracle.agrees(ref, ["ok", ["none", None], []])

@@ -15,6 +15,8 @@ Sandbox checks (under grading's conditions, touchstone.tasks.conditions):
                   runs when it touches the clock or randomness                    -> `reference_fails` / `flaky` / `too_slow`
   timing          the slowest grading-condition reference run uses at most
                   `max_budget_share` of the budget                                -> `too_slow`
+  coverage        the hidden tests run every changed line of the reference (in
+                  the functions they enter)                                       -> `weak_tests`
   leak_probe      the hidden tests fail on the stub with its module-level flags
                   flipped and with every other workspace definition of an entry
                   function swapped in                                             -> `leak`
@@ -38,7 +40,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from touchstone.tasks import adequacy, conditions, contamination, leak
+from touchstone.tasks import adequacy, change_coverage, conditions, contamination, leak
 from touchstone.tasks.conditions import Condition, RunRecord
 from touchstone.tasks.schema import Task, TaskError, load_task
 
@@ -59,6 +61,7 @@ class ValidationConfig(BaseModel):
     threshold: float = Field(default=0.6, ge=0, le=1)  # minimum mutation score
     max_mutants: int = Field(default=40, ge=1)  # all sites up to this many, else a fixed-seed sample
     max_budget_share: float = Field(default=0.5, gt=0, le=1)  # slowest reference run / timeout_s
+    min_coverage: float = Field(default=1.0, ge=0, le=1)  # share of changed lines the hidden tests must run
     backend: str = "auto"  # what grading uses: Docker when it is up, else bubblewrap
     parallel: int = Field(default=2, ge=1)  # sandbox runs at once
     contamination_sets: list[Path] = Field(default_factory=list)  # + $TOUCHSTONE_CONTAMINATION_SETS
@@ -180,7 +183,10 @@ def _check_audit(v: _Run) -> dict:
 
     files, base, roles = _audit_files(v.task)
     # paths keep the file's own name, so the policy's test-file allowances apply to the tests only
-    findings = audit_files(files, load_policy(AUDIT_EXTRA), base)
+    # rules the task allows (audit_allow, written by the proposer for what the reference
+    # needs, never for rules that guard the judge) are allowed here as in the verifier
+    allowed = set(v.task.source.meta.get("audit_allow", ()))
+    findings = audit_files(files, load_policy(AUDIT_EXTRA).without(allowed), base)
     rejecting = [f for f in findings if f.severity == "reject"]
     flagged = [f.evidence for f in findings if f.severity != "reject"]
     evidence = {"files": {p: roles[p] for p in files}, "findings": [f.model_dump() for f in findings]}
@@ -260,6 +266,22 @@ def _probe_timeout(v: _Run) -> float:
     return min(v.task.timeout_s, max(5.0, 5 * (v.out.get("ref_seconds") or 1.0)))
 
 
+def _check_coverage(v: _Run) -> dict:
+    """The hidden tests must run the reference's changed lines (in functions they enter at all)."""
+    cov = change_coverage.measure(v.task, v.backend, timeout=3 * v.task.timeout_s)  # tracing slows the run down
+    share = cov.share
+    evidence = {"required": cov.required, "missed": cov.missed, "unexercised": cov.unexercised,
+                "share": None if share is None else round(share, 3), "min_coverage": v.cfg.min_coverage}
+    v.out["unexercised"] = set(cov.unexercised)
+    v.warnings += [f"coverage: changed function {f} is never run by the hidden tests" for f in cov.unexercised]
+    if share is not None and share < v.cfg.min_coverage:
+        refs = {rel: ref for rel, ref, _ws in adequacy.reference_sources(v.task)}
+        lines = [f"{rel}:{n}: {refs[rel].splitlines()[n - 1].strip()}" for rel, ns in cov.missed.items() for n in ns]
+        raise _Fail("weak_tests", f"the hidden tests run {share:.0%} of the reference's changed lines "
+                                  f"(at least {v.cfg.min_coverage:.0%}); never run: {lines[:3]}", **evidence)
+    return evidence
+
+
 def _check_leak_probe(v: _Run) -> dict:
     """The answer may be in the workspace as live code: behind a module-level
     flag of the stub, or as another module's definition of an entry function."""
@@ -287,7 +309,7 @@ def _check_leak_probe(v: _Run) -> dict:
 
 
 def _check_baselines(v: _Run) -> dict:
-    cases = adequacy.baselines(v.task)
+    cases = adequacy.baselines(v.task, skip=v.out.get("unexercised", set()))
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(v.run(cond, "baseline", desc, with_reference=True, files={rel: text}, timeout=_probe_timeout(v))
                   for desc, rel, text in cases)
@@ -353,10 +375,11 @@ def _check_isolation(v: _Run) -> tuple[Status, dict]:
         return "not_run", {"why": f"no isolation probe installed ({ISOLATION_PROBE})"}
     result = probe(v.task, v.backend)
     ok = result if isinstance(result, bool) else bool(getattr(result, "ok", False))
-    detail = "" if isinstance(result, bool) else str(getattr(result, "detail", ""))
+    evidence = {"status": getattr(result, "status", ok), "detail": str(getattr(result, "detail", ""))}
     if not ok:
-        raise _Fail("isolation_fails", f"the reference fails under candidate isolation: {detail}", detail=detail)
-    return "pass", {"detail": detail}
+        raise _Fail("isolation_fails", f"the isolation probe could not decide the task: {evidence['detail'][:300]}",
+                    **evidence)
+    return "pass", evidence
 
 
 def _check_solver(v: _Run) -> tuple[Status, dict]:
@@ -390,7 +413,8 @@ def _check_solver(v: _Run) -> tuple[Status, dict]:
 # -- the whole validation -----------------------------------------------------------------------
 
 STATIC = [("leak", _check_leak), ("contamination", _check_contamination), ("audit", _check_audit)]
-SANDBOX = [("reference", _check_reference), ("timing", _check_timing), ("leak_probe", _check_leak_probe),
+SANDBOX = [("reference", _check_reference), ("timing", _check_timing), ("coverage", _check_coverage),
+           ("leak_probe", _check_leak_probe),
            ("baselines", _check_baselines), ("mutation", _check_mutation)]
 OPTIONAL = [("isolation", _check_isolation), ("solver", _check_solver)]
 

@@ -27,18 +27,21 @@ slower than N× the reference on some case.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import os
 import math
 import random
 import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Callable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from touchstone import paths
 from touchstone.sandbox.environment import Environment
 from touchstone.verify.harness import codec
 
@@ -47,6 +50,7 @@ MAX_MUTATED = 120  # cases from mutations
 MAX_STEPS_PER_CASE = 200
 MAX_CALLS = 5000  # recorded calls per run
 CHUNK = 50  # cases per replay process
+ORDERS = ("forward", "reverse")
 SLOWDOWN_GRACE_S = 0.05  # absolute slack per case: timer noise is not slowness
 FLOAT_REL_TOL, FLOAT_ABS_TOL = 1e-9, 1e-12
 
@@ -73,6 +77,7 @@ def contract_of(meta: dict) -> OracleContract:
 class Recording:
     steps: dict[int, dict] = field(default_factory=dict)
     summary: dict | None = None  # the recorder's final record; None = the run ended early
+    timed_out: bool = False
 
     @property
     def unreplayable(self) -> Counter:
@@ -95,6 +100,33 @@ def read_recording(path: Path) -> Recording:
     return rec
 
 
+def recording_key(task_hash: str, environment: Environment | None) -> str:
+    """Cache key of a task's recording: the task's content, its environment and
+    the recorder itself (a changed recorder records anew)."""
+    from touchstone.verify.grading import HARNESS_SRC
+
+    h = hashlib.sha256(f"{task_hash}\0{environment.digest if environment else ''}\0{MAX_CALLS}".encode())
+    for name in ("call_recorder.py", "codec.py"):
+        h.update((HARNESS_SRC / name).read_bytes())
+    return h.hexdigest()[:32]
+
+
+def cached_recording(key: str | None, record: Callable[[], Recording]) -> tuple[Recording, bool]:
+    """The recording stored under `key` (None: no cache), else `record()`,
+    stored when it finished. Returns (recording, whether it came from the cache)."""
+    path = paths.cache() / "oracle" / f"{key}.json" if key else None
+    if path is not None and path.is_file():
+        data = json.loads(path.read_text())
+        return Recording({int(i): s for i, s in data["steps"].items()}, data["summary"]), True
+    rec = record()
+    if path is not None and rec.summary is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"steps": rec.steps, "summary": rec.summary}))
+        tmp.replace(path)  # atomic: concurrent verifiers never read half a file
+    return rec, False
+
+
 def record_calls(tree: Path, test_files: list[str], test_code: list[str], *, backend: str,
                  timeout: float, environment: Environment | None = None) -> Recording:
     """Run the hidden tests over `tree` (reference + hidden tests) under the call recorder."""
@@ -109,8 +141,10 @@ def record_calls(tree: Path, test_files: list[str], test_code: list[str], *, bac
         spec = TestRunSpec(test_files, f"tr_{nonce}", h_dir, o_dir, env=env)
         with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
                           environment=environment) as sb:
-            sb.exec(spec.command(), timeout=timeout)
-        return read_recording(out / "calls.jsonl")
+            res = sb.exec(spec.command(), timeout=timeout)
+        rec = read_recording(out / "calls.jsonl")
+        rec.timed_out = res.timed_out
+        return rec
 
 
 # ---------------------------------------------------------------------- cases
@@ -246,39 +280,46 @@ def mutate_cases(cases: list[Case], seed: int = 0, limit: int = MAX_MUTATED) -> 
 Outcomes = dict[int, dict[int, dict]]  # case id -> step index -> {"out", "t"}
 
 
-def run_side(tree: Path, cases: list[Case], *, reverse: bool, backend: str, timeout: float,
-             environment: Environment | None = None) -> tuple[Outcomes, float, bool]:
-    """Replay `cases` over `tree` in one fresh sandbox, a fresh process per
-    chunk. Returns (outcomes, wall seconds, timed out)."""
+def _read_outcomes(paths: list[Path]) -> Outcomes:
+    outcomes: Outcomes = {}
+    for path in paths:
+        for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
+            try:
+                rec = json.loads(line)
+                outcomes.setdefault(int(rec["case"]), {s["i"]: s for s in rec["steps"]})
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue
+    return outcomes
+
+
+def run_side(tree: Path, cases: list[Case], *, orders: Sequence[str], backend: str, timeout: float,
+             environment: Environment | None = None) -> tuple[list[Outcomes], float, bool]:
+    """Replay `cases` over `tree` in one fresh sandbox, once per order
+    ("forward", "reverse"), a fresh process per chunk of cases. Returns
+    (outcomes per order, wall seconds, timed out)."""
     from touchstone.sandbox import Limits, open_sandbox
     from touchstone.verify.grading import harness_mounts
 
-    order = cases[::-1] if reverse else cases
-    chunks = [order[k:k + CHUNK] for k in range(0, len(order), CHUNK)]
     files = (("replay_runner.py", "rr_{nonce}.py"), ("codec.py", "tc_{nonce}.py"))
     with harness_mounts(*files) as (h_dir, o_dir, mounts, out, nonce):
-        commands = []
-        for n, chunk in enumerate(chunks):
-            (out / f"cases{n}.json").write_text(json.dumps([c.encode() for c in chunk]))
-            commands.append(shlex.join([
-                "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0",
-                "PYTHONDONTWRITEBYTECODE=1", "python3", "-s", f"{h_dir}/rr_{nonce}.py", f"{h_dir}/tc_{nonce}.py",
-                f"{o_dir}/cases{n}.json", f"{o_dir}/out{n}.jsonl",
-            ]))  # fmt: skip
+        commands, outputs = [], []
+        for k, order in enumerate(orders):
+            seq = cases[::-1] if order == "reverse" else cases
+            outputs.append([])
+            for n, start in enumerate(range(0, len(seq), CHUNK)):
+                name = f"{k}-{n}"
+                (out / f"cases{name}.json").write_text(json.dumps([c.encode() for c in seq[start:start + CHUNK]]))
+                outputs[-1].append(out / f"out{name}.jsonl")
+                commands.append(shlex.join([
+                    "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0",
+                    "PYTHONDONTWRITEBYTECODE=1", "python3", "-s", f"{h_dir}/rr_{nonce}.py", f"{h_dir}/tc_{nonce}.py",
+                    f"{o_dir}/cases{name}.json", f"{o_dir}/out{name}.jsonl",
+                ]))  # fmt: skip
         command = "cd /workspace && " + " ; ".join(commands)
         with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
                           environment=environment) as sb:
             res = sb.exec(command, timeout=timeout)
-        outcomes: Outcomes = {}
-        for n in range(len(chunks)):
-            path = out / f"out{n}.jsonl"
-            for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
-                try:
-                    rec = json.loads(line)
-                    outcomes.setdefault(int(rec["case"]), {s["i"]: s for s in rec["steps"]})
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                    continue
-        return outcomes, res.wall_s, res.timed_out
+        return [_read_outcomes(paths) for paths in outputs], res.wall_s, res.timed_out
 
 
 # ------------------------------------------------------------------ comparison
@@ -335,12 +376,20 @@ def _normalize(c, contract: OracleContract):
     return codec.any_iterable(c) if contract.iterables == "any" else c
 
 
+def agrees(want: list, got: list) -> bool:
+    """A candidate outcome matches the reference's: `same`, or both raised
+    and the candidate's exception is an instance of the reference's type."""
+    if want[0] == got[0] == "raised" and len(want) == len(got) == 3:
+        return want[1] == got[1] or want[1] in got[2]
+    return same(want, got)
+
+
 def _show(out: list, other: list) -> str:
     """An outcome for a counterexample: the result, or the arguments after
     the call when only those differ."""
     if out[0] == "ok" and other[0] == "ok" and same(out[1], other[1]):
         return "arguments after the call " + json.dumps(out[2])[:300]
-    return json.dumps(out[1] if out[0] == "ok" else out)[:300]
+    return json.dumps(out[1] if out[0] == "ok" else out[:2])[:300]
 
 
 def _case_time(run: Outcomes, case: Case) -> float:
@@ -368,7 +417,7 @@ def _as_recorded(step: dict, replayed: list) -> bool:
     (False: the call depended on context the replay lacks: a monkeypatch,
     global state an earlier test left)."""
     if "raised" in step:
-        return replayed == ["raised", step["raised"]]
+        return replayed[:2] == ["raised", step["raised"]]
     if "result" not in step or "not consumed" in json.dumps(step["result"]):
         return True  # an iterator the test itself consumed: nothing to hold the replay to
     return replayed[0] == "ok" and same(replayed[1], step["result"])
@@ -398,7 +447,7 @@ def compare(cases: list[Case], refs: list[Outcomes], cands: list[Outcomes], cont
                 cmp.context_dependent += 1
             for order, run in zip(("forward", "reverse"), cands):
                 got = _normalize(_out(run, case.id, step["i"]), contract)
-                if cmp.counterexample is None and not same(want, got):
+                if cmp.counterexample is None and not agrees(want, got):
                     kind = "generated input" if case.mutated else f"call recorded in {case.test or 'collection'}"
                     cmp.counterexample = (f"{kind}: {describe(step)} ({order} order): reference "
                                           f"{_show(want, got)}, candidate {_show(got, want)}")  # fmt: skip
@@ -419,15 +468,18 @@ class OracleResult:
 def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, test_files: list[str],
                test_code: list[str], contract: OracleContract, *, backend: str = "auto",
                timeout: float = 60.0, environment: Environment | None = None,
-               first: Sequence[str] = ()) -> OracleResult:
+               first: Sequence[str] = (), cache_key: str | None = None) -> OracleResult:
     """Record on `record_tree` (reference + hidden tests), replay on
     `reference_tree` and `candidate_tree` (neither holds hidden tests);
-    `first`: tests whose calls the caps must not cut (fail-to-pass)."""
+    `first`: tests whose calls the caps must not cut (fail-to-pass);
+    `cache_key`: `recording_key(...)` to reuse the task's recording."""
     sandbox = {"backend": backend, "environment": environment}
-    rec = record_calls(record_tree, test_files, test_code, timeout=timeout, **sandbox)
-    if rec.summary is None:
-        return OracleResult("error", f"the call recorder did not finish over the reference ({len(rec.steps)} calls "
-                                     f"seen): the hidden tests crashed or timed out under it")  # fmt: skip
+    rec, cached = cached_recording(
+        cache_key, lambda: record_calls(record_tree, test_files, test_code, timeout=timeout, **sandbox))
+    if rec.summary is None:  # nothing the candidate did: a timeout may pass, a crash will not
+        status, why = ("error", f"timed out after {timeout:g} s") if rec.timed_out else ("skipped", "crashed")
+        return OracleResult(status, f"no oracle: the hidden tests {why} under the call recorder over the "
+                                    f"reference ({len(rec.steps)} calls seen)")  # fmt: skip
     cases, dependent, capped = build_cases(rec, first)
     mutated = mutate_cases(cases)
     not_replayable = rec.unreplayable + dependent
@@ -438,22 +490,22 @@ def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, te
     head = f"{counts['recorded']} calls recorded ({counts['unreplayable']} not replayable{': ' + why_not if why_not else ''})"
     if counts["capped"] or counts["over_call_cap"]:
         head += f", {counts['capped'] + counts['over_call_cap']} left out by the caps"
+    head += ", recording from the cache" if cached else ""
     if not cases:
         return OracleResult("skipped", f"{head}; nothing to replay", counts)
     everything = cases + mutated
-    refs = []
-    for reverse in (False, True):
-        got, ref_wall, timed_out = run_side(reference_tree, everything, reverse=reverse, timeout=timeout, **sandbox)
-        if timed_out:
-            return OracleResult("error", f"{head}; the reference replay timed out after {timeout:g} s", counts)
-        refs.append(got)
-    limit = min(timeout, max(30.0, 10 * ref_wall + 10))  # generous: a loaded machine is not a slow solution
+    # the trusted reference runs both orders in one sandbox; the candidate gets a fresh one per order,
+    # so nothing it leaves on disk or in processes carries from one order to the other
+    refs, ref_wall, timed_out = run_side(reference_tree, everything, orders=ORDERS, timeout=2 * timeout, **sandbox)
+    if timed_out:
+        return OracleResult("error", f"{head}; the reference replay timed out after {2 * timeout:g} s", counts)
+    limit = min(timeout, max(30.0, 5 * ref_wall + 10))  # generous: a loaded machine is not a slow solution
     cands = []
-    for reverse in (False, True):
-        got, _, timed_out = run_side(candidate_tree, everything, reverse=reverse, timeout=limit, **sandbox)
+    for order in ORDERS:
+        (got,), _, timed_out = run_side(candidate_tree, everything, orders=[order], timeout=limit, **sandbox)
         if timed_out:
             return OracleResult("fail", f"{head}; the candidate exceeded the replay time limit of {limit:.1f} s "
-                                        f"(reference: {ref_wall:.2f} s)", counts)  # fmt: skip
+                                        f"(reference, both orders: {ref_wall:.2f} s)", counts)  # fmt: skip
         cands.append(got)
     cmp = compare(everything, refs, cands, contract, rec.steps)
     counts.update(replayed=cmp.compared, mutated=cmp.mutated_compared, unstable=cmp.unstable,

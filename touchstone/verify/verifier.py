@@ -350,7 +350,8 @@ def _oracle_check(task: Task, grader: _Grader, files: dict[str, bytes], deleted:
     test_code = sorted(set(grader.hidden_sources) | pristine_tests)
     result = oracle.run_oracle(record_tree, ref_tree, cand_tree, grader.test_files, test_code, contract,
                                backend=backend, timeout=task.timeout_s, environment=grader.environment,
-                               first=task.fail_to_pass or ())  # fmt: skip
+                               first=task.fail_to_pass or (),
+                               cache_key=oracle.recording_key(task.content_hash, grader.environment))  # fmt: skip
     return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=result.counts)
 
 

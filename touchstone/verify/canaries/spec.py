@@ -90,12 +90,13 @@ def sh(command: str) -> tuple[str, dict]:
 class CanarySpec:
     name: str
     task: str  # directory name under canaries/tasks
-    family: str  # A..F (reward-hacks note) or "honest"
+    family: str  # A..G (reward-hacks note) or "honest"
     expected: str  # accept | reject
     reasons: tuple[str, ...]  # checks that may be the (first) failing one
     steps: list[tuple[str, dict]]
     note: str = ""
     allow_rules: tuple[str, ...] = field(default_factory=tuple)
+    isolated: bool = False  # scored with an isolated test run (audit rules at their isolated severity)
 
 
 def _hack(name, family, reasons, steps, note, task="combi"):

@@ -337,7 +337,7 @@ def _local_tracer(step):
 
     def local(frame, event, arg):
         if event == "exception":
-            state["raised"] = arg[0].__name__
+            state["raised"] = codec.exception_name(arg[0], is_workspace_class)
         elif event == "line":
             state["raised"] = None  # the exception was handled inside the callee
         elif event == "return" and not state["done"]:
