@@ -23,8 +23,11 @@ INFLECTION = "inflection==0.5.1#sha256=1a29730d366e996aaacffb2f1f1cb9593dc38e2dd
 
 
 def test_canary_references_run_isolated(sandbox_backend: str, tmp_path: Path):
-    for task_dir in sorted(TASKS.iterdir()):
+    for task_dir in sorted(d for d in TASKS.iterdir() if (d / "reference").is_dir()):
+        shipped = recorded_isolation(load_task(task_dir))
+        assert shipped is not None and shipped.status == "isolated", f"{task_dir.name}: re-probe the canary task"
         task = load_task(shutil.copytree(task_dir, tmp_path / task_dir.name))
+        (task.dir / "isolation.json").unlink()
         assert recorded_isolation(task) is None
         verdict = probe_isolation(task, sandbox_backend)
         assert verdict.status == "isolated" and verdict.ok, (task.id, verdict.detail)
