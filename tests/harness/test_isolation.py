@@ -381,3 +381,38 @@ def test_the_hostile_server_really_answers(tmp_path: Path):
     hostile = WRONG_ADD + f"REPLY = {reply!r}\n" + HOSTILE_SERVER
     result = run(tmp_path, {"calc.py": hostile}, ADD_TESTS)
     assert result.passed == ["tests/test_add.py::test_small"], result.evidence
+
+
+def test_a_call_interrupted_by_a_signal_keeps_the_connection_in_step(tmp_path: Path):
+    """signal.alarm in candidate code fires while it waits for a test's
+    callback: the late answer is dropped and later calls still work."""
+    timeout_helper = """
+        import signal
+
+        def run_with_timeout(f, seconds):
+            def expire(*_):
+                raise TimeoutError()
+            old = signal.signal(signal.SIGALRM, expire)
+            signal.alarm(seconds)
+            try:
+                return f()
+            finally:
+                signal.alarm(0)
+                signal.signal(signal.SIGALRM, old)
+    """
+    tests = {"tests/test_timeout.py": """
+        import time
+
+        import pytest
+        from helper import run_with_timeout
+
+        def test_timeout():
+            with pytest.raises(TimeoutError):
+                run_with_timeout(lambda: time.sleep(2), 1)
+            assert run_with_timeout(lambda: 42, 2) == 42
+
+        def test_still_connected():
+            assert run_with_timeout(lambda: 7, 2) == 7
+    """}
+    result = run(tmp_path, {"helper.py": timeout_helper}, tests)
+    assert result.status == "pass", result.evidence

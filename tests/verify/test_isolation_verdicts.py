@@ -55,7 +55,7 @@ def test_a_task_recorded_not_isolated_says_so_and_rests_on_the_oracle(monkeypatc
     monkeypatch.setattr(verifier, "recorded_isolation", lambda t: record)
     forged = verify(task, FORGED)
     assert forged.isolation == "not_isolated" and forged.check("tests").status == "pass"  # forged in process
-    assert forged.check("tests").evidence.startswith("not isolated (the task's reference fails isolated")
+    assert forged.check("tests").evidence.startswith("not isolated (the reference fails isolated: (as if))")
     assert forged.failed_checks() == ["oracle"] and forged.guard == "none"
 
 

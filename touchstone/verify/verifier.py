@@ -105,12 +105,15 @@ def verify_trajectory(
     allow_rules: set[str] | None = None,
     full: bool = False,
     tool_timeout: float = DEFAULT_TIMEOUT_S,
+    isolated: bool | None = None,
 ) -> VerificationReport:
     """Verify one trajectory of `task`. Never raises for infrastructure
     problems: those make the report inconclusive, with the error as evidence.
-    Tests run isolated (no candidate code in the judging process) unless the
-    task's isolation record says its tests cannot; only for a task recorded
-    isolated do audit rules with `severity_when_isolated` relax."""
+    `isolated`: None = as the task's isolation record says (tests run with no
+    candidate code in the judging process unless the record says the task's
+    tests cannot; a task never probed runs isolated first); True / False = as
+    if recorded isolated / not isolated. Audit rules with
+    `severity_when_isolated` relax only when the tests ran isolated."""
     started = time.monotonic()
     # a task may allow rules where they are legitimate: source.meta["audit_allow"]
     allowed = set(allow_rules or ()) | set(task.source.meta.get("audit_allow", ()))
@@ -121,7 +124,7 @@ def verify_trajectory(
 
     environment: Environment | None = None
     isolation: Isolation | None = None
-    record = recorded_isolation(task)  # None: never probed, or probed on other content
+    record = _isolation_record(task, isolated)  # None: never probed, or probed on other content
 
     def report() -> VerificationReport:
         return VerificationReport(
@@ -152,8 +155,13 @@ def verify_trajectory(
     graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
     deleted = [r for r in rep.diff.deleted if r not in pristine.tests]
     checks.append(_compile_check({rel: data for rel, data in graded.items() if rel.endswith(".py")}))
-    isolated_task = record is not None and record.status == "isolated"
-    static = audit_files(graded, policy, pristine.versions(graded), isolated=isolated_task)
+
+    def audit(relaxed: bool) -> list[AuditFinding]:
+        return audit_files(graded, policy, pristine.versions(graded), isolated=relaxed)
+
+    # relaxed severities hold only if the tests run isolated: for a task never probed
+    # that is known after the tests, and strict findings replace them if they did not
+    static = audit(record is None or record.status == "isolated")
     actions = audit_actions(rep.events, policy)
     findings.extend(static + actions)
     checks += [_audit_check("static_audit", static), _audit_check("action_audit", actions)]
@@ -166,6 +174,10 @@ def verify_trajectory(
             grader = _Grader(task, backend, pristine.test_dirs, environment)  # reads the task's hidden tests: can fail too
             runs = _TestRuns(grader, graded, deleted, Path(tmp))
             tested, isolation = _test_checks(runs, replays, record)
+            if record is None and isolation == "not_isolated":
+                static = audit(False)
+                findings[:] = static + actions
+                checks[[c.name for c in checks].index("static_audit")] = _audit_check("static_audit", static)
             checks.extend(tested)
             if tested[0].status == "error" or (_rejected(checks) and not full):
                 _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
@@ -176,6 +188,14 @@ def verify_trajectory(
         except Exception as exc:  # infrastructure: inconclusive, never accept
             checks.append(CheckResult(name="grading", status="error", evidence=f"grading failed: {_err(exc)}"))
     return report()
+
+
+def _isolation_record(task: Task, isolated: bool | None) -> IsolationVerdict | None:
+    if isolated is None:
+        return recorded_isolation(task)
+    detail = "isolation required by the caller" if isolated else "isolation switched off by the caller"
+    return IsolationVerdict(status="isolated" if isolated else "not_isolated", detail=detail,
+                            task_hash=task.content_hash, backend="-")  # fmt: skip
 
 
 class _Pristine:
@@ -299,8 +319,7 @@ def _test_checks(runs: _TestRuns, replays: int, record: IsolationVerdict | None)
     not isolated (the verdict then rests on the oracle), never silently."""
     if record is not None and record.status == "not_isolated":
         checks = _repeat(runs.in_process, runs.in_process(0), replays)
-        return _noted(checks, f"not isolated (the task's reference fails isolated: {record.detail[:300]})"), \
-            "not_isolated"  # fmt: skip
+        return _noted(checks, f"not isolated ({record.detail[:300]})"), "not_isolated"
     first = runs.isolated(0)
     if first.status == "fail" and record is None:
         again = runs.in_process(0)

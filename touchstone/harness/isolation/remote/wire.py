@@ -70,6 +70,9 @@ class Channel:
     def __init__(self, sock):
         self.sock = sock
         self.send_lock = threading.Lock()
+        # bytes received but not yet consumed: a read interrupted by a signal
+        # handler's exception loses nothing, and the next read resumes the frame
+        self.buffer = bytearray()
 
     def send(self, message: dict) -> None:
         data = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
@@ -82,29 +85,32 @@ class Channel:
                 raise IsolationBroken(f"connection lost while sending: {exc}") from None
 
     def recv(self) -> dict:
-        (size,) = _HEADER.unpack(self._read(_HEADER.size))
+        self._fill(_HEADER.size)
+        (size,) = _HEADER.unpack_from(self.buffer)
         if size > MAX_FRAME:
             raise IsolationBroken(f"frame of {size} bytes exceeds the {MAX_FRAME}-byte limit")
+        self._fill(_HEADER.size + size)
+        frame = bytes(self.buffer[_HEADER.size:_HEADER.size + size])
+        del self.buffer[:_HEADER.size + size]
         try:
-            message = json.loads(self._read(size), parse_constant=_no_constant)
+            message = json.loads(frame, parse_constant=_no_constant)
         except (ValueError, RecursionError) as exc:
             raise IsolationBroken(f"malformed frame: {exc}") from None
         if type(message) is not dict:
             raise IsolationBroken("malformed frame: not an object")
         return message
 
-    def _read(self, n: int) -> bytes:
-        chunks, left = [], n
-        while left:
+    def _fill(self, n: int) -> None:
+        while len(self.buffer) < n:
             try:
-                chunk = self.sock.recv(min(left, 1 << 20))
+                chunk = self.sock.recv(min(n - len(self.buffer), 1 << 20))
             except OSError as exc:
+                if exc.errno is None:  # raised by a signal handler (TimeoutError()), not by the socket
+                    raise
                 raise IsolationBroken(f"connection lost: {exc}") from None
             if not chunk:
                 raise IsolationBroken("the other process closed the connection")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+            self.buffer += chunk
 
 
 def _no_constant(name: str):
@@ -191,6 +197,7 @@ class Endpoint:
         self._handles = itertools.count(1)
         self._queries = itertools.count(1)
         self.depth = 0
+        self.abandoned: set[int] = set()  # requests given up on (interrupted): their answers are dropped
         self.sticky: BaseException | None = None
         self.broken: str | None = None
         self.calls = 0
@@ -483,7 +490,13 @@ class Endpoint:
             self.depth += 1
             try:
                 self.channel.send(message)
-                reply = self._await(qid)
+                try:
+                    reply = self._await(qid)
+                except IsolationBroken:
+                    raise
+                except BaseException:  # interrupted while waiting (a signal handler raised)
+                    self.abandoned.add(qid)
+                    raise
                 if "wb" in reply:
                     self._apply_writeback(reply["wb"], memo.objects)
                 if self.depth == 1 and self.sticky is not None:
@@ -505,6 +518,8 @@ class Endpoint:
                 self.serve(message)
             elif message.get("r") == qid:
                 return message
+            elif message.get("r") in self.abandoned:
+                self.abandoned.discard(message["r"])
             else:
                 raise IsolationBroken(f"reply to {message.get('r')!r} while waiting for {qid}")
 
@@ -512,7 +527,11 @@ class Endpoint:
         """Serve requests until the other side closes the connection."""
         try:
             while True:
-                self.serve(self.channel.recv())
+                message = self.channel.recv()
+                if "q" not in message and message.get("r") in self.abandoned:
+                    self.abandoned.discard(message["r"])  # the late answer to an interrupted request
+                    continue
+                self.serve(message)
         except IsolationBroken:
             return
 
