@@ -416,3 +416,76 @@ def test_a_call_interrupted_by_a_signal_keeps_the_connection_in_step(tmp_path: P
     """}
     result = run(tmp_path, {"helper.py": timeout_helper}, tests)
     assert result.status == "pass", result.evidence
+
+
+def test_tmp_path_and_test_function_introspection_work_isolated(tmp_path: Path):
+    """The tests' tmp_path is at the same path in both sandboxes (files the
+    candidate writes there are the test's), paths cross as paths, and a test
+    function's signature facts (never its globals or constants) are readable."""
+    tools = """
+        from pathlib import Path
+
+        def clean(root):
+            removed = 0
+            for p in Path(root).rglob("*.pyc"):
+                p.unlink()
+                removed += 1
+            (Path(root) / "done.txt").write_text("ok")
+            return removed
+
+        def arity(f):
+            return f.__code__.co_argcount
+
+        def peek(f):
+            return f.__globals__
+    """
+    tests = {"tests/test_tools.py": """
+        import pytest
+        from tools import arity, clean, peek
+
+        def _three(a, b, c=1, *rest, key=None):
+            return a
+
+        def test_clean(tmp_path):
+            (tmp_path / "a.pyc").write_text("x")
+            (tmp_path / "b.py").write_text("x")
+            assert clean(tmp_path) == 1 and clean(str(tmp_path)) == 0
+            assert (tmp_path / "done.txt").read_text() == "ok" and not (tmp_path / "a.pyc").exists()
+
+        def test_arity():
+            assert arity(_three) == 3 and arity(lambda: 0) == 0
+
+        def test_no_globals():
+            with pytest.raises(PermissionError):
+                peek(_three)
+    """}
+    result = run(tmp_path, {"tools.py": tools}, tests)
+    assert result.status == "pass", result.evidence
+
+
+def test_candidate_code_compares_a_tests_value_objects_through_the_test(tmp_path: Path):
+    """Candidate code may compare a test's own value object with its numbers
+    (the test's dunder answers, in the judge, to the candidate); the judge
+    still never lets a candidate object equal one of its values."""
+    tests = {"tests/test_num.py": """
+        from calc import clamp, echo
+
+        class Num:
+            def __init__(self, v):
+                self.v = v
+            def __lt__(self, other):
+                return self.v < other
+            def __gt__(self, other):
+                return self.v > other
+
+        def test_duck_typed_values():
+            n = Num(5)
+            assert clamp(n, 0, 10) is n and clamp(Num(50), 0, 10) == 10
+
+        def test_identity_survives_the_round_trip():
+            n = Num(1)
+            assert echo(n) is n
+    """}
+    honest = {"calc.py": "def clamp(x, lo, hi):\n    return lo if x < lo else hi if x > hi else x\n"
+                         "def echo(x):\n    return x\n"}  # fmt: skip
+    assert run(tmp_path, honest, tests).status == "pass"
