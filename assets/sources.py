@@ -21,15 +21,20 @@ def seed_sources(
     with publishing(context, storage) as out:
         seeds = [resolve_seed(s, out) for s in config.seeds] if config.seeds else default_seeds(out)
         rows = [{"seed": s.name, "dir": s.root.relative_to(out).as_posix(), "sources": len(s.sources),
-                 "tests": len(s.tests)} for s in seeds]
+                 "tests": len(s.tests), "environment": s.environment.model_dump_json() if s.environment else None}
+                for s in seeds]
         pl.DataFrame(rows).write_parquet(out / "sources.parquet")
     return dg.MaterializeResult(metadata=table_metadata(storage.store().asset_dir("seed_sources") / "sources.parquet"))
 
 
-def seed_dirs(storage: StorageResource) -> list[str]:
-    """The materialized seed project directories, for the proposers."""
+def seed_dirs(storage: StorageResource) -> list[tuple[str, "EnvSpec | None"]]:
+    """The materialized seed project directories with their environments, for the proposers."""
+    from touchstone.envs import EnvSpec
+
     root = storage.store().local_dir("seed_sources")
-    return [str(root / d) for d in pl.read_parquet(root / "sources.parquet")["dir"]]
+    table = pl.read_parquet(root / "sources.parquet")
+    envs = table["environment"] if "environment" in table.columns else [None] * table.height
+    return [(str(root / d), EnvSpec.model_validate_json(e) if e else None) for d, e in zip(table["dir"], envs)]
 
 
 @dg.asset(group_name="sources", kinds={"pytorch"})
@@ -43,11 +48,12 @@ def base_model(
     source = trainer.base_checkpoint or str(default_model())
     with publishing(context, storage) as out:
         shutil.copytree(source, out, dirs_exist_ok=True)
+        digest = checkpoint_hash(str(out))  # here: the published copy may be remote
     path = storage.store().asset_dir("base_model")
     return dg.MaterializeResult(
         metadata={
             "path": dg.MetadataValue.path(str(path)),
-            "checkpoint_hash": dg.MetadataValue.text(checkpoint_hash(str(path))),
+            "checkpoint_hash": dg.MetadataValue.text(digest),
             "source": dg.MetadataValue.text(source),
         }
     )

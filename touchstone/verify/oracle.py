@@ -30,14 +30,15 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import math
+import os
 import random
 import shlex
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
