@@ -489,3 +489,45 @@ def test_candidate_code_compares_a_tests_value_objects_through_the_test(tmp_path
     honest = {"calc.py": "def clamp(x, lo, hi):\n    return lo if x < lo else hi if x > hi else x\n"
                          "def echo(x):\n    return x\n"}  # fmt: skip
     assert run(tmp_path, honest, tests).status == "pass"
+
+
+def test_candidate_threads_calling_back_share_the_connection(tmp_path: Path):
+    """A timeout helper runs the test's callback in a worker thread and gives
+    up on it: both threads use the connection, and the next test still runs."""
+    helper = """
+        import threading
+
+        def run_with_timeout(fn, seconds):
+            box = {}
+            worker = threading.Thread(target=lambda: box.setdefault("v", fn()), daemon=True)
+            worker.start()
+            worker.join(seconds)
+            if worker.is_alive():
+                raise TimeoutError()
+            return box["v"]
+
+        def parallel(fns):
+            out = [None] * len(fns)
+            threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, fns[i]())) for i in range(len(fns))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return out
+    """
+    tests = {"tests/test_threads.py": """
+        import time
+
+        import pytest
+        from helper import parallel, run_with_timeout
+
+        def test_gives_up():
+            with pytest.raises(TimeoutError):
+                run_with_timeout(lambda: time.sleep(1.5), 0.5)
+
+        def test_next_call_works():
+            assert run_with_timeout(lambda: 42, 5) == 42
+            assert parallel([lambda i=i: i * i for i in range(8)]) == [i * i for i in range(8)]
+    """}
+    result = run(tmp_path, {"helper.py": helper}, tests)
+    assert result.status == "pass", result.evidence

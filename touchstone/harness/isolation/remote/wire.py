@@ -209,7 +209,11 @@ class Endpoint:
         self.channel = Channel(sock)
         self.policy = policy or Policy()
         self.importer = importer  # callable(name, entry) on the side that owns the modules
-        self.lock = threading.RLock()
+        self.mail = threading.Condition()  # guards the mailbox, the reader flag and the qid sets
+        self.mailbox: dict[int, dict] = {}  # answers read by a thread for another
+        self.waiting: set[int] = set()
+        self.reading = False
+        self.local = threading.local()  # per thread: how deep in nested requests
         self.exported: dict[int, object] = {}
         self.export_ids: dict[int, int] = {}  # id(obj) -> handle
         self.sent: dict[int, int] = {}  # handle -> times sent, for releases
@@ -219,7 +223,6 @@ class Endpoint:
         self.mirrors: dict[int, type] = {}
         self._handles = itertools.count(1)
         self._queries = itertools.count(1)
-        self.depth = 0
         self.abandoned: set[int] = set()  # requests given up on (interrupted): their answers are dropped
         self.sticky: BaseException | None = None
         self.broken: str | None = None
@@ -510,61 +513,88 @@ class Endpoint:
 
     def request(self, op: str, *args):
         """Ask the other side to run `op` on `args` and wait for the answer,
-        serving its requests meanwhile."""
-        with self.lock:
-            if self.broken:
-                raise IsolationBroken(self.broken)
-            memo = _EncodeMemo()
-            qid = next(self._queries)
-            message = {"q": qid, "op": op, "a": self.encode(list(args), memo)}
+        serving its requests meanwhile. Threads may ask at once: one reads the
+        socket at a time and hands each answer to the thread that asked."""
+        if self.broken:
+            raise IsolationBroken(self.broken)
+        memo = _EncodeMemo()
+        qid = next(self._queries)
+        message = {"q": qid, "op": op, "a": self.encode(list(args), memo)}
+        with self.mail:
             releases, self.releases = self.releases, []
-            if releases:
-                message["rel"] = releases
-            self.depth += 1
+            self.waiting.add(qid)
+        if releases:
+            message["rel"] = releases
+        depth = self.local.__dict__.setdefault("depth", 0)
+        self.local.depth = depth + 1
+        try:
+            self.channel.send(message)
             try:
-                self.channel.send(message)
-                try:
-                    reply = self._await(qid)
-                except IsolationBroken:
-                    raise
-                except BaseException:  # interrupted while waiting (a signal handler raised)
-                    self.abandoned.add(qid)
-                    raise
-                if "wb" in reply:
-                    self._apply_writeback(reply["wb"], memo.objects)
-                if self.depth == 1 and self.sticky is not None:
-                    sticky, self.sticky = self.sticky, None
-                    raise sticky
-                if "x" in reply:
-                    raise self.decode_exception(_dict(reply["x"]), [])
-                return self.decode(reply.get("v"), [])
-            except IsolationBroken as exc:
-                self.broken = self.broken or str(exc)
+                reply = self._await(qid)
+            except IsolationBroken:
                 raise
-            finally:
-                self.depth -= 1
+            except BaseException:  # interrupted while waiting (a signal handler raised)
+                with self.mail:
+                    self.abandoned.add(qid)
+                raise
+            if "wb" in reply:
+                self._apply_writeback(reply["wb"], memo.objects)
+            if depth == 0 and self.sticky is not None:
+                sticky, self.sticky = self.sticky, None
+                raise sticky
+            if "x" in reply:
+                raise self.decode_exception(_dict(reply["x"]), [])
+            return self.decode(reply.get("v"), [])
+        except IsolationBroken as exc:
+            self.broken = self.broken or str(exc)
+            raise
+        finally:
+            self.local.depth = depth
+            with self.mail:
+                self.waiting.discard(qid)
 
     def _await(self, qid: int) -> dict:
         while True:
-            message = self.channel.recv()
+            message = self._next(qid)
             if "q" in message:
                 self.serve(message)
-            elif message.get("r") == qid:
-                return message
-            elif message.get("r") in self.abandoned:
-                self.abandoned.discard(message["r"])
             else:
-                raise IsolationBroken(f"reply to {message.get('r')!r} while waiting for {qid}")
+                return message
+
+    def _next(self, qid: int | None) -> dict:
+        """The next request, or the answer to `qid`: from the mailbox if another
+        thread read it, else from the socket (one reader at a time)."""
+        while True:
+            with self.mail:
+                if qid in self.mailbox:
+                    return self.mailbox.pop(qid)
+                if self.reading:
+                    self.mail.wait(0.5)
+                    continue
+                self.reading = True
+            try:
+                message = self.channel.recv()
+            finally:
+                with self.mail:
+                    self.reading = False
+                    self.mail.notify_all()
+            if "q" in message or message.get("r") == qid:
+                return message
+            with self.mail:
+                r = message.get("r")
+                if r in self.abandoned:  # the late answer to an interrupted request
+                    self.abandoned.discard(r)
+                elif r in self.waiting:
+                    self.mailbox[r] = message
+                    self.mail.notify_all()
+                else:
+                    raise IsolationBroken(f"an answer to {r!r}, which nobody asked")
 
     def serve_forever(self) -> None:
         """Serve requests until the other side closes the connection."""
         try:
             while True:
-                message = self.channel.recv()
-                if "q" not in message and message.get("r") in self.abandoned:
-                    self.abandoned.discard(message["r"])  # the late answer to an interrupted request
-                    continue
-                self.serve(message)
+                self.serve(self._next(None))
         except IsolationBroken:
             return
 
