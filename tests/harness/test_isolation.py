@@ -436,12 +436,17 @@ def test_tmp_path_and_test_function_introspection_work_isolated(tmp_path: Path):
         def arity(f):
             return f.__code__.co_argcount
 
+        def params(f):
+            import inspect
+            sig = inspect.signature(f).parameters.values()
+            return [p.name for p in sig], [(p.name, p.default) for p in sig if p.default is not p.empty]
+
         def peek(f):
             return f.__globals__
     """
     tests = {"tests/test_tools.py": """
         import pytest
-        from tools import arity, clean, peek
+        from tools import arity, clean, params, peek
 
         def _three(a, b, c=1, *rest, key=None):
             return a
@@ -454,9 +459,10 @@ def test_tmp_path_and_test_function_introspection_work_isolated(tmp_path: Path):
 
         def test_arity():
             assert arity(_three) == 3 and arity(lambda: 0) == 0
+            assert params(_three) == (["a", "b", "c", "rest", "key"], [("c", 1), ("key", None)])
 
         def test_no_globals():
-            with pytest.raises(PermissionError):
+            with pytest.raises(AttributeError, match="not accessible"):
                 peek(_three)
     """}
     result = run(tmp_path, {"tools.py": tools}, tests)

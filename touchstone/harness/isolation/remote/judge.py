@@ -51,7 +51,7 @@ _SAFE_BUILTINS = {
 # What introspection of a test's function or class may read (signature facts,
 # names): never __globals__, __closure__, __dict__ or the code's constants.
 _INTROSPECTION = {"__name__", "__qualname__", "__doc__", "__module__", "__defaults__", "__kwdefaults__",
-                  "__code__", "__annotations__", "__wrapped__", "__mro__", "__bases__"}  # fmt: skip
+                  "__code__", "__annotations__", "__wrapped__", "__mro__", "__bases__", "__signature__"}  # fmt: skip
 
 
 def _module_of(obj) -> str:
@@ -94,7 +94,8 @@ class JudgePolicy(wire.Policy):
         introspection = op in ("getattr", "callattr") and name in _INTROSPECTION and \
             isinstance(target, (type, types.FunctionType, types.MethodType))  # fmt: skip
         if type(name) is not str or name.startswith("_") and not introspection:
-            raise PermissionError(f"attribute {name!r} of a judge object is not accessible to the candidate")
+            refused = AttributeError if op == "getattr" else PermissionError  # as if it were not there
+            raise refused(f"attribute {name!r} of a judge object is not accessible to the candidate")
         if op == "setattr" and isinstance(target, (type, types.FunctionType, types.MethodType, types.ModuleType)):
             raise PermissionError("the candidate may not rebind attributes of judge classes or functions")
         if op == "delattr":

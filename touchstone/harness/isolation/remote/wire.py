@@ -36,6 +36,7 @@ import collections
 import copy
 import decimal
 import fractions
+import inspect
 import itertools
 import json
 import operator
@@ -136,6 +137,15 @@ _PENDING = object()  # an immutable container whose items are still being decode
 _CONTAINER_TAGS = {list: "l", dict: "d", set: "s", bytearray: "ba", collections.OrderedDict: "od",
                    collections.Counter: "ct", collections.defaultdict: "dd", collections.deque: "dq"}  # fmt: skip
 _CONTAINER_TYPES = {tag: t for t, tag in _CONTAINER_TAGS.items()}
+
+
+class SignatureInfo:
+    """A callable's signature as names, kinds and default values."""
+
+    __slots__ = ("signature",)
+
+    def __init__(self, signature: inspect.Signature):
+        self.signature = signature
 
 
 class CodeInfo:
@@ -260,6 +270,9 @@ class Endpoint:
         if t is BoundMethod:  # a method of a container is one of the live container
             target = ByRef(x.obj) if type(x.obj) in _CONTAINER_TAGS else x.obj
             return {"bm": [self.encode(target, memo, depth + 1), x.name]}
+        if t is SignatureInfo:
+            return {"sig": [[p.name, int(p.kind), self.encode([] if p.default is p.empty else [p.default], memo, depth + 1)]
+                            for p in x.signature.parameters.values()]}  # fmt: skip
         if t is CodeInfo:
             return {"code": {k: self.encode(v, memo, depth + 1) for k, v in x.fields.items()}}
         if t is ByRef:
@@ -414,6 +427,14 @@ class Endpoint:
             return getattr(obj, name)
         if tag == "e":
             return self.decode_exception(v, memo, depth)
+        if tag == "sig":
+            params = []
+            for entry in _list(body):
+                name, kind, default = _list(entry, 3)
+                given = dec(default, memo, depth)
+                params.append(inspect.Parameter(_str(name), inspect._ParameterKind(_int(kind)),
+                                                default=given[0] if given else inspect.Parameter.empty))  # fmt: skip
+            return inspect.Signature(params)
         if tag == "code":
             fields = {k: dec(val, memo, depth) for k, val in _dict(body).items() if k in CodeInfo.FIELDS}
             return types.SimpleNamespace(**fields)
@@ -698,6 +719,8 @@ def _callattr(obj, name, args, kwargs):
 
 
 def _getattr(obj, name):
+    if name == "__signature__" and callable(obj) and not hasattr(obj, "__signature__"):
+        return SignatureInfo(inspect.signature(obj))  # what inspect.signature() on the proxy needs
     value = getattr(obj, name)
     if type(value) in _CONTAINER_TAGS:
         return ByRef(value)
