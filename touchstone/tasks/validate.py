@@ -60,6 +60,9 @@ class ValidationConfig(BaseModel):
     cross_backend: bool = True  # one reference run on the other backend when there is one
     threshold: float = Field(default=0.6, ge=0, le=1)  # minimum mutation score
     max_mutants: int = Field(default=40, ge=1)  # all sites up to this many, else a fixed-seed sample
+    # tasks whose tests and code come from a pinned seed project (TRUSTED_PROPOSERS): no proposer wrote the
+    # tests, so adequacy is spot-checked (fewer mutants, two baselines); the run conditions stay the same
+    trusted_max_mutants: int = Field(default=12, ge=1)
     max_budget_share: float = Field(default=0.5, gt=0, le=1)  # slowest reference run / timeout_s
     min_coverage: float = Field(default=1.0, ge=0, le=1)  # share of changed lines the hidden tests must run
     backend: str = "auto"  # what grading uses: Docker when it is up, else bubblewrap
@@ -121,6 +124,7 @@ class _Run:
     def __init__(self, task: Task, cfg: ValidationConfig):
         self.task, self.cfg = task, cfg
         self.backend = conditions.grading_backend(cfg.backend)
+        self.trusted = task.source.proposer in TRUSTED_PROPOSERS
         self.runs: list[RunRecord] = []
         self.warnings: list[str] = []
         self.out: dict[str, Any] = {}
@@ -309,7 +313,8 @@ def _check_leak_probe(v: _Run) -> dict:
 
 
 def _check_baselines(v: _Run) -> dict:
-    cases = adequacy.baselines(v.task, skip=v.out.get("unexercised", set()))
+    values = adequacy.TRUSTED_BASELINES if v.trusted else adequacy.BASELINES
+    cases = adequacy.baselines(v.task, skip=v.out.get("unexercised", set()), values=values)
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(v.run(cond, "baseline", desc, with_reference=True, files={rel: text}, timeout=_probe_timeout(v))
                   for desc, rel, text in cases)
@@ -325,7 +330,7 @@ def _check_baselines(v: _Run) -> dict:
 
 def _check_mutation(v: _Run) -> dict:
     every = adequacy.all_mutants(v.task)
-    picked = adequacy.sample(every, v.cfg.max_mutants)
+    picked = adequacy.sample(every, v.cfg.trusted_max_mutants if v.trusted else v.cfg.max_mutants)
     known = adequacy.guards(v.task)
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(v.run(cond, "mutant", f"{m.operator} at {m.path}:{m.line} ({m.unit})", with_reference=True,
