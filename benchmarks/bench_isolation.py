@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--replays", type=int, default=3)
     args = parser.parse_args()
-    runs = [run_cost(d, args.backend, args.reps) for d in sorted(TASKS.iterdir())]
+    runs = [run_cost(d, args.backend, args.reps) for d in sorted(TASKS.iterdir()) if (d / "reference").is_dir()]
     full = verification_cost(args.backend, args.replays)
     notes = [
         f"backend {args.backend}; run rows: median of {args.reps} graded runs of the task's reference, "
