@@ -102,3 +102,19 @@ def release(rounds: str, out: Path, home: Path | None, redact: bool, license_: s
     click.echo(f"released {sum(summary.rows.values())} runs to {out}: " +
                ", ".join(f"{s}={n}" for s, n in summary.rows.items()) +
                f"; held-out runs excluded: {summary.excluded_heldout}")
+
+
+@data.command("export")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["trl", "openai", "sharegpt"]), required=True)
+@click.option("--dataset", default="sft", show_default=True, type=click.Choice(["sft", "rl", "dpo", "kto"]))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="JSONL file to write")
+def export(directory: Path, fmt: str, dataset: str, out: Path) -> None:
+    """Write a built dataset as JSONL for other tools (TRL, OpenAI fine-tuning, ShareGPT/LLaMA-Factory)."""
+    from touchstone.data.export import ExportError, export_dataset
+
+    try:
+        n = export_dataset(directory, dataset, fmt, out)
+    except ExportError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"wrote {n} {dataset} rows as {fmt} to {out}")
