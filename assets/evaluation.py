@@ -15,6 +15,7 @@ from orchestration.partitions import round_index, rounds_partitions
 from orchestration.resources import (
     EvalConfig, PolicyResource, SandboxResource, StorageResource, VerifierResource,
 )
+from orchestration.storage import read_parquet
 from touchstone.evaluate.schema import RoundMetrics
 
 
@@ -47,7 +48,7 @@ def round_evaluation(
     earlier = _earlier_rounds(store, round_key)
     with publishing(context, storage) as out:
         # Resumable like raw_trajectories: the work dir survives a killed run.
-        rollouts = rollout(load_task_set(heldout_dir), checkpoint_policy(policy, ckpt_path), config.attempts,
+        rollouts = rollout(load_task_set(heldout_dir), checkpoint_policy(policy, store.local_copy(ckpt_path)), config.attempts,
                            store.work_dir("round_evaluation", round_key) / ckpt_hash[:16], policy, sandbox,
                            context.log)
         shutil.copytree(rollouts, out / "rollouts")
@@ -87,7 +88,7 @@ def _earlier_rounds(store, round_key: str) -> list[RoundMetrics]:
     for path in store.root.glob("rounds/*/round_evaluation/metrics.parquet"):
         key = path.parent.parent.name
         if round_index(key) < this:
-            found.append(RoundMetrics.from_flat(pl.read_parquet(str(path)).row(0, named=True)))
+            found.append(RoundMetrics.from_flat(read_parquet(path).row(0, named=True)))
     return sorted(found, key=lambda m: round_index(m.round))
 
 

@@ -48,11 +48,12 @@ def base_model(
     source = trainer.base_checkpoint or str(default_model())
     with publishing(context, storage) as out:
         shutil.copytree(source, out, dirs_exist_ok=True)
+        digest = checkpoint_hash(str(out))  # here: the published copy may be remote
     path = storage.store().asset_dir("base_model")
     return dg.MaterializeResult(
         metadata={
             "path": dg.MetadataValue.path(str(path)),
-            "checkpoint_hash": dg.MetadataValue.text(checkpoint_hash(str(path))),
+            "checkpoint_hash": dg.MetadataValue.text(digest),
             "source": dg.MetadataValue.text(source),
         }
     )

@@ -10,6 +10,7 @@ from assets._publish import publishing, table_metadata
 from assets.sources import seed_dirs
 from orchestration.partitions import round_index, rounds_partitions
 from orchestration.resources import ProposeConfig, SandboxResource, StorageResource
+from orchestration.storage import read_parquet
 
 
 def exclude_heldout(task_set: Path, heldout_set: Path) -> int:
@@ -58,7 +59,7 @@ def proposed_tasks(
         propose_mutation(out, seeds=seed_dirs(storage), n=config.n_tasks, workers=sandbox.workers,
                          cfg=ValidationConfig(backend=sandbox.backend), rng_seed=round_index(round_key))
         excluded = exclude_heldout(out, store.local_dir("heldout_tasks"))
-    index = pl.read_parquet(store.asset_dir("proposed_tasks", round_key) / "index.parquet")
+    index = read_parquet(store.asset_dir("proposed_tasks", round_key) / "index.parquet")
     reasons = index.filter(pl.col("status") == "rejected")["reason"].value_counts().iter_rows()
     return dg.MaterializeResult(
         metadata={

@@ -30,9 +30,19 @@ class StorageResource(dg.ConfigurableResource):
         description="Data root: a local path or an object-store URL (s3://..., gs://...). "
         "Empty: TOUCHSTONE_HOME (default ./.touchstone).",
     )
+    # Object-store credentials: pass dg.EnvVar("AWS_ACCESS_KEY_ID") etc. so the
+    # secret is read at run time and never shown in run config; empty: the
+    # filesystem's own lookup (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... for s3).
+    endpoint_url: str = Field(default="", description="S3-compatible endpoint (empty: AWS_ENDPOINT_URL).")
+    access_key_id: str = Field(default="", description="Access key (use EnvVar; empty: AWS_ACCESS_KEY_ID).")
+    secret_access_key: str = Field(default="", description="Secret key (use EnvVar; empty: AWS_SECRET_ACCESS_KEY).")
 
     def store(self) -> RoundStore:
-        return RoundStore(self.root or paths.home())
+        root = self.root or paths.data_root()
+        if not str(root).startswith(("s3://", "s3a://")):
+            return RoundStore(root)
+        return RoundStore(root, endpoint_url=self.endpoint_url, key=self.access_key_id,
+                          secret=self.secret_access_key)
 
 
 class SandboxResource(dg.ConfigurableResource):

@@ -23,6 +23,7 @@ _COMMANDS = {
     "model": "touchstone.cli.train:model",
     "round": "touchstone.cli.rounds:round_",
     "db": "touchstone.cli.rounds:db",
+    "deploy": "touchstone.cli.deploy:deploy",
 }
 
 

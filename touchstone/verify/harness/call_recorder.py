@@ -237,6 +237,15 @@ def _closure_matches(func, frame):
         c.cell_contents is frame.f_locals.get(n) for c, n in zip(cells, names))  # fmt: skip
 
 
+def _returned_function(frame):
+    """A function an earlier recorded call returned (a closure from a factory)
+    that runs this frame: replayed by calling that result."""
+    for obj, _ in list(_session.handles.values()):
+        if getattr(obj, "__code__", None) is frame.f_code and _closure_matches(obj, frame):
+            return obj
+    return None
+
+
 def _by_code(frame):
     """(module, qualname) of the one function reachable by name that runs this
     frame: a decorator's wrapper shares its code with every function it wraps,
@@ -283,6 +292,9 @@ def _target(frame):
     owner, name = _owner(module, qualname) if "<" not in qualname else (None, "")
     raw = inspect.getattr_static(owner, name, None) if owner is not None else None
     if not _runs(raw, code):
+        made = _returned_function(frame)
+        if made is not None:
+            return {"kind": "op", "name": "__call__"}, None, [made, *pos], kw
         module, qualname = _by_code(frame)  # a decorated function: its wrapper runs
         owner, name = _owner(module, qualname)
         raw = inspect.getattr_static(owner, name)

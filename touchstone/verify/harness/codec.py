@@ -243,7 +243,10 @@ class _Canon:
         if t is dict:
             return ["dict", self.pairs(x, depth, False)]
         if _isinstance(x, type) or _isinstance(x, _FUNCS):
-            return ["ref", _getattr(x, "__module__", "?"), _getattr(x, "__qualname__", "?")]
+            qualname = _getattr(x, "__qualname__", "?")
+            if "<" in qualname:  # a closure or lambda: its name is the solution's choice, its calls are replayed
+                return ["callable"]
+            return ["ref", _getattr(x, "__module__", "?"), qualname]
         name = self.name(t)
         if _isinstance(x, _Enum):
             return ["enum", name, x.name]
