@@ -85,6 +85,13 @@ def trl_args(config_cls, work_dir: Path, overrides: dict[str, Any], **defaults: 
         raise TrainingError(f"{config_cls.__name__}: {exc}") from exc
 
 
+def right_pad(rows: list[torch.Tensor], value: float, width: int | None = None) -> torch.Tensor:
+    """Stack 1-D tensors right-padded with `value` (to `width` when given: the
+    width a TRL collator chose for the batch's ids)."""
+    out = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=value)
+    return out if width is None else torch.nn.functional.pad(out, (0, width - out.shape[1]), value=value)
+
+
 def tensorboard(out: Path) -> TensorBoardCallback:
     return TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(out / LOG_DIR)))
 
