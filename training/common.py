@@ -7,11 +7,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import torch
 import yaml
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from touchstone.data.schema import DPORow, KTORow, RLRow, SFTRow
+from touchstone.data.schema import read_rows as dataset_rows
 from training.model_options import (
     MODEL_KEYS, ModelOptionError, apply_peft, load_kwargs, resolve_base, split_options,
 )
@@ -19,6 +20,9 @@ from training.checkpoint import CheckpointManifest, content_hash, read_manifest,
 from training.progress import ProgressCallback
 
 LOG_DIR = "logs"  # TensorBoard event files, inside the checkpoint, outside its content hash
+
+
+ROW_MODELS = {"sft": SFTRow, "rl": RLRow, "dpo": DPORow, "kto": KTORow}
 
 
 class TrainingError(ValueError):
@@ -48,7 +52,7 @@ def read_rows(data_dir: str | Path, name: str) -> list[dict[str, Any]]:
     path = Path(data_dir) / f"{name}.parquet"
     if not path.is_file():
         raise TrainingError(f"{path}: not found; build it with `touchstone data build`")
-    rows = pl.read_parquet(path).to_dicts()
+    rows = dataset_rows(path, ROW_MODELS[name])
     if not rows:
         raise TrainingError(f"{path}: no rows — nothing verified to train on this round")
     return rows
@@ -92,6 +96,13 @@ def trl_args(config_cls, work_dir: Path, overrides: dict[str, Any], **defaults: 
         return config_cls(**merged)
     except TypeError as exc:
         raise TrainingError(f"{config_cls.__name__}: {exc}") from exc
+
+
+def right_pad(rows: list[torch.Tensor], value: float, width: int | None = None) -> torch.Tensor:
+    """Stack 1-D tensors right-padded with `value` (to `width` when given: the
+    width a TRL collator chose for the batch's ids)."""
+    out = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=value)
+    return out if width is None else torch.nn.functional.pad(out, (0, width - out.shape[1]), value=value)
 
 
 def check_fields(config_cls, fields: dict[str, Any]) -> None:
