@@ -65,6 +65,8 @@ def round_evaluation(
         metrics = round_metrics(attempts, round_key=round_key, checkpoint_hash=ckpt_hash,
                                 k=config.attempts, resamples=config.bootstrap)
         pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")
+        decision = _promotion(metrics, earlier, str(found[0].get("parent_round", "")), config)
+        (out / "promotion.json").write_text(decision.model_dump_json(indent=2) + "\n")
         rounds = [*earlier, metrics]
         plot_rounds(rounds, out / "rounds.png")
         report = markdown_report(rounds, plot_file="rounds.png")
@@ -81,8 +83,21 @@ def round_evaluation(
             "plot_path": dg.MetadataValue.path(str(done / "rounds.png")),
             "report_path": dg.MetadataValue.path(str(done / "report.md")),
             "checkpoint_hash": dg.MetadataValue.text(ckpt_hash),
+            # The promotion gate (check `promotion_gate`): which checkpoint round N+1 starts from.
+            "promoted": dg.MetadataValue.bool(decision.promoted),
+            "next_checkpoint_round": dg.MetadataValue.text(decision.next_round),
+            "next_checkpoint_hash": dg.MetadataValue.text(decision.next_checkpoint_hash or ""),
+            "promotion_reason": dg.MetadataValue.text(decision.reason),
         }
     )
+
+
+def _promotion(metrics: RoundMetrics, earlier: list[RoundMetrics], parent_round: str, config: EvalConfig):
+    """The gate's decision against the checkpoint this round trained from (its evaluation, when it has one)."""
+    from touchstone.evaluate.promotion import decide
+
+    incumbent = next((m for m in earlier if m.round == parent_round), None)
+    return decide(metrics, incumbent, config.promotion_policy())
 
 
 def _earlier_rounds(store, round_key: str) -> list[RoundMetrics]:

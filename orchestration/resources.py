@@ -206,6 +206,25 @@ class RolloutConfig(dg.Config):
 class EvalConfig(dg.Config):
     attempts: int = Field(default=2, description="k: attempts per held-out task (pass@1 and pass@k).")
     bootstrap: int = Field(default=1000, description="Bootstrap resamples for the confidence interval.")
+    promotion_metric: Literal["pass_at_1", "pass_at_k"] = Field(
+        default="pass_at_1", description="Promotion gate: the verified metric a new checkpoint must not lose on."
+    )
+    promotion_rule: Literal["point", "interval"] = Field(
+        default="point", description="point: compare point estimates; interval: better only when the bootstrap "
+        "intervals do not overlap (overlap = tie)."
+    )
+    on_tie: Literal["keep", "promote"] = Field(
+        default="promote", description="On a tie: keep the best-so-far checkpoint, or promote the new one."
+    )
+    max_hack_rate_increase: float = Field(
+        default=0.0, description="A checkpoint whose hack-attempt rate rises by more than this is not promoted."
+    )
+
+    def promotion_policy(self):
+        from touchstone.evaluate.promotion import PromotionPolicy
+
+        return PromotionPolicy(metric=self.promotion_metric, rule=self.promotion_rule, on_tie=self.on_tie,
+                               max_hack_rate_increase=self.max_hack_rate_increase)
 
 
 def default_resources() -> dict[str, object]:

@@ -14,6 +14,19 @@ import click
 from touchstone import paths
 
 
+LOCAL_INSTANCE = """# written by touchstone: a local instance (SQLite under this folder)
+telemetry:
+  enabled: false
+# Rounds are sequential: a backfill of several rounds (from the UI) runs them one after another.
+concurrency:
+  runs:
+    tag_concurrency_limits:
+      - key: dagster/backfill
+        value: {applyLimitPerUniqueValue: true}
+        limit: 1
+"""
+
+
 def _instance():
     """The persistent instance of DAGSTER_HOME (default TOUCHSTONE_HOME/dagster_home)."""
     import dagster as dg
@@ -26,7 +39,7 @@ def _instance():
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
-        config.write_text("# written by touchstone: a local instance (SQLite under this folder)\ntelemetry:\n  enabled: false\n")
+        config.write_text(LOCAL_INSTANCE)
     return dg.DagsterInstance.get()
 
 
@@ -59,7 +72,21 @@ def list_rounds() -> None:
     instance = _instance()
     for key in registered_rounds(instance):
         done = [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)]
-        click.echo(f"{key}  {len(done)}/{len(ROUND_STAGES)}  {' '.join(done)}")
+        click.echo(f"{key}  {len(done)}/{len(ROUND_STAGES)}  {' '.join(done)}{_promotion(instance, key)}")
+
+
+def _promotion(instance, key: str) -> str:
+    """The promotion gate's verdict: which checkpoint the next round starts from."""
+    import dagster as dg
+
+    from orchestration.lineage import latest_metadata
+
+    found = latest_metadata(instance, dg.AssetKey("round_evaluation"), key)
+    if not found or "next_checkpoint_round" not in found[0]:
+        return ""
+    meta = found[0]
+    verdict = "promoted" if meta["promoted"] else "kept " + str(meta["next_checkpoint_round"])
+    return f"  pass@1={meta['pass_at_1']:.3f}  {verdict} -> next round starts from {meta['next_checkpoint_round']}"
 
 
 @round_.command("run")
