@@ -140,6 +140,10 @@ def notes(rows: list[dict]) -> list[str]:
     if floor and bare:
         out.append(f"bwrap alone (one mount namespace, no isolation) costs {floor['median_ms'] - bare['median_ms']:.1f} ms "
                    "over a bare process in this run: the share of the overhead that is the machine, not the sandbox")
+    compared = [r for r in rows if "cost_ms" in r]
+    if compared:
+        out.append("against the baseline checkout, measured right after in the same run: "
+                   + "; ".join(f"{r['backend']} {r['per exec']} {r['cost_ms']:+.1f} ms" for r in compared))
     for r in rows:
         target = TARGETS_MS.get((r["backend"], r.get("measure")))
         if target is not None:

@@ -16,8 +16,9 @@ Run as root, bwrap itself runs as a dedicated unprivileged host user (HOST_UID),
 to which it maps the sandbox user: never host root, whose per-user kernel
 counters a sandbox could otherwise exhaust. That user cannot reach the harness's
 directories (the root filesystem in root's cache, the 0700 workspace directory),
-so the launcher, in a mount namespace of its own, binds each of them under
-STAGE first."""
+so the launcher, in a mount namespace of its own, mounts each of them under
+STAGE first: the read-only ones as overlays, whose host paths then do not show in
+the sandbox's /proc/self/mountinfo (see launcher._stage)."""
 
 from __future__ import annotations
 
@@ -75,8 +76,8 @@ class BwrapSandbox(Sandbox):
                 "the bwrap backend runs as root here but cannot create cgroups under /sys/fs/cgroup, "
                 "so process and memory limits cannot be enforced; run as a normal user or use --backend docker"
             )
-        sources = [self._rootfs, *([self.environment.tree] if self.environment else []), self._workspace,
-                   *(m.host for m in self.mounts)]
+        sources = [(self._rootfs, True), *([(self.environment.tree, True)] if self.environment else []),
+                   (self._workspace, False), *((m.host, m.read_only) for m in self.mounts)]
         try:
             self._launcher = _Launcher(self._cgroup, sources if os.geteuid() == 0 else [])
             self._prefix = self._bwrap_args(unshare_net=not self._launcher.private_net, sources=sources)
@@ -96,8 +97,8 @@ class BwrapSandbox(Sandbox):
                         "cpus: no cgroup, no CPU share (cpu_s comes from rusage and misses orphaned children)"]
         return missing
 
-    def _bwrap_args(self, unshare_net: bool, sources: list[Path]) -> list[str]:
-        staged = iter(f"{STAGE}/{i}" if self._launcher.staged else str(path) for i, path in enumerate(sources))
+    def _bwrap_args(self, unshare_net: bool, sources: list[tuple[Path, bool]]) -> list[str]:
+        staged = iter(f"{STAGE}/{i}" if self._launcher.staged else str(path) for i, (path, _) in enumerate(sources))
         scratch = str(self.limits.scratch_bytes)
         args = [
             self._bwrap, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts",
@@ -235,13 +236,13 @@ os.register_at_fork(after_in_child=_forget_master_after_fork)
 class _Launcher:
     """Harness side of one sandbox's launcher (protocol in launcher.py)."""
 
-    def __init__(self, cgroup: Cgroup | None, sources: list[Path]):
-        """`sources`: host paths to bind under STAGE (root only; empty: none)."""
+    def __init__(self, cgroup: Cgroup | None, sources: list[tuple[Path, bool]]):
+        """`sources`: (host path, read-only) to mount under STAGE (root only; empty: none)."""
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             once, per_exec = cgroup.procs_files() if cgroup else ([], [])
             _Master.fork_launcher(theirs, {"procs": [str(p) for p in once], "exec_procs": [str(p) for p in per_exec],
-                                           "sources": [str(p) for p in sources]})
+                                           "sources": [[str(p), ro] for p, ro in sources]})
         finally:
             theirs.close()
         ready = self._receive(timeout=30)

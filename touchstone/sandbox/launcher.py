@@ -12,8 +12,8 @@ the per-sandbox launchers.
 Run as `python -I -S launcher.py MASTER_SOCKET_FD`. All sockets are SOCK_SEQPACKET
 carrying `marshal`led dicts (marshal is built in: no import time).
 Master socket:
-  harness  -> {"procs": [cgroup.procs files], "exec_procs": [...], "sources": [host paths to
-              bind at STAGE/0, STAGE/1...]} + fd (the new sandbox's socket)
+  harness  -> {"procs": [cgroup.procs files], "exec_procs": [...], "sources": [[host path,
+              read-only], ...] to mount at STAGE/0, STAGE/1...} + fd (the new sandbox's socket)
 Sandbox socket (served by the forked launcher):
   launcher -> {"pid": N, "private_net": bool}              once, when ready (or {"error": text})
   harness  -> {"argv": [...], "rlimits": [[res, n]...], "uid": N or None} + fds (stdout, stderr, info, ...)
@@ -36,7 +36,7 @@ import sys
 _PR_SET_PDEATHSIG = 1
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWNS = 0x00020000
-_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
+_MS_RDONLY, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1, 0x1000, 0x4000, 0x40000
 _STAGE = "/mnt"  # bwrap.STAGE
 _SIOCSIFFLAGS = 0x8914
 _IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
@@ -116,8 +116,10 @@ def _run(libc, sock: socket.socket, request: dict, exec_procs: list, fds: list) 
 
 
 def _stage(libc, sources: list) -> None:
-    """Bind each source directory (or file) at _STAGE/N in a mount namespace of our
-    own, where the unprivileged user bwrap runs as can reach it."""
+    """Mount each source at _STAGE/N in a mount namespace of our own, where the
+    unprivileged user bwrap runs as can reach it. A read-only directory becomes a
+    lower-only overlay (layers named relative to _STAGE): a bind would show its
+    host path in the sandbox's /proc/self/mountinfo, an overlay shows `lowerdir=sN:e`."""
     def check(rc: int, what: str) -> None:
         if rc != 0:
             raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
@@ -125,13 +127,22 @@ def _stage(libc, sources: list) -> None:
     check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
     check(libc.mount(b"touchstone-stage", _STAGE.encode(), b"tmpfs", 0, b"mode=0755,size=64k"), "staging tmpfs")
-    for i, source in enumerate(sources):
-        target = f"{_STAGE}/{i}"
+    os.chdir(_STAGE)
+    os.mkdir("e")  # an overlay needs two layers at least: the second is empty
+    for i, (source, read_only) in enumerate(sources):
+        if read_only and os.path.isdir(source):
+            os.mkdir(f"s{i}")
+            check(libc.mount(source.encode(), f"s{i}".encode(), None, _MS_BIND | _MS_REC, None), f"binding {source}")
+            os.mkdir(str(i))
+            check(libc.mount(b"overlay", str(i).encode(), b"overlay", _MS_RDONLY, f"lowerdir=s{i}:e".encode()),
+                  f"overlay of {source}")
+            continue
         if os.path.isdir(source):
-            os.mkdir(target)
+            os.mkdir(str(i))
         else:
-            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
-        check(libc.mount(source.encode(), target.encode(), None, _MS_BIND | _MS_REC, None), f"binding {source}")
+            os.close(os.open(str(i), os.O_CREAT | os.O_WRONLY, 0o644))
+        check(libc.mount(source.encode(), str(i).encode(), None, _MS_BIND | _MS_REC, None), f"binding {source}")
+    os.chdir("/")
 
 
 def _serve(libc, sock: socket.socket, cgroup_procs: list, exec_procs: list, sources: list) -> None:

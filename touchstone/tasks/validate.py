@@ -60,6 +60,9 @@ class ValidationConfig(BaseModel):
     cross_backend: bool = True  # one reference run on the other backend when there is one
     threshold: float = Field(default=0.6, ge=0, le=1)  # minimum mutation score
     max_mutants: int = Field(default=40, ge=1)  # all sites up to this many, else a fixed-seed sample
+    # tasks whose tests and code come from a pinned seed project (TRUSTED_PROPOSERS): no proposer wrote the
+    # tests, so adequacy is spot-checked (fewer mutants, two baselines); the run conditions stay the same
+    trusted_max_mutants: int = Field(default=12, ge=1)
     max_budget_share: float = Field(default=0.5, gt=0, le=1)  # slowest reference run / timeout_s
     min_coverage: float = Field(default=1.0, ge=0, le=1)  # share of changed lines the hidden tests must run
     backend: str = "auto"  # what grading uses: Docker when it is up, else bubblewrap
@@ -121,6 +124,7 @@ class _Run:
     def __init__(self, task: Task, cfg: ValidationConfig):
         self.task, self.cfg = task, cfg
         self.backend = conditions.grading_backend(cfg.backend)
+        self.trusted = task.source.proposer in TRUSTED_PROPOSERS
         self.runs: list[RunRecord] = []
         self.warnings: list[str] = []
         self.out: dict[str, Any] = {}
@@ -231,6 +235,11 @@ def _check_reference(v: _Run) -> dict:
     evidence = {"conditions": [c.label() for c in conds], "touches_nondeterminism": nondet,
                 "results": [f"{r.condition.label()}: {r.passed} passed, {len(r.failed)} failed"
                             + (" (timed out)" if r.timed_out else "") + f", {r.wall_s:.2f}s" for r in runs]}
+    # the other backend only shows whether the tests tell backends apart; a run of it cut off by the
+    # timeout (its container start counts against the budget under load) proves nothing about that
+    slow_other = [r for r in runs if r.timed_out and r.condition.backend != v.backend]
+    v.warnings += [f"reference: {r.condition.label()} timed out (not grading's backend; not counted)" for r in slow_other]
+    runs = [r for r in runs if r not in slow_other]
     timed_out = [r for r in runs if r.timed_out]
     if timed_out:
         raise _Fail("too_slow", f"the reference timed out ({v.task.timeout_s:g}s budget) under "
@@ -309,7 +318,8 @@ def _check_leak_probe(v: _Run) -> dict:
 
 
 def _check_baselines(v: _Run) -> dict:
-    cases = adequacy.baselines(v.task, skip=v.out.get("unexercised", set()))
+    values = adequacy.TRUSTED_BASELINES if v.trusted else adequacy.BASELINES
+    cases = adequacy.baselines(v.task, skip=v.out.get("unexercised", set()), values=values)
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(v.run(cond, "baseline", desc, with_reference=True, files={rel: text}, timeout=_probe_timeout(v))
                   for desc, rel, text in cases)
@@ -325,7 +335,7 @@ def _check_baselines(v: _Run) -> dict:
 
 def _check_mutation(v: _Run) -> dict:
     every = adequacy.all_mutants(v.task)
-    picked = adequacy.sample(every, v.cfg.max_mutants)
+    picked = adequacy.sample(every, v.cfg.trusted_max_mutants if v.trusted else v.cfg.max_mutants)
     known = adequacy.guards(v.task)
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(v.run(cond, "mutant", f"{m.operator} at {m.path}:{m.line} ({m.unit})", with_reference=True,
@@ -454,7 +464,7 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None, start: Any = 
         blocked = _do(v, out, name, lambda fn=fn: fn(v), None) or blocked
     if task.reference_dir is None and not blocked:
         out.reason, out.detail, blocked = "no_reference", "task has no reference/ to validate against", "reference"
-    given = _as_record(start)
+    given = _as_record(start, v.backend)
     blocked = _do(v, out, "start", lambda: _check_start(v, given), blocked)
     for name, fn in SANDBOX:
         blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
@@ -464,11 +474,12 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None, start: Any = 
     return out
 
 
-def _as_record(start: Any) -> RunRecord | None:
-    """A proposer's own run of the starting workspace (grading's run 0) as a record."""
+def _as_record(start: Any, backend: str) -> RunRecord | None:
+    """A proposer's own run of the starting workspace (grading's run 0, on the
+    configured backend) as a record."""
     if start is None or isinstance(start, RunRecord):
         return start
-    return RunRecord(role="start", what="made by the proposer", condition=Condition(run=0, backend="?", grading=True),
+    return RunRecord(role="start", what="made by the proposer", condition=Condition(run=0, backend=backend, grading=True),
                      passed=len(start.passed), failed=dict(start.failed), timed_out=start.timed_out,
                      wall_s=round(start.wall_s, 3))
 
