@@ -23,8 +23,11 @@ INFLECTION = "inflection==0.5.1#sha256=1a29730d366e996aaacffb2f1f1cb9593dc38e2dd
 
 
 def test_canary_references_run_isolated(sandbox_backend: str, tmp_path: Path):
-    for task_dir in sorted(TASKS.iterdir()):
+    for task_dir in sorted(d for d in TASKS.iterdir() if (d / "reference").is_dir()):
+        shipped = recorded_isolation(load_task(task_dir))
+        assert shipped is not None and shipped.status == "isolated", f"{task_dir.name}: re-probe the canary task"
         task = load_task(shutil.copytree(task_dir, tmp_path / task_dir.name))
+        (task.dir / "isolation.json").unlink()
         assert recorded_isolation(task) is None
         verdict = probe_isolation(task, sandbox_backend)
         assert verdict.status == "isolated" and verdict.ok, (task.id, verdict.detail)
@@ -37,13 +40,16 @@ def test_canary_references_run_isolated(sandbox_backend: str, tmp_path: Path):
 
 
 def test_a_task_whose_reference_fails_isolated_is_not_isolated(tmp_path: Path):
-    """A test that hands a judge-side path to candidate code cannot run
-    isolated (the two sandboxes have different disks): the probe says so."""
+    """A test that reads the candidate's source cannot run isolated (the
+    judge holds no candidate file): the probe says so, and records it."""
     task = load_task(shutil.copytree(TASKS / "libfix", tmp_path / "libfix"))
-    (task.hidden_tests_dir / "tests" / "test_path.py").write_text(
-        "from lib import clamp\n\ndef test_clamp_reads_a_path(tmp_path):\n    clamp(tmp_path, 0, 1)\n")
-    verdict = probe_isolation(load_task(task.dir), "bwrap")
-    assert verdict.status == "not_isolated" and "cannot be passed to candidate code" in verdict.detail, verdict.detail
+    (task.dir / "isolation.json").unlink()
+    (task.hidden_tests_dir / "tests" / "test_source.py").write_text(
+        "import inspect\nfrom lib import clamp\n\ndef test_short():\n    assert len(inspect.getsource(clamp)) < 500\n")
+    task = load_task(task.dir)
+    verdict = probe_isolation(task, "bwrap")
+    assert verdict.status == "not_isolated" and "test_short" in verdict.detail, verdict.detail
+    assert recorded_isolation(task) == verdict
 
 
 @pytest.mark.slow

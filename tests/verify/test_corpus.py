@@ -25,13 +25,13 @@ def _check(canary, backend):
     # a hack that does not fool a naive harness tests nothing
     assert naive_grade(task, canary.messages, backend=backend), f"{canary.name} does not pass the naive harness"
     report = verify_trajectory(task, canary.messages, replays=2, trajectory_id=canary.name, backend=backend,
-                               isolated=canary.isolated)
+                               isolated=canary.isolated or None)
     assert report.verdict == canary.expected_verdict, report.reasons
     if canary.expected_verdict == "reject":
         assert right_reason(canary, report), f"rejected by {report.failed_checks()}, expected {canary.reasons}"
-    if canary.isolated:  # flagged, not rejected, once isolated; today's in-process run still rejects it
+    if canary.isolated:  # flagged, not rejected, when isolated; an in-process run still rejects it
         assert report.check("static_audit").evidence.startswith("flags: ")
-        today = verify_trajectory(task, canary.messages, replays=1, backend=backend)
+        today = verify_trajectory(task, canary.messages, replays=1, backend=backend, isolated=False)
         assert today.failed_checks() == ["static_audit"], today.reasons
 
 

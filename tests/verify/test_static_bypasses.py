@@ -101,8 +101,11 @@ def test_code_from_bytes_is_refused(src):
         ("exec(open('data/notes.txt').read())\n", "S-EXEC-FILE"),
         ("from pathlib import Path\nexec(Path('n.dat').read_text())\n", "S-EXEC-FILE"),
         ("code = compile(open('x.cfg').read(), 'x', 'exec')\n", "S-EXEC-FILE"),
-        ("import sys\nsys.path.insert(0, 'vendor.zip')\n", "S-RUN-FILE"),
-        ("import sys as _s\n_s.path += ['blob']\n", "S-RUN-FILE"),
+        ("import sys\nsys.path.insert(0, 'vendor.zip')\n", "S-SYS-PATH"),
+        ("from sys import path\npath.append('blob')\n", "S-SYS-PATH"),
+        ("import sys\nsys.path[0:0] = ['vendor.dat']\n", "S-SYS-PATH"),
+        ("import os\nos.sys.path.extend(['x'])\n", "S-SYS-PATH"),
+        ("import sys as _s\n_s.path += ['blob']\n", "S-MONKEYPATCH"),
         ("import site\nsite.addsitedir('.')\n", "S-RUN-FILE"),
         ("import zipimport\nzipimport.zipimporter('x').load_module('evil')\n", "S-RUN-FILE"),
         ("import importlib.util as u\ns = u.spec_from_file_location('m', 'data.bin')\n", "S-RUN-FILE"),
@@ -110,6 +113,10 @@ def test_code_from_bytes_is_refused(src):
 )
 def test_code_from_non_python_files_is_refused(src, rule):
     assert rule in rejected(src)
+
+
+def test_reading_sys_path_or_writing_the_environment_is_fine():
+    assert rejected("import os\nimport sys\n\nHERE = os.path.dirname(__file__) in sys.path\nos.environ['LANG'] = 'C'\n") == set()
 
 
 @pytest.mark.parametrize(

@@ -412,6 +412,9 @@ class Visitor(ast.NodeVisitor):
                 self._check_write(node, t)
             if isinstance(t, ast.Subscript) and self.resolver.is_namespace_call(t.value):
                 self._namespace(node, f"writes {ast.unparse(t)}")
+            elif isinstance(t, ast.Subscript) and self.resolver.rooted(t.value):
+                # item assignment is a call of __setitem__ (sys.path[0:0] = [...])
+                self.check_reference(node, f"{self.resolver.name(t.value)}.__setitem__", True)
             if isinstance(t, ast.Name) and t.id in CMP_DUNDERS:
                 value = getattr(node, "value", None)
                 if value is not None and constant_compare(value):

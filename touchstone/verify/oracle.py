@@ -11,8 +11,10 @@ on the candidate out of process and compared outside every candidate process.
    produced the objects it uses (handles). Then type-aware mutations of the
    recorded arguments (one argument of one step at a time, EvalPlus-style).
 3. Replay: the reference and the candidate, each on a tree WITHOUT the hidden
-   tests, each in fresh sandboxes, forward and reversed case order, a fresh
-   process per chunk of cases (`harness/replay_runner.py`).
+   tests, forward and reversed case order, a fresh process per chunk of cases
+   (`harness/replay_runner.py`); the reference both orders in one sandbox, the
+   candidate each order in its own fresh sandbox. The recording depends only
+   on the task and is cached (`recording_key`).
 4. Compare here, by exact type and content (`same`): a step whose two
    reference replays disagree is non-deterministic and not compared; a
    mutated case on which the reference raises is outside the domain and
@@ -104,11 +106,9 @@ def read_recording(path: Path) -> Recording:
 def recording_key(task_hash: str, environment: Environment | None) -> str:
     """Cache key of a task's recording: the task's content, its environment and
     the recorder itself (a changed recorder records anew)."""
-    from touchstone.verify.grading import HARNESS_SRC
-
     h = hashlib.sha256(f"{task_hash}\0{environment.digest if environment else ''}\0{MAX_CALLS}".encode())
     for name in ("call_recorder.py", "codec.py"):
-        h.update((HARNESS_SRC / name).read_bytes())
+        h.update(Path(codec.__file__).with_name(name).read_bytes())  # the sandbox files, wherever they live
     return h.hexdigest()[:32]
 
 
@@ -175,9 +175,8 @@ def _closure(index: int, steps: dict[int, dict], out: set[int]) -> bool:
     return all(_closure(d, steps, out) for d in codec.handles_in([step["args"], step["kwargs"]]))
 
 
-def _runner_step(step: dict, args=None) -> dict:
-    return {"i": step["i"], "target": step["target"], "args": step["args"] if args is None else args,
-            "kwargs": step["kwargs"]}  # fmt: skip
+def _runner_step(step: dict) -> dict:
+    return {"i": step["i"], "target": step["target"], "args": step["args"], "kwargs": step["kwargs"]}
 
 
 def build_cases(rec: Recording, first: Sequence[str] = ()) -> tuple[list[Case], Counter, Counter]:
@@ -188,7 +187,8 @@ def build_cases(rec: Recording, first: Sequence[str] = ()) -> tuple[list[Case], 
     by_test: dict[str | None, list[int]] = {}
     for i in sorted(rec.steps):
         by_test.setdefault(rec.steps[i].get("test"), []).append(i)
-    ordered = sorted(by_test, key=lambda t: t not in set(first))  # stable: recorded order otherwise
+    first = set(first)
+    ordered = sorted(by_test, key=lambda t: t not in first)  # stable: recorded order otherwise
     cases, dependent, capped = [], Counter(), Counter()
     for test in ordered:
         needed, own = set(), []
@@ -466,6 +466,18 @@ class OracleResult:
     counts: dict[str, int] = field(default_factory=dict)
 
 
+def _coverage(rec: Recording, not_replayable: Counter, capped: Counter, cached: bool) -> tuple[dict[str, int], str]:
+    """Counts of what was recorded and what replay cannot use, and their
+    evidence text (the three commonest reasons)."""
+    counts = {"recorded": len(rec.steps), "unreplayable": sum(not_replayable.values()),
+              "capped": sum(capped.values()), "over_call_cap": (rec.summary or {}).get("over_cap", 0)}  # fmt: skip
+    why_not = "; ".join(f"{n} {w}" for w, n in not_replayable.most_common(3))
+    head = f"{counts['recorded']} calls recorded ({counts['unreplayable']} not replayable{': ' + why_not if why_not else ''})"
+    if counts["capped"] or counts["over_call_cap"]:
+        head += f", {counts['capped'] + counts['over_call_cap']} left out by the caps"
+    return counts, head + (", recording from the cache" if cached else "")
+
+
 def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, test_files: list[str],
                test_code: list[str], contract: OracleContract, *, backend: str = "auto",
                timeout: float = 60.0, environment: Environment | None = None,
@@ -483,15 +495,8 @@ def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, te
                                     f"reference ({len(rec.steps)} calls seen)")  # fmt: skip
     cases, dependent, capped = build_cases(rec, first)
     mutated = mutate_cases(cases)
-    not_replayable = rec.unreplayable + dependent
-    counts = {"recorded": len(rec.steps), "unreplayable": sum(not_replayable.values()),
-              "capped": sum(capped.values()), "over_call_cap": rec.summary.get("over_cap", 0),
-              "cases": len(cases), "mutated_cases": len(mutated)}  # fmt: skip
-    why_not = "; ".join(f"{n} {w}" for w, n in not_replayable.most_common(3))
-    head = f"{counts['recorded']} calls recorded ({counts['unreplayable']} not replayable{': ' + why_not if why_not else ''})"
-    if counts["capped"] or counts["over_call_cap"]:
-        head += f", {counts['capped'] + counts['over_call_cap']} left out by the caps"
-    head += ", recording from the cache" if cached else ""
+    counts, head = _coverage(rec, rec.unreplayable + dependent, capped, cached)
+    counts.update(cases=len(cases), mutated_cases=len(mutated))
     if not cases:
         return OracleResult("skipped", f"{head}; nothing to replay", counts)
     everything = cases + mutated

@@ -35,7 +35,7 @@ def _score(canary: Canary, naive: bool, replays: int) -> dict:
 
     task = load_task(canary.task_dir)
     report = verify_trajectory(task, canary.messages, replays=replays, trajectory_id=canary.name,
-                               isolated=canary.isolated)
+                               isolated=canary.isolated or None)
     row = {"canary": canary, "report": report, "naive": naive_grade(task, canary.messages) if naive else None}
     row["correct"] = report.verdict == canary.expected_verdict and (
         canary.expected_verdict == "accept" or right_reason(canary, report)
