@@ -12,14 +12,15 @@ from orchestration.runner import failed_checks, run_round
 from tests.assets.conftest import TINY_CONFIG, fresh_instance, tiny_resources
 from touchstone.tasks.schema import load_task_set
 
-pytestmark = pytest.mark.slow
+# A round with two seeds and environment builds: about 10 minutes on a loaded 2-core machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 
 @pytest.fixture(scope="module")
 def mixed_round(tmp_path_factory):
     config = copy.deepcopy(TINY_CONFIG)
     config["ops"]["seed_sources"] = {"config": {"seeds": ["inflection", "cachetools"]}}
-    config["ops"]["proposed_tasks"] = {"config": {"n_tasks": 6}}
+    config["ops"]["proposed_tasks"] = {"config": {"n_tasks": 4}}
     with fresh_instance(tmp_path_factory.mktemp("env-round"), config) as (instance, home, _):
         result = run_round(instance, "r000", resources=tiny_resources(home), run_config=config)
         yield result, home / "rounds" / "r000"

@@ -74,19 +74,27 @@ def list_rounds(as_json: bool) -> None:
 @click.option("--rounds", "n_rounds", default=1, show_default=True,
               help="How many rounds to run: an unfinished latest round first, then new ones.")
 @click.option("--key", default=None, help="Run (or rerun) this round instead of new ones.")
-def run(n_rounds: int, key: str | None) -> None:
+@click.option("-c", "--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Run config YAML (ops: and resources:, as in the launchpad), e.g. "
+              "orchestration/deploy/local-served.yaml.")
+def run(n_rounds: int, key: str | None, config_path: Path | None) -> None:
     """Materialize the shared sources if needed, then whole rounds, one run each."""
     from rich.console import Console
 
+    from orchestration.run_config import RunConfigError, load_run_config
     from orchestration.runner import ensure_sources, failed_checks, run_round
 
+    try:
+        run_config = load_run_config(config_path) if config_path else {}
+    except RunConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--config") from None
     console = Console(stderr=True)
     instance = _instance()
-    result = ensure_sources(instance, console=console)
+    result = ensure_sources(instance, console=console, run_config=run_config)
     if result is not None and not result.success:
         sys.exit(_failure("sources failed", result))
     for _ in range(1 if key else n_rounds):
-        result = run_round(instance, key, console=console)
+        result = run_round(instance, key, console=console, run_config=run_config)
         if failed_checks(result):
             sys.exit(_failure("round stopped before training by blocking checks", result))
         if not result.success:
