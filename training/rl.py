@@ -151,7 +151,7 @@ class PGTrainer(Trainer):
 def train_rl(data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
              config: str | Path | dict | None = None) -> CheckpointManifest:
     out = Path(out)
-    model, tokenizer = load_base(base)
+    model, tokenizer = load_base(base, config)
     with tempfile.TemporaryDirectory(prefix="touchstone-rl-") as work:
         args = trl_args(PGConfig, Path(work), load_overrides(config), learning_rate=1e-4, remove_unused_columns=False)
         dataset, too_long = build_dataset(read_rows(data_dir, "rl"), tokenizer, args)

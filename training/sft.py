@@ -129,7 +129,7 @@ class WeightedSFTTrainer(SFTTrainer):
 def build_trainer(data_dir: str | Path, base: str | Path, work_dir: Path, out: Path,
                   config: str | Path | dict | None = None) -> tuple[WeightedSFTTrainer, int]:
     """The trainer, and how many rows were cut to max_length."""
-    model, tokenizer = load_base(base)
+    model, tokenizer = load_base(base, config)
     args = trl_args(SFTConfig, work_dir, load_overrides(config), max_length=4096, remove_unused_columns=False)
     dataset, truncated = tokenize_dataset(read_rows(data_dir, "sft"), tokenizer, args.max_length)
     trainer = WeightedSFTTrainer(
