@@ -12,6 +12,7 @@ from assets._publish import publishing
 from assets.trajectories import checkpoint_policy, rollout
 from orchestration.lineage import latest_metadata
 from orchestration.partitions import round_index, rounds_partitions
+from orchestration.policy_server import PolicyServerResource
 from orchestration.resources import (
     EvalConfig, PolicyResource, SandboxResource, StorageResource, VerifierResource,
 )
@@ -33,6 +34,7 @@ def round_evaluation(
     sandbox: SandboxResource,
     policy: PolicyResource,
     verifier: VerifierResource,
+    server: PolicyServerResource,
 ) -> dg.MaterializeResult:
     """pass@1 / pass@k (bootstrap 95%), hack-attempt rate, turns, tokens, exit reasons."""
     from touchstone.evaluate import attempts_table, markdown_report, plot_rounds, round_metrics
@@ -46,11 +48,13 @@ def round_evaluation(
     ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
     heldout_dir = store.local_dir("heldout_tasks")
     earlier = _earlier_rounds(store, round_key)
+    ckpt = store.local_copy(ckpt_path)
+    # Resumable like raw_trajectories: the work dir survives a killed run.
+    work = store.work_dir("round_evaluation", round_key) / ckpt_hash[:16]
     with publishing(context, storage) as out:
-        # Resumable like raw_trajectories: the work dir survives a killed run.
-        rollouts = rollout(load_task_set(heldout_dir), checkpoint_policy(policy, store.local_copy(ckpt_path)), config.attempts,
-                           store.work_dir("round_evaluation", round_key) / ckpt_hash[:16], policy, sandbox,
-                           context.log)
+        with server.serving(ckpt, ckpt_hash, work, context.log) as served:  # stopped before grading
+            rollouts = rollout(load_task_set(heldout_dir), checkpoint_policy(policy, ckpt, served),
+                               config.attempts, work, policy, sandbox, context.log)
         shutil.copytree(rollouts, out / "rollouts")
         verifier.verify_round(heldout_dir, out / "rollouts", out / "verification", sandbox)
         attempts = attempts_table(

@@ -1,6 +1,7 @@
 """raw_trajectories: the round's policy (and, on the CPU default, the teacher)
 attempts every proposed task in the sandbox."""
 
+import contextlib
 import shutil
 from pathlib import Path
 
@@ -10,25 +11,32 @@ import polars as pl
 from assets._publish import publishing, table_metadata
 from orchestration.lineage import lineage_metadata, starting_checkpoint
 from orchestration.partitions import round_index, rounds_partitions
+from orchestration.policy_server import PolicyServerResource
 from orchestration.resources import PolicyResource, RolloutConfig, SandboxResource, StorageResource
 
 
-def checkpoint_policy(policy: PolicyResource, checkpoint_path: str) -> str:
-    """The spec that runs the given weights: `hf:PATH` under `auto`, else the
-    configured spec with `{checkpoint}` replaced by the path (e.g.
-    `openai:http://vllm:8000/v1#{checkpoint}` for a server that loads models by path)."""
+def checkpoint_policy(policy: PolicyResource, checkpoint_path: str, served: str | None = None) -> str:
+    """The spec that runs the given weights: under `auto` the policy server's
+    `openai:URL#HASH` when one serves them, else `hf:PATH`; an explicit spec
+    with `{checkpoint}` replaced by the path."""
     if policy.spec == "auto":
-        return f"hf:{checkpoint_path}"
+        return served or f"hf:{checkpoint_path}"
     return policy.spec.replace("{checkpoint}", checkpoint_path)
 
 
-def round_policies(policy: PolicyResource, round_key: str, checkpoint_path: str, attempts: int) -> dict[str, int]:
+def uses_checkpoint(policy: PolicyResource, round_key: str) -> bool:
+    """Whether the round's rollouts run the starting checkpoint (not only the teacher)."""
+    return policy.spec != "teacher" and not (policy.spec == "auto" and round_index(round_key) == 0)
+
+
+def round_policies(policy: PolicyResource, round_key: str, checkpoint_path: str, attempts: int,
+                   served: str | None = None) -> dict[str, int]:
     """Policy spec -> attempts per task. Under `auto` round 0 runs the teacher;
-    later rounds run the starting checkpoint plus `teacher_attempts` teacher
-    attempts per task."""
-    if policy.spec == "auto" and round_index(round_key) == 0:
+    later rounds run the starting checkpoint (`served`, when a server runs it)
+    plus `teacher_attempts` teacher attempts per task."""
+    if not uses_checkpoint(policy, round_key):
         return {"teacher": attempts}
-    specs = {checkpoint_policy(policy, checkpoint_path): attempts}
+    specs = {checkpoint_policy(policy, checkpoint_path, served): attempts}
     if policy.teacher_attempts and "teacher" not in specs:
         specs["teacher"] = policy.teacher_attempts
     return specs
@@ -54,19 +62,24 @@ def raw_trajectories(
     storage: StorageResource,
     sandbox: SandboxResource,
     policy: PolicyResource,
+    server: PolicyServerResource,
 ) -> dg.MaterializeResult:
-    """Trajectories of this round: round N runs round N-1's checkpoint (round 0: teacher)."""
+    """Trajectories of this round: round N runs round N-1's checkpoint (round 0: teacher),
+    through the policy server when one is configured."""
     from touchstone.tasks import load_task_set
 
     store = storage.store()
     round_key = context.partition_key
     start = starting_checkpoint(context.instance, round_key)
     tasks = load_task_set(store.local_dir("proposed_tasks", round_key))
-    specs = round_policies(policy, round_key, store.local_copy(start.path), config.attempts)
+    ckpt = store.local_copy(start.path)
     # Rollouts resume from the work dir: a killed run redoes only unfinished attempts.
     # Keyed by the starting weights, so a resume never reuses another checkpoint's runs.
     work = store.work_dir("raw_trajectories", round_key) / start.checkpoint_hash[:16]
-    with publishing(context, storage) as out:
+    serve = server.serving(ckpt, start.checkpoint_hash, work, context.log) if uses_checkpoint(policy, round_key) \
+        else contextlib.nullcontext()
+    with serve as served, publishing(context, storage) as out:
+        specs = round_policies(policy, round_key, ckpt, config.attempts, served)
         parts = [rollout(tasks, spec, attempts, work / spec.split(":")[0], policy, sandbox, context.log)
                  for spec, attempts in specs.items()]
         for part in parts:
