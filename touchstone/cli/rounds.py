@@ -5,6 +5,7 @@ Dagster is imported inside the commands: the domain library never needs it."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -61,7 +62,8 @@ def new(key: str | None) -> None:
 
 
 @round_.command("list")
-def list_rounds() -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the rounds as a JSON list")
+def list_rounds(as_json: bool) -> None:
     """Registered rounds and which of their stages are materialized."""
     import dagster as dg
 
@@ -70,23 +72,32 @@ def list_rounds() -> None:
     from orchestration.runner import ROUND_STAGES
 
     instance = _instance()
-    for key in registered_rounds(instance):
-        done = [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)]
-        click.echo(f"{key}  {len(done)}/{len(ROUND_STAGES)}  {' '.join(done)}{_promotion(instance, key)}")
+    rounds = [{"round": key, "materialized": [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)],
+               **_promotion(instance, key)}
+              for key in registered_rounds(instance)]
+    if as_json:
+        click.echo(json.dumps(rounds, indent=2))
+        return
+    if not rounds:
+        click.echo("no rounds yet: `touchstone round run --rounds 1` (or `touchstone round new`) starts one")
+    for r in rounds:
+        gate = ""
+        if "next_checkpoint_round" in r:
+            verdict = "promoted" if r["promoted"] else f"not promoted (keeps {r['next_checkpoint_round']})"
+            gate = f"  pass@1={r['pass_at_1']:.3f} {verdict} -> next round starts from {r['next_checkpoint_round']}"
+        click.echo(f"{r['round']}  {len(r['materialized'])}/{len(ROUND_STAGES)}  {' '.join(r['materialized'])}{gate}")
 
 
-def _promotion(instance, key: str) -> str:
-    """The promotion gate's verdict: which checkpoint the next round starts from."""
+def _promotion(instance, key: str) -> dict:
+    """The promotion gate's verdict (round_evaluation metadata): which checkpoint the next round starts from."""
     import dagster as dg
 
     from orchestration.lineage import latest_metadata
 
     found = latest_metadata(instance, dg.AssetKey("round_evaluation"), key)
     if not found or "next_checkpoint_round" not in found[0]:
-        return ""
-    meta = found[0]
-    verdict = "promoted" if meta["promoted"] else "kept " + str(meta["next_checkpoint_round"])
-    return f"  pass@1={meta['pass_at_1']:.3f}  {verdict} -> next round starts from {meta['next_checkpoint_round']}"
+        return {}
+    return {k: found[0][k] for k in ("pass_at_1", "promoted", "next_checkpoint_round", "next_checkpoint_hash")}
 
 
 @round_.command("run")
