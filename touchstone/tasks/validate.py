@@ -393,7 +393,7 @@ def _check_isolation(v: _Run) -> tuple[Status, dict]:
         what = ("the isolation probe errored, so whether the tests run isolated is undecided"
                 if evidence["status"] == "error" else f"the isolation probe failed ({evidence['status']})")
         raise _Fail("isolation_fails", f"{what}: {evidence['detail'][:300] or 'no detail'}",
-                    **evidence)
+                    status=evidence["status"], probe_detail=evidence["detail"])  # `detail` is _Fail's own
     return "pass", evidence
 
 
