@@ -16,6 +16,7 @@ from orchestration.deploy.stack import (
     Stack,
     _graphql,
     host_instance,
+    prune_run,
 )
 from orchestration.lineage import latest_metadata, unfinished_round
 from orchestration.partitions import register_round
@@ -114,4 +115,6 @@ def _one(stack, instance, job, stages, key, run_config, timeout_s, log) -> RunOu
     config = {**QUIET, **_run_config_for(stages, run_config)}
     tags = {"dagster/partition": key} if key else {}
     run_id = submit(stack, job, config, tags)
-    return wait(instance, run_id, timeout_s, log)
+    outcome = wait(instance, run_id, timeout_s, log)
+    prune_run(stack, run_id)
+    return outcome

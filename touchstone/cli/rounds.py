@@ -5,6 +5,7 @@ Dagster is imported inside the commands: the domain library never needs it."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -48,7 +49,8 @@ def new(key: str | None) -> None:
 
 
 @round_.command("list")
-def list_rounds() -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the rounds as a JSON list")
+def list_rounds(as_json: bool) -> None:
     """Registered rounds and which of their stages are materialized."""
     import dagster as dg
 
@@ -57,9 +59,15 @@ def list_rounds() -> None:
     from orchestration.runner import ROUND_STAGES
 
     instance = _instance()
-    for key in registered_rounds(instance):
-        done = [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)]
-        click.echo(f"{key}  {len(done)}/{len(ROUND_STAGES)}  {' '.join(done)}")
+    rounds = [{"round": key, "materialized": [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)]}
+              for key in registered_rounds(instance)]
+    if as_json:
+        click.echo(json.dumps(rounds, indent=2))
+        return
+    if not rounds:
+        click.echo("no rounds yet: `touchstone round run --rounds 1` (or `touchstone round new`) starts one")
+    for r in rounds:
+        click.echo(f"{r['round']}  {len(r['materialized'])}/{len(ROUND_STAGES)}  {' '.join(r['materialized'])}")
 
 
 @round_.command("run")
