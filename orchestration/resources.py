@@ -110,10 +110,13 @@ class VerifierResource(dg.ConfigurableResource):
 
     def verify_canaries(self, out: Path, sandbox: SandboxResource, seed: str) -> Path:
         """Grade a sample of the labeled corpus: OUT/canaries.parquet (label, expected, verdict)."""
-        from orchestration.canaries import pick_canaries, verify_canaries
+        from orchestration.canaries import graded_isolated, pick_canaries, verify_canaries
         from touchstone.verify.canaries import load_canaries
 
-        chosen = pick_canaries(load_canaries(), self.canaries, self.canary_names, seed)
+        # the verifier runs isolated by default: isolated-run canaries are drawn
+        # when their task is graded isolated, as the round's trajectories are
+        corpus = [c for c in load_canaries() if not c.isolated or graded_isolated(c)]
+        chosen = pick_canaries(corpus, self.canaries, self.canary_names, seed, isolated=True)
         return verify_canaries(out / "canaries.parquet", chosen, replays=self.replays, backend=sandbox.backend,
                                allow_rules=set(self.allow_rules))
 

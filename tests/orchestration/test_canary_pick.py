@@ -16,3 +16,20 @@ def test_isolated_run_canaries_are_drawn_only_for_isolated_rounds():
     few = pick_canaries(corpus, 6, [], "r002")
     assert [c.name for c in few] == [c.name for c in pick_canaries(corpus, 6, [], "r002")]
     assert sum(c.expected_verdict == "accept" for c in few) == 3
+
+
+def test_a_canary_is_drawn_as_isolated_only_when_its_task_is_graded_isolated(tmp_path):
+    import shutil
+
+    from orchestration.canaries import graded_isolated
+    from touchstone.harness.isolation import IsolationVerdict, record_isolation
+    from touchstone.tasks import load_task
+
+    corpus = load_canaries()
+    assert all(graded_isolated(c) for c in corpus if c.isolated)  # as the round's verifier grades them
+    canary = next(c for c in corpus if c.isolated)
+    copy = tmp_path / canary.task_dir.name
+    shutil.copytree(canary.task_dir, copy)
+    task = load_task(copy)
+    record_isolation(task, IsolationVerdict(status="not_isolated", detail="d", task_hash=task.content_hash, backend="-"))
+    assert not graded_isolated(canary._replace(task_dir=copy))
