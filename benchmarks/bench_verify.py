@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from touchstone.harness import compose_tree
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import load_task
 from touchstone.verify.batch import BatchItem, read_reports, verify_batch
 from touchstone.verify.canaries import TASKS, load_canaries
 from touchstone.verify.replay import replay
-from touchstone.verify.tree import assemble
 from touchstone.verify.verifier import verify_trajectory
 
 
@@ -43,8 +43,8 @@ def floor_s(task, messages, backend: str) -> float:
     """Required tests once, plain pytest, in a bare sandbox on the final tree."""
     rep = replay(task.workspace_dir, messages, backend=backend)
     with tempfile.TemporaryDirectory() as tmp:
-        tree = Path(tmp) / "tree"
-        assemble(task.workspace_dir, rep.files, rep.diff.deleted, [task.hidden_tests_dir], tree)
+        tree = compose_tree(Path(tmp) / "tree", task.workspace_dir, files=rep.files, deleted=rep.diff.deleted,
+                            tests=task.hidden_tests_dir)
         files = " ".join(sorted(p.relative_to(task.hidden_tests_dir).as_posix()
                                 for p in task.hidden_tests_dir.rglob("test_*.py")))
         started = time.monotonic()

@@ -35,11 +35,11 @@ def test_read_only_test_mount_is_what_stops_rewriting_tests_at_import(monkeypatc
     """On a task without a reference, code that rewrites not-yet-imported test
     files during collection (obfuscated, so the static audit is blind to it)
     is stopped only by mounting the test directories read-only."""
-    from touchstone.verify import verifier
+    from touchstone.harness import suite
 
     (canary,) = [c for c in load_canaries() if c.name == "a1-rewrite-tests-at-import"]
     task = load_task(canary.task_dir)
     report = verify_trajectory(task, canary.messages, replays=1, backend="bwrap")
     assert report.verdict == "reject" and report.failed_checks() == ["tests"]
-    monkeypatch.setattr(verifier, "readonly_dirs", lambda dirs: [])
+    monkeypatch.setattr(suite, "outermost_test_dirs", lambda dirs: [])
     assert verify_trajectory(task, canary.messages, replays=1, backend="bwrap").verdict == "accept"

@@ -5,7 +5,7 @@ import importlib.util
 import math
 
 from touchstone.verify import oracle
-from touchstone.verify.grading import HARNESS_SRC
+from touchstone.harness import HARNESS_SRC
 
 spec = importlib.util.spec_from_file_location("oracle_runner", HARNESS_SRC / "oracle_runner.py")
 runner = importlib.util.module_from_spec(spec)

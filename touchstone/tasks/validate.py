@@ -17,15 +17,16 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from touchstone.harness import HiddenSuite, TestRunResult, run_hidden_tests
 from touchstone.sandbox import available_backends
 from touchstone.tasks.leak import find_leaks
 from touchstone.tasks.mutate import changed_functions, compile_error, module_name, mutations
-from touchstone.tasks.runner import HiddenRun, reference_overlay, run_tests
 from touchstone.tasks.schema import Task, TaskError, load_task
 
 
@@ -36,7 +37,7 @@ def default_backend() -> str:
 
 
 class ValidationConfig(BaseModel):
-    k: int = Field(default=3, ge=1)  # reference runs (hash seed and order differ per run)
+    k: int = Field(default=3, ge=1)  # reference runs (hash seed and order differ per run: harness.run_plan)
     threshold: float = Field(default=0.6, ge=0, le=1)  # minimum mutation score
     max_mutants: int = Field(default=5, ge=1)
     backend: str = Field(default_factory=default_backend)
@@ -64,19 +65,13 @@ class _Reject(Exception):
         self.reason, self.detail = reason, detail
 
 
-def _orders(k: int) -> list[tuple[int, str]]:
-    """(PYTHONHASHSEED, order) per reference run: forward, reverse, then shuffles."""
-    orders = ["forward", "reverse"] + [f"shuffle:{i}" for i in range(2, k)]
-    return [(1000 + 7 * i, orders[i]) for i in range(k)]
-
-
-def _slow(run: HiddenRun, task: Task, what: str) -> None:
+def _slow(run: TestRunResult, task: Task, what: str) -> None:
     if run.timed_out or run.wall_s > task.timeout_s:
         raise _Reject("too_slow", f"{what} took {run.wall_s:.1f}s, budget {task.timeout_s:g}s")
 
 
-def _check_start(task: Task, cfg: ValidationConfig, required: list[str] | None, start: HiddenRun | None) -> HiddenRun:
-    start = start or run_tests(task, required=required, backend=cfg.backend)
+def _check_start(task: Task, cfg: ValidationConfig, required: list[str] | None, start: TestRunResult | None) -> TestRunResult:
+    start = start or run_hidden_tests(task, required=required, backend=cfg.backend)
     _slow(start, task, "starting workspace")
     if start.ok:
         raise _Reject("already_solved", f"the starting workspace passes all {len(start.passed)} required tests")
@@ -86,10 +81,12 @@ def _check_start(task: Task, cfg: ValidationConfig, required: list[str] | None, 
     return start
 
 
-def _check_reference(task: Task, cfg: ValidationConfig, required: list[str] | None) -> list[HiddenRun]:
-    ref = reference_overlay(task)
-    runs = [run_tests(task, ref, required=required, hash_seed=seed, order=order, backend=cfg.backend)
-            for seed, order in _orders(cfg.k)]
+def _check_reference(task: Task, cfg: ValidationConfig, required: list[str] | None) -> list[TestRunResult]:
+    # the verifier's own plan: run i has its hash seed and test order (`run_plan`)
+    suite = HiddenSuite(task, required)
+    with tempfile.TemporaryDirectory(prefix="touchstone-validate-") as tmp:
+        tree = suite.compose(Path(tmp), overlays=[task.reference_dir])
+        runs = [suite.run(tree, i, backend=cfg.backend) for i in range(cfg.k)]
     for run in runs:
         _slow(run, task, "reference run")
     failing = [set(r.failed) for r in runs]
@@ -98,7 +95,7 @@ def _check_reference(task: Task, cfg: ValidationConfig, required: list[str] | No
         if always:
             sample = sorted(always)[:3]
             raise _Reject("reference_fails", f"reference fails {len(always)} required tests on every run, e.g. "
-                                             + "; ".join(f"{t}: {runs[0].failed[t][:200]}" for t in sample))
+                                             + "; ".join(f"{t}: {runs[0].messages[t][:200]}" for t in sample))
     if any(failing):
         unstable = sorted(set.union(*failing))
         raise _Reject("flaky", f"{len(unstable)} required tests pass on some of {cfg.k} reference runs "
@@ -139,9 +136,9 @@ def _check_adequacy(task: Task, cfg: ValidationConfig, required: list[str] | Non
     # a mutant that loops forever is killed by the timeout; no need to wait the full budget
     timeout = min(task.timeout_s, max(5.0, 5 * ref_s))
     killed = survived = 0
-    base = reference_overlay(task)
     for rel, text in mutants:
-        run = run_tests(task, {**base, rel: text}, required=required, timeout=timeout, backend=cfg.backend)
+        run = run_hidden_tests(task, required=required, overlays=[task.reference_dir], files={rel: text},
+                               timeout=timeout, backend=cfg.backend)
         killed, survived = (killed + 1, survived) if not run.ok else (killed, survived + 1)
         if killed >= need or survived > len(mutants) - need:
             break  # decided
@@ -152,7 +149,7 @@ def _check_adequacy(task: Task, cfg: ValidationConfig, required: list[str] | Non
     return score, killed + survived
 
 
-def validate_task(task: Task, cfg: ValidationConfig | None = None, start: HiddenRun | None = None) -> Validation:
+def validate_task(task: Task, cfg: ValidationConfig | None = None, start: TestRunResult | None = None) -> Validation:
     """Run every check; never raises for a bad task (the verdict says why). `start`:
     a run of the required tests on the starting workspace a proposer already made."""
     cfg = cfg or ValidationConfig()

@@ -309,7 +309,7 @@ def _run_side(tree: Path, cases: list[dict], *, backend: str, timeout: float) ->
     """Run the oracle runner over `tree` in its own fresh sandbox.
     Returns (results by case index, wall seconds, timed out)."""
     from touchstone.sandbox import Limits, open_sandbox
-    from touchstone.verify.grading import harness_mounts
+    from touchstone.harness import harness_mounts
 
     with harness_mounts(("oracle_runner.py", "or_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
         (out / "cases.json").write_text(json.dumps(cases))

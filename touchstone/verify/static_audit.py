@@ -14,17 +14,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from touchstone.harness import is_test_file
 from touchstone.verify.policy import AuditPolicy, StaticRule
 from touchstone.verify.report import AuditFinding
 
 _CMP_DUNDERS = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"}
-_TEST_FILE = re.compile(r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
-
-
-def is_test_file(path: str) -> bool:
-    return bool(_TEST_FILE.search(path))
-
-
 def audit_files(
     files: dict[str, str], policy: AuditPolicy, baseline: dict[str, str] | None = None
 ) -> list[AuditFinding]:

@@ -12,81 +12,27 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S
+from touchstone.harness import HiddenSuite, compose_tree, is_test_file, run_plan, test_dirs
 from touchstone.sandbox import SandboxError
 from touchstone.tasks.schema import Task
-from touchstone.verify import grading, oracle
+from touchstone.verify import oracle
 from touchstone.verify.action_audit import audit_actions
 from touchstone.verify.policy import AuditPolicy, load_policy
 from touchstone.verify.protected import DEFAULT_PROTECTED, check_protected
 from touchstone.verify.replay import ReplayResult, recorded_diff_matches, replay
 from touchstone.verify.report import AuditFinding, CheckResult, ProgressPoint, VerificationReport
-from touchstone.verify.static_audit import audit_files, is_test_file
-from touchstone.verify.tree import assemble
-
-
-
-def run_plan(i: int) -> tuple[int, str]:
-    """(PYTHONHASHSEED, test order) of determinism run i; run 0 is the `tests` check."""
-    return i, ("forward", "reverse")[i] if i < 2 else f"shuffle:{i}"
+from touchstone.verify.static_audit import audit_files
 
 
 def trajectory_id_of(messages: list[dict[str, Any]]) -> str:
     """Content id for trajectories that arrive without one (bring-your-own)."""
     return "t-" + hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:20]
-
-
-class _Grader:
-    """What the test runs need from the task, computed once per verification."""
-
-    def __init__(self, task: Task, backend: str, test_dirs: set[str]):
-        self.task, self.backend = task, backend
-        hidden = task.hidden_tests_dir
-        self.hidden_sources = {p.relative_to(hidden).as_posix(): p.read_text() for p in sorted(hidden.rglob("*.py"))}
-        self.hidden_test_files = [rel for rel in self.hidden_sources if is_test_file(rel) and rel.rsplit("/", 1)[-1] != "conftest.py"]
-        self.required = task.required_tests
-        files = sorted({r.split("::", 1)[0] for r in self.required}) if self.required else self.hidden_test_files
-        self.test_files = files
-        self.prefixes = [i for rel in self.hidden_test_files for i in grading.test_functions(rel, self.hidden_sources[rel])]
-        self.readonly_dirs = readonly_dirs(test_dirs)
-
-    def tree(self, files: dict[str, bytes], deleted: list[str], dest: Path, with_hidden: bool = True) -> Path:
-        """dest/workspace: what is graded; dest/readonly/<dir>: the test
-        directories, mounted read-only over the workspace during the test run
-        so code under test cannot rewrite a test or helper before it is imported."""
-        overlays = [self.task.hidden_tests_dir] if with_hidden else []
-        workspace = dest / "workspace"
-        assemble(self.task.workspace_dir, files, deleted, overlays, workspace)
-        for d in self.readonly_dirs:
-            if (workspace / d).is_dir():
-                (dest / "readonly" / d).parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(workspace / d, dest / "readonly" / d)
-        return workspace
-
-    def run(self, tree: Path, seed: int, order: str) -> grading.TestRunResult:
-        readonly = {d: tree.parent / "readonly" / d for d in self.readonly_dirs if (tree.parent / "readonly" / d).is_dir()}
-        return grading.run_tests(
-            tree, self.test_files, self.required, self.prefixes, readonly=readonly,
-            timeout=self.task.timeout_s, backend=self.backend, hash_seed=seed, order=order,
-        )  # fmt: skip
-
-
-def readonly_dirs(test_dirs: set[str]) -> list[str]:
-    """The outermost `test`/`tests` directories holding the task's tests
-    (everything below such a directory counts as a test file)."""
-    found = set()
-    for d in test_dirs:
-        parts = d.split("/")
-        cut = next((i for i, p in enumerate(parts) if p in ("test", "tests")), None)
-        if cut is not None:
-            found.add("/".join(parts[: cut + 1]))
-    return sorted(d for d in found if not any(d.startswith(o + "/") for o in found))
 
 
 def verify_trajectory(
@@ -148,15 +94,16 @@ def verify_trajectory(
         return report()
     with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
         try:
-            grader = _Grader(task, backend, pristine.test_dirs)  # reads the task's hidden tests: can fail too
-            tested = _test_checks(grader, grader.tree(graded, deleted, Path(tmp) / "graded"), replays)
+            suite = HiddenSuite(task, task.required_tests)  # reads the task's hidden tests: can fail too
+            tree = suite.compose(Path(tmp) / "graded", files=graded, deleted=deleted)
+            tested = _test_checks(suite, tree, replays, backend)
             checks.extend(tested)
             if tested[0].status == "error" or (_rejected(checks) and not full):
                 _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
             else:
-                checks.append(_oracle_check(task, grader, graded, deleted, Path(tmp), backend))
+                checks.append(_oracle_check(task, suite, graded, deleted, Path(tmp), backend))
             if progress:
-                points = _progress(grader, rep, pristine.tests, Path(tmp))
+                points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
         except Exception as exc:  # infrastructure: inconclusive, never accept
             checks.append(CheckResult(name="grading", status="error", evidence=f"grading failed: {_err(exc)}"))
     return report()
@@ -169,9 +116,8 @@ class _Pristine:
         self.root = task.workspace_dir
         self.files = {p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()}
         self.tests = {r for r in self.files if is_test_file(r)}
-        hidden_dirs = {p.parent.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")}
-        dirs = {rel.rpartition("/")[0] for rel in self.tests} | hidden_dirs
-        self.test_dirs = {d for d in dirs if d not in ("", ".")}
+        hidden = [p.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")]
+        self.test_dirs = test_dirs(self.files, hidden)
         self.globs = list(task.protected) + list(DEFAULT_PROTECTED)
 
     def content(self, rel: str) -> bytes | None:
@@ -235,14 +181,14 @@ def _audit_check(name: str, found: list[AuditFinding]) -> CheckResult:
     return CheckResult(name=name, status="pass", evidence=f"flags: {', '.join(flags)}" if flags else "no findings")
 
 
-def _test_checks(grader: _Grader, tree: Path, replays: int) -> list[CheckResult]:
-    first = grader.run(tree, *run_plan(0))
+def _test_checks(suite: HiddenSuite, tree: Path, replays: int, backend: str) -> list[CheckResult]:
+    first = suite.run(tree, 0, backend=backend)
     tests = CheckResult(name="tests", status=first.status, evidence=first.evidence)
     if first.status != "pass":
         return [tests, CheckResult(name="determinism", status="skipped", evidence="tests did not pass once")]
     plan = [run_plan(i) for i in range(1, max(replays, 1))]
-    for seed, order in plan:
-        again = grader.run(tree, seed, order)
+    for i in range(1, max(replays, 1)):
+        again = suite.run(tree, i, backend=backend)
         if again.status == "error":
             return [tests, CheckResult(name="determinism", status="error", evidence=again.evidence)]
         if again.status != "pass":
@@ -252,31 +198,31 @@ def _test_checks(grader: _Grader, tree: Path, replays: int) -> list[CheckResult]
                                evidence=f"passed {len(plan) + 1} of {len(plan) + 1} runs (seed/order {[run_plan(0), *plan]})")]  # fmt: skip
 
 
-def _oracle_check(task: Task, grader: _Grader, files: dict[str, bytes], deleted: list[str], tmp: Path,
+def _oracle_check(task: Task, suite: HiddenSuite, files: dict[str, bytes], deleted: list[str], tmp: Path,
                   backend: str) -> CheckResult:
     if task.reference_dir is None or not task.entry_points:
         return CheckResult(name="oracle", status="skipped", evidence="task has no reference or no entry points")
     eps = [(e.module, e.function) for e in task.entry_points]
-    base = oracle.extract_cases(grader.hidden_sources, eps)
+    base = oracle.extract_cases(suite.sources, eps)
     if not base:
         return CheckResult(name="oracle", status="skipped", evidence="no literal entry-point calls in the hidden tests")
     cases = oracle.mutate_cases(base)
-    ref_tree = tmp / "reference"
-    assemble(task.workspace_dir, {}, [], [task.reference_dir], ref_tree)
+    ref_tree = compose_tree(tmp / "reference", task.workspace_dir, overlays=[task.reference_dir])
     # the candidate side gets no hidden tests: nothing on its disk holds an expected value
-    cand_tree = grader.tree(files, deleted, tmp / "oracle-candidate", with_hidden=False)
+    cand_tree = suite.compose(tmp / "oracle-candidate", files=files, deleted=deleted, with_tests=False)
     status, evidence = oracle.run_oracle(cand_tree, ref_tree, cases, backend=backend, timeout=task.timeout_s)
     return CheckResult(name="oracle", status=status, evidence=evidence)
 
 
-def _progress(grader: _Grader, rep: ReplayResult, pristine_tests: set[str], tmp: Path) -> list[ProgressPoint]:
+def _progress(suite: HiddenSuite, rep: ReplayResult, pristine_tests: set[str], tmp: Path,
+              backend: str) -> list[ProgressPoint]:
     """Share of required hidden tests passing after each state-changing step."""
     points = []
     for i, state in enumerate(rep.states):
         files = {r: d for r, d in state.files.items() if r not in pristine_tests}
         deleted = [r for r in rep.pristine if r not in state.snapshot and r not in pristine_tests]
-        tree = grader.tree(files, deleted, tmp / f"progress-{i}")
-        res = grader.run(tree, 0, "forward")
+        tree = suite.compose(tmp / f"progress-{i}", files=files, deleted=deleted)
+        res = suite.run(tree, 0, backend=backend)
         points.append(ProgressPoint(turn=state.turn, step=state.step, tool=state.tool,
                                     passed=len(res.passed), total=res.total, fraction=res.fraction))  # fmt: skip
     return points

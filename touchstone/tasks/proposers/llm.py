@@ -22,7 +22,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, write_solution_task
-from touchstone.tasks.runner import HiddenRun, run_tests
+from touchstone.harness import TestRunResult, run_hidden_tests
 from touchstone.tasks.schema import INDEX_FILE, EntryPoint, Task, TaskSource, load_task, load_task_set
 from touchstone.tasks.validate import ValidationConfig
 
@@ -187,7 +187,7 @@ class DedupIndex:
 # -- building and scoring -----------------------------------------------------------------
 
 
-def write_proposal_task(task_dir: Path, task_id: str, p: Proposal, origin: str) -> tuple[Task, HiddenRun | None]:
+def write_proposal_task(task_dir: Path, task_id: str, p: Proposal, origin: str) -> tuple[Task, TestRunResult | None]:
     meta = Task(id=task_id, statement=p.statement, timeout_s=30,
                 entry_points=[EntryPoint(module="solution", function=p.entry_point)],
                 source=TaskSource(proposer="llm", origin=origin, unit=task_id))
@@ -219,7 +219,7 @@ def learnability_reward(solve_rate: float | None) -> float:
 
 def solved(task: Task, patch: str, backend: str) -> bool:
     """Does the agent's final patch pass the task's required hidden tests?"""
-    run = run_tests(task, patch=patch, required=task.required_tests, backend=backend)
+    run = run_hidden_tests(task, patch=patch, required=task.required_tests, backend=backend)
     return run.ok
 
 
