@@ -24,6 +24,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from touchstone.agent.loop import SYSTEM_PROMPT
 from touchstone.agent.tools import execute_tool_call
+from touchstone.envs.task import task_environment
 from touchstone.data.credit import CreditConfig, outcome_reward
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import Task
@@ -46,7 +47,8 @@ class SandboxEnvironment:
     def reset(self, task_id: str, **_) -> None:
         self._stack.close()
         self.task = self.tasks[task_id]
-        self.sandbox = self._stack.enter_context(open_sandbox(self.task.workspace_dir, backend=self.backend))
+        self.sandbox = self._stack.enter_context(open_sandbox(
+            self.task.workspace_dir, backend=self.backend, environment=task_environment(self.task)))
         self.messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.task.statement}]
         self.reward = None
 

@@ -22,6 +22,8 @@ from touchstone.agent.tools import (
     execute_tool_call,
 )
 from touchstone.agent.trajectory import DiffRecord, StepRecord, Trajectory, TurnRecord, trajectory_id
+from touchstone.envs import EnvError
+from touchstone.envs.task import task_environment
 from touchstone.sandbox import SandboxError, open_sandbox
 from touchstone.tasks.schema import Task
 
@@ -193,13 +195,14 @@ def run_episode(
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     run = _Run(task, policy.episode(seed, max_turns=limits.max_turns), limits)
-    backend_name, digest, diff = backend, None, DiffRecord()
+    backend_name, digest, env_digest, diff = backend, None, None, DiffRecord()
     try:
-        with open_sandbox(task.workspace_dir, backend=backend, action_log=action_log) as sb:
-            backend_name, digest = sb.backend, sb.image_digest
+        environment = task_environment(task)
+        with open_sandbox(task.workspace_dir, backend=backend, action_log=action_log, environment=environment) as sb:
+            backend_name, digest, env_digest = sb.backend, sb.image_digest, sb.environment_digest
             exit_reason = run.play(sb, started)
             diff = _diff_record(sb)
-    except SandboxError as exc:
+    except (SandboxError, EnvError) as exc:
         exit_reason, run.error = "sandbox_error", f"sandbox error: {exc}"
     task_hash = task.content_hash
     return Trajectory(
@@ -212,6 +215,7 @@ def run_episode(
         sampling=policy.sampling.model_copy(update={"seed": seed}),
         backend=backend_name,
         image_digest=digest,
+        environment_digest=env_digest,
         messages=run.messages,
         tools=TOOL_SCHEMAS,
         turns=run.turns,

@@ -108,6 +108,7 @@ class Trajectory(BaseModel):
     sampling: Sampling
     backend: str
     image_digest: str | None = None
+    environment_digest: str | None = None  # the task environment it ran in (None: base)
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     turns: list[TurnRecord] = Field(default_factory=list)
@@ -137,6 +138,7 @@ class Trajectory(BaseModel):
             "seed": s.seed,
             "backend": self.backend,
             "image_digest": self.image_digest,
+            "environment_digest": self.environment_digest,
             "messages": json.dumps(self.messages, ensure_ascii=False),
             "tools": json.dumps(self.tools, ensure_ascii=False),
             "turns": json.dumps([t.model_dump() for t in self.turns]),
@@ -169,6 +171,7 @@ class Trajectory(BaseModel):
                 sampling=Sampling(**{k: row[k] for k in ("temperature", "top_p", "max_tokens", "seed")}),
                 backend=row["backend"],
                 image_digest=row["image_digest"],
+                environment_digest=row.get("environment_digest"),
                 messages=json.loads(row["messages"]),
                 tools=json.loads(row["tools"]),
                 turns=json.loads(row["turns"]),
@@ -333,6 +336,7 @@ _TRAJ_SCHEMA = {
     "seed": pl.Int64,
     "backend": pl.String,
     "image_digest": pl.String,
+    "environment_digest": pl.String,
     "messages": pl.String,
     "tools": pl.String,
     "turns": pl.String,

@@ -11,6 +11,7 @@ import click
 # command name -> "module:attribute" of a click command or group
 _COMMANDS = {
     "sandbox": "touchstone.cli.sandbox:sandbox",
+    "env": "touchstone.cli.env:env",
     "propose": "touchstone.cli.tasks:propose",
     "task": "touchstone.cli.tasks:task",
     "solve": "touchstone.cli.agent:solve",

@@ -38,7 +38,7 @@ class Example(BaseModel):
         return Lineage(
             trajectory_id=t.trajectory_id, task_id=t.task_id, task_hash=t.task_hash, round=self.round,
             policy=t.policy, checkpoint_hash=t.checkpoint_hash, verifier_version=r.verifier_version,
-            report_id=r.report_id,
+            report_id=r.report_id, environment_digest=r.environment_digest or t.environment_digest,
         ).model_dump()
 
 

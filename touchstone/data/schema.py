@@ -34,6 +34,7 @@ class Lineage(BaseModel):
     checkpoint_hash: str | None
     verifier_version: str
     report_id: str
+    environment_digest: str | None = None  # the task environment the run was verified in (None: base)
 
 
 class SFTRow(Lineage):

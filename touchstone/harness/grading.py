@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Iterator
 
 from touchstone.harness.testfiles import TEST_MODULE_PATTERNS
+from touchstone.sandbox.environment import Environment
 
 RESULTS_FILE = "results.jsonl"
 JUNIT_FILE = "junit.xml"
@@ -370,9 +371,11 @@ def run_tests(
     hash_seed: int = 0,
     order: str = "forward",
     readonly: dict[str, Path] | None = None,
+    environment: Environment | None = None,
 ) -> TestRunResult:
     """One harness-controlled pytest run over `tree` in a fresh sandbox.
     `readonly`: workspace dir -> host dir mounted read-only there (the tests).
+    `environment`: the task's built environment (None: base).
     status error = the harness could not get an answer (timeout)."""
     from touchstone.sandbox import Limits, Mount, open_sandbox
 
@@ -381,7 +384,8 @@ def run_tests(
         spec = TestRunSpec(test_files, f"th_{nonce}", h_dir, o_dir, hash_seed=hash_seed, order=order)
         captured = out.parent / "captured-results.jsonl"
         with StreamCapture(out / RESULTS_FILE, captured):
-            with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30)) as sb:
+            with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
+                              environment=environment) as sb:
                 res = sb.exec(spec.command(), timeout=timeout)
         if res.timed_out:
             return TestRunResult("error", f"harness timeout: tests did not finish in {timeout:g} s",

@@ -17,11 +17,12 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from touchstone.harness import grading
 from touchstone.harness.testfiles import is_test_module, outermost_test_dirs, test_dirs
 from touchstone.harness.tree import compose_tree
+from touchstone.sandbox.environment import Environment
 
 
 class TaskTests(Protocol):
@@ -44,10 +45,13 @@ def run_plan(i: int) -> tuple[int, str]:
 
 class HiddenSuite:
     """A task's hidden tests, ready to grade any version of its workspace.
-    `required`: node ids that must pass, or None = every hidden test function."""
+    `required`: node ids that must pass, or None = every hidden test function;
+    `environment`: the task's built environment (`touchstone.envs.task_environment`;
+    None: the base one), mounted by every run."""
 
-    def __init__(self, task: TaskTests, required: list[str] | None):
+    def __init__(self, task: TaskTests, required: list[str] | None, environment: Environment | None = None):
         self.workspace, self.hidden, self.timeout = task.workspace_dir, task.hidden_tests_dir, task.timeout_s
+        self.environment = environment
         hidden = self.hidden
         self.sources = {p.relative_to(hidden).as_posix(): p.read_text() for p in sorted(hidden.rglob("*.py"))}
         self.test_modules = [rel for rel in self.sources if is_test_module(rel)]
@@ -79,31 +83,34 @@ class HiddenSuite:
                 shutil.move(tree / d, dest / "readonly" / d)
         return tree
 
+    def grade(
+        self,
+        *,
+        overlays: Sequence[Path] = (),
+        files: Mapping[str, bytes | str] | None = None,
+        deleted: Sequence[str] = (),
+        patch: str | None = None,
+        run: int = 0,
+        backend: str = "auto",
+        timeout: float | None = None,
+    ) -> grading.TestRunResult:
+        """Compose a tree in a scratch directory and grade it once (run `run` of
+        the plan); for several runs of one tree, `compose` once, `run` per index."""
+        with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp:
+            tree = self.compose(Path(tmp), overlays=overlays, files=files, deleted=deleted, patch=patch)
+            return self.run(tree, run, backend=backend, timeout=timeout)
+
     def run(self, tree: Path, i: int = 0, *, backend: str = "auto", timeout: float | None = None) -> grading.TestRunResult:
         """Grade a tree made by `compose` with run `i` of `run_plan`."""
         seed, order = run_plan(i)
         ro = tree.parent / "readonly"
         readonly = {d: ro / d for d in self.readonly_dirs if (ro / d).is_dir()}
         return grading.run_tests(tree, self.test_files, self.required, self.prefixes, readonly=readonly,
-                                 timeout=timeout or self.timeout, backend=backend, hash_seed=seed, order=order)  # fmt: skip
+                                 timeout=timeout or self.timeout, backend=backend, hash_seed=seed, order=order,
+                                 environment=self.environment)  # fmt: skip
 
 
-def run_hidden_tests(
-    task: TaskTests,
-    *,
-    required: list[str] | None,
-    overlays: Sequence[Path] = (),
-    files: Mapping[str, bytes | str] | None = None,
-    deleted: Sequence[str] = (),
-    patch: str | None = None,
-    run: int = 0,
-    backend: str = "auto",
-    timeout: float | None = None,
-) -> grading.TestRunResult:
-    """One graded run of the task's hidden tests on workspace + overlays
-    (e.g. the reference) + files − deleted + patch. For several runs of one
-    tree, make a `HiddenSuite` and call `compose` once, `run` per plan index."""
-    suite = HiddenSuite(task, required)
-    with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp:
-        tree = suite.compose(Path(tmp), overlays=overlays, files=files, deleted=deleted, patch=patch)
-        return suite.run(tree, run, backend=backend, timeout=timeout)
+def run_hidden_tests(task: TaskTests, *, required: list[str] | None, environment: Environment | None = None,
+                     **grade: Any) -> grading.TestRunResult:
+    """One graded run: `HiddenSuite(task, required, environment).grade(**grade)`."""
+    return HiddenSuite(task, required, environment).grade(**grade)

@@ -21,6 +21,7 @@ class ActionRecord(BaseModel):
     sandbox_id: str
     backend: str
     image_digest: str
+    environment_digest: str | None = None  # the task environment mounted at /usr/local (None: base)
     args: dict[str, Any]  # exec: {command, timeout, env}; read/write: {path}
     ok: bool  # exec: exit 0 and no timeout; read/write: the operation succeeded
     error: str | None = None  # read/write refused or failed: why

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from touchstone.sandbox import workspace as ws
 from touchstone.sandbox.action_log import ActionLog, sha256_hex
+from touchstone.sandbox.environment import Environment
 from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.image import content_hash
 from touchstone.sandbox.reaper import OWNER_FILE, owner_token, reap_stale_sandboxes
@@ -154,19 +155,23 @@ class Sandbox(ABC):
         limits: Limits | None = None,
         mounts: Sequence[Mount] = (),
         action_log: str | os.PathLike | None = None,
+        environment: Environment | None = None,
     ):
         source = existing_dir(workspace)
-        self._create(limits, mounts)
+        self._create(limits, mounts, environment)
         try:
             self._fill(source, action_log)
         except BaseException:
             self.close()
             raise
 
-    def _create(self, limits: Limits | None, mounts: Sequence[Mount]) -> None:
+    def _create(self, limits: Limits | None, mounts: Sequence[Mount], environment: Environment | None = None) -> None:
         """Start the isolation around an empty workspace (a warm pool stops here)."""
         self.limits = limits or Limits()
         self.mounts = list(mounts)
+        # Installed packages, read-only at /usr/local (None: the base environment).
+        self.environment = environment
+        self.environment_digest = environment.digest if environment else None
         self.id = uuid.uuid4().hex[:12]
         self.image_digest = "sha256:" + content_hash()
         self.action_log: Path | None = None
@@ -342,8 +347,9 @@ class Sandbox(ABC):
             ws.unmount_quota(self._workspace)
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def _log_fields(self) -> dict[str, str]:
-        return {"sandbox_id": self.id, "backend": self.backend, "image_digest": self.image_digest}
+    def _log_fields(self) -> dict[str, str | None]:
+        return {"sandbox_id": self.id, "backend": self.backend, "image_digest": self.image_digest,
+                "environment_digest": self.environment_digest}
 
 
 def existing_dir(workspace: str | os.PathLike) -> Path:

@@ -32,6 +32,7 @@ from pathlib import Path
 from touchstone.sandbox.base import SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Sandbox
 from touchstone.sandbox.capture import StreamCapture
 from touchstone.sandbox.cgroups import Cgroup
+from touchstone.sandbox.environment import ENV_TARGET
 from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.image import ensure_rootfs
 from touchstone.sandbox.seccomp import denylist_program
@@ -76,6 +77,7 @@ class BwrapSandbox(Sandbox):
             "--die-with-parent", "--new-session", "--disable-userns",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--hostname", "sandbox",
             "--ro-bind", str(self._rootfs), "/", "--proc", "/proc", "--dev", "/dev",
+            *(["--ro-bind", str(self.environment.tree), ENV_TARGET] if self.environment else []),
             "--perms", "1777", "--size", tmp_size, "--tmpfs", "/tmp",
             "--perms", "0700", "--size", tmp_size, "--tmpfs", SANDBOX_HOME,
             "--bind", str(self._workspace), WORKSPACE,

@@ -28,6 +28,7 @@ from touchstone.sandbox.base import (
     SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Limits, Mount, Sandbox, existing_dir,
 )
 from touchstone.sandbox.capture import StreamCapture
+from touchstone.sandbox.environment import ENV_TARGET, Environment
 from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.reaper import owner_alive, owner_token
 from touchstone.sandbox.image import (
@@ -137,6 +138,8 @@ class DockerSandbox(Sandbox):
         volumes = {str(self._workspace): {"bind": WORKSPACE, "mode": "rw"}}
         for mount in self.mounts:
             volumes[str(mount.host)] = {"bind": mount.target, "mode": "ro" if mount.read_only else "rw"}
+        if self.environment:
+            volumes[str(self.environment.tree)] = {"bind": ENV_TARGET, "mode": "ro"}
         tmpfs_opts = f"rw,nosuid,nodev,size={lim.tmp_bytes}"
         try:
             self._container = self._docker.containers.run(
@@ -293,13 +296,14 @@ class WarmPool:
             with pool.open(task.workspace_dir, action_log=log) as sb: ...
     """
 
-    def __init__(self, size: int = 2, *, limits: Limits | None = None, mounts: Sequence[Mount] = ()):
+    def __init__(self, size: int = 2, *, limits: Limits | None = None, mounts: Sequence[Mount] = (),
+                 environment: Environment | None = None):
         if size < 1:
             raise SandboxError(f"a warm pool needs at least one container, got size={size}")
         reason = docker_unavailable_reason()
         if reason:
             raise SandboxError(reason)
-        self._limits, self._mounts = limits or Limits(), list(mounts)
+        self._limits, self._mounts, self._environment = limits or Limits(), list(mounts), environment
         self._ready: queue.Queue[DockerSandbox | BaseException] = queue.Queue()
         self._wanted = threading.Semaphore(0)
         self._closing = threading.Event()
@@ -315,7 +319,7 @@ class WarmPool:
                 return
             try:
                 sandbox = DockerSandbox.__new__(DockerSandbox)
-                sandbox._create(self._limits, self._mounts)
+                sandbox._create(self._limits, self._mounts, self._environment)
                 self._ready.put(sandbox)
             except BaseException as exc:  # handed to the next open(), which raises it
                 self._ready.put(exc)

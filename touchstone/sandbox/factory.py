@@ -8,6 +8,7 @@ import shutil
 from typing import Sequence
 
 from touchstone.sandbox.base import Limits, Mount, Sandbox
+from touchstone.sandbox.environment import Environment
 from touchstone.sandbox.errors import SandboxError
 
 BACKENDS = ("auto", "docker", "bwrap")
@@ -44,11 +45,14 @@ def open_sandbox(
     limits: Limits | None = None,
     mounts: Sequence[Mount] = (),
     action_log: str | os.PathLike | None = None,
+    environment: Environment | None = None,
 ) -> Sandbox:
-    """A started sandbox around a private copy of `workspace` (use it with `with`)."""
+    """A started sandbox around a private copy of `workspace` (use it with `with`).
+    `environment`: a built task environment (`touchstone.envs`), mounted read-only
+    at /usr/local; None = the base environment."""
     concrete = resolve_backend(backend)
     if concrete == "docker":
         from touchstone.sandbox.docker import DockerSandbox as cls
     else:
         from touchstone.sandbox.bwrap import BwrapSandbox as cls
-    return cls(workspace, limits=limits, mounts=mounts, action_log=action_log)
+    return cls(workspace, limits=limits, mounts=mounts, action_log=action_log, environment=environment)

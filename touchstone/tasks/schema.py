@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from touchstone.envs.spec import EnvSpec
+
 TASK_FILE = "task.json"
 WORKSPACE = "workspace"
 HIDDEN_TESTS = "hidden_tests"
@@ -91,6 +93,9 @@ class Task(_Strict):
     protected: list[str] = Field(default_factory=list)
     source: TaskSource = Field(default_factory=TaskSource)
     split: Literal["train", "eval"] | None = None
+    # packages the task needs (docs/ENVIRONMENTS.md): a spec, or the name of a shared
+    # one (environments/NAME.json); None = the base environment
+    environment: EnvSpec | str | None = None
 
     _dir: Path | None = PrivateAttr(default=None)
 
@@ -153,6 +158,8 @@ class Task(_Strict):
         to statement, tests, workspace or reference gives a new hash."""
         h = hashlib.sha256()
         meta = self.model_dump(mode="json", exclude={"split"})  # the split is bookkeeping
+        if meta["environment"] is None:  # the base environment: hashes as before the field existed
+            del meta["environment"]
         h.update(json.dumps(meta, sort_keys=True).encode())
         for sub in (WORKSPACE, HIDDEN_TESTS, REFERENCE):
             root = self.dir / sub

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from touchstone.harness import HiddenSuite, TestRunResult, run_hidden_tests
+from touchstone.envs.task import task_environment
+from touchstone.harness import HiddenSuite, TestRunResult
 from touchstone.sandbox import available_backends
 from touchstone.tasks.leak import find_leaks
 from touchstone.tasks.mutate import changed_functions, compile_error, module_name, mutations
@@ -70,8 +71,8 @@ def _slow(run: TestRunResult, task: Task, what: str) -> None:
         raise _Reject("too_slow", f"{what} took {run.wall_s:.1f}s, budget {task.timeout_s:g}s")
 
 
-def _check_start(task: Task, cfg: ValidationConfig, required: list[str] | None, start: TestRunResult | None) -> TestRunResult:
-    start = start or run_hidden_tests(task, required=required, backend=cfg.backend)
+def _check_start(task: Task, cfg: ValidationConfig, suite: HiddenSuite, start: TestRunResult | None) -> TestRunResult:
+    start = start or suite.grade(backend=cfg.backend)
     _slow(start, task, "starting workspace")
     if start.ok:
         raise _Reject("already_solved", f"the starting workspace passes all {len(start.passed)} required tests")
@@ -81,9 +82,8 @@ def _check_start(task: Task, cfg: ValidationConfig, required: list[str] | None, 
     return start
 
 
-def _check_reference(task: Task, cfg: ValidationConfig, required: list[str] | None) -> list[TestRunResult]:
+def _check_reference(task: Task, cfg: ValidationConfig, suite: HiddenSuite) -> list[TestRunResult]:
     # the verifier's own plan: run i has its hash seed and test order (`run_plan`)
-    suite = HiddenSuite(task, required)
     with tempfile.TemporaryDirectory(prefix="touchstone-validate-") as tmp:
         tree = suite.compose(Path(tmp), overlays=[task.reference_dir])
         runs = [suite.run(tree, i, backend=cfg.backend) for i in range(cfg.k)]
@@ -128,7 +128,7 @@ def adequacy_mutants(task: Task, cfg: ValidationConfig) -> list[tuple[str, str]]
     return picked
 
 
-def _check_adequacy(task: Task, cfg: ValidationConfig, required: list[str] | None, ref_s: float) -> tuple[float, int]:
+def _check_adequacy(task: Task, cfg: ValidationConfig, suite: HiddenSuite, ref_s: float) -> tuple[float, int]:
     mutants = adequacy_mutants(task, cfg)
     if not mutants:
         raise _Reject("weak_tests", "no mutant of the reference's changed code could be made to measure the tests")
@@ -137,8 +137,7 @@ def _check_adequacy(task: Task, cfg: ValidationConfig, required: list[str] | Non
     timeout = min(task.timeout_s, max(5.0, 5 * ref_s))
     killed = survived = 0
     for rel, text in mutants:
-        run = run_hidden_tests(task, required=required, overlays=[task.reference_dir], files={rel: text},
-                               timeout=timeout, backend=cfg.backend)
+        run = suite.grade(overlays=[task.reference_dir], files={rel: text}, timeout=timeout, backend=cfg.backend)
         killed, survived = (killed + 1, survived) if not run.ok else (killed, survived + 1)
         if killed >= need or survived > len(mutants) - need:
             break  # decided
@@ -153,7 +152,6 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None, start: TestRu
     """Run every check; never raises for a bad task (the verdict says why). `start`:
     a run of the required tests on the starting workspace a proposer already made."""
     cfg = cfg or ValidationConfig()
-    required = task.required_tests
     out = Validation(task_id=task.id, kept=False, validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
                      n_fail_to_pass=len(task.fail_to_pass or []), n_pass_to_pass=len(task.pass_to_pass or []))
     try:
@@ -162,12 +160,13 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None, start: TestRu
             raise _Reject("leak", "; ".join(leaks[:5]))
         if task.reference_dir is None:
             raise _Reject("no_reference", "task has no reference/ to validate against")
-        start = _check_start(task, cfg, required, start)
+        suite = HiddenSuite(task, task.required_tests, task_environment(task))
+        start = _check_start(task, cfg, suite, start)
         if task.fail_to_pass is None:
             out.n_fail_to_pass, out.n_pass_to_pass = len(start.failed), len(start.passed)
-        runs = _check_reference(task, cfg, required)
+        runs = _check_reference(task, cfg, suite)
         out.ref_seconds = round(max(r.wall_s for r in runs), 3)
-        out.mutation_score, out.mutants = _check_adequacy(task, cfg, required, out.ref_seconds)
+        out.mutation_score, out.mutants = _check_adequacy(task, cfg, suite, out.ref_seconds)
     except _Reject as rej:
         out.reason, out.detail = rej.reason, rej.detail
         return out

@@ -31,7 +31,7 @@ REPORTS_FILE, CHECKS_FILE, FINDINGS_FILE = "reports.parquet", "checks.parquet", 
 
 REPORT_SCHEMA = {
     "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String, "task_hash": pl.String,
-    "verdict": pl.String, "reasons": pl.List(pl.String), "failed_checks": pl.List(pl.String),
+    "environment_digest": pl.String, "verdict": pl.String, "reasons": pl.List(pl.String), "failed_checks": pl.List(pl.String),
     "n_findings": pl.Int64, "progress": pl.String, "verifier_version": pl.String,
     "duration_s": pl.Float64, "report_json": pl.String,
 }  # fmt: skip
@@ -145,7 +145,7 @@ def write_reports(reports: list[VerificationReport], out: Path) -> Path:
     for r in reports:
         ids = {"report_id": r.report_id, "trajectory_id": r.trajectory_id, "task_id": r.task_id}
         rows.append({
-            **ids, "task_hash": r.task_hash, "verdict": r.verdict, "reasons": r.reasons,
+            **ids, "task_hash": r.task_hash, "environment_digest": r.environment_digest, "verdict": r.verdict, "reasons": r.reasons,
             "failed_checks": r.failed_checks(), "n_findings": len(r.findings),
             "progress": None if r.progress is None else json.dumps([p.model_dump() for p in r.progress]),
             "verifier_version": r.verifier_version, "duration_s": r.duration_s, "report_json": r.model_dump_json(),

@@ -21,6 +21,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from touchstone.sandbox.environment import Environment
+
 MAX_CASES = 120
 
 
@@ -305,7 +307,8 @@ def compare(cases: list[Case], reference: dict[int, dict], candidate_runs: list[
     return compared, None
 
 
-def _run_side(tree: Path, cases: list[dict], *, backend: str, timeout: float) -> tuple[dict[int, dict], float, bool]:
+def _run_side(tree: Path, cases: list[dict], *, backend: str, timeout: float,
+               environment: Environment | None = None) -> tuple[dict[int, dict], float, bool]:
     """Run the oracle runner over `tree` in its own fresh sandbox.
     Returns (results by case index, wall seconds, timed out)."""
     from touchstone.sandbox import Limits, open_sandbox
@@ -318,25 +321,28 @@ def _run_side(tree: Path, cases: list[dict], *, backend: str, timeout: float) ->
             "PYTHONDONTWRITEBYTECODE=1", "python3", "-s", f"{h_dir}/or_{nonce}.py",
             "/workspace", f"{o_dir}/cases.json", f"{o_dir}/results.jsonl",
         ])  # fmt: skip
-        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30)) as sb:
+        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
+                          environment=environment) as sb:
             res = sb.exec(command, timeout=timeout)
         return read_results(out / "results.jsonl", len(cases)), res.wall_s, res.timed_out
 
 
 def run_oracle(
-    candidate_tree: Path, reference_tree: Path, cases: list[Case], *, backend: str = "auto", timeout: float = 60.0
+    candidate_tree: Path, reference_tree: Path, cases: list[Case], *, backend: str = "auto", timeout: float = 60.0,
+    environment: Environment | None = None,
 ) -> tuple[str, str]:
     """(status, evidence) of the differential check. The reference runs first
     in its own sandbox; the candidate then runs twice (forward, reversed
     order) in two more, with a time limit scaled to the reference's."""
     encoded = [c.encode(i) for i, c in enumerate(cases)]
-    reference, ref_wall, ref_timeout = _run_side(reference_tree, encoded, backend=backend, timeout=timeout)
+    reference, ref_wall, ref_timeout = _run_side(reference_tree, encoded, backend=backend, timeout=timeout,
+                                                 environment=environment)
     if ref_timeout or not reference:
         return "error", f"the reference produced no oracle results (timed out: {ref_timeout})"
     limit = min(timeout, max(30.0, 10 * ref_wall + 10))  # generous: a loaded machine is not a slow solution
     runs = []
     for order in (encoded, encoded[::-1]):
-        got, _, timed_out = _run_side(candidate_tree, order, backend=backend, timeout=limit)
+        got, _, timed_out = _run_side(candidate_tree, order, backend=backend, timeout=limit, environment=environment)
         if timed_out:
             return "fail", f"candidate exceeded the oracle time limit of {limit:.1f} s (reference: {ref_wall:.2f} s)"
         runs.append(got)

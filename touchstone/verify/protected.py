@@ -73,10 +73,13 @@ def check_protected(
     test_dirs: set[str],
     before: Callable[[str], bytes | None] = lambda rel: None,
     after: Callable[[str], bytes | None] = lambda rel: None,
+    installed: frozenset[str] = frozenset(),
 ) -> ProtectedResult:
     """`pristine_files`: workspace files before the run; `test_dirs`: dirs of
     visible + hidden tests (on sys.path under pytest's rootdir insertion);
-    `before`/`after`: file contents, for the shared config files."""
+    `before`/`after`: file contents, for the shared config files; `installed`:
+    top-level names the task environment installs (a new `attrs/` or `numpy.py`
+    in the workspace would shadow them)."""
     res = ProtectedResult()
     import_roots = {""} | test_dirs
     for rel in diff.changed:
@@ -94,7 +97,7 @@ def check_protected(
         elif rel in pristine_files and is_test_file(rel):
             why = "a test file the task ships"
         elif rel in diff.created:
-            shadowed = _module_names(rel, import_roots) & SHADOWED
+            shadowed = _module_names(rel, import_roots) & (SHADOWED | installed)
             if shadowed:
                 why = f"shadows the module {sorted(shadowed)[0]!r}"
         if why:

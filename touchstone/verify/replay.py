@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S, execute_tool_call
 from touchstone.agent.trajectory import executed_tool_calls
-from touchstone.sandbox import ActionRecord, Limits, open_sandbox
+from touchstone.sandbox import ActionRecord, Environment, Limits, open_sandbox
 from touchstone.verify.action_audit import ActionEvent, events_from_records
 from touchstone.harness import TreeDiff, diff_snapshots, is_cache
 
@@ -112,6 +112,7 @@ def replay(
     is_protected: Any = lambda rel: False,
     tool_timeout: float = DEFAULT_TIMEOUT_S,
     baseline: Callable[[str], bytes | None] = lambda rel: None,
+    environment: Environment | None = None,
 ) -> ReplayResult:
     """Replay in a fresh sandbox. `SandboxError` propagates (infrastructure).
     `tool_timeout` must be the rollout's (EpisodeLimits.tool_timeout_s);
@@ -119,7 +120,7 @@ def replay(
     calls = executed_tool_calls(messages)
     with tempfile.TemporaryDirectory(prefix="touchstone-replay-") as tmp:
         log_path = Path(tmp) / "actions.jsonl"
-        with open_sandbox(workspace, backend=backend, limits=limits, action_log=log_path) as sb:
+        with open_sandbox(workspace, backend=backend, limits=limits, action_log=log_path, environment=environment) as sb:
             tail = _LogTail(log_path)
             pristine = sb.snapshot()
             result = ReplayResult(pristine, pristine, TreeDiff(), {})

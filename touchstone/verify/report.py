@@ -69,6 +69,7 @@ class VerificationReport(BaseModel):
     trajectory_id: str
     task_id: str
     task_hash: str
+    environment_digest: str | None = None  # the task environment every run used (None: base)
     verdict: Verdict = "inconclusive"
     reasons: list[str] = Field(default_factory=list)
     checks: list[CheckResult] = Field(default_factory=list)

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S
+from touchstone.envs.task import task_environment
 from touchstone.harness import HiddenSuite, compose_tree, is_test_file, run_plan, test_dirs
-from touchstone.sandbox import SandboxError
+from touchstone.sandbox import Environment, SandboxError
 from touchstone.tasks.schema import Task
 from touchstone.verify import oracle
 from touchstone.verify.action_audit import audit_actions
@@ -59,25 +60,30 @@ def verify_trajectory(
     findings: list[AuditFinding] = []
     points: list[ProgressPoint] | None = None
 
+    environment: Environment | None = None
+
     def report() -> VerificationReport:
         return VerificationReport(
             trajectory_id=trajectory_id or trajectory_id_of(messages), task_id=task.id,
-            task_hash=task.content_hash, checks=checks, findings=findings, progress=points,
+            task_hash=task.content_hash, environment_digest=environment.digest if environment else None,
+            checks=checks, findings=findings, progress=points,
             duration_s=round(time.monotonic() - started, 3),
         )  # fmt: skip
 
     pristine = _Pristine(task)
     try:
+        environment = task_environment(task)  # built (network on) before anything of the candidate runs
         rep = replay(task.workspace_dir, messages, backend=backend, keep_states=progress,
                      is_protected=pristine.is_protected, tool_timeout=tool_timeout,
-                     baseline=pristine.content)  # fmt: skip
+                     baseline=pristine.content, environment=environment)  # fmt: skip
     except Exception as exc:  # infrastructure (sandbox, daemon): never a verdict on the candidate
         checks.append(CheckResult(name="replay", status="error", evidence=f"replay failed: {_err(exc)}"))
         return report()
     checks.append(CheckResult(name="replay", status="pass", evidence=_replay_evidence(rep)))
     checks.append(_diff_match_check(rep, recorded_diff))
     prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
-                           pristine.content, rep.files.get)  # fmt: skip
+                           pristine.content, rep.files.get,
+                           installed=environment.top_level if environment else frozenset())  # fmt: skip
     checks.append(_protected_check(prot))
     # graded = the candidate's changed files, minus new test files and the task's own tests
     graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
@@ -94,7 +100,8 @@ def verify_trajectory(
         return report()
     with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
         try:
-            suite = HiddenSuite(task, task.required_tests)  # reads the task's hidden tests: can fail too
+            # reads the task's hidden tests: can fail too
+            suite = HiddenSuite(task, task.required_tests, environment=environment)
             tree = suite.compose(Path(tmp) / "graded", files=graded, deleted=deleted)
             tested = _test_checks(suite, tree, replays, backend)
             checks.extend(tested)
@@ -210,7 +217,8 @@ def _oracle_check(task: Task, suite: HiddenSuite, files: dict[str, bytes], delet
     ref_tree = compose_tree(tmp / "reference", task.workspace_dir, overlays=[task.reference_dir])
     # the candidate side gets no hidden tests: nothing on its disk holds an expected value
     cand_tree = suite.compose(tmp / "oracle-candidate", files=files, deleted=deleted, with_tests=False)
-    status, evidence = oracle.run_oracle(cand_tree, ref_tree, cases, backend=backend, timeout=task.timeout_s)
+    status, evidence = oracle.run_oracle(cand_tree, ref_tree, cases, backend=backend, timeout=task.timeout_s,
+                                         environment=suite.environment)
     return CheckResult(name="oracle", status=status, evidence=evidence)
 
 

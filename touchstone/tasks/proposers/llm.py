@@ -22,6 +22,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, write_solution_task
+from touchstone.envs.task import task_environment
 from touchstone.harness import TestRunResult, run_hidden_tests
 from touchstone.tasks.schema import INDEX_FILE, EntryPoint, Task, TaskSource, load_task, load_task_set
 from touchstone.tasks.validate import ValidationConfig
@@ -219,7 +220,8 @@ def learnability_reward(solve_rate: float | None) -> float:
 
 def solved(task: Task, patch: str, backend: str) -> bool:
     """Does the agent's final patch pass the task's required hidden tests?"""
-    run = run_hidden_tests(task, patch=patch, required=task.required_tests, backend=backend)
+    run = run_hidden_tests(task, required=task.required_tests, environment=task_environment(task), patch=patch,
+                           backend=backend)
     return run.ok
 
 

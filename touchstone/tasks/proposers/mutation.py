@@ -20,6 +20,7 @@ from pathlib import Path
 
 from touchstone.tasks.mutate import Mutation, compile_error, mutations
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, slug
+from touchstone.envs.task import task_environment
 from touchstone.harness import TestRunResult, is_test_module, run_hidden_tests
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, EntryPoint, Task, TaskSource, load_task
 from touchstone.tasks.seeding import Seed, SeedError, copy_clean, default_seeds, resolve_seed
@@ -75,7 +76,7 @@ def check_seed(seed: Seed, work: Path, cfg: ValidationConfig) -> SeedReport:
     task_dir = work / f"baseline-{slug(seed.name)}"
     shutil.rmtree(task_dir, ignore_errors=True)
     probe = write_task_dir(task_dir, seed, Task(id="baseline", statement="baseline run of the seed suite"), {}, {})
-    run = run_hidden_tests(probe, required=None, backend=cfg.backend, timeout=120)
+    run = run_hidden_tests(probe, required=None, environment=task_environment(probe), backend=cfg.backend, timeout=120)
     shutil.rmtree(task_dir)
     if not run.ok:
         failing = "; ".join(f"{k}: {v.splitlines()[0][:120] if v else ''}" for k, v in list(run.messages.items())[:3])
@@ -110,7 +111,8 @@ def build_candidate(seed: Seed, report: SeedReport, mutation: Mutation, task_dir
     draft = Task(id=task_id, statement="(pending)", timeout_s=60, protected=list(seed.tests),
                  entry_points=[EntryPoint(module=module, function=func)], source=_source(seed, mutation))
     task = write_task_dir(task_dir, seed, draft, {mutation.path: mutation.source}, {mutation.path: original})
-    run = run_hidden_tests(task, required=None, backend=cfg.backend, timeout=report.mutant_timeout)
+    run = run_hidden_tests(task, required=None, environment=task_environment(task), backend=cfg.backend,
+                           timeout=report.mutant_timeout)
     if run.timed_out:
         return reject(task_id, "too_slow", f"the mutant's suite did not finish within {report.mutant_timeout:g}s "
                                            f"(the seed's takes {report.wall_s:.1f}s): an endless loop?")

@@ -7,6 +7,7 @@ import json
 
 from touchstone.agent.tools import execute_tool_call
 from touchstone.agent.trajectory import write_messages_jsonl
+from touchstone.envs.task import task_environment
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import load_task
 from touchstone.verify.canaries import MANIFEST, ROOT, TASKS, TRAJECTORIES
@@ -18,7 +19,7 @@ SYSTEM = "You are a coding agent. Use the tools to change the workspace, then ca
 def record(spec: CanarySpec, backend: str = "auto") -> list[dict]:
     task = load_task(TASKS / spec.task)
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task.statement}]
-    with open_sandbox(task.workspace_dir, backend=backend) as sb:
+    with open_sandbox(task.workspace_dir, backend=backend, environment=task_environment(task)) as sb:
         for i, (name, args) in enumerate(spec.steps):
             arguments = json.dumps(args)
             call = {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": arguments}}

@@ -11,12 +11,13 @@ from typing import Any
 
 from touchstone.agent.tools import execute_tool_call
 from touchstone.agent.trajectory import executed_tool_calls
+from touchstone.envs.task import task_environment
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import Task
 
 
 def naive_grade(task: Task, messages: list[dict[str, Any]], backend: str = "auto") -> bool:
-    with open_sandbox(task.workspace_dir, backend=backend) as sb:
+    with open_sandbox(task.workspace_dir, backend=backend, environment=task_environment(task)) as sb:
         for call in executed_tool_calls(messages):
             if execute_tool_call(sb, call.name, call.arguments).ended:
                 break

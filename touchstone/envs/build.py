@@ -1,0 +1,230 @@
+"""Building a task environment: once per digest, cached, atomic.
+
+The build runs in a *build sandbox*: bubblewrap over the same root filesystem
+every sandbox uses, with the network on (the only place it is), the host's
+pip mounted read-only (the image ships no pip: nothing can install at run
+time), and a fresh copy of the root filesystem's `/usr/local` bound writable,
+which is where Debian's Python installs by default. That tree is the
+environment: both backends later mount it read-only at `/usr/local`
+(touchstone/sandbox/environment.py), so what ran in the build is exactly what
+every run sees.
+
+Cache: `TOUCHSTONE_CACHE/envs/<digest>/{tree/, env.json}`. The build happens
+in a temporary directory renamed into place at the end, and `env.json` is
+written last, so a killed build never leaves a half-built environment."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from touchstone import paths
+from touchstone.envs.spec import EnvError, EnvSpec, digest
+from touchstone.sandbox import Environment
+from touchstone.sandbox.image import build_lock, content_hash, ensure_rootfs
+
+MANIFEST = "env.json"
+TREE = "tree"
+SITE = "lib/python3.11/dist-packages"  # Debian's /usr/local site directory, inside the tree
+BUILD_TIMEOUT_S = 1800.0
+_PIP_FLAGS = "--ignore-installed --no-warn-script-location --progress-bar off"
+_CA_VARS = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+_PASS_VARS = ("PIP_INDEX_URL", "PIP_DEFAULT_TIMEOUT", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+              "http_proxy", "https_proxy", "no_proxy")  # fmt: skip
+_FAILED_PACKAGE = [  # pip's ways of naming the requirement it could not install
+    re.compile(r"No matching distribution found for (\S+)"),
+    re.compile(r"Could not find a version that satisfies the requirement (\S+)"),
+    re.compile(r"Failed to build (?:installable wheels for some pyproject\.toml based projects )?\(?([^)\s]+)"),
+    re.compile(r"Could not build wheels for (\S+)"),
+    re.compile(r"Getting requirements to build (?:wheel|editable) did not run successfully.*?\n.*?(\S+)"),
+]
+
+
+class EnvManifest(BaseModel):
+    """`env.json`: what a built environment holds (written last: its presence marks a finished build)."""
+
+    digest: str
+    spec: EnvSpec
+    base_image: str
+    packages: list[str]  # "name==version", sorted
+    top_level: list[str]  # importable top-level names the tree installs
+    build_s: float
+    built_at: str
+
+
+class BuiltEnv(BaseModel):
+    manifest: EnvManifest
+    dir: Path
+    reused: bool = False
+
+    @property
+    def digest(self) -> str:
+        return self.manifest.digest
+
+    def sandbox_environment(self) -> Environment:
+        return Environment(tree=self.dir / TREE, digest=self.digest, top_level=frozenset(self.manifest.top_level))
+
+
+def env_dir(env_digest: str) -> Path:
+    return paths.cache() / "envs" / env_digest.removeprefix("sha256:")[:24]
+
+
+def cached(env_digest: str) -> BuiltEnv | None:
+    path = env_dir(env_digest) / MANIFEST
+    if not path.is_file():
+        return None
+    return BuiltEnv(manifest=EnvManifest.model_validate_json(path.read_text()), dir=path.parent, reused=True)
+
+
+def build_env(spec: EnvSpec, workspace: Path | None = None, *, timeout: float = BUILD_TIMEOUT_S) -> BuiltEnv:
+    """The environment for `spec` (and `workspace`, which setup commands see),
+    built first when it is not cached. Raises EnvError naming what failed."""
+    if spec.setup and workspace is None:
+        raise EnvError("an environment with setup commands needs the workspace they run in")
+    env_digest = digest(spec, content_hash(), workspace)
+    if found := cached(env_digest):
+        return found
+    final = env_dir(env_digest)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(f"env-{final.name}"):
+        if found := cached(env_digest):  # another process built it while we waited
+            return found
+        for stale in final.parent.glob(f"{final.name}.building-*"):  # a killed build's (we hold the lock)
+            shutil.rmtree(stale, ignore_errors=True)
+        rootfs = ensure_rootfs(progress=False)
+        started = time.monotonic()
+        tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}.building-", dir=final.parent))
+        try:
+            tree = tmp / TREE
+            shutil.copytree(rootfs / "usr/local", tree, symlinks=True)
+            _run_build(spec, rootfs, tree, tmp, workspace, timeout)
+            manifest = EnvManifest(
+                digest=env_digest, spec=spec, base_image="sha256:" + content_hash(),
+                packages=installed_packages(tree), top_level=top_level_names(tree),
+                build_s=round(time.monotonic() - started, 3), built_at=datetime.now(timezone.utc).isoformat(),
+            )  # fmt: skip
+            tmp.chmod(0o755)  # mkdtemp made it 0700: the sandbox user must reach tree/
+            (tmp / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n")
+            if final.exists():  # an unstamped leftover
+                shutil.rmtree(final)
+            tmp.rename(final)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return BuiltEnv(manifest=manifest, dir=final)
+
+
+def _run_build(spec: EnvSpec, rootfs: Path, tree: Path, tmp: Path, workspace: Path | None, timeout: float) -> None:
+    """pip install the requirements, then each setup command, in the build sandbox."""
+    steps: list[tuple[str, str]] = []
+    if spec.requirements:
+        steps.append(("requirements", f"python3 -m pip install {_PIP_FLAGS} -- {shlex.join(spec.requirements)}"))
+    steps += [(f"setup command {cmd!r}", cmd) for cmd in spec.setup]
+    if not steps:
+        return
+    ws = tmp / "workspace"
+    if workspace is not None:
+        shutil.copytree(workspace, ws, symlinks=True)
+    else:
+        ws.mkdir()
+    argv, env = _build_sandbox(rootfs, tree, ws, tmp)
+    for what, command in steps:
+        log = tmp / "build.log"
+        with open(log, "wb") as out:
+            try:
+                rc = subprocess.run([*argv, "bash", "-c", command], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, timeout=timeout).returncode
+            except subprocess.TimeoutExpired:
+                raise EnvError(f"environment build: {what} did not finish in {timeout:g} s") from None
+        if rc != 0:
+            raise EnvError(_failure(what, rc, log.read_text(errors="replace")))
+
+
+def _build_sandbox(rootfs: Path, tree: Path, ws: Path, tmp: Path) -> tuple[list[str], dict[str, str]]:
+    """bwrap argv prefix and environment of the build sandbox (network on)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise EnvError("building an environment needs bubblewrap: apt-get install -y bubblewrap")
+    pip_spec = importlib.util.find_spec("pip")
+    if pip_spec is None or not pip_spec.submodule_search_locations:
+        raise EnvError("building an environment needs pip in the harness's Python (it runs pip in the build sandbox)")
+    helper = tmp / "helper"
+    (helper / "bin").mkdir(parents=True)
+    (helper / "bin" / "pip").write_text('#!/bin/sh\nexec python3 -m pip "$@"\n')
+    (helper / "bin" / "pip").chmod(0o755)
+    pip_cache = paths.cache() / "pip-cache"
+    pip_cache.mkdir(parents=True, exist_ok=True)
+    argv = [
+        bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+        "--new-session", "--uid", "1000", "--gid", "1000", "--hostname", "envbuild",
+        "--ro-bind", str(rootfs), "/", "--proc", "/proc", "--dev", "/dev",
+        "--tmpfs", "/tmp", "--tmpfs", "/home/agent", "--bind", str(tree), "/usr/local",
+        "--bind", str(ws), "/workspace", "--tmpfs", "/mnt",
+        "--ro-bind", str(helper), "/mnt/build", "--ro-bind", list(pip_spec.submodule_search_locations)[0], "/mnt/pylib/pip",
+        "--bind", str(pip_cache), "/mnt/pip-cache", "--chdir", "/workspace", "--clearenv",
+    ]  # fmt: skip
+    if Path("/etc/resolv.conf").is_file():
+        argv += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
+    env_vars = {
+        "PATH": "/mnt/build/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/home/agent", "LANG": "C.UTF-8",
+        "PYTHONPATH": "/mnt/pylib", "PIP_CACHE_DIR": "/mnt/pip-cache", "PIP_BREAK_SYSTEM_PACKAGES": "1",
+        "PIP_IGNORE_INSTALLED": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1",
+        "PIP_ROOT_USER_ACTION": "ignore",
+    }  # fmt: skip
+    ca = next((os.environ[v] for v in _CA_VARS if os.environ.get(v) and Path(os.environ[v]).is_file()), None)
+    if ca:
+        argv += ["--ro-bind", ca, "/mnt/ca.pem"]
+        env_vars["PIP_CERT"] = "/mnt/ca.pem"
+    # proxies and an http(s) index reach the build sandbox; a file:// index of the host does not exist there
+    env_vars |= {v: os.environ[v] for v in _PASS_VARS if os.environ.get(v) and not os.environ[v].startswith("file:")}
+    for key, value in env_vars.items():
+        argv += ["--setenv", key, value]
+    return [*argv, "--"], {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def _failure(what: str, rc: int, log: str) -> str:
+    """One message naming the package pip could not install and pip's own error."""
+    package = next((m.group(1) for pattern in _FAILED_PACKAGE if (m := pattern.search(log))), None)
+    errors = [line.strip() for line in log.splitlines() if line.lstrip().startswith(("ERROR:", "error:"))]
+    detail = "\n".join(errors[-6:]) or log.strip()[-1500:]
+    subject = f"pip could not install {package}" if package else f"{what} failed (exit {rc})"
+    return f"environment build failed: {subject} ({what}):\n{detail}"
+
+
+def installed_packages(tree: Path) -> list[str]:
+    """name==version of every distribution installed in the tree."""
+    from importlib.metadata import PathDistribution
+
+    found = set()
+    for info in (tree / SITE).glob("*.dist-info"):
+        meta = PathDistribution(info).metadata
+        if meta and meta["Name"]:
+            found.add(f"{meta['Name']}=={meta['Version']}")
+    return sorted(found, key=str.lower)
+
+
+def top_level_names(tree: Path) -> list[str]:
+    """Top-level names importable from the tree's site directory (packages,
+    modules, extension modules), but not editable-install hooks, whose names
+    belong to the workspace itself."""
+    site = tree / SITE
+    names = set()
+    for entry in site.iterdir() if site.is_dir() else []:
+        name = entry.name
+        if name.startswith("__") or name.endswith((".dist-info", ".egg-info", ".pth", ".egg-link")):
+            continue
+        if entry.is_dir():
+            names.add(name)
+        elif name.endswith((".py", ".so")):
+            names.add(name.split(".", 1)[0])
+    return sorted(names)
