@@ -35,3 +35,24 @@ def test_task_globs_and_caches():
     diff = diff_snapshots({"data/in.txt": "a"}, {"data/in.txt": "b", "__pycache__/s.cpython-311.pyc": "c"})
     assert diff.modified == ["data/in.txt"] and not diff.created  # caches never graded
     assert check_protected(diff, {"data/in.txt"}, ["data/*"], set()).violations == ["data/in.txt: protected by the task"]
+
+
+def test_an_agent_made_git_repository_is_dropped_not_a_violation():
+    made = ["pkg/.git/HEAD", ".git/HEAD", ".git/objects/ab/cdef", ".git/index"]
+    diff = TreeDiff(created=made + ["solution.py"], kinds={r: "f" for r in made + ["solution.py"]})
+    res = check_protected(diff, {"tests/test_a.py"}, [], {"tests"})
+    assert res.violations == [] and sorted(res.dropped) == sorted(made)
+
+
+def test_a_shipped_git_repository_stays_protected():
+    diff = TreeDiff(modified=[".git/index"], created=[".git/objects/ab/cdef"], kinds={".git/index": "f", ".git/objects/ab/cdef": "f"})
+    res = check_protected(diff, {".git/HEAD", ".git/index", "solution.py"}, [], set())
+    assert {v.split(":")[0] for v in res.violations} == {".git/index", ".git/objects/ab/cdef"}
+
+
+def test_a_new_module_shadowing_a_test_helper_is_a_violation():
+    diff = TreeDiff(created=["helpers.py", "fixtures/__init__.py", "util.py"], kinds={})
+    res = check_protected(diff, {"tests/test_a.py", "tests/helpers.py"}, [], {"tests"},
+                          hidden_files={"tests/test_h.py", "tests/fixtures/__init__.py"})
+    assert res.violations == ["fixtures/__init__.py: shadows the test helper module 'fixtures'",
+                              "helpers.py: shadows the test helper module 'helpers'"]

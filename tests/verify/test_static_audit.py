@@ -18,7 +18,7 @@ def rules(src, path="solution.py", policy=None):
         ("raise SystemExit(0)\n", "S-EXIT"),
         ("import atexit\n", "S-EXIT-HOOK"),
         ("import sys\nsys.excepthook = lambda *a: None\n", "S-EXIT-HOOK"),
-        ("import signal\nsignal.signal(15, lambda *a: None)\n", "S-EXIT-HOOK"),
+        ("import signal\nsignal.signal(15, lambda *a: None)\n", "S-SIGNAL"),
         ("import pytest\n", "S-TEST-FRAMEWORK"),
         ("from _pytest import outcomes\n", "S-TEST-FRAMEWORK"),
         ("from sys import _getframe\n", "S-INTROSPECTION"),
@@ -42,7 +42,8 @@ def rules(src, path="solution.py", policy=None):
         ("os_mod = [c for c in ().__class__.__base__.__subclasses__()]\n", "S-DUNDER-ESCAPE"),
         ("def f():\n    pass\ng = f.__globals__\n", "S-DUNDER-ESCAPE"),
         ("import threading\nthreading.settrace(print)\n", "S-INTROSPECTION"),
-        ("import os\ngetattr(os, '_e' + 'xit')(0)\n", "S-DYNAMIC-ATTR"),
+        ("import os\ngetattr(os, '_e' + 'xit')(0)\n", "S-HARD-EXIT"),
+        ("import os\ndef f(name):\n    getattr(os, name)(0)\n", "S-DYNAMIC-ATTR"),
         ("import os\nf = os.__dict__['_exit']\n", "S-DYNAMIC-ATTR"),
         ("import os as o\nf = vars(o)['_exit']\n", "S-DYNAMIC-ATTR"),
         ("x = open('/proc/self/fd/3', 'a')\n", "S-READ-TESTS"),
@@ -139,7 +140,7 @@ def test_constructs_already_in_the_pristine_file_are_not_the_candidates():
     assert audit_files({"lib.py": fixed}, policy, {"lib.py": pristine}) == []
     more = fixed + "\nsys.modules['y'] = mod\n"  # a second copy is the candidate's own
     assert [f.rule for f in audit_files({"lib.py": more}, policy, {"lib.py": pristine})] == ["S-IMPORT-HOOK"]
-    assert {f.rule for f in audit_files({"lib.py": fixed}, policy)} == {"S-DYNAMIC-CODE", "S-IMPORT-HOOK"}
+    assert {f.rule for f in audit_files({"lib.py": fixed}, policy)} == {"S-DYNAMIC-IMPORT", "S-IMPORT-HOOK"}
     changed = fixed.replace("sys.modules['x'] = mod", "sys.modules['pytest'] = mod")  # same construct, new deed
     assert [f.rule for f in audit_files({"lib.py": changed}, policy, {"lib.py": pristine})] == ["S-IMPORT-HOOK"]
     moved = "\n\n" + fixed  # moving code keeps it the task's

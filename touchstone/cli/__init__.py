@@ -14,6 +14,7 @@ _COMMANDS = {
     "env": "touchstone.cli.env:env",
     "propose": "touchstone.cli.tasks:propose",
     "task": "touchstone.cli.tasks:task",
+    "import": "touchstone.cli.tasks:import_",
     "solve": "touchstone.cli.agent:solve",
     "verify": "touchstone.cli.verify:verify",
     "verify-batch": "touchstone.cli.verify:verify_batch",

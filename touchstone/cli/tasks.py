@@ -33,6 +33,21 @@ def _summary(out: Path) -> None:
     click.echo(f"index: {out / 'index.parquet'}")
 
 
+def _env_spec(value: str | None):
+    """--env: inline JSON, a spec file, or the name of a shared/shipped spec."""
+    from touchstone.envs import EnvSpec, find_named_spec, load_spec_file
+
+    if not value:
+        return None
+    if value.lstrip().startswith("{"):
+        try:
+            return EnvSpec.model_validate_json(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--env") from None
+    path = Path(value)
+    return load_spec_file(path if path.is_file() else find_named_spec(value, Path.cwd()))
+
+
 @click.group()
 def propose() -> None:
     """Propose tasks (every task is validated in the sandbox before it is kept)."""
@@ -41,6 +56,11 @@ def propose() -> None:
 @propose.command("mutation")
 @click.option("--seed", "seeds", multiple=True,
               help="project directory or pinned PyPI sdist 'name==version#sha256=HEX' (repeatable; default: shipped seeds)")
+@click.option("--repo", "repos", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="a local source tree (git checkout or unpacked sdist) to mutate (repeatable; same as --seed DIR)")
+@click.option("--env", "env_spec", help="environment the --repo/--seed projects need: a spec JSON file, "
+                                        "a spec name (environments/NAME.json), or inline JSON")
+@click.option("--tests", "tests", help="test files that count: a path prefix or glob (e.g. 'tests/')")
 @click.option("--n", type=int, default=50, show_default=True, help="validated tasks to keep")
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 @click.option("--rng-seed", type=int, default=0, show_default=True)
@@ -49,15 +69,17 @@ def propose() -> None:
 @_backend
 @_k
 @_threshold
-def mutation(seeds, n, out, rng_seed, eval_fraction, workers, backend, k, threshold) -> None:
+def mutation(seeds, repos, env_spec, tests, n, out, rng_seed, eval_fraction, workers, backend, k, threshold) -> None:
     """Inject one AST-level bug per task into real projects with pytest suites."""
+    from touchstone.envs import EnvError
     from touchstone.tasks.proposers.mutation import propose_mutation
     from touchstone.tasks.seeding import SeedError
 
     try:
-        result = propose_mutation(out, seeds=list(seeds) or None, n=n, workers=workers, rng_seed=rng_seed,
-                                  cfg=_cfg(backend, k, threshold), eval_fraction=eval_fraction)
-    except SeedError as exc:
+        result = propose_mutation(out, seeds=[*seeds, *map(str, repos)] or None, n=n, workers=workers,
+                                  rng_seed=rng_seed, cfg=_cfg(backend, k, threshold), eval_fraction=eval_fraction,
+                                  environment=_env_spec(env_spec), tests=tests)
+    except (SeedError, EnvError) as exc:
         raise click.ClickException(str(exc)) from exc
     for s in result.seeds:
         click.echo(f"seed {s.name}: {'ok' if s.usable else 'SKIPPED'} ({s.detail})")
@@ -151,3 +173,33 @@ def show(task_dir) -> None:
     for label, root in (("workspace", t.workspace_dir), ("hidden_tests", t.hidden_tests_dir), ("reference", t.reference_dir)):
         files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) if root else []
         click.echo(f"\n{label}/ ({len(files)} files): " + ", ".join(files[:20]) + (" ..." if len(files) > 20 else ""))
+
+
+@click.group("import")
+def import_() -> None:
+    """Import tasks from formats the field already uses (every task is validated)."""
+
+
+@import_.command("swe-bench")
+@click.argument("instances", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--repos", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="directory of local clones named <owner>__<name> (nothing is fetched)")
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+@click.option("--env-spec", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help='JSON {"owner/name": SPEC | {"VERSION": SPEC, "*": SPEC}}; default: pip install -e .')
+@click.option("--eval-fraction", type=float, default=0.2, show_default=True)
+@_workers
+@_backend
+@_k
+@_threshold
+def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, k, threshold) -> None:
+    """Import SWE-bench-format INSTANCES (JSONL; SWE-smith, SWE-Gym and R2E-Gym field names too)."""
+    from touchstone.tasks.proposers.swebench import import_swebench
+
+    try:
+        result = import_swebench(instances, repos, out, env_spec=env_spec, workers=workers,
+                                 cfg=_cfg(backend, k, threshold), eval_fraction=eval_fraction)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"kept {result.kept}, skipped or rejected {result.rejected}")
+    _summary(out)

@@ -25,7 +25,9 @@ def _policy(path: Path | None):
 
 @click.command()
 @click.argument("task_dir", type=click.Path(path_type=Path))
-@click.argument("trajectory", type=click.Path(path_type=Path))
+@click.argument("trajectory", type=click.Path(path_type=Path), required=False)
+@click.option("--patch", "patch_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="grade a unified diff (a SWE-bench model_patch) as a one-step trajectory, instead of TRAJECTORY")
 @click.option("--json", "as_json", is_flag=True, help="print the full report as JSON")
 @click.option("--replays", default=3, show_default=True, type=click.IntRange(min=1), help="k of k test runs")
 @click.option("--progress", is_flag=True, help="per-step share of hidden tests passing (credit assignment)")
@@ -33,19 +35,27 @@ def _policy(path: Path | None):
 @click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="extra audit policy YAML (adds or replaces rules by id)")
 @click.option("--full", is_flag=True, help="run every check even after a cheap one rejected")
-def verify(task_dir, trajectory, as_json, replays, progress, backend, policy_file, full) -> None:
-    """Verify one TRAJECTORY (JSONL of OpenAI chat messages) of the task in TASK_DIR."""
+def verify(task_dir, trajectory, patch_file, as_json, replays, progress, backend, policy_file, full) -> None:
+    """Verify one TRAJECTORY (JSONL of OpenAI chat messages) of the task in TASK_DIR,
+    or a patch (--patch FILE.diff)."""
+    from touchstone.verify.patch import patch_trajectory
     from touchstone.verify.verifier import verify_trajectory
 
+    if (trajectory is None) == (patch_file is None):
+        click.echo("error: give either TRAJECTORY or --patch FILE", err=True)
+        sys.exit(2)
     try:
         task = load_task(task_dir)
-        messages = read_messages_jsonl(trajectory)
+        if patch_file is not None:
+            messages = patch_trajectory(task, patch_file.read_text(encoding="utf-8"))
+        else:
+            messages = read_messages_jsonl(trajectory)
         policy = _policy(policy_file)
     except (TaskError, TrajectoryError, ValueError, OSError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     report = verify_trajectory(task, messages, replays=replays, progress=progress, backend=backend,
-                               trajectory_id=trajectory.stem, policy=policy, full=full)  # fmt: skip
+                               trajectory_id=(trajectory or patch_file).stem, policy=policy, full=full)  # fmt: skip
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     else:

@@ -66,7 +66,8 @@ class Limits(BaseModel):
     timeout_s: float = 60.0
     memory_bytes: int = 1 * GiB
     processes: int = 256
-    workspace_bytes: int = 256 * MiB
+    workspace_bytes: int = 256 * MiB  # apparent size of its files (sparse files count in full)
+    workspace_files: int = 100_000  # files, directories and links in the workspace
     cpus: float = 1.0
     output_bytes: int = 64 * KiB  # captured per stream; the true count is always reported
     tmp_bytes: int = 64 * MiB  # /tmp and the home directory, each
@@ -79,7 +80,8 @@ class Limits(BaseModel):
         except SandboxError as exc:  # pydantic reports ValueErrors only
             raise ValueError(str(exc)) from exc
 
-    @field_validator("timeout_s", "memory_bytes", "processes", "workspace_bytes", "cpus", "output_bytes", "tmp_bytes")
+    @field_validator("timeout_s", "memory_bytes", "processes", "workspace_bytes", "workspace_files", "cpus",
+                     "output_bytes", "tmp_bytes")
     @classmethod
     def _positive(cls, value: float) -> float:
         if value <= 0:
@@ -167,6 +169,11 @@ class Sandbox(ABC):
 
     def _create(self, limits: Limits | None, mounts: Sequence[Mount], environment: Environment | None = None) -> None:
         """Start the isolation around an empty workspace (a warm pool stops here)."""
+        # One command at a time per sandbox (threads may share it); the harness's own
+        # walks of the workspace and close() wait for it too, so they never overlap a
+        # command (and with it, a process that could change the tree under them).
+        self._exec_lock = threading.Lock()
+        self._closed = True  # until started: close() has nothing to stop
         self.limits = limits or Limits()
         self.mounts = list(mounts)
         # Installed packages, read-only at /usr/local (None: the base environment).
@@ -184,7 +191,7 @@ class Sandbox(ABC):
         self._workspace = self._dir / "workspace"
         self._quota = False
         try:
-            self._quota = ws.mount_quota(self._workspace, self.limits.workspace_bytes)
+            self._quota = ws.mount_quota(self._workspace, self.limits.workspace_bytes, self.limits.workspace_files)
             if self._owner():
                 os.chown(self._workspace, *self._owner())
             self._make_mount_points()
@@ -193,7 +200,6 @@ class Sandbox(ABC):
             self._remove_dir()
             raise
         self._closed = False
-        self._exec_lock = threading.Lock()  # one command at a time per sandbox (threads may share it)
 
     def _make_mount_points(self) -> None:
         """Directories for the mounts under /workspace/, made by us as the
@@ -209,11 +215,10 @@ class Sandbox(ABC):
     def _fill(self, source: Path, action_log: str | os.PathLike | None) -> None:
         """Copy the workspace in and open the action log."""
         self._check_log_location(action_log, source)
-        size = ws.tree_bytes(source)
-        if size > self.limits.workspace_bytes:
-            raise SandboxError(f"workspace {source} holds {size} bytes, over the limit of "
-                               f"{self.limits.workspace_bytes}")
-        ws.copy_tree(source, self._workspace, self._owner())
+        try:
+            ws.copy_tree(source, self._workspace, self._owner(), self._budget())
+        except SandboxError as exc:
+            raise SandboxError(f"cannot copy in the workspace {source}: {exc}") from exc
         self._initial = self.snapshot()
         self.action_log = Path(action_log).resolve() if action_log else self._dir / "actions.jsonl"
         self._log = ActionLog(self.action_log)
@@ -263,6 +268,7 @@ class Sandbox(ABC):
         full_env = {**BASE_ENV, **_check_env(env or {})}
         started = time.time()
         with self._exec_lock:
+            self._check_open()  # close() may have run while we waited
             result = self._exec(argv, timeout, full_env)
         self._log.append(
             time=started, op="exec", args={"command": command if isinstance(command, str) else list(command),
@@ -277,7 +283,8 @@ class Sandbox(ABC):
         self._check_open()
         started = time.time()
         try:
-            data = ws.read_file(self._workspace, path)
+            with self._exec_lock:
+                data = ws.read_file(self._workspace, path)
         except SandboxError as exc:
             self._log.append(time=started, op="read", args={"path": os.fspath(path)}, ok=False,
                              error=str(exc), **self._log_fields())
@@ -294,20 +301,26 @@ class Sandbox(ABC):
                   "content_sha256": sha256_hex(payload), "content_bytes": len(payload), **self._log_fields()}
         try:
             # With the tmpfs quota the kernel enforces the limit (ENOSPC); without it, we do.
-            if not self._quota and len(payload) + ws.tree_bytes(self._workspace) > self.limits.workspace_bytes:
-                raise SandboxError(f"writing {path} would exceed the workspace limit of {self.limits.workspace_bytes} bytes")
-            try:
-                ws.write_file(self._workspace, path, payload, self._owner())
-            except OSError as exc:
-                raise SandboxError(f"cannot write {path}: {exc.strerror}") from exc
+            with self._exec_lock:
+                if not self._quota and len(payload) + ws.tree_bytes(self._workspace) > self.limits.workspace_bytes:
+                    raise SandboxError(f"writing {path} would exceed the workspace limit of "
+                                       f"{self.limits.workspace_bytes} bytes")
+                try:
+                    ws.write_file(self._workspace, path, payload, self._owner())
+                except OSError as exc:
+                    raise SandboxError(f"cannot write {path}: {exc.strerror}") from exc
         except SandboxError as exc:
             self._log.append(ok=False, error=str(exc), **fields)
             raise
         self._log.append(ok=True, **fields)
 
     def snapshot(self) -> dict[str, str]:
-        """Relative path -> sha256 for every file in the workspace."""
-        return ws.snapshot(self._workspace, keep=self._blobs.setdefault)
+        """Relative path -> sha256 for every file in the workspace. Raises
+        SandboxError naming the path for a tree over the workspace limits or one
+        the harness will not walk (see workspace.walk)."""
+        self._check_open()
+        with self._exec_lock:
+            return ws.snapshot(self._workspace, keep=self._blobs.setdefault, budget=self._budget())
 
     def diff(self, since: dict[str, str] | None = None) -> WorkspaceDiff:
         """Changes from `since` (a snapshot; default: the workspace as copied in)."""
@@ -315,20 +328,24 @@ class Sandbox(ABC):
 
     def export(self, dest: str | os.PathLike) -> Path:
         """Copy the workspace to dest (new or empty); links out of it are refused."""
+        self._check_open()
         dest = Path(dest).resolve()
-        ws.export_tree(self._workspace, dest)
+        with self._exec_lock:
+            ws.export_tree(self._workspace, dest, self._budget())
         return dest
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._stop()
-        finally:
-            if self._log:
-                self._log.close()
-            self._remove_dir()
+        """Stop the sandbox; a command running in another thread finishes first."""
+        with self._exec_lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._stop()
+            finally:
+                if self._log:
+                    self._log.close()
+                self._remove_dir()
 
     def __enter__(self) -> Sandbox:
         return self
@@ -341,6 +358,9 @@ class Sandbox(ABC):
     def _check_open(self) -> None:
         if self._closed:
             raise SandboxError(f"sandbox {self.id} is closed")
+
+    def _budget(self) -> ws.Budget:
+        return ws.Budget(max_bytes=self.limits.workspace_bytes, max_entries=self.limits.workspace_files)
 
     def _remove_dir(self) -> None:
         if self._quota:

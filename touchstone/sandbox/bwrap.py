@@ -163,6 +163,7 @@ class _Master:
         cls._proc = _SPAWNER.submit(
             subprocess.Popen, [sys.executable, "-I", "-S", "-B", str(_LAUNCHER), str(theirs.fileno())],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
+            env={},  # nothing of the harness's environment (API keys...) reaches a sandbox
         ).result()
         theirs.close()
         if cls._sock is not None:

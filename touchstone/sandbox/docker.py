@@ -10,7 +10,13 @@ tmpfs /tmp and home, and the host workspace copy bound at /workspace.
 To behave like bwrap (where each exec is a fresh PID namespace), every exec runs
 under a wrapper that, when the command ends, kills whatever it left running and
 empties /tmp and the home directory: only /workspace carries state between execs.
-PID 1 is a bash loop that reaps orphans and is exempt from `kill -1`."""
+The harness then checks from the host (the container's cgroup) that no process of
+the sandbox user is left, and kills again until none is.
+
+PID 1 is a bash loop that reaps orphans, running as `nobody` (65534), not as the
+sandbox user: without capabilities, and with ptrace refused by the seccomp
+profile (seccomp.py, which replaces Docker's default), the sandboxed code can
+neither signal, trace nor read it, so it cannot keep a process alive through it."""
 
 from __future__ import annotations
 
@@ -31,11 +37,13 @@ from touchstone.sandbox.capture import StreamCapture
 from touchstone.sandbox.environment import ENV_TARGET, Environment
 from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.reaper import owner_alive, owner_token
+from touchstone.sandbox.seccomp import docker_profile
 from touchstone.sandbox.image import (
     BASE_REPO, build_lock, base_tag, content_hash, ensure_rootfs, image_tag, images_dir, short_hash,
 )
 
 _PID1 = 'trap "exit 0" TERM; while :; do sleep 86400 & wait $!; done'
+PID1_USER = "65534:65534"
 # What bwrap gets for free from fresh namespaces per exec: no processes, empty /tmp,
 # home and /dev/shm, no System V IPC objects. Only builtins unless there is
 # something to delete: every fork here is per-exec latency.
@@ -143,8 +151,9 @@ class DockerSandbox(Sandbox):
         tmpfs_opts = f"rw,nosuid,nodev,size={lim.tmp_bytes}"
         try:
             self._container = self._docker.containers.run(
-                image_tag(), ["bash", "-c", _PID1], detach=True, user=user, hostname="sandbox",
-                network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                image_tag(), ["bash", "-c", _PID1], detach=True, user=PID1_USER, hostname="sandbox",
+                network_mode="none", cap_drop=["ALL"],
+                security_opt=["no-new-privileges", f"seccomp={docker_profile()}"],
                 pids_limit=lim.processes, mem_limit=lim.memory_bytes, memswap_limit=lim.memory_bytes,
                 nano_cpus=int(lim.cpus * 1e9), read_only=True, working_dir=WORKSPACE,
                 tmpfs={"/tmp": f"{tmpfs_opts},mode=1777", SANDBOX_HOME: f"{tmpfs_opts},mode=0700,uid={uid},gid={gid}"},
@@ -193,8 +202,7 @@ class DockerSandbox(Sandbox):
         raw.close()
         wall = time.monotonic() - started
         code = 137 if timed_out else self._exit_code(exec_id)
-        if code > 128 and not timed_out:  # the wrapper itself may have been killed (OOM): clean up
-            self._reset()
+        self._ensure_quiet()
         cpu_after = self._cpu_ns()
         return ExecResult(
             exit_code=code, signal=code - 128 if 128 < code <= 128 + 64 else None, timed_out=timed_out,
@@ -211,6 +219,31 @@ class DockerSandbox(Sandbox):
                 return info["ExitCode"]
             time.sleep(_EXIT_POLL_S)
         raise SandboxError(f"docker exec {exec_id[:12]} did not report an exit code")
+
+    def _ensure_quiet(self) -> None:
+        """Return only once no process of the sandbox user is left in the container:
+        the wrapper's reset may not have run (the command killed it, or OOM did)."""
+        for _ in range(50):
+            if not self._agent_pids():
+                return
+            self._reset()
+        raise SandboxError(f"sandbox {self.id}: processes of the sandbox user survive every kill")
+
+    def _agent_pids(self) -> list[int]:
+        """Host PIDs of the container's processes that are not PID 1's (uid 65534)."""
+        group = self._cgroup_dirs.get("pids") or self._cgroup_dirs.get("memory")
+        if group is None:
+            return []  # no view of the cgroup here: the wrapper's reset is all there is
+        pids = []
+        for pid in (group / "cgroup.procs").read_text().split():
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue  # exited meanwhile
+            uid = next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:"))
+            if uid != PID1_USER.split(":")[0]:
+                pids.append(int(pid))
+        return pids
 
     def _reset(self) -> None:
         """Kill everything the sandbox user runs (not PID 1) and empty /tmp and home."""

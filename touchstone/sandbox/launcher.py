@@ -50,10 +50,21 @@ def _spawn(libc, argv: list, rlimits: list, fds: list) -> int:
         os.dup2(null, 0)
         for target, fd in enumerate(fds, 1):
             os.dup2(fd, target)
-        os.closerange(len(fds) + 1, 1 << 16)  # above all: the launcher socket
+        # bwrap's options (host paths, the environment it sets) go through a
+        # memfd, not its command line: its init, the sandbox's PID 1, keeps that
+        # command line where the sandboxed code can read it (/proc/1/cmdline).
+        # The command itself (after "--") must stay on the command line.
+        split = argv.index("--")
+        args_fd = len(fds) + 1
+        memfd = os.memfd_create("bwrap-args", 0)
+        os.write(memfd, b"".join(arg.encode() + b"\0" for arg in argv[1:split]))
+        os.lseek(memfd, 0, os.SEEK_SET)
+        os.dup2(memfd, args_fd)
+        os.closerange(args_fd + 1, 1 << 16)  # above all: the launcher socket
         for kind, value in rlimits:
             resource.setrlimit(kind, (value, value))
-        os.execv(argv[0], argv)
+        # An empty environment: bwrap's init keeps it for the sandbox to read (/proc/1/environ).
+        os.execve(argv[0], [argv[0], "--args", str(args_fd), *argv[split:]], {})
     except BaseException as exc:
         os.write(2, f"touchstone launcher: cannot start {argv[0]}: {exc}\n".encode())
     os._exit(126)

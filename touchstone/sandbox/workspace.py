@@ -9,9 +9,11 @@ import difflib
 import hashlib
 import os
 import stat
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel
@@ -128,15 +130,15 @@ def write_file(root: Path, rel: str | os.PathLike, data: bytes, owner: tuple[int
 # ---------------------------------------------------------------- size quota
 
 
-def mount_quota(path: Path, size: int) -> bool:
-    """Make `path` a tmpfs of `size` bytes, so the sandbox (either backend binds
-    this directory) gets ENOSPC at the workspace limit. Needs root; returns False
-    where mounting is not allowed, and the limit is then enforced only per file
-    (RLIMIT_FSIZE) and on harness writes."""
+def mount_quota(path: Path, size: int, entries: int) -> bool:
+    """Make `path` a tmpfs of `size` bytes and `entries` inodes, so the sandbox
+    (either backend binds this directory) gets ENOSPC at the workspace limits.
+    Needs root; returns False where mounting is not allowed, and the limits are
+    then enforced only per file (RLIMIT_FSIZE), on harness writes and walks."""
     path.mkdir(mode=0o755)
     if os.geteuid() != 0:
         return False
-    opts = f"size={size},mode=0755,nosuid,nodev"
+    opts = f"size={size},nr_inodes={entries + 1},mode=0755,nosuid,nodev"  # +1: the root directory
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "touchstone-workspace", str(path)],
                           capture_output=True)
     return done.returncode == 0
@@ -146,89 +148,283 @@ def unmount_quota(path: Path) -> None:
     subprocess.run(["umount", "--lazy", str(path)], capture_output=True, check=True)
 
 
-# ---------------------------------------------------------------- copying
+# ---------------------------------------------------------------- walking
+
+# What the harness walks, whatever the sandboxed code made: deeper trees, longer
+# paths and names that JSON and patches cannot carry are refused by name.
+MAX_DEPTH = 256
+MAX_PATH_BYTES = 4095  # PATH_MAX less the terminating NUL
+MAX_LINK_HOPS = 40  # the kernel's own limit on symlinks followed in one lookup
 
 
-def _check_link(link: Path, root: Path) -> None:
-    """A symlink may stay only if it resolves (fully, following other links) inside root."""
-    target = os.path.realpath(link)
-    real_root = os.path.realpath(root)
-    if os.readlink(link).startswith("/") or os.path.commonpath([target, real_root]) != real_root:
-        raise SandboxError(
-            f"symlink {link.relative_to(root)} -> {os.readlink(link)} points outside the workspace; refused"
-        )
+@dataclass(frozen=True)
+class Budget:
+    """Bounds on one walk: apparent bytes (st_size, so sparse files count in full)
+    of regular files, and entries (files, directories, links, specials)."""
+
+    max_bytes: int
+    max_entries: int
 
 
-def copy_tree(src: Path, dst: Path, owner: tuple[int, int] | None = None) -> None:
-    """Copy a workspace: regular files, directories, and symlinks that stay inside.
-    Anything else (a link out, a FIFO, a device, a socket) is refused, before
-    anything is copied, so a refused tree leaves nothing half-copied behind."""
-    entries = list(_walk(src))
-    for path, st in entries:
-        if stat.S_ISLNK(st.st_mode):
-            _check_link(path, src)
-        elif not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-            raise SandboxError(f"{path.relative_to(src)} is not a regular file, directory or symlink; refused")
-    dst.mkdir(parents=True, exist_ok=True)
-    if owner:
-        os.chown(dst, *owner)
-    for path, st in entries:
-        target = dst / path.relative_to(src)
-        if stat.S_ISDIR(st.st_mode):
-            target.mkdir(mode=0o755, exist_ok=True)  # a mount point under the workspace may be there already
-        elif stat.S_ISLNK(st.st_mode):
-            os.symlink(os.readlink(path), target)
-        else:
-            _copy_file(path, target, st)
-        if owner:
-            os.chown(target, *owner, follow_symlinks=False)
+@dataclass(frozen=True)
+class Entry:
+    parts: tuple[str, ...]
+    st: os.stat_result
+    link: str | None = None  # a symlink's target text
+
+    @property
+    def rel(self) -> str:
+        return "/".join(self.parts)
 
 
-def _copy_file(src: Path, dst: Path, st: os.stat_result) -> None:
-    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as reader, open(dst, "xb") as writer:
-        while chunk := reader.read(1 << 20):
-            writer.write(chunk)
-    # Keep the executable bits (scripts); drop setuid/setgid/sticky.
-    os.chmod(dst, 0o755 if st.st_mode & 0o111 else 0o644)
+def show(rel: str) -> str:
+    """A path for an error message: escaped, and shortened if very long."""
+    text = ascii(rel)[1:-1] if not rel.isprintable() else rel
+    return text if len(text) <= 200 else f"{text[:120]}...{text[-60:]} ({len(rel)} characters)"
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
-    """Every entry below root (not root itself), parents before children, sorted;
-    symlinks are reported, never entered."""
-    for entry in sorted(os.scandir(root), key=lambda e: e.name):
-        st = entry.stat(follow_symlinks=False)
-        path = Path(entry.path)
-        yield path, st
-        if stat.S_ISDIR(st.st_mode):
-            yield from _walk(path)
+def walk(root: Path, budget: Budget | None = None) -> Iterator[tuple[Entry, int]]:
+    """Every entry below root with the descriptor of its directory, parents before
+    children, names sorted. Iterative; each directory is opened relative to its
+    parent's descriptor with O_NOFOLLOW, so no symlink (nor a directory swapped
+    for one while we walk) ever leads out of root. Symlinks are reported, not entered."""
+    seen_bytes = seen_entries = 0
+    stack = [(os.open(root, _O_DIR), (), None)]
+    try:
+        while stack:
+            fd, parts, names = stack[-1]
+            if names is None:
+                names = iter(sorted(_names(fd, parts)))
+                stack[-1] = (fd, parts, names)
+            name = next(names, None)
+            if name is None:
+                os.close(stack.pop()[0])
+                continue
+            entry = _entry(fd, (*parts, name))
+            if entry is None:
+                continue
+            seen_entries += 1
+            if stat.S_ISREG(entry.st.st_mode):
+                seen_bytes += entry.st.st_size
+            if budget and (seen_entries > budget.max_entries or seen_bytes > budget.max_bytes):
+                raise SandboxError(
+                    f"workspace is over its limits at {show(entry.rel)}: more than {budget.max_entries} entries "
+                    f"or {budget.max_bytes} bytes of files (apparent size: sparse files count in full)")
+            yield entry, fd
+            if stat.S_ISDIR(entry.st.st_mode):
+                if len(entry.parts) >= MAX_DEPTH:
+                    raise SandboxError(f"directory {show(entry.rel)} is nested deeper than {MAX_DEPTH} levels; refused")
+                stack.append((_open_sub(fd, entry), entry.parts, None))
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
+
+
+def _names(fd: int, parts: tuple[str, ...]) -> list[str]:
+    names = os.listdir(fd)
+    for name in names:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SandboxError(f"file name is not valid UTF-8: {show('/'.join((*parts, name)))}; refused") from None
+    return names
+
+
+def _entry(dir_fd: int, parts: tuple[str, ...]) -> Entry | None:
+    """The entry, or None if it is gone since its directory was listed."""
+    rel = "/".join(parts)
+    if len(rel.encode()) > MAX_PATH_BYTES:
+        raise SandboxError(f"path longer than {MAX_PATH_BYTES} bytes: {show(rel)}; refused")
+    try:
+        st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    try:
+        link = os.readlink(parts[-1], dir_fd=dir_fd) if stat.S_ISLNK(st.st_mode) else None
+    except OSError as exc:
+        raise SandboxError(f"{show(rel)} changed while being read ({exc.strerror})") from exc
+    return Entry(parts, st, link)
+
+
+def _open_sub(dir_fd: int, entry: Entry) -> int:
+    """The directory `entry`, and only if it is still the one we stat'ed."""
+    try:
+        fd = os.open(entry.parts[-1], _O_DIR, dir_fd=dir_fd)
+    except OSError as exc:
+        raise SandboxError(f"{show(entry.rel)} changed while being read ({exc.strerror})") from exc
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != (entry.st.st_dev, entry.st.st_ino):
+        os.close(fd)
+        raise SandboxError(f"{show(entry.rel)} changed while being read")
+    return fd
+
+
+def open_regular(dir_fd: int, entry: Entry) -> int:
+    """A read descriptor of the regular file `entry` (never a link, FIFO or device)."""
+    try:
+        fd = os.open(entry.parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        raise SandboxError(f"cannot read {show(entry.rel)}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SandboxError(f"{show(entry.rel)} changed while being read")
+    return fd
 
 
 def tree_bytes(root: Path) -> int:
-    return sum(st.st_size for _, st in _walk(root) if stat.S_ISREG(st.st_mode))
+    """Apparent size of the regular files below root."""
+    return sum(e.st.st_size for e, _ in walk(root) if stat.S_ISREG(e.st.st_mode))
+
+
+def link_escapes(entry: Entry, tree: dict[tuple[str, ...], Entry]) -> bool:
+    """Whether the symlink `entry`, resolved the way the kernel would through the
+    links of `tree` (the entries of one walk), leads outside the tree. Computed on
+    what the walk recorded, never by following anything on disk."""
+    where, todo, hops = list(entry.parts[:-1]), [entry.link], 0
+    while todo:
+        target = todo.pop()
+        if target.startswith("/"):
+            return True
+        pending = [p for p in target.split("/") if p not in ("", ".")]
+        while pending:
+            part = pending.pop(0)
+            if part == "..":
+                if not where:
+                    return True
+                where.pop()
+                continue
+            where.append(part)
+            found = tree.get(tuple(where))
+            if found is not None and found.link is not None:
+                hops += 1
+                if hops > MAX_LINK_HOPS:
+                    return True
+                where.pop()
+                todo.append("/".join(pending))
+                todo.append(found.link)
+                break
+    return False
+
+
+# ---------------------------------------------------------------- copying
+
+
+def copy_tree(src: Path, dst: Path, owner: tuple[int, int] | None = None, budget: Budget | None = None) -> None:
+    """Copy a workspace: regular files, directories, and symlinks that stay inside.
+    Anything else (a link out, a FIFO, a device, a socket) is refused, and what was
+    already copied removed again, so a refused tree leaves nothing behind. Existing
+    directories in dst (mount points) are kept."""
+    dst.mkdir(parents=True, exist_ok=True)
+    if owner:
+        os.chown(dst, *owner)
+    made: list[tuple[str, ...]] = []
+    try:
+        _copy_entries(src, dst, owner, budget, made)
+    except BaseException:
+        for parts in reversed(made):  # children before parents
+            target = dst.joinpath(*parts)
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+        raise
+
+
+def _copy_entries(src: Path, dst: Path, owner: tuple[int, int] | None, budget: Budget | None,
+                  made: list[tuple[str, ...]]) -> None:
+    tree: dict[tuple[str, ...], Entry] = {}
+    links: list[Entry] = []
+    out = [os.open(dst, _O_DIR)]  # out[d]: the destination directory at depth d
+    try:
+        for entry, src_fd in walk(src, budget):
+            tree[entry.parts] = entry
+            while len(out) > len(entry.parts):  # left the directories below this entry's parent
+                os.close(out.pop())
+            parent, name, mode = out[-1], entry.parts[-1], entry.st.st_mode
+            if stat.S_ISDIR(mode):
+                try:
+                    os.mkdir(name, 0o755, dir_fd=parent)
+                    made.append(entry.parts)
+                except FileExistsError:
+                    pass  # a mount point under the workspace
+                out.append(os.open(name, _O_DIR, dir_fd=parent))
+                if owner:
+                    os.fchown(out[-1], *owner)
+            elif stat.S_ISREG(mode):
+                made.append(entry.parts)
+                _copy_file(src_fd, entry, parent, owner)
+            elif stat.S_ISLNK(mode):
+                links.append(entry)
+            else:
+                raise SandboxError(f"{show(entry.rel)} is not a regular file, directory or symlink; refused")
+        for entry in links:  # checked once the whole tree is known: a link may point ahead
+            if link_escapes(entry, tree):
+                raise SandboxError(f"symlink {show(entry.rel)} -> {show(entry.link)} points outside the workspace; refused")
+            parent = os.open(dst.joinpath(*entry.parts[:-1]), _O_DIR) if len(entry.parts) > 1 else os.dup(out[0])
+            try:
+                made.append(entry.parts)
+                os.symlink(entry.link, entry.parts[-1], dir_fd=parent)
+                if owner:
+                    os.chown(entry.parts[-1], *owner, dir_fd=parent, follow_symlinks=False)
+            finally:
+                os.close(parent)
+    finally:
+        for fd in out:
+            os.close(fd)
+
+
+def _copy_file(src_dir: int, entry: Entry, dst_dir: int, owner: tuple[int, int] | None) -> None:
+    # Keep the executable bits (scripts); drop setuid/setgid/sticky.
+    mode = 0o755 if entry.st.st_mode & 0o111 else 0o644
+    reader = open_regular(src_dir, entry)
+    try:
+        writer = os.open(entry.parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         mode, dir_fd=dst_dir)
+        try:
+            while chunk := os.read(reader, 1 << 20):
+                os.write(writer, chunk)
+            os.fchmod(writer, mode)
+            if owner:
+                os.fchown(writer, *owner)
+        finally:
+            os.close(writer)
+    finally:
+        os.close(reader)
 
 
 # ---------------------------------------------------------------- snapshots and diffs
 
 
-def snapshot(root: Path, keep: Callable[[str, bytes], None] | None = None) -> dict[str, str]:
+def snapshot(root: Path, keep: Callable[[str, bytes], None] | None = None,
+             budget: Budget | None = None) -> dict[str, str]:
     """Relative path -> sha256 of every regular file and symlink (`link:` + digest of
     its target text). Special files are listed as `special:<kind>` so they show in
     diffs without being opened. `keep(digest, data)` receives small file contents."""
     manifest: dict[str, str] = {}
-    for path, st in _walk(root):
-        rel = path.relative_to(root).as_posix()
-        if stat.S_ISREG(st.st_mode):
-            data = read_file(root, rel)
-            digest = hashlib.sha256(data).hexdigest()
-            if keep and len(data) <= MAX_DIFF_BYTES:
-                keep(digest, data)
-            manifest[rel] = digest
-        elif stat.S_ISLNK(st.st_mode):
-            manifest[rel] = "link:" + hashlib.sha256(os.readlink(path).encode()).hexdigest()
-        elif not stat.S_ISDIR(st.st_mode):
-            manifest[rel] = f"special:{stat.S_IFMT(st.st_mode):o}"
+    for entry, dir_fd in walk(root, budget):
+        if stat.S_ISREG(entry.st.st_mode):
+            manifest[entry.rel] = _hash_file(dir_fd, entry, keep)
+        elif entry.link is not None:
+            manifest[entry.rel] = "link:" + hashlib.sha256(entry.link.encode()).hexdigest()
+        elif not stat.S_ISDIR(entry.st.st_mode):
+            manifest[entry.rel] = f"special:{stat.S_IFMT(entry.st.st_mode):o}"
     return manifest
+
+
+def _hash_file(dir_fd: int, entry: Entry, keep: Callable[[str, bytes], None] | None) -> str:
+    fd = open_regular(dir_fd, entry)
+    digest, small = hashlib.sha256(), bytearray()
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+            if len(small) <= MAX_DIFF_BYTES:
+                small += chunk
+    finally:
+        os.close(fd)
+    hexdigest = digest.hexdigest()
+    if keep and len(small) <= MAX_DIFF_BYTES:
+        keep(hexdigest, bytes(small))
+    return hexdigest
 
 
 def diff(old: dict[str, str], new: dict[str, str], blob: Callable[[str], bytes | None]) -> WorkspaceDiff:
@@ -261,7 +457,8 @@ def _text(digest: str | None, blob: Callable[[str], bytes | None]) -> str | None
 
 
 def _file_patch(path: str, before: str, after: str, is_new: bool, is_gone: bool) -> str:
-    header = f"diff --git a/{path} b/{path}\n"
+    a, b = quote_path("a/" + path), quote_path("b/" + path)
+    header = f"diff --git {a} {b}\n"
     if is_new:
         header += "new file mode 100644\n"
     if is_gone:
@@ -271,15 +468,30 @@ def _file_patch(path: str, before: str, after: str, is_new: bool, is_gone: bool)
     lines = []
     for line in difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True),
-        "/dev/null" if is_new else f"a/{path}", "/dev/null" if is_gone else f"b/{path}",
+        "/dev/null" if is_new else a, "/dev/null" if is_gone else b,
     ):
         lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return header + "".join(lines)
 
 
-def export_tree(root: Path, dest: Path) -> None:
+_C_ESCAPES = {0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0B: "\\v", 0x0C: "\\f", 0x0D: "\\r",
+              0x22: '\\"', 0x5C: "\\\\"}
+
+
+def quote_path(path: str) -> str:
+    """A patch header path as git writes it: as is, or in double quotes with C
+    escapes when it holds control characters, quotes, backslashes or non-ASCII
+    bytes; so a file name with a newline cannot start a line of its own."""
+    data = path.encode("utf-8")
+    if all(0x20 <= byte < 0x7F and byte not in _C_ESCAPES for byte in data):
+        return path
+    quoted = "".join(_C_ESCAPES.get(byte) or (chr(byte) if 0x20 <= byte < 0x7F else f"\\{byte:03o}") for byte in data)
+    return f'"{quoted}"'
+
+
+def export_tree(root: Path, dest: Path, budget: Budget | None = None) -> None:
     """Copy the workspace out (links out of it refused); dest must be new or empty."""
     dest = Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise SandboxError(f"export destination exists and is not an empty directory: {dest}")
-    copy_tree(root, dest)
+    copy_tree(root, dest, budget=budget)

@@ -74,7 +74,7 @@ class TaskSource(_Strict):
     """Where a task came from. `unit` decides the train/eval split: tasks that share
     a unit (the mutated function, the problem) always land in the same split."""
 
-    proposer: Literal["mutation", "problems", "llm", "manual"] = "manual"
+    proposer: Literal["mutation", "problems", "llm", "swebench", "manual"] = "manual"
     origin: str = ""  # seed spec (name==version), JSONL file, policy spec
     unit: str = ""  # source unit: "module:function", problem id, ...
     operator: str | None = None  # mutation operator, when proposer == mutation

@@ -17,9 +17,10 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from touchstone.envs.spec import EnvSpec
 from touchstone.harness import is_test_file
 from touchstone.tasks.mutate import module_name
 
@@ -46,9 +47,24 @@ class Seed:
     root: Path  # clean project directory
     sources: tuple[str, ...]  # relative paths of mutable source files
     tests: tuple[str, ...]  # relative paths of test files (+ conftest/__init__ in test dirs)
+    environment: EnvSpec | None = None  # what its code and tests need installed (None: base)
 
     def module_of(self, path: str) -> str:
-        return module_name(path)
+        """Dotted module of a source file; `src/` layouts import without the `src.`."""
+        return module_name(path.removeprefix("src/"))
+
+    def only_tests(self, pattern: str | None) -> Seed:
+        """The seed with its test files narrowed to a path prefix or fnmatch glob
+        (support files, conftest and __init__, stay)."""
+        if not pattern:
+            return self
+        def wanted(rel: str) -> bool:
+            name = rel.rsplit("/", 1)[-1]
+            return name in ("conftest.py", "__init__.py") or rel.startswith(pattern) or fnmatch.fnmatch(rel, pattern)
+        tests = tuple(t for t in self.tests if wanted(t))
+        if not any(t.rsplit("/", 1)[-1] not in ("conftest.py", "__init__.py") for t in tests):
+            raise SeedError(f"{self.name}: no test file matches {pattern!r}")
+        return replace(self, tests=tests)
 
 
 def _junk(name: str) -> bool:
@@ -73,7 +89,7 @@ def copy_clean(src: Path, dst: Path, keep: list[str] | None = None) -> None:
             shutil.copyfile(entry, dst / entry.name)
 
 
-def scan(root: Path, name: str) -> Seed:
+def scan(root: Path, name: str, environment: EnvSpec | None = None) -> Seed:
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py") if p.is_file())
     sources = tuple(f for f in files if _is_source(f))
     tests = tuple(f for f in files if is_test_file(f))
@@ -81,7 +97,7 @@ def scan(root: Path, name: str) -> Seed:
         raise SeedError(f"{name}: no pytest test files (test_*.py / *_test.py) in {root}")
     if not sources:
         raise SeedError(f"{name}: no Python source files to mutate in {root}")
-    return Seed(name, root, sources, tests)
+    return Seed(name, root, sources, tests, environment)
 
 
 def sha256_file(path: Path) -> str:
@@ -111,7 +127,8 @@ def default_seeds(work: Path) -> list[Seed]:
     for entry in manifest["seeds"]:
         spec = f"{entry['name']}=={entry['version']}"
         root = _unpack_sdist(SEEDS_DIR / entry["file"], entry["sha256"], work / spec, entry.get("keep"))
-        out.append(scan(root, spec))
+        env = entry.get("environment")
+        out.append(scan(root, spec, EnvSpec.model_validate(env) if env is not None else None))
     return out
 
 
@@ -131,18 +148,19 @@ def _download(spec: re.Match, work: Path) -> Path:
     raise SeedError(f"{req}: no sdist (.tar.gz) was downloaded")
 
 
-def resolve_seed(spec: str | Path, work: Path) -> Seed:
-    """A local project directory, or `name==version#sha256=HEX` (a pinned PyPI sdist)."""
+def resolve_seed(spec: str | Path, work: Path, environment: EnvSpec | None = None) -> Seed:
+    """A local project directory (a checkout or an unpacked sdist), or
+    `name==version#sha256=HEX` (a pinned PyPI sdist); `environment`: what it needs installed."""
     path = Path(spec)
     if path.is_dir():
         dest = work / path.resolve().name
         shutil.rmtree(dest, ignore_errors=True)
         copy_clean(path, dest)
-        return scan(dest, path.resolve().name)
+        return scan(dest, path.resolve().name, environment)
     match = _SPEC_RE.match(str(spec))
     if not match:
         raise SeedError(f"seed {spec!r} is neither a directory nor a pinned PyPI spec 'name==version#sha256=HEX'")
     archive = _download(match, work)
     dest = work / f"{match['name']}=={match['version']}"
     shutil.rmtree(dest, ignore_errors=True)
-    return scan(_unpack_sdist(archive, match["sha"], dest, None), f"{match['name']}=={match['version']}")
+    return scan(_unpack_sdist(archive, match["sha"], dest, None), f"{match['name']}=={match['version']}", environment)

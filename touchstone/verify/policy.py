@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from touchstone.verify.report import Severity
 
@@ -17,7 +17,7 @@ DEFAULT_POLICY = Path(__file__).with_name("audit_policy.yaml")
 
 StaticKind = Literal[
     "reference", "import", "attribute", "module_attr_write", "dynamic_module_attr", "eq_constant", "string",
-    "literal_table",
+    "literal_table", "namespace_write", "exec_file", "encoding", "archive",
 ]
 Context = Literal["module", "function", "main_guard", "test_file"]
 
@@ -30,18 +30,46 @@ class StaticRule(BaseModel):
     patterns: list[str] = Field(default_factory=list)
     severity: Severity
     severity_in_function: Severity | None = None
+    # Rules whose only purpose is to protect a judge that runs in the
+    # candidate's process relax to this once the test run is isolated
+    # (candidate code out of the judging process); None = same severity.
+    severity_when_isolated: Severity | None = None
     allow_in: list[Context] = Field(default_factory=list)
     min_entries: int = 8
+
+    def severity_for(self, *, in_function: bool = False, isolated: bool = False) -> Severity:
+        if isolated and self.severity_when_isolated:
+            return self.severity_when_isolated
+        if in_function and self.severity_in_function:
+            return self.severity_in_function
+        return self.severity
+
+
+# exec: the raw command line; command: one simple command that ran (program
+# basename and arguments, one space apart); arg: each argument of a simple
+# command, paths made absolute; env: a variable assignment (NAME=value);
+# read/write: a path read or written (file tools and redirections); code:
+# Python code handed to an interpreter (`python -c`, heredoc); content: text
+# of files written during the run; protected: protected paths changed at some step.
+ActionOp = Literal["exec", "command", "arg", "env", "read", "write", "code", "content", "protected"]
 
 
 class ActionRule(BaseModel):
     id: str
     description: str = ""
-    # exec: command line; read/write: path; content: text of files written
-    # during the run; protected: protected paths changed at some step.
-    ops: list[Literal["exec", "read", "write", "content", "protected"]]
-    pattern: str = ""
+    ops: list[ActionOp] = Field(default_factory=list)
+    pattern: str = ""  # for every op in `ops`
+    patterns: dict[ActionOp, str] = Field(default_factory=dict)  # per-op patterns (in addition)
     severity: Severity
+
+    @model_validator(mode="after")
+    def _some_op(self) -> "ActionRule":
+        if not self.ops and not self.patterns:
+            raise ValueError(f"action rule {self.id}: give `ops` (with `pattern`) or `patterns`")
+        return self
+
+    def op_patterns(self) -> dict[str, str]:
+        return {**{op: self.pattern for op in self.ops}, **self.patterns}
 
 
 class AuditPolicy(BaseModel):

@@ -34,7 +34,27 @@ SHADOWED = FRAMEWORK_MODULES | set(sys.stdlib_module_names)
 @dataclass
 class ProtectedResult:
     violations: list[str] = field(default_factory=list)  # "path: why"
-    dropped: list[str] = field(default_factory=list)  # new test files, not graded
+    dropped: list[str] = field(default_factory=list)  # new test files and agent-made git repositories, not graded
+
+
+def _git_dir(rel: str) -> str | None:
+    """The `.git` directory `rel` lies in (`.git`, `sub/.git`), if any."""
+    parts = rel.split("/")
+    return "/".join(parts[: parts.index(".git") + 1]) if ".git" in parts[:-1] else None
+
+
+def _test_modules(files: set[str], test_dirs: set[str]) -> set[str]:
+    """Module names the tests import from their own directories (helpers,
+    fixtures): a test directory that is not a package is put on sys.path."""
+    names = set()
+    on_path = {d for d in test_dirs if f"{d}/__init__.py" not in files}
+    for rel in files:
+        parent, _, name = rel.rpartition("/")
+        if parent in on_path and name.endswith(".py") and name != "__init__.py":
+            names.add(name[:-3])
+        elif parent.rpartition("/")[0] in on_path and name == "__init__.py":
+            names.add(parent.rpartition("/")[2])
+    return names
 
 
 def _module_names(rel: str, import_roots: set[str]) -> set[str]:
@@ -74,16 +94,28 @@ def check_protected(
     before: Callable[[str], bytes | None] = lambda rel: None,
     after: Callable[[str], bytes | None] = lambda rel: None,
     installed: frozenset[str] = frozenset(),
+    hidden_files: set[str] = frozenset(),
 ) -> ProtectedResult:
     """`pristine_files`: workspace files before the run; `test_dirs`: dirs of
     visible + hidden tests (on sys.path under pytest's rootdir insertion);
     `before`/`after`: file contents, for the shared config files; `installed`:
     top-level names the task environment installs (a new `attrs/` or `numpy.py`
-    in the workspace would shadow them)."""
+    in the workspace would shadow them); `hidden_files`: the hidden tests'
+    files (their helper modules must not be shadowed either).
+
+    A git repository the agent made (`git init` as a scratch snapshot) is
+    dropped, not graded and not a violation: grading never runs git. A `.git`
+    the task ships stays protected: it is task content (tests may read it)."""
     res = ProtectedResult()
     import_roots = {""} | test_dirs
+    helpers = _test_modules(pristine_files | set(hidden_files), test_dirs)
+    shipped_git = {g for g in map(_git_dir, pristine_files) if g}
     for rel in diff.changed:
         why = None
+        git = _git_dir(rel)
+        if git and git not in shipped_git and diff.kinds.get(rel) == "f":
+            res.dropped.append(rel)
+            continue
         if diff.kinds.get(rel) in ("l", "o"):
             why = "is a symlink or special file"
         elif any(fnmatch.fnmatch(rel, g) for g in task_globs):
@@ -97,9 +129,11 @@ def check_protected(
         elif rel in pristine_files and is_test_file(rel):
             why = "a test file the task ships"
         elif rel in diff.created:
-            shadowed = _module_names(rel, import_roots) & (SHADOWED | installed)
-            if shadowed:
-                why = f"shadows the module {sorted(shadowed)[0]!r}"
+            names = _module_names(rel, import_roots)
+            if names & (SHADOWED | installed):
+                why = f"shadows the module {sorted(names & (SHADOWED | installed))[0]!r}"
+            elif names & helpers and not is_test_file(rel):
+                why = f"shadows the test helper module {sorted(names & helpers)[0]!r}"
         if why:
             res.violations.append(f"{rel}: {why}")
         elif rel in diff.created and is_test_file(rel):

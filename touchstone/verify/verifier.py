@@ -49,9 +49,13 @@ def verify_trajectory(
     allow_rules: set[str] | None = None,
     full: bool = False,
     tool_timeout: float = DEFAULT_TIMEOUT_S,
+    isolated: bool = False,
 ) -> VerificationReport:
     """Verify one trajectory of `task`. Never raises for infrastructure
-    problems: those make the report inconclusive, with the error as evidence."""
+    problems: those make the report inconclusive, with the error as evidence.
+    `isolated`: the test run keeps candidate code out of the process that
+    judges it; only then do audit rules with `severity_when_isolated` relax
+    (today's default: not isolated, every rule at its full severity)."""
     started = time.monotonic()
     # a task may allow rules where they are legitimate: source.meta["audit_allow"]
     allowed = set(allow_rules or ()) | set(task.source.meta.get("audit_allow", ()))
@@ -83,15 +87,15 @@ def verify_trajectory(
     checks.append(_diff_match_check(rep, recorded_diff))
     prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
                            pristine.content, rep.files.get,
-                           installed=environment.top_level if environment else frozenset())  # fmt: skip
+                           installed=environment.top_level if environment else frozenset(),
+                           hidden_files=pristine.hidden)  # fmt: skip
     checks.append(_protected_check(prot))
     # graded = the candidate's changed files, minus new test files and the task's own tests
     graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
     deleted = [r for r in rep.diff.deleted if r not in pristine.tests]
-    py_sources = {rel: data.decode("utf-8", errors="replace") for rel, data in graded.items() if rel.endswith(".py")}
-    checks.append(_compile_check(py_sources))
-    baseline = {rel: pristine.content(rel).decode("utf-8", errors="replace") for rel in py_sources if rel in pristine.files}
-    static, actions = audit_files(py_sources, policy, baseline), audit_actions(rep.events, policy)
+    checks.append(_compile_check({rel: data for rel, data in graded.items() if rel.endswith(".py")}))
+    static = audit_files(graded, policy, pristine.versions(graded), isolated=isolated)
+    actions = audit_actions(rep.events, policy)
     findings.extend(static + actions)
     checks += [_audit_check("static_audit", static), _audit_check("action_audit", actions)]
 
@@ -123,14 +127,29 @@ class _Pristine:
         self.root = task.workspace_dir
         self.files = {p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()}
         self.tests = {r for r in self.files if is_test_file(r)}
-        hidden = [p.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")]
-        self.test_dirs = test_dirs(self.files, hidden)
+        self.hidden = {p.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")}
+        self.test_dirs = test_dirs(self.files, self.hidden)
         self.globs = list(task.protected) + list(DEFAULT_PROTECTED)
+        # mutation tasks: reference/ holds each mutated file as it was before the mutation
+        ref = task.reference_dir if task.source.proposer == "mutation" else None
+        self.originals = {p.relative_to(ref).as_posix(): p for p in ref.rglob("*") if p.is_file()} if ref else {}
+
+    def versions(self, rels) -> dict[str, list[bytes]]:
+        """The versions of each file the task ships: its pristine workspace
+        copy and, for mutation tasks, the original before the mutation (so
+        restoring a mutated line that holds a flagged construct is honest)."""
+        out: dict[str, list[bytes]] = {}
+        for rel in rels:
+            shipped = [self.content(rel)] + ([self.originals[rel].read_bytes()] if rel in self.originals else [])
+            out[rel] = [v for v in shipped if v is not None]
+        return out
 
     def content(self, rel: str) -> bytes | None:
         return (self.root / rel).read_bytes() if rel in self.files else None
 
     def is_protected(self, rel: str) -> bool:
+        if rel.startswith(".git/") and not any(f.startswith(".git/") for f in self.files):
+            return False  # the agent's own repository (git init): dropped before grading, not tampering
         return rel in self.tests or any(fnmatch.fnmatch(rel, g) for g in self.globs)
 
 
@@ -166,13 +185,14 @@ def _replay_evidence(rep: ReplayResult) -> str:
 def _protected_check(prot) -> CheckResult:
     if prot.violations:
         return CheckResult(name="protected_paths", status="fail", evidence="; ".join(prot.violations)[:1000])
-    note = f"; new test files not graded: {', '.join(prot.dropped)}" if prot.dropped else ""
+    shown = ", ".join(prot.dropped[:10]) + (f" and {len(prot.dropped) - 10} more" if len(prot.dropped) > 10 else "")
+    note = f"; not graded (new test files, agent-made git repository): {shown}" if prot.dropped else ""
     return CheckResult(name="protected_paths", status="pass", evidence="no protected path changed" + note)
 
 
-def _compile_check(sources: dict[str, str]) -> CheckResult:
+def _compile_check(sources: dict[str, bytes]) -> CheckResult:
     for rel, src in sorted(sources.items()):
-        try:
+        try:  # bytes: decoded as the interpreter will (coding cookie, BOM)
             compile(src, rel, "exec", dont_inherit=True)  # compiles only; nothing runs
         except (SyntaxError, ValueError) as exc:
             return CheckResult(name="compile", status="fail", evidence=f"{rel}: {exc}")

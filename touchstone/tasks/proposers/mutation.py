@@ -2,8 +2,10 @@
 project with a pytest suite, find the tests it breaks (fail-to-pass) and the
 ones it leaves (pass-to-pass), describe the failing behaviour, and validate.
 
-Per seed: the seed's own suite must pass in the sandbox first (otherwise the
-seed is reported and skipped). The workspace is the mutated project with its
+Per seed: the seed's own suite must pass in the sandbox, in the seed's
+environment, first (otherwise the seed is reported and skipped); a second run
+under a per-test profile hook learns which functions the passing tests call,
+and only those are mutated. The workspace is the mutated project with its
 visible tests; hidden_tests/ holds pristine copies of the test files;
 reference/ holds the original of the mutated file.
 """
@@ -18,9 +20,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from touchstone.envs import EnvError, EnvSpec
+from touchstone.envs.task import task_environment
+from touchstone.tasks.coverage import covered_functions
 from touchstone.tasks.mutate import Mutation, compile_error, mutations
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, slug
-from touchstone.envs.task import task_environment
 from touchstone.harness import TestRunResult, is_test_module, run_hidden_tests
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, EntryPoint, Task, TaskSource, load_task
 from touchstone.tasks.seeding import Seed, SeedError, copy_clean, default_seeds, resolve_seed
@@ -37,6 +41,11 @@ class SeedReport:
     detail: str
     passing: list[str] = field(default_factory=list)
     wall_s: float = 0.0  # one run of the unmodified suite
+    covered: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # path -> function -> tests
+
+    def only(self, path: str) -> set[str] | None:
+        """Functions of `path` worth mutating (None: coverage unknown, all of them)."""
+        return set(self.covered.get(path, {})) if self.covered else None
 
     @property
     def mutant_timeout(self) -> float:
@@ -75,13 +84,22 @@ def check_seed(seed: Seed, work: Path, cfg: ValidationConfig) -> SeedReport:
     """Run the seed's own suite once, unmodified, in the sandbox."""
     task_dir = work / f"baseline-{slug(seed.name)}"
     shutil.rmtree(task_dir, ignore_errors=True)
-    probe = write_task_dir(task_dir, seed, Task(id="baseline", statement="baseline run of the seed suite"), {}, {})
-    run = run_hidden_tests(probe, required=None, environment=task_environment(probe), backend=cfg.backend, timeout=120)
-    shutil.rmtree(task_dir)
+    probe = write_task_dir(task_dir, seed, Task(id="baseline", statement="baseline run of the seed suite",
+                                                environment=seed.environment), {}, {})
+    try:
+        environment = task_environment(probe)
+        run = run_hidden_tests(probe, required=None, environment=environment, backend=cfg.backend, timeout=120)
+    except EnvError as exc:
+        return SeedReport(seed.name, False, f"its environment does not build: {exc}")
+    finally:
+        shutil.rmtree(task_dir)
     if not run.ok:
         failing = "; ".join(f"{k}: {v.splitlines()[0][:120] if v else ''}" for k, v in list(run.messages.items())[:3])
         return SeedReport(seed.name, False, f"seed suite does not pass before mutation ({run.evidence}) {failing}")
-    return SeedReport(seed.name, True, f"{len(run.passed)} tests pass in {run.wall_s:.1f}s", run.passed, run.wall_s)
+    covered = covered_functions(seed, environment=environment, backend=cfg.backend)
+    n_funcs = sum(len(f) for f in covered.values())
+    return SeedReport(seed.name, True, f"{len(run.passed)} tests pass in {run.wall_s:.1f}s; they call {n_funcs} "
+                                       f"functions in {len(covered)} files", run.passed, run.wall_s, covered)
 
 
 def statement_for(seed_name: str, failures: dict[str, str], collect_errors: dict[str, str]) -> str:
@@ -109,7 +127,8 @@ def build_candidate(seed: Seed, report: SeedReport, mutation: Mutation, task_dir
     original = (seed.root / mutation.path).read_text()
     module, func = mutation.unit.split(":", 1)
     draft = Task(id=task_id, statement="(pending)", timeout_s=60, protected=list(seed.tests),
-                 entry_points=[EntryPoint(module=module, function=func)], source=_source(seed, mutation))
+                 entry_points=[EntryPoint(module=module, function=func)], source=_source(seed, mutation),
+                 environment=seed.environment)
     task = write_task_dir(task_dir, seed, draft, {mutation.path: mutation.source}, {mutation.path: original})
     run = run_hidden_tests(task, required=None, environment=task_environment(task), backend=cfg.backend,
                            timeout=report.mutant_timeout)
@@ -155,7 +174,7 @@ def candidates(seeds: list[tuple[Seed, SeedReport]], cfg: ValidationConfig, rng:
     """Mutations interleaved across seeds, then files, at most MAX_PER_UNIT per function."""
     def tagged(seed: Seed, report: SeedReport, rel: str) -> Iterator:
         source = (seed.root / rel).read_text()
-        return (((seed, report), m) for m in mutations(source, rel, seed.module_of(rel), rng=rng))
+        return (((seed, report), m) for m in mutations(source, rel, seed.module_of(rel), only=report.only(rel), rng=rng))
 
     per_seed = [_round_robin([tagged(seed, report, rel) for rel in seed.sources]) for seed, report in seeds]
     per_unit: dict[str, int] = {}
@@ -169,13 +188,18 @@ def candidates(seeds: list[tuple[Seed, SeedReport]], cfg: ValidationConfig, rng:
 
 
 def propose_mutation(out: Path, *, seeds: list[str] | None = None, n: int = 50, workers: int = 2,
-                     cfg: ValidationConfig | None = None, rng_seed: int = 0, eval_fraction: float = 0.2) -> MutationResult:
-    """Propose and validate mutation tasks until `n` are kept (or candidates run out)."""
+                     cfg: ValidationConfig | None = None, rng_seed: int = 0, eval_fraction: float = 0.2,
+                     environment: EnvSpec | None = None, tests: str | None = None) -> MutationResult:
+    """Propose and validate mutation tasks until `n` are kept (or candidates run out).
+    `seeds`: local source trees or pinned sdists (default: the shipped seeds, each
+    with its own environment); `environment`: what the given seeds need installed;
+    `tests`: path prefix or glob of the test files that count."""
     cfg = cfg or ValidationConfig()
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="touchstone-seeds-") as tmp:
         work = Path(tmp)
-        resolved = default_seeds(work) if not seeds else [resolve_seed(s, work) for s in seeds]
+        resolved = default_seeds(work) if not seeds else [resolve_seed(s, work, environment) for s in seeds]
+        resolved = [s.only_tests(tests) for s in resolved]
         reports = [check_seed(s, work, cfg) for s in resolved]
         usable = [(s, r) for s, r in zip(resolved, reports) if r.usable]
         if not usable:

@@ -1,0 +1,340 @@
+"""Isolated test runs on real sandboxes: forging attacks of family G fail,
+honest code of every shape (classes, callbacks, generators, exceptions,
+packages, monkeypatch, check(candidate)) passes."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from touchstone.harness import grading
+from touchstone.harness.isolation.runner import compose_trees, run_isolated
+
+WRONG_ADD = "def add(a, b):\n    return a - b\n"
+ADD_TESTS = {
+    "tests/test_add.py": """
+        from calc import add
+
+        def test_small():
+            assert add(2, 3) == 5
+
+        def test_negative():
+            assert add(-2, -3) == -5
+    """,
+}
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text))
+
+
+def run(tmp_path: Path, workspace: dict[str, str], tests: dict[str, str], backend: str = "bwrap",
+        in_process: bool = False) -> grading.TestRunResult:  # fmt: skip
+    """Grade `workspace` (the candidate's files) against `tests` (hidden)."""
+    pristine, hidden = tmp_path / "pristine", tmp_path / "hidden"
+    _write(pristine, workspace)
+    _write(hidden, tests)
+    test_files = sorted(tests)
+    prefixes = [i for rel in test_files for i in grading.test_functions(rel, (hidden / rel).read_text())]
+    if in_process:
+        tree = tmp_path / "inproc"
+        _write(tree, {**workspace, **tests})
+        return grading.run_tests(tree, test_files, None, prefixes, timeout=60, backend=backend)
+    trees = compose_trees(pristine, {}, [], hidden, tmp_path / "trees")
+    return run_isolated(trees, test_files, None, prefixes, timeout=60, backend=backend)
+
+
+def _forge(attack: str) -> dict[str, str]:
+    return {"calc.py": WRONG_ADD + textwrap.dedent(attack)}
+
+
+ATTACKS = {
+    "runtest-noop": """
+        import _pytest.python
+        _pytest.python.Function.runtest = lambda self: None
+    """,
+    "pluggy-report-rewrite": """
+        import gc
+        class _Forger:
+            def pytest_runtest_logreport(self, report):
+                report.outcome = "passed"
+        for _o in gc.get_objects():
+            if type(_o).__name__ == "PytestPluginManager":
+                _o.register(_Forger())
+    """,
+    "exit-at-import": """
+        import os
+        os._exit(0)
+    """,
+    "atexit-exit": """
+        import atexit, os
+        atexit.register(lambda: os._exit(0))
+    """,
+    "write-fake-results": """
+        import glob, json
+        for _d in glob.glob("/mnt/to*"):
+            with open(_d + "/results.jsonl", "a") as _f:
+                _f.write(json.dumps({"event": "finish", "exitstatus": 0}) + "\\n")
+            with open(_d + "/junit.xml", "w") as _f:
+                _f.write("<testsuite/>")
+    """,
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_forging_attacks_fail_under_isolation(tmp_path: Path, attack: str):
+    result = run(tmp_path, _forge(ATTACKS[attack]), ADD_TESTS)
+    assert result.status == "fail", result.evidence
+    assert not result.passed
+
+
+def test_the_runtest_forgery_is_real_in_process(tmp_path: Path):
+    """The same one line makes a wrong solution pass when the candidate is
+    importable in the pytest process: the attack, not the harness, is tested above."""
+    forged = run(tmp_path, _forge(ATTACKS["runtest-noop"]), ADD_TESTS, in_process=True)
+    assert forged.status == "pass", forged.evidence
+
+
+def test_hidden_tests_are_not_on_the_candidates_disk(tmp_path: Path):
+    """A solution that reads the expected answers from the hidden test file
+    finds nothing: that file exists only in the judge's sandbox."""
+    peek = """
+        import os, re
+        def add(a, b):
+            for root, _, files in os.walk("/"):
+                if "test_add.py" in files and root.startswith(("/workspace", "/mnt")):
+                    text = open(os.path.join(root, "test_add.py")).read()
+                    found = re.search(r"add\\(%d, %d\\) == (-?\\d+)" % (a, b), text)
+                    if found:
+                        return int(found.group(1))
+            return 0
+    """
+    result = run(tmp_path, {"calc.py": peek}, ADD_TESTS)
+    assert result.status == "fail" and not result.passed, result.evidence
+
+
+COMPARISON_TESTS = {
+    "tests/test_cmp.py": """
+        from calc import total, pair, ok
+
+        def test_total():
+            assert total([1, 2]) == 3
+
+        def test_pair():
+            assert pair() == [1, 2]
+
+        def test_ok():
+            assert ok() == True
+    """,
+}
+
+
+def test_always_equal_objects_never_equal_judge_values(tmp_path: Path):
+    """An object whose __eq__ is always True, a list subclass that equals
+    everything, an int subclass: none is equal to the test's builtin values."""
+    cheat = """
+        class AlwaysEq:
+            def __eq__(self, other): return True
+            def __ne__(self, other): return False
+            __hash__ = object.__hash__
+        class EqList(list):
+            def __eq__(self, other): return True
+        class TrueInt(int):
+            def __eq__(self, other): return True
+            __hash__ = int.__hash__
+        def total(xs): return AlwaysEq()
+        def pair(): return EqList()
+        def ok(): return TrueInt(0)
+    """
+    result = run(tmp_path, {"calc.py": cheat}, COMPARISON_TESTS)
+    assert result.status == "fail" and not result.passed, result.evidence
+    honest = "def total(xs): return sum(xs)\ndef pair(): return [1, 2]\ndef ok(): return True\n"
+    assert run(tmp_path / "honest", {"calc.py": honest}, COMPARISON_TESTS).status == "pass"
+
+
+SHAPES_MODULE = {
+    "shapes/__init__.py": "from .core import Shape, ShapeError, registry\n",
+    "shapes/core.py": """
+        class ShapeError(ValueError):
+            def __init__(self, msg, code=7):
+                super().__init__(msg)
+                self.code = code
+
+        class Shape:
+            def __init__(self, sides):
+                if sides < 3:
+                    raise ShapeError(f"{sides} sides is no polygon")
+                self.sides = sides
+            def scaled(self, k):
+                return Shape(self.sides * k)
+            def __eq__(self, other):
+                return isinstance(other, Shape) and other.sides == self.sides
+            def __hash__(self):
+                return hash(self.sides)
+            def __lt__(self, other):
+                return self.sides < other.sides
+            def __add__(self, other):
+                return Shape(self.sides + other.sides)
+            def __repr__(self):
+                return f"Shape({self.sides})"
+            def __iter__(self):
+                return iter(range(self.sides))
+            def __len__(self):
+                return self.sides
+            def __enter__(self):
+                return self
+            def __exit__(self, *exc):
+                return False
+
+        registry = {}
+        LIMIT = 10
+
+        def limit():
+            return LIMIT
+    """,
+    "shapes/util/__init__.py": "",
+    "shapes/util/more.py": """
+        from ..core import Shape
+
+        def apply_all(f, xs):
+            return [f(x) for x in xs]
+
+        def each_shape(n):
+            for i in range(3, 3 + n):
+                yield Shape(i)
+
+        def sort_in_place(xs):
+            xs.sort()
+
+        def fill(d, n):
+            d.update({i: i * i for i in range(n)})
+            return len(d)
+
+        def exact(x):
+            return type(x).__name__
+
+        def values():
+            return {"f": 0.5, "nan": float("nan"), "inf": float("inf"), "t": (1, "a"), "s": {1, 2},
+                    "fs": frozenset({3}), "b": b"xy", "n": None, "big": 2 ** 100, "c": 1 + 2j}
+    """,
+}
+SHAPES_TESTS = {
+    "tests/test_shapes.py": """
+        import math
+
+        import pytest
+
+        import shapes
+        from shapes import Shape, ShapeError
+        from shapes.util.more import apply_all, each_shape, exact, fill, sort_in_place, values
+
+
+        def test_methods_and_attributes():
+            s = Shape(4)
+            assert s.sides == 4 and s.scaled(2).sides == 8
+            assert s == Shape(4) and s != Shape(5) and Shape(3) < Shape(4)
+            assert (s + Shape(3)).sides == 7 and repr(s) == "Shape(4)"
+            assert list(s) == [0, 1, 2, 3] and len(s) == 4
+            assert len({Shape(3), Shape(3), Shape(4)}) == 2
+            assert isinstance(s, Shape) and not isinstance(3, Shape)
+            with Shape(5) as inside:
+                assert inside.sides == 5
+
+        def test_candidate_exceptions():
+            with pytest.raises(ShapeError) as info:
+                Shape(2)
+            assert info.value.code == 7 and "2 sides" in str(info.value)
+            with pytest.raises(ValueError, match="no polygon"):
+                Shape(1)
+            with pytest.raises(AttributeError):
+                Shape(3).missing
+
+        def test_callbacks_and_generators():
+            assert apply_all(lambda x: x * 10, [1, 2, 3]) == [10, 20, 30]
+            assert apply_all(lambda s: s.sides, [Shape(3)]) == [3]
+            gen = each_shape(3)
+            assert next(gen).sides == 3
+            assert [s.sides for s in gen] == [4, 5]
+
+        def test_in_place_mutation_reaches_the_test():
+            xs = [3, 1, 2]
+            sort_in_place(xs)
+            assert xs == [1, 2, 3]
+            d = {}
+            assert fill(d, 3) == 3 and d == {0: 0, 1: 1, 2: 4}
+
+        def test_plain_values_are_exact_builtins():
+            v = values()
+            assert type(v) is dict and v["f"] == 0.5 and math.isnan(v["nan"]) and v["inf"] == math.inf
+            assert v["t"] == (1, "a") and v["s"] == {1, 2} and v["fs"] == frozenset({3}) and v["b"] == b"xy"
+            assert v["n"] is None and v["big"] == 2 ** 100 and v["c"] == 1 + 2j
+            assert exact(True) == "bool" and exact(1) == "int" and exact((1,)) == "tuple"
+
+        def test_monkeypatch_reaches_the_candidate(monkeypatch):
+            monkeypatch.setattr(shapes.core, "LIMIT", 99)
+            assert shapes.core.limit() == 99
+            shapes.registry["k"] = [1]  # a module's container is live: the test changes the real one
+            shapes.registry["k"].append(2)  # an item read out of it is a copy
+            assert shapes.registry == {"k": [1]} and "k" in shapes.registry and len(shapes.registry) == 1
+            assert not isinstance(shapes.registry, dict)  # a live view, compared here on a type-checked copy
+
+        def test_monkeypatch_was_undone():
+            assert shapes.core.limit() == 10
+    """,
+}
+
+
+def test_honest_code_of_every_shape_passes_isolated(tmp_path: Path):
+    result = run(tmp_path, SHAPES_MODULE, SHAPES_TESTS)
+    assert result.status == "pass", result.evidence
+    assert len(result.passed) == 7
+
+
+HUMANEVAL_TESTS = {
+    "tests/test_humaneval.py": """
+        from solution import incr_list
+
+        def check(candidate):
+            assert candidate([1, 2, 3]) == [2, 3, 4]
+            assert candidate([]) == []
+            assert candidate([5, 3, 5, 2]) == [6, 4, 6, 3]
+
+        def test_check():
+            check(incr_list)
+    """,
+}
+
+
+def test_check_candidate_style_tests(tmp_path: Path):
+    honest = {"solution.py": "def incr_list(l):\n    return [x + 1 for x in l]\n"}
+    assert run(tmp_path / "honest", honest, HUMANEVAL_TESTS).status == "pass"
+    forged = {"solution.py": "def incr_list(l):\n    return []\n" + textwrap.dedent(ATTACKS["runtest-noop"])}
+    assert run(tmp_path / "forged", forged, HUMANEVAL_TESTS).status == "fail"
+
+
+def test_a_callback_failure_cannot_be_swallowed(tmp_path: Path):
+    """The candidate catches the AssertionError its callback raised: the test
+    still fails, because the judge keeps its own failures."""
+    swallow = {"calc.py": "def each(f, xs):\n    for x in xs:\n        try:\n            f(x)\n"
+                          "        except BaseException:\n            pass\n"}  # fmt: skip
+    tests = {"tests/test_cb.py": """
+        from calc import each
+
+        def test_all_positive():
+            def check(x):
+                assert x > 0
+            each(check, [1, -1])
+    """}
+    result = run(tmp_path, swallow, tests)
+    assert result.status == "fail", result.evidence
+
+
+@pytest.mark.docker
+def test_isolation_on_docker(tmp_path: Path):
+    assert run(tmp_path / "honest", SHAPES_MODULE, SHAPES_TESTS, backend="docker").status == "pass"
+    forged = run(tmp_path / "forged", _forge(ATTACKS["runtest-noop"]), ADD_TESTS, backend="docker")
+    assert forged.status == "fail" and not forged.passed

@@ -1,0 +1,260 @@
+"""The judge's side: a pytest plugin (loaded with `-p <pkg>.judge` before any
+test or conftest is imported) that connects to the candidate's process and
+installs an import hook turning every workspace module into a proxy.
+
+Nothing of the candidate is ever imported or executed here: the judge's tree
+holds only the task's tests; a workspace module name (from the harness's
+listing of the graded tree, in config.json beside this file, never from the
+candidate) becomes a `ModuleProxy` whose attributes live in the other process.
+
+The judge's policy limits what the candidate may do with the judge's objects
+(the ones tests pass to candidate code: callbacks, fakes): call them, read and
+set their public attributes, iterate and compare them; never reach a module,
+a file, a path, an interpreter or pytest object, a dunder attribute, or swallow
+an assertion failure of the test.
+"""
+
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import posixpath
+import socket
+import sys
+import time
+import types
+
+from . import wire
+
+_CONFIG = json.loads(open(os.path.join(os.path.dirname(__file__), "config.json")).read())
+# The grading plugin (result stream) is loaded alongside this one.
+pytest_plugins = [_CONFIG["grading_plugin"]] if _CONFIG.get("grading_plugin") else []
+
+# Judge objects of these modules (or their submodules) are never handed to the
+# candidate: each is a capability over the judge's files, process or framework.
+_DENIED_MODULES = {
+    "os", "posix", "nt", "sys", "io", "_io", "pathlib", "shutil", "tempfile", "subprocess", "socket", "_socket",
+    "importlib", "ctypes", "_ctypes", "gc", "inspect", "marshal", "pickle", "_pickle", "copyreg", "threading",
+    "_thread", "signal", "_signal", "atexit", "types", "pytest", "_pytest", "pluggy", "py", "runpy", "code",
+    "codeop", "pdb", "site", "sysconfig", "zipimport", "weakref", "_weakref", "faulthandler", "resource",
+    "fcntl", "mmap", "select", "selectors", "asyncio", "multiprocessing", "concurrent", "logging", "codecs",
+    "fileinput", "zipfile", "tarfile", "gzip", "bz2", "lzma", "sqlite3", "dbm", "shelve", "glob",
+}  # fmt: skip
+_SAFE_BUILTINS = {
+    id(f) for f in (abs, all, any, ascii, bin, callable, chr, divmod, format, hash, hex, isinstance, issubclass,
+                    iter, len, max, min, next, oct, ord, pow, print, repr, round, sorted, sum)
+}  # fmt: skip
+
+
+def _module_of(obj) -> str:
+    mod = getattr(obj, "__module__", None) if isinstance(obj, (type, types.BuiltinFunctionType, types.FunctionType)) \
+        else getattr(type(obj), "__module__", None)  # fmt: skip
+    return (mod if isinstance(mod, str) else "").split(".")[0]
+
+
+class JudgePolicy(wire.Policy):
+    def __init__(self, endpoint: "JudgeEndpoint"):
+        self.endpoint = endpoint
+
+    def export(self, obj) -> None:
+        if isinstance(obj, (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType)):
+            raise wire.Unencodable(f"a judge-side {type(obj).__name__} cannot be passed to candidate code")
+        owner = getattr(obj, "__self__", None)
+        if isinstance(obj, types.BuiltinFunctionType) and (owner is None or isinstance(owner, types.ModuleType)):
+            if id(obj) not in _SAFE_BUILTINS:
+                raise wire.Unencodable(f"the judge-side builtin {obj.__name__} cannot be passed to candidate code")
+            return
+        if owner is not None and owner is not obj:
+            self.export(owner)  # a bound method is as safe as the object it is bound to
+        func = getattr(obj, "func", None) if type(obj).__name__ == "partial" else None
+        if func is not None:
+            self.export(func)
+            return
+        if _module_of(obj) in _DENIED_MODULES:
+            raise wire.Unencodable(f"a judge-side {type(obj).__name__} ({_module_of(obj)}) cannot be passed to "
+                                   "candidate code")  # fmt: skip
+
+    def allow(self, op: str, args: list) -> None:
+        if op == "op":
+            return  # operators on values: they run the test's own dunders at most
+        target = args[0]
+        if id(target) not in self.endpoint.export_ids:
+            raise PermissionError("the candidate may only operate on objects the tests handed it")
+        if op == "call":
+            return
+        name = args[1]
+        if type(name) is not str or name.startswith("_"):
+            raise PermissionError(f"attribute {name!r} of a judge object is not accessible to the candidate")
+        if op == "setattr" and isinstance(target, (type, types.FunctionType, types.MethodType, types.ModuleType)):
+            raise PermissionError("the candidate may not rebind attributes of judge classes or functions")
+        if op == "delattr":
+            raise PermissionError("the candidate may not delete attributes of judge objects")
+
+    def may_suppress(self, exc: BaseException) -> bool:
+        return not _is_test_failure(exc)
+
+    def redact(self, exc: BaseException) -> bool:
+        return _is_test_failure(exc)  # its text could carry the test's expected values
+
+
+def _is_test_failure(exc: BaseException) -> bool:
+    """An assertion failure or a pytest outcome (fail/skip/exit are BaseExceptions)."""
+    return isinstance(exc, AssertionError) or not isinstance(exc, Exception)
+
+
+class JudgeEndpoint(wire.Endpoint):
+    def __init__(self, sock):
+        super().__init__(sock, JudgePolicy(self))
+
+    def module_proxy(self, name: str, hid: int):
+        module = sys.modules.get(name)
+        if isinstance(module, ModuleProxy) and "__touchstone_remote__" in module.__dict__:
+            return module
+        return None
+
+    def _note_sticky(self, exc: BaseException) -> None:
+        """A test callback failed: the failure stands even if candidate code
+        catches it (it is raised when the outermost call returns)."""
+        if _is_test_failure(exc) and self.sticky is None:
+            self.sticky = exc
+
+
+class ModuleProxy(types.ModuleType):
+    """A workspace module of the candidate's process. Import machinery
+    attributes (dunders) and submodule bindings are local; everything else
+    (reads, `monkeypatch.setattr`, deletes) goes to the real module."""
+
+    def __getattr__(self, name):
+        remote = self.__dict__.get("__touchstone_remote__")
+        if remote is None:
+            raise AttributeError(name)
+        return getattr(remote, name)
+
+    def __setattr__(self, name, value):
+        if self._local(name, value):
+            types.ModuleType.__setattr__(self, name, value)
+        else:
+            setattr(self.__dict__["__touchstone_remote__"], name, value)
+
+    def __delattr__(self, name):
+        if name in self.__dict__:
+            types.ModuleType.__delattr__(self, name)
+        else:
+            delattr(self.__dict__["__touchstone_remote__"], name)
+
+    def __dir__(self):
+        remote = self.__dict__.get("__touchstone_remote__")
+        return sorted(set(self.__dict__) | set(dir(remote) if remote is not None else ()))
+
+    def __repr__(self):
+        return f"<module {self.__name__!r} (isolated: runs in the candidate's process)>"
+
+    def _local(self, name: str, value) -> bool:
+        dunder = name.startswith("__") and name.endswith("__")
+        return dunder or isinstance(value, types.ModuleType) or "__touchstone_remote__" not in self.__dict__
+
+
+class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds workspace modules by the harness's listing of the graded tree.
+    Names the judge's own environment provides (standard library, pytest and
+    its dependencies) are never taken over, and a test module of the judge's
+    tree at the same place wins, as it would on sys.path."""
+
+    def __init__(self, root: str, modules: list[str]):
+        self.root = root
+        self.files = set(modules)
+        self.dirs = {posixpath.dirname(m) for m in modules}
+        for d in list(self.dirs):
+            while d:
+                d = posixpath.dirname(d)
+                self.dirs.add(d)
+        self.dirs.discard("")
+
+    def find_spec(self, fullname, path=None, target=None):
+        parent_name, _, leaf = fullname.rpartition(".")
+        if parent_name:
+            parent = sys.modules.get(parent_name)
+            if not isinstance(parent, ModuleProxy):
+                return None
+            places = [(parent.__dict__["__touchstone_dir__"], None)]
+        elif self._provided_elsewhere(fullname):
+            return None
+        else:
+            places = [(rel, rel) for rel in self._workspace_entries()]
+        for reldir, entry in places:
+            rel = posixpath.join(reldir, leaf) if reldir else leaf
+            local = os.path.join(self.root, rel)
+            if os.path.isfile(local + ".py") or os.path.isfile(os.path.join(local, "__init__.py")):
+                return None  # the judge's own (test) module comes first
+            if rel + ".py" in self.files or rel in self.dirs:
+                # as FileFinder does: a directory with __init__ first, then a module, then a namespace package
+                package = rel + "/__init__.py" in self.files or rel + ".py" not in self.files
+                spec = importlib.machinery.ModuleSpec(fullname, self, origin=f"isolated:{rel}", is_package=package)
+                if package:
+                    spec.submodule_search_locations = [local]
+                spec.loader_state = (rel if package else reldir, entry)
+                return spec
+        return None
+
+    def create_module(self, spec):
+        module = ModuleProxy(spec.name)
+        module.__dict__["__touchstone_dir__"] = spec.loader_state[0]
+        return module
+
+    def exec_module(self, module):
+        entry = module.__spec__.loader_state[1]
+        remote = ENDPOINT.request("import", module.__name__, entry)
+        module.__dict__["__touchstone_remote__"] = remote
+
+    def _workspace_entries(self):
+        seen = []
+        for entry in sys.path:
+            full = os.path.abspath(entry or os.getcwd())
+            if full == self.root or full.startswith(self.root + "/"):
+                rel = os.path.relpath(full, self.root)
+                rel = "" if rel == "." else rel
+                if rel not in seen:
+                    seen.append(rel)
+        return seen
+
+    def _provided_elsewhere(self, name: str) -> bool:
+        if name in sys.builtin_module_names or name in sys.stdlib_module_names:
+            return True
+        outside = [e for e in sys.path if e and not os.path.abspath(e).startswith(self.root)]
+        return importlib.machinery.PathFinder.find_spec(name, outside) is not None
+
+
+def _connect(path: str, timeout: float) -> socket.socket:
+    deadline = time.monotonic() + timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            return sock
+        except OSError:
+            sock.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _write_status(**fields) -> None:
+    with open(_CONFIG["status_file"], "w") as f:
+        json.dump(fields, f)
+
+
+def _status() -> dict:
+    return {"connected": True, "broken": ENDPOINT.broken, "served": ENDPOINT.calls}
+
+
+try:
+    ENDPOINT = JudgeEndpoint(_connect(_CONFIG["socket"], _CONFIG.get("connect_timeout", 60)))
+except OSError as _exc:
+    _write_status(connected=False, error=f"cannot reach the candidate's process: {_exc}")
+    raise
+_write_status(**_status())
+sys.meta_path.insert(0, WorkspaceFinder(_CONFIG["root"], _CONFIG["modules"]))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _write_status(**_status())
