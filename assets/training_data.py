@@ -1,6 +1,8 @@
 """training_data: SFT / RL / preference datasets built only from trajectories
 the verifier accepted, each row carrying its lineage."""
 
+import json
+
 import dagster as dg
 
 from assets._publish import publishing, table_metadata
@@ -28,7 +30,11 @@ def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -
             round_key=round_key,
         )
     done = store.asset_dir("training_data", round_key)
-    metadata: dict[str, dg.MetadataValue] = {}
+    summary = json.loads((done / "summary.json").read_text())
+    metadata: dict[str, dg.MetadataValue] = {  # visible per round: what guarded each verdict
+        "guards": dg.MetadataValue.json(summary["guards"]),
+        "excluded_unguarded": dg.MetadataValue.int(summary["excluded_unguarded"]),
+    }
     for name in ("sft", "rl", "dpo", "kto"):
         if (done / f"{name}.parquet").exists():
             metadata |= table_metadata(done / f"{name}.parquet")

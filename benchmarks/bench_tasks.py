@@ -48,8 +48,9 @@ def main() -> None:
         t0 = time.monotonic()
         rows, kept = propose_from_outputs(outputs, root / "llm", origin="recorded", workers=args.workers, cfg=cfg)
         results.append(_rate("llm (recorded outputs)", t0, len(kept), len(rows) - len(kept), args.workers))
-    notes = [f"every test run in the sandbox (bwrap); k={cfg.k} reference runs, up to {cfg.max_mutants} adequacy "
-             "mutants (decided early), so a kept mutation task costs about 7 sandboxed suite runs",
+    notes = [f"every test run in the sandbox (bwrap); task validation as in docs/formats/task.md (k={cfg.k} grading "
+             f"runs plus randomized/shifted-clock runs, leak probes, trivial baselines, up to {cfg.max_mutants} "
+             "mutants, all run); its cost per task: the validation section",
              "mutation: shipped seeds inflection 0.5.1 + toolz 1.0.0; problems / llm: the recorded fixtures "
              "(1 of 6 and 1 of 7 candidates are good, the rest are rejected for the reasons under test)"]
     print(json.dumps({"bench": "tasks", "results": results, "notes": notes}, indent=2))

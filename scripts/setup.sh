@@ -13,6 +13,8 @@ TORCH_VERSION=${TORCH_VERSION:-2.13.0}
 need_pkgs=()
 command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)
 command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
+# libfaketime: task validation's shifted-clock runs (LD_PRELOADed inside the sandbox)
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || need_pkgs+=(libfaketime)
 if [ "${TOUCHSTONE_SKIP_DOCKER:-0}" != 1 ]; then
   command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 fi

@@ -6,7 +6,7 @@ from touchstone.verify.report import AuditFinding, CheckResult, ProgressPoint, V
 
 
 def report(tid: str, verdict: str, progress: dict[int, float] | None = None, hack: bool = False,
-           task_id: str = "task-a", task_hash: str = "h-a") -> VerificationReport:
+           task_id: str = "task-a", task_hash: str = "h-a", isolation: str | None = None) -> VerificationReport:
     """`progress` maps turn -> pass fraction after that (state-changing) turn."""
     status = {"accept": "pass", "reject": "fail", "inconclusive": "error"}[verdict]
     checks = [CheckResult(name="tests", status=status, evidence="" if status == "pass" else f"tests {status}")]
@@ -16,6 +16,6 @@ def report(tid: str, verdict: str, progress: dict[int, float] | None = None, hac
         for i, (t, f) in enumerate(sorted(progress.items()))
     ]
     rep = VerificationReport(trajectory_id=tid, task_id=task_id, task_hash=task_hash, checks=checks,
-                             findings=findings, progress=points)
+                             findings=findings, progress=points, isolation=isolation)
     assert rep.verdict == verdict
     return rep

@@ -18,6 +18,7 @@ from touchstone.data.build import build_datasets
 from touchstone.data.inputs import DataError
 from touchstone.data.schema import DataConfig, Lineage
 from touchstone.verify.batch import REPORTS_FILE, write_reports
+from touchstone.verify.report import CheckResult, VerificationReport
 
 FIX = [("read_file", {"path": "calc.py"}), ("str_replace", {"path": "calc.py", "old": "-", "new": "+"}),
        ("submit", {})]
@@ -161,3 +162,30 @@ def test_cli_build_prints_summary(round_files, tmp_path):
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["datasets"]["sft"]["rows"] == 2
     again = CliRunner().invoke(main, ["data", "summary", str(tmp_path / "out")])
     assert again.exit_code == 0 and again.output == result.output
+
+
+def test_runs_without_isolation_or_oracle_are_left_out_and_counted(tmp_path):
+    """Task u ran its tests with candidate code in the judging process and has
+    no oracle: its runs are not training data by default, and the summary says
+    how many were left out; task i ran isolated and is kept."""
+    trajs = [trajectory("u-ok", task_id="task-u", task_hash="h-u", calls=FIX),
+             trajectory("u-bad", task_id="task-u", task_hash="h-u"),
+             trajectory("i-ok", task_id="task-i", task_hash="h-i", calls=FIX)]
+    reps = [report("u-ok", "accept", task_id="task-u", task_hash="h-u", isolation="not_isolated"),
+            report("u-bad", "reject", task_id="task-u", task_hash="h-u", isolation="not_isolated"),
+            report("i-ok", "accept", task_id="task-i", task_hash="h-i", isolation="isolated")]
+    assert [r.guard for r in reps] == ["none", "none", "isolation"]
+    reports, traj_file = write_round(tmp_path, trajs, reps)
+    summary = build_datasets(reports, traj_file, tmp_path / "out", round_key="r1")
+    assert pl.read_parquet(tmp_path / "out" / "sft.parquet")["trajectory_id"].to_list() == ["i-ok"]
+    assert pl.read_parquet(tmp_path / "out" / "kto.parquet").filter(pl.col("task_id") == "task-u").height == 0
+    assert summary.excluded_unguarded == 2 and summary.guards == {"none": 2, "isolation": 1}
+    assert summary.datasets["sft"].dropped["unguarded"] == 1  # the accepted one, so SFT still reconciles
+    kept = build_datasets(reports, traj_file, tmp_path / "all", config=DataConfig(include_unguarded=True))
+    oracle = [CheckResult(name="tests", status="pass"), CheckResult(name="oracle", status="pass", counts={"replayed": 0})]
+    assert VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle,
+                              isolation="not_isolated").guard == "none"  # an oracle that replayed nothing guards nothing
+    oracle[1].counts["replayed"] = 12
+    assert VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle,
+                              isolation="not_isolated").guard == "oracle"
+    assert kept.excluded_unguarded == 0 and kept.datasets["sft"].rows == 2

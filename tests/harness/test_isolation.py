@@ -338,3 +338,46 @@ def test_isolation_on_docker(tmp_path: Path):
     assert run(tmp_path / "honest", SHAPES_MODULE, SHAPES_TESTS, backend="docker").status == "pass"
     forged = run(tmp_path / "forged", _forge(ATTACKS["runtest-noop"]), ADD_TESTS, backend="docker")
     assert forged.status == "fail" and not forged.passed
+
+
+HOSTILE_SERVER = """
+import gc, struct
+
+def _serve(self, message):
+    if message.get("op") != "call":
+        return _ORIGINAL(self, message)
+    body = REPLY.replace(b"QID", str(message.get("q")).encode())
+    self.channel.sock.sendall(struct.pack(">I", len(body)) + body)
+
+for _o in gc.get_objects():
+    if type(_o).__name__ == "Endpoint":
+        _ORIGINAL = type(_o).serve
+        type(_o).serve = _serve  # from now on this process answers every call with REPLY
+"""
+
+
+@pytest.mark.parametrize("reply", [
+    b'{"r": QID, "v": {"h": 7, "k": "c", "t": "l"}}',  # a "container" that claims to be anything
+    b'{"r": QID, "v": {"r": 424242}}',  # a reference to a judge object that does not exist
+    b'{"r": QID, "v": NaN}',  # JSON constants are not part of the protocol
+    b'{"r": QID, "v": 5.0}',  # an untagged float
+    b'{"r": QID, "x": {"e": {"bt": "KeyboardInterrupt"}}}',  # try to end the judge's session early
+    b'{"r": QID, "x": {"e": {"h": 3, "k": "ec", "n": "Skipped", "b": [{"bt": "BaseException"}]}}}',
+    b'{"r": 999999, "v": 5}',  # an answer to a question nobody asked
+    b'not json at all',
+])
+def test_a_hostile_candidate_process_cannot_answer_its_way_to_a_pass(tmp_path: Path, reply: bytes):
+    """The candidate rewrites its own server to send crafted frames: every
+    answer is decoded by the judge's rules and none makes a wrong add pass."""
+    hostile = WRONG_ADD + f"REPLY = {reply!r}\n" + HOSTILE_SERVER
+    result = run(tmp_path, {"calc.py": hostile}, ADD_TESTS)
+    assert result.status == "fail" and not result.passed, result.evidence
+
+
+def test_the_hostile_server_really_answers(tmp_path: Path):
+    """Control for the test above: the rewritten server's answers do reach the
+    judge (answering 5 passes exactly the test that expects 5)."""
+    reply = b'{"r": QID, "v": 5}'
+    hostile = WRONG_ADD + f"REPLY = {reply!r}\n" + HOSTILE_SERVER
+    result = run(tmp_path, {"calc.py": hostile}, ADD_TESTS)
+    assert result.passed == ["tests/test_add.py::test_small"], result.evidence

@@ -1,15 +1,21 @@
-"""Canonical serialization, input extraction and mutation of the oracle; the
-runner file is standard-library only, so it is imported here directly."""
+"""The oracle's codec (argument encoding, canonical results), case building,
+mutation and comparison, without sandboxes. The harness files are standard
+library only, so the runner's and recorder's pieces are imported directly."""
 
-import importlib.util
+import builtins
+import collections
+import dataclasses
+import datetime
+import decimal
+import fractions
 import math
 
-from touchstone.verify import oracle
-from touchstone.harness import HARNESS_SRC
+import pytest
 
-spec = importlib.util.spec_from_file_location("oracle_runner", HARNESS_SRC / "oracle_runner.py")
-runner = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(runner)
+from touchstone.verify import oracle
+from touchstone.harness.sandbox_files import codec
+
+canon = codec.canon
 
 
 class AlwaysEqual(int):
@@ -20,77 +26,182 @@ class AlwaysEqual(int):
 
 
 class P:
-    def __init__(self, x):
-        self.x = x
+    def __init__(self, x, cache=0):
+        self.x, self._cache = x, cache
+
+
+class Slotted:
+    __slots__ = ("_b", "a")
+
+    def __init__(self, a, b):
+        self.a, self._b = a, b
+
+
+@dataclasses.dataclass
+class D:
+    name: str
+    n: int = 0
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def gen(n):
+    yield from range(n)
 
 
 def test_canonical_form_is_type_strict():
-    c = runner.canon
-    assert c(AlwaysEqual(3)) != c(3)  # the candidate's __eq__ is never consulted
-    assert c(True) != c(1) and c(1) != c(1.0) and c((1, 2)) != c([1, 2])
-    assert c(float("nan")) == c(float("nan")) and c(float("nan")) != c(2.5)
-    assert c({3, 1, 2}) == c({1, 2, 3}) and c({"b": 1, "a": 2}) == c({"a": 2, "b": 1})
-    assert c(P(1)) == c(P(1)) and c(P(1)) != c(P(2))
-    assert c(-0.0) != c(0.0) and c(math.inf) == c(math.inf)
+    assert canon(AlwaysEqual(3)) != canon(3)  # the candidate's __eq__ is never consulted
+    assert canon(True) != canon(1) and canon(1) != canon(1.0) and canon((1, 2)) != canon([1, 2])
+    assert canon(float("nan")) == canon(float("nan")) and canon(float("nan")) != canon(2.5)
+    assert canon({3, 1, 2}) == canon({1, 2, 3}) and canon({"b": 1, "a": 2}) == canon({"a": 2, "b": 1})
+    assert canon(-0.0) != canon(0.0) and canon(math.inf) == canon(math.inf)
 
 
-def test_encode_decode_round_trip():
-    values = [(1, "a"), {1, 2}, frozenset({3}), b"\x00x", 1.5, float("inf"), {"k": [1, (2,)]}, None, True]
+def test_objects_without_dict_are_encoded_by_content():
+    """An empty result never equals a full one, whatever its type."""
+    pairs = [
+        (collections.Counter("aab"), collections.Counter()),
+        (gen(3), gen(0)),
+        (iter([1, 2]), iter([])),
+        (map(str, [1]), map(str, [])),
+        (collections.deque([1, 2], maxlen=3), collections.deque([], maxlen=3)),
+        (collections.OrderedDict(a=1, b=2), collections.OrderedDict(b=2, a=1)),  # order is content here
+        (collections.defaultdict(list, a=[1]), collections.defaultdict(list)),
+        (Pair(1, 2), Pair(1, 3)),
+        (D("x", 1), D("x", 2)),
+        (Slotted(1, 2), Slotted(2, 2)),
+        (fractions.Fraction(1, 3), fractions.Fraction(1, 2)),
+        (decimal.Decimal("1.0"), decimal.Decimal("1.00")),
+        (datetime.date(2024, 1, 2), datetime.date(2024, 1, 3)),
+    ]
+    for full, empty in pairs:
+        assert canon(full) != canon(empty), (full, empty)
+    assert canon(collections.Counter("ab")) != canon({"a": 1, "b": 1})  # a subclass is not a dict
+    assert canon(Pair(1, 2)) != canon((1, 2))
+    assert canon(gen(3)) == canon(iter([0, 1, 2]))  # one-shot iterators compare by their items
+
+
+def test_workspace_classes_compare_by_public_state():
+    workspace = lambda t: t in (P, Slotted)
+    assert canon(P(1, 0), workspace) == canon(P(1, 5), workspace)  # private attributes are the solution's business
+    assert canon(P(1), workspace) != canon(P(2), workspace)
+    assert canon(Slotted(1, 2), workspace) == canon(Slotted(1, 3), workspace)
+    assert canon(P(1, 0)) != canon(P(1, 5))  # a foreign class: every attribute, private ones too
+
+
+def test_iterators_are_bounded_and_record_failures():
+    def endless():
+        while True:
+            yield 1
+
+    def broken():
+        yield 1
+        raise KeyError("x")
+
+    out = canon(endless())
+    assert out[0] == "iterator" and len(out[1]) == codec.MAX_ITEMS + 1 and out[1][-1] == ["truncated"]
+    assert canon(broken()) == ["iterator", [["int", 1], ["raised", "KeyError"]]]
+    g = gen(2)
+    assert canon(g, consume=False) == ["iterator", "not consumed"] and list(g) == [0, 1]  # left for the test
+
+
+def test_cycles_terminate():
+    xs = [1]
+    xs.append(xs)
+    assert canon(xs) == ["list", [["int", 1], ["cycle"]]]
+
+
+def test_argument_round_trip():
+    values = [(1, "a"), {1, 2}, frozenset({3}), b"\x00x", bytearray(b"y"), 1.5, float("inf"), {"k": [1, (2,)]},
+              None, True, 2 + 3j, collections.Counter("aab"), collections.OrderedDict(b=1, a=2),
+              collections.deque([1], maxlen=4), fractions.Fraction(2, 3), decimal.Decimal("0.10"),
+              datetime.datetime(2024, 5, 6, 7, 8, 9), datetime.timedelta(days=1, seconds=3), range(1, 9, 2),
+              collections.defaultdict(int, {"a": 1})]
     for v in values:
-        back = runner.decode(oracle.encode(v))
-        assert runner.canon(back) == runner.canon(v)
+        encoded = codec.encode(v, ref=lambda o: {"__t": "ref", "module": "builtins", "qualname": o.__qualname__})
+        back = codec.decode(encoded, ref=lambda d: getattr(builtins, d["qualname"]))
+        assert type(back) is type(v) and canon(back) == canon(v), v
 
 
-def test_cases_from_literal_calls_and_mutations():
-    src = {
-        "tests/test_h.py": "from m import f\nimport pytest\n\n"
-        "def test_a():\n    assert f(3, [1, 2]) == 4\n    assert f(x, 1) == 2\n    assert m.f('s', k=2) == 1\n"
-        "@pytest.mark.parametrize('a', [1])\ndef test_b(a):\n    assert f(3, [1, 2]) == 4\n"
-    }
-    cases = oracle.extract_cases(src, [("m", "f")])
-    assert [c.describe() for c in cases] == ["m.f(3, [1, 2])", "m.f('s', k=2)"]  # non-literal call skipped, deduplicated
-    more = oracle.mutate_cases(cases, seed=0, limit=20)
-    assert more[:2] == cases and 10 < len(more) <= 20 and all(c.mutated for c in more[2:])
-    assert len(oracle.mutate_cases(cases, seed=0, limit=5)) == 5
-    assert all(type(c.args[0]) is type(cases[0].args[0]) for c in more if c.args[1:] == cases[0].args[1:])
+def test_unreplayable_arguments_are_refused():
+    with open(__file__) as f:
+        for v in (lambda x: x, f, P(1), [1, object()]):
+            with pytest.raises(codec.Unreplayable):
+                codec.encode(v)
 
 
-def test_compare_reports_the_first_counterexample():
-    cases = [oracle.Case("m", "f", (1,), ()), oracle.Case("m", "f", (2,), (), mutated=True),
-             oracle.Case("m", "f", (3,), (), mutated=True)]
-    ref = {0: {"i": 0, "result": ["int", 1]}, 1: {"i": 1, "raised": "ValueError"}, 2: {"i": 2, "result": ["int", 3]}}
-    good = [dict(ref), dict(ref)]
-    assert oracle.compare(cases, ref, good) == (2, None)  # the input the reference rejects is dropped
-    bad = [dict(ref), {**ref, 2: {"i": 2, "result": ["int", 4]}}]
-    n, why = oracle.compare(cases, ref, bad)
-    assert "generated input m.f(3)" in why and "reverse order" in why
-
-
-def test_cases_from_parametrize_and_literal_loops():
-    src = {
-        "tests/test_h.py": "import pytest\nfrom m import f, g\n\n\n"
-        "@pytest.mark.parametrize('a, b, want', [(1, 2, 3), (4, 5, 9), pytest.param(0, 0, 0, id='x')])\n"
-        "@pytest.mark.parametrize('c', ['p', 'q'])\n"
-        "def test_f(a, b, want, c):\n    assert f(a, b) == want\n    assert g(c) == c\n\n\n"
-        "def test_loop():\n    for xs, want in [([1, 2], 1.5), ([3], 3.0)]:\n        assert g(xs) == want\n"
-    }
-    got = [c.describe() for c in oracle.extract_cases(src, [("m", "f"), ("m", "g")])]
-    assert got == ["m.f(1, 2)", "m.f(4, 5)", "m.g('p')", "m.g('q')", "m.g([1, 2])", "m.g([3])"]
-    more = oracle.mutate_cases(oracle.extract_cases(src, [("m", "f"), ("m", "g")]), limit=12)
-    assert {c.function for c in more[6:]} == {"f", "g"}  # round-robin: every function gets mutations
+def test_any_iterable_equivalence():
+    items = [1, 2]
+    forms = [canon(gen(3)), canon([0, 1, 2]), canon((0, 1, 2)), canon(iter([0, 1, 2]))]
+    assert len({str(codec.any_iterable(f)) for f in forms}) == 1
+    assert codec.any_iterable(canon([0, 1])) != codec.any_iterable(canon(gen(3)))
+    assert codec.any_iterable(canon({0, 1, 2})) != codec.any_iterable(canon([0, 1, 2]))  # sets are not sequences
+    assert canon(items) != canon(tuple(items))  # without the contract, the type is part of the answer
 
 
 def test_same_is_type_strict_but_tolerates_float_rounding():
-    c = runner.canon
-    assert oracle.same(c(0.1 + 0.2), c(0.3))  # summation order is not a wrong answer
-    assert not oracle.same(c(0.31), c(0.3))
-    assert not oracle.same(c(float("nan")), c(0.3)) and oracle.same(c(float("nan")), c(float("nan")))
-    assert not oracle.same(c(1.0), c(1)) and not oracle.same(c(True), c(1))
-    assert not oracle.same(c(AlwaysEqual(3)), c(3))
-    assert oracle.same(c([1.0, (2.0, "x")]), c([1.0 + 1e-15, (2.0, "x")]))
+    assert oracle.same(canon(0.1 + 0.2), canon(0.3))  # summation order is not a wrong answer
+    assert not oracle.same(canon(0.31), canon(0.3))
+    assert not oracle.same(canon(float("nan")), canon(0.3)) and oracle.same(canon(float("nan")), canon(float("nan")))
+    assert not oracle.same(canon(1.0), canon(1)) and not oracle.same(canon(True), canon(1))
+    assert oracle.same(canon([1.0, (2.0, "x")]), canon([1.0 + 1e-15, (2.0, "x")]))
 
 
-def test_parametrize_values_from_module_constants():
-    src = {"t.py": "import pytest\nimport m\n\nCASES = (('a b', 'a-b'), ('C', 'c'))\n\n\n"
-                   "@pytest.mark.parametrize(('s', 'want'), CASES)\ndef test_p(s, want):\n    assert m.slug(s) == want\n"}
-    assert [c.describe() for c in oracle.extract_cases(src, [("m", "slug")])] == ["m.slug('a b')", "m.slug('C')"]
+def _step(i, test, args, kind="call", unreplayable=None):
+    s = {"i": i, "test": test, "target": {"kind": kind, "module": "m", "qualname": "f"}, "args": args, "kwargs": {}}
+    if unreplayable:
+        s = {"i": i, "test": test, "unreplayable": unreplayable}
+    return s
+
+
+def test_cases_carry_their_dependencies_and_count_what_is_left_out():
+    h = lambda i: {"__t": "handle", "step": i, "path": []}
+    steps = [_step(0, None, [1]), _step(1, "t::a", [h(0), 2]), _step(2, "t::a", [3], unreplayable="lambda"),
+             _step(3, "t::a", [h(2)]), _step(4, "t::b", [h(1), "x"])]
+    rec = oracle.Recording({s["i"]: s for s in steps}, {"event": "done"})
+    cases, left_out = oracle.build_cases(rec)
+    by_test = {c.test: c for c in cases}
+    assert [s["i"] for s in by_test["t::a"].steps] == [0, 1] and by_test["t::a"].compared == {1}
+    assert [s["i"] for s in by_test["t::b"].steps] == [0, 1, 4] and by_test["t::b"].compared == {4}
+    assert by_test[None].compared == {0}
+    assert rec.unreplayable == {"lambda": 1} and left_out == {"uses the result of a call that cannot be replayed": 1}
+
+
+def test_mutations_change_one_plain_argument_and_keep_handles():
+    h = {"__t": "handle", "step": 0, "path": []}
+    case = oracle.Case(0, "t", [_step(0, "t", [3, [1, 2]]), _step(1, "t", [h, "ab"], kind="method")], {0, 1})
+    more = oracle.mutate_cases([case], limit=40)
+    assert 10 < len(more) <= 40 and all(c.mutated and len(c.compared) == 1 for c in more)
+    for c in more:
+        last = c.steps[-1]
+        if last["i"] == 1:
+            assert last["args"][0] == h and last["args"][1] != "ab"  # the handle is never mutated
+    assert {c.steps[-1]["i"] for c in more} == {0, 1}  # round-robin: every call gets some
+    assert len(oracle.mutate_cases([case], limit=5)) == 5
+
+
+def test_compare_drops_the_reference_domain_and_unstable_steps():
+    cases = [oracle.Case(0, "t", [_step(0, "t", [1]), _step(1, "t", [2])], {0, 1}),
+             oracle.Case(1, "t", [_step(0, "t", [5])], {0}, mutated=True),
+             oracle.Case(2, "t", [_step(0, "t", [6])], {0}, mutated=True)]
+
+    def run(v0, v1, mut1="ok", mut2=6):
+        return {0: {0: {"out": ["ok", ["int", v0], []], "t": 0.001}, 1: {"out": ["ok", ["int", v1], []], "t": 0.001}},
+                1: {0: {"out": [mut1, ["int", 5], []], "t": 0.001}},
+                2: {0: {"out": ["ok", ["int", mut2], []], "t": 0.001}}}
+
+    refs = [run(1, 2, mut1="raised"), run(1, 9, mut1="raised")]  # step 1 differs between reference runs
+    contract = oracle.OracleContract()
+    cmp = oracle.compare(cases, refs, [run(1, 7), run(1, 7)], contract)
+    assert (cmp.compared, cmp.unstable, cmp.mutated_dropped, cmp.counterexample) == (2, 1, 1, None)
+    cmp = oracle.compare(cases, refs, [run(1, 7), run(1, 7, mut2=0)], contract)
+    assert "generated input: m.f(6) (reverse order)" in cmp.counterexample
+
+
+def test_contract_validation():
+    assert oracle.contract_of({}).iterables == "exact"
+    assert oracle.contract_of({"oracle": {"iterables": "any", "max_slowdown": 5}}).max_slowdown == 5
+    for bad in ({"iterables": "some"}, {"max_slowdown": 0.5}, {"speed": 1}):
+        with pytest.raises(ValueError, match="source.meta.oracle"):
+            oracle.contract_of({"oracle": bad})

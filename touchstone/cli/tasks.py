@@ -11,17 +11,20 @@ import click
 from touchstone.sandbox import BACKENDS
 
 _backend = click.option("--backend", type=click.Choice(BACKENDS), default=None,
-                        help="sandbox backend for validation (default: bwrap when usable, else auto)")
+                        help="sandbox backend for validation (default: auto, the backend grading uses)")
 _workers = click.option("--workers", type=int, default=2, show_default=True, help="candidates validated in parallel")
 _k = click.option("--k", "k", type=int, default=3, show_default=True, help="reference runs (seeds/orders differ)")
 _threshold = click.option("--threshold", type=float, default=0.6, show_default=True, help="minimum mutation score")
+_contamination = click.option("--contamination-set", "contamination_sets", multiple=True,
+                              type=click.Path(exists=True, path_type=Path),
+                              help="held-out / benchmark task set or HumanEval/MBPP JSONL to check against (repeatable)")
 
 
-def _cfg(backend: str | None, k: int, threshold: float):
+def _cfg(backend: str | None, k: int, threshold: float, contamination_sets=()):
     from touchstone.tasks.validate import ValidationConfig
 
     extra = {"backend": backend} if backend else {}
-    return ValidationConfig(k=k, threshold=threshold, **extra)
+    return ValidationConfig(k=k, threshold=threshold, contamination_sets=list(contamination_sets), **extra)
 
 
 def _summary(out: Path) -> None:
@@ -134,16 +137,17 @@ def task() -> None:
 
 @task.command("validate")
 @click.argument("task_dir", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="print the verdict as JSON")
+@click.option("--json", "as_json", is_flag=True, help="print the verdict as JSON (every check with its evidence)")
 @_backend
 @_k
 @_threshold
-def validate(task_dir, as_json, backend, k, threshold) -> None:
+@_contamination
+def validate(task_dir, as_json, backend, k, threshold, contamination_sets) -> None:
     """Exit 0 when the task is kept, 1 when rejected (reason printed), 2 on error."""
     from touchstone.tasks.validate import validate_dir
 
     try:
-        verdict = validate_dir(task_dir, _cfg(backend, k, threshold))
+        verdict = validate_dir(task_dir, _cfg(backend, k, threshold, contamination_sets))
     except Exception as exc:  # noqa: BLE001 - the contract is exit code 2 on any error
         click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(2)
@@ -152,6 +156,10 @@ def validate(task_dir, as_json, backend, k, threshold) -> None:
     else:
         click.echo(f"{verdict.task_id}: {'kept' if verdict.kept else 'rejected: ' + str(verdict.reason)}")
         click.echo(f"  {verdict.detail}")
+        for c in verdict.checks:
+            click.echo(f"  {c.name:14} {c.status:8} {c.detail[:100]}")
+        for w in verdict.warnings:
+            click.echo(f"  warning: {w}")
     sys.exit(0 if verdict.kept else 1)
 
 

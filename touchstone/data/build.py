@@ -35,6 +35,8 @@ class BuildSummary(BaseModel):
     verdicts: dict[str, int]
     reject_reasons: dict[str, int]  # failed check name -> runs
     hacks: int
+    guards: dict[str, int]  # report guard (isolation / oracle / none / untested) -> runs
+    excluded_unguarded: int  # runs left out of every dataset: guard "none" (see DataConfig.include_unguarded)
     datasets: dict[str, DatasetSummary]
     config: dict[str, Any]
 
@@ -46,7 +48,7 @@ def _write_parquet(df: pl.DataFrame, path: Path) -> None:
 
 
 def summarize(examples: list[Example], frames: dict[str, tuple[pl.DataFrame, Counter]],
-              cfg: DataConfig, round_key: str | None) -> BuildSummary:
+              cfg: DataConfig, round_key: str | None, excluded: int) -> BuildSummary:
     reports = [e.report for e in examples]
     reasons = Counter(reason.split(":", 1)[0] for r in reports if r.verdict == "reject" for reason in r.reasons)
     return BuildSummary(
@@ -55,6 +57,8 @@ def summarize(examples: list[Example], frames: dict[str, tuple[pl.DataFrame, Cou
         verdicts=dict(Counter(r.verdict for r in reports)),
         reject_reasons=dict(reasons.most_common()),
         hacks=sum(any(f.severity == "reject" for f in r.findings) for r in reports),
+        guards=dict(Counter(r.guard or "untested" for r in reports)),
+        excluded_unguarded=excluded,
         datasets={
             name: DatasetSummary(
                 rows=df.height,
@@ -68,16 +72,30 @@ def summarize(examples: list[Example], frames: dict[str, tuple[pl.DataFrame, Cou
     )
 
 
+def split_unguarded(examples: list[Example], cfg: DataConfig) -> tuple[list[Example], list[Example]]:
+    """(kept, excluded): a run whose tests ran with candidate code in the
+    judging process, with no oracle to back them, is not training data unless
+    the config says so."""
+    if cfg.include_unguarded:
+        return examples, []
+    return [e for e in examples if e.report.guard != "none"], [e for e in examples if e.report.guard == "none"]
+
+
 def build_datasets(reports: str | Path, trajectories: str | Path, out: str | Path,
                    round_key: str | None = None, config: DataConfig | None = None) -> BuildSummary:
     """Write OUT/{sft,rl,dpo,kto}.parquet and OUT/summary.json."""
     cfg = config or DataConfig()
     examples = join(read_trajectories(trajectories), read_reports(reports), round_key)
-    frames = {name: build(examples, cfg) for name, build in BUILDERS.items()}
+    kept, unguarded = split_unguarded(examples, cfg)
+    frames = {name: build(kept, cfg) for name, build in BUILDERS.items()}
+    for name, (_, dropped) in frames.items():  # SFT accounts for accepted runs only
+        n = sum(e.report.verdict == "accept" for e in unguarded) if name == "sft" else len(unguarded)
+        if n:
+            dropped["unguarded"] += n
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for name, (df, _) in frames.items():
         _write_parquet(df, out / f"{name}.parquet")
-    summary = summarize(examples, frames, cfg, round_key)
+    summary = summarize(examples, frames, cfg, round_key, len(unguarded))
     (out / SUMMARY_FILE).write_text(json.dumps(summary.model_dump(), indent=2) + "\n")
     return summary

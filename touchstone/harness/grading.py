@@ -34,6 +34,7 @@ from touchstone.harness.testfiles import TEST_MODULE_PATTERNS
 from touchstone.sandbox.environment import Environment
 
 RESULTS_FILE = "results.jsonl"
+FAKETIME_LIB = "libfaketime.so.1"
 JUNIT_FILE = "junit.xml"
 MAX_REPORT_BYTES = 20 * 1024 * 1024
 
@@ -48,6 +49,7 @@ class TestRunSpec:
     out_dir: str  # writable mount outside the workspace
     hash_seed: int = 0
     order: str = "forward"
+    env: dict[str, str] = field(default_factory=dict)  # more variables for a harness plugin
 
     def command(self) -> str:
         env = {
@@ -60,6 +62,7 @@ class TestRunSpec:
             "PYTHONPATH": self.harness_dir,
             "TOUCHSTONE_RESULTS": f"{self.out_dir}/{RESULTS_FILE}",
             "TOUCHSTONE_ORDER": self.order,
+            **self.env,
         }
         argv = [
             "env", "-i", *(f"{k}={v}" for k, v in env.items()),
@@ -318,6 +321,21 @@ def harness_mounts(*files: tuple[str, str]) -> Iterator[tuple[str, str, list, Pa
         yield h_target, o_target, mounts, out, nonce
 
 
+def faketime_env(harness_dir: str, offset_s: int) -> dict[str, str]:
+    """`TestRunSpec.env` for a run whose wall clock is `offset_s` seconds ahead
+    (monotonic clocks untouched, so timeouts hold); the library must have been
+    copied into the harness dir as FAKETIME_LIB."""
+    return {"LD_PRELOAD": f"{harness_dir}/{FAKETIME_LIB}", "FAKETIME": f"+{offset_s}",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+
+def faketime_library() -> Path | None:
+    """The host's libfaketime (Debian package `libfaketime`; same glibc as the
+    sandbox root, which is built from the same Debian release), or None."""
+    found = sorted(Path("/usr/lib").glob(f"*/faketime/{FAKETIME_LIB}")) + sorted(Path("/usr/lib/faketime").glob(FAKETIME_LIB))
+    return found[0] if found else None
+
+
 class StreamCapture:
     """The plugin's result stream, as a FIFO the harness drains live from the
     host: what the plugin wrote can be neither rewritten nor truncated later
@@ -372,16 +390,24 @@ def run_tests(
     order: str = "forward",
     readonly: dict[str, Path] | None = None,
     environment: Environment | None = None,
+    clock_offset_s: int = 0,
 ) -> TestRunResult:
     """One harness-controlled pytest run over `tree` in a fresh sandbox.
     `readonly`: workspace dir -> host dir mounted read-only there (the tests).
     `environment`: the task's built environment (None: base).
+    `clock_offset_s`: run with the wall clock that many seconds ahead (libfaketime).
     status error = the harness could not get an answer (timeout)."""
     from touchstone.sandbox import Limits, Mount, open_sandbox
 
     with harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
         mounts += [Mount(host=host, target=f"/workspace/{d}") for d, host in (readonly or {}).items()]
-        spec = TestRunSpec(test_files, f"th_{nonce}", h_dir, o_dir, hash_seed=hash_seed, order=order)
+        spec = TestRunSpec(test_files, f"th_{nonce}", h_dir, o_dir, hash_seed=hash_seed, order=order,
+                           env=faketime_env(h_dir, clock_offset_s) if clock_offset_s else {})  # fmt: skip
+        if clock_offset_s:
+            lib = faketime_library()
+            if lib is None:
+                raise RuntimeError("a shifted clock needs libfaketime (apt-get install libfaketime)")
+            shutil.copyfile(lib, mounts[0].host / FAKETIME_LIB)
         captured = out.parent / "captured-results.jsonl"
         with StreamCapture(out / RESULTS_FILE, captured):
             with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),

@@ -93,21 +93,24 @@ class HiddenSuite:
         run: int = 0,
         backend: str = "auto",
         timeout: float | None = None,
+        clock_offset_s: int = 0,
     ) -> grading.TestRunResult:
         """Compose a tree in a scratch directory and grade it once (run `run` of
         the plan); for several runs of one tree, `compose` once, `run` per index."""
         with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp:
             tree = self.compose(Path(tmp), overlays=overlays, files=files, deleted=deleted, patch=patch)
-            return self.run(tree, run, backend=backend, timeout=timeout)
+            return self.run(tree, run, backend=backend, timeout=timeout, clock_offset_s=clock_offset_s)
 
-    def run(self, tree: Path, i: int = 0, *, backend: str = "auto", timeout: float | None = None) -> grading.TestRunResult:
-        """Grade a tree made by `compose` with run `i` of `run_plan`."""
+    def run(self, tree: Path, i: int = 0, *, backend: str = "auto", timeout: float | None = None,
+            clock_offset_s: int = 0) -> grading.TestRunResult:
+        """Grade a tree made by `compose` with run `i` of `run_plan`
+        (`clock_offset_s`: the wall clock that many seconds ahead, libfaketime)."""
         seed, order = run_plan(i)
         ro = tree.parent / "readonly"
         readonly = {d: ro / d for d in self.readonly_dirs if (ro / d).is_dir()}
         return grading.run_tests(tree, self.test_files, self.required, self.prefixes, readonly=readonly,
                                  timeout=timeout or self.timeout, backend=backend, hash_seed=seed, order=order,
-                                 environment=self.environment)  # fmt: skip
+                                 environment=self.environment, clock_offset_s=clock_offset_s)  # fmt: skip
 
 
 def run_hidden_tests(task: TaskTests, *, required: list[str] | None, environment: Environment | None = None,

@@ -1,29 +1,294 @@
-"""Does a task's workspace (or statement) reveal its answer?
+"""Does a task's workspace (or statement) reveal its answer? Static, host-side.
 
-Two checks, both host-side and static:
-1. artifacts that carry history or stale copies: VCS directories, bytecode
-   caches, backup/patch files;
-2. the reference's changed code: for every file the reference changes, the
-   changed lines *with one line of context on each side* must appear in no
-   workspace file and not in the statement. The context makes an accidental
-   match of a common line (`return result`) practically impossible while a
-   backup copy, a stale duplicate or a pasted answer is caught.
+1. Artifacts that carry history, stale copies or opaque payloads, by name
+   (VCS directories, caches, backups, patches) *and by content*: bytecode by
+   its magic number, archives and compressed streams by their magic bytes, git
+   object stores and bare repositories under any name, any other binary file.
+2. The reference's change as a token stream: each changed run of reference
+   lines (widened with its neighbours until it is long enough to be
+   distinctive) must not appear, formatting-free, in the statement, in any
+   non-Python workspace file, or in the comments and string literals of the
+   workspace's Python files (a solution commented out in the stub, pasted into
+   a docstring). Every carrier is also searched decoded: base64, hex, character
+   codes, reversed, rot13, zlib.
+3. Live code: a function of the reference's change defined again, same name
+   and same normalized AST, anywhere in the workspace (a stale copy, a second
+   definition behind a flag). A *sibling* with another name and the same body
+   is ordinary duplicated code, not a leak; whether such code already solves
+   the task is decided by running the hidden tests (validation's dynamic leak
+   check), not by looking.
 """
 
 from __future__ import annotations
 
+import ast
+import base64
+import binascii
+import codecs
 import difflib
 import fnmatch
+import io
+import re
+import tokenize
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from touchstone.tasks.schema import Task
+from touchstone.tasks.similarity import normalized_dump, tokens
 
 ARTIFACTS = [".git", ".hg", ".svn", ".bzr", "__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "*.orig",
              "*.rej", "*.bak", "*.swp", "*~", ".#*", "*.patch", "*.diff"]
+MIN_TOKENS = 4  # a shorter changed span is widened with context: `return x` alone reveals nothing
+LINE_TOKENS = 8  # a line (or run of lines) of a longer change this long is distinctive on its own
+MAGIC = [(b"PK\x03\x04", "zip archive"), (b"PK\x05\x06", "zip archive"), (b"\x1f\x8b", "gzip stream"),
+         (b"BZh", "bzip2 stream"), (b"\xfd7zXZ\x00", "xz stream"), (b"7z\xbc\xaf\x27\x1c", "7z archive"),
+         (b"PACK", "git pack"), (b"\xfftOc", "git pack index"), (b"DIRC", "git index"),
+         (b"SQLite format 3\x00", "sqlite database"), (b"\x28\xb5\x2f\xfd", "zstd stream")]
+_B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_HEX = re.compile(r"(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|[ :])?){8,}")
 
 
-def _norm(lines: list[str]) -> str:
-    return "\n".join(" ".join(line.split()) for line in lines if line.strip())
+def find_leaks(task: Task) -> list[str]:
+    """Problems found, each naming the file; empty when the task leaks nothing."""
+    ws = task.workspace_dir
+    problems = [f"workspace/{p.relative_to(ws).as_posix()}: {why}" for p, why in artifacts(ws)]
+    ref_dir = task.reference_dir
+    if ref_dir is None:
+        return problems
+    prints, funcs = answer_fingerprints(task)
+    carriers = {"task.json statement": task.statement}
+    for p in sorted(ws.rglob("*")):
+        if p.is_file() and not p.is_symlink() and (text := _read_text(p)) is not None:
+            carriers[f"workspace/{p.relative_to(ws).as_posix()}"] = _inert_text(text) if p.suffix == ".py" else text
+            if p.suffix == ".py":
+                problems += [f"workspace/{p.relative_to(ws).as_posix()}: {why}" for why in _live_copies(text, funcs)]
+    for where, text in carriers.items():
+        for how, variant in decodings(text):
+            hit = _contains(variant, prints)
+            if hit:
+                problems.append(f"{where}: contains the reference's change to {hit}" + (f" ({how})" if how else ""))
+                break
+    return problems
+
+
+# -- 1. artifacts ------------------------------------------------------------------------
+
+
+def artifacts(root: Path) -> list[tuple[Path, str]]:
+    found = []
+    for p in sorted(root.rglob("*")):
+        if any(fnmatch.fnmatch(p.name, pat) for pat in ARTIFACTS):
+            found.append((p, "history/cache/backup artifact"))
+        elif p.is_dir() and _is_git_store(p):
+            found.append((p, "git object store / repository (under another name)"))
+        elif p.is_file() and not p.is_symlink() and (kind := sniff(p)):
+            found.append((p, kind))
+    return found
+
+
+def _is_git_store(d: Path) -> bool:
+    """A bare repository or a .git directory renamed: HEAD plus objects/ or refs/."""
+    return (d / "HEAD").is_file() and ((d / "objects").is_dir() or (d / "refs").is_dir())
+
+
+def sniff(path: Path) -> str | None:
+    """What a file's bytes say it is, when that is bytecode, a container or binary."""
+    with path.open("rb") as f:
+        head = f.read(8192)
+    if len(head) >= 16 and head[2:4] == b"\r\n" and 2900 <= int.from_bytes(head[:2], "little") < 4000:
+        return "Python bytecode (by magic number)"
+    for magic, kind in MAGIC:
+        if head.startswith(magic):
+            return f"{kind} (by magic bytes)"
+    if len(head) > 262 and head[257:262] == b"ustar":
+        return "tar archive (by magic bytes)"
+    if head[:1] == b"\x78" and len(head) >= 2 and (head[0] * 256 + head[1]) % 31 == 0:
+        try:
+            if re.match(rb"(blob|tree|commit|tag) \d+\x00", zlib.decompressobj().decompress(head, 64)):
+                return "git loose object (zlib)"
+        except zlib.error:
+            pass
+        return "zlib stream"
+    if head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5:
+        return "pickle data"
+    if b"\x00" in head:
+        return "binary file"
+    return None
+
+
+# -- 2. the change as tokens, in any carrier ---------------------------------------------
+
+
+def answer_fingerprints(task: Task) -> tuple[dict[str, list[tuple[str, ...]]], dict[str, set[str]]]:
+    """Per reference file: the token streams of its changed spans; and the
+    normalized ASTs of the reference's changed functions, by name."""
+    ref, ws = task.reference_dir, task.workspace_dir
+    prints: dict[str, list[tuple[str, ...]]] = {}
+    funcs: dict[str, set[str]] = {}
+    for path in sorted(p for p in ref.rglob("*") if p.is_file()) if ref else []:
+        rel = path.relative_to(ref).as_posix()
+        text = _read_text(path)
+        if text is None:
+            continue
+        current = ws / rel
+        old = _read_text(current) if current.is_file() else None
+        prints[rel] = changed_spans(text, old)
+        if path.suffix == ".py":
+            for name, dump in changed_defs(text, old).items():
+                funcs.setdefault(name, set()).add(dump)
+    return prints, funcs
+
+
+def changed_spans(reference: str, workspace: str | None) -> list[tuple[str, ...]]:
+    """Token streams of the reference's changed line runs, each widened with
+    neighbouring lines until it has MIN_TOKENS tokens, and of every run of
+    consecutive changed lines with LINE_TOKENS tokens (so one line copied out of
+    a long change is found too)."""
+    ref = reference.splitlines()
+    old = workspace.splitlines() if workspace is not None else []
+    spans: list[tuple[str, ...]] = []
+    matcher = difflib.SequenceMatcher(a=old, b=ref, autojunk=False)
+    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+        if tag not in ("replace", "insert") or not any(line.strip() for line in ref[j1:j2]):
+            continue
+        lo, hi = j1, j2
+        toks = tokens("\n".join(ref[lo:hi]))
+        while len(toks) < MIN_TOKENS and (lo > 0 or hi < len(ref)):
+            lo, hi = max(0, lo - 1), min(len(ref), hi + 1)
+            toks = tokens("\n".join(ref[lo:hi]))
+        if len(toks) >= MIN_TOKENS:
+            spans.append(tuple(toks))
+        for start in range(j1, j2):
+            end = start + 1
+            while len(line := tokens("\n".join(ref[start:end]))) < LINE_TOKENS and end < j2:
+                end += 1
+            if len(line) >= LINE_TOKENS and tuple(line) not in spans:
+                spans.append(tuple(line))
+    return spans
+
+
+def _contains(text: str, prints: dict[str, list[tuple[str, ...]]]) -> str | None:
+    hay = "\x00" + "\x00".join(tokens(text)) + "\x00"
+    for rel, spans in prints.items():
+        if any("\x00" + "\x00".join(s) + "\x00" in hay for s in spans):
+            return rel
+    return None
+
+
+def _inert_text(source: str) -> str:
+    """What a Python file says but does not run: its comments (without `#`) and
+    string literals (evaluated, so escapes are decoded), one per line."""
+    parts: list[str] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                parts.append(tok.string.lstrip("#"))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return source  # not Python after all: all of it is inert text
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+            value = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
+            parts.append(value)
+        elif isinstance(node, (ast.List, ast.Tuple)) and (codes := _char_codes(node)):
+            parts.append(codes)
+    return "\n".join(parts)
+
+
+def _char_codes(node: ast.List | ast.Tuple) -> str | None:
+    """`[114, 101, 116, ...]`: printable character codes spelled as a list."""
+    values = [e.value for e in node.elts if isinstance(e, ast.Constant) and type(e.value) is int]
+    if len(values) >= 8 and len(values) == len(node.elts) and all(9 <= v < 127 for v in values):
+        return "".join(map(chr, values))
+    return None
+
+
+def decodings(text: str, depth: int = 2) -> Iterator[tuple[str, str]]:
+    """(how, variant) of a carrier: as is, reversed, rot13, and every base64 /
+    hex blob in it decoded (zlib-inflated when it is compressed), recursively."""
+    yield "", text
+    yield "reversed", text[::-1]
+    yield "rot13", codecs.decode(text, "rot13")
+    if depth == 0:
+        return
+    for blob, how in _blobs(text):
+        for sub_how, variant in decodings(blob, depth - 1):
+            yield (f"{how}, {sub_how}" if sub_how else how), variant
+
+
+def _blobs(text: str) -> Iterator[tuple[str, str]]:
+    for m in _B64.finditer(text):
+        raw = m.group(0)
+        for decode in (base64.b64decode, base64.urlsafe_b64decode):
+            try:
+                data = decode(raw + "=" * (-len(raw) % 4))
+            except (binascii.Error, ValueError):
+                continue
+            if (s := _printable(data)) is not None:
+                yield s, "base64"
+                break
+    for m in _HEX.finditer(text):
+        digits = re.sub(r"\\x|[ :]", "", m.group(0))
+        try:
+            data = bytes.fromhex(digits[: len(digits) // 2 * 2])
+        except ValueError:
+            continue
+        if (s := _printable(data)) is not None:
+            yield s, "hex"
+
+
+def _printable(data: bytes) -> str | None:
+    try:
+        data = zlib.decompress(data)
+    except zlib.error:
+        pass
+    try:
+        s = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return s if s and sum(c.isprintable() or c in "\n\t" for c in s) / len(s) > 0.95 else None
+
+
+# -- 3. live copies of a changed function ----------------------------------------------------
+
+
+def changed_defs(reference: str, workspace: str | None) -> dict[str, str]:
+    """name -> normalized dump of every function (at any depth) of the reference
+    that the workspace does not define the same way (docstrings and names aside)."""
+    ref = _defs(reference)
+    old = _defs(workspace) if workspace is not None else {}
+    return {name: dump for name, dump in ref.items() if old.get(name) != dump}
+
+
+def _defs(source: str) -> dict[str, str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    out: dict[str, str] = {}
+    for n in ast.walk(tree):  # breadth first: a name's outermost definition wins
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name not in out:
+            out[n.name] = normalized_dump(ast.parse(ast.unparse(n)))
+    return out
+
+
+def _live_copies(source: str, funcs: dict[str, set[str]]) -> list[str]:
+    if not funcs:
+        return []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in funcs:
+            if normalized_dump(ast.parse(ast.unparse(n))) in funcs[n.name]:
+                found.append(f"defines {n.name} (line {n.lineno}) exactly as the reference does")
+    return found
 
 
 def _read_text(path: Path) -> str | None:
@@ -33,48 +298,52 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def answer_windows(reference: str, workspace: str | None) -> list[str]:
-    """Normalized text blocks of the reference that the workspace version lacks:
-    each changed run of lines plus one line of context before and after."""
-    ref = reference.splitlines()
-    old = workspace.splitlines() if workspace is not None else []
-    windows = []
-    matcher = difflib.SequenceMatcher(a=old, b=ref, autojunk=False)
-    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
-        if tag in ("replace", "insert") and j2 > j1:
-            block = _norm(ref[max(0, j1 - 1):j2 + 1])
-            if len(block) >= 12:  # a lone `)` or `pass` reveals nothing
-                windows.append(block)
-    return windows
+# -- 4. probes for the dynamic check (run by validation) ---------------------------------------
+
+_FLAG_VALUES = {True: "False", False: "True", 0: "1", 1: "0", None: "True"}
 
 
-def find_leaks(task: Task) -> list[str]:
-    """Problems found, each naming the file; empty when the task leaks nothing."""
-    ws = task.workspace_dir
-    problems = [f"workspace/{p.relative_to(ws).as_posix()}: {why}" for p, why in _artifacts(ws)]
-    ref_dir = task.reference_dir
-    if ref_dir is None:
-        return problems
-    texts = {p.relative_to(ws).as_posix(): _norm(t.splitlines())
-             for p in ws.rglob("*") if p.is_file() and (t := _read_text(p)) is not None}
-    statement = _norm(task.statement.splitlines())
-    for ref_file in sorted(p for p in ref_dir.rglob("*") if p.is_file()):
-        rel = ref_file.relative_to(ref_dir).as_posix()
-        ref_text = _read_text(ref_file)
-        if ref_text is None:
+def flag_probes(source: str) -> list[tuple[str, str]]:
+    """(description, text) of `source` with its module-level flags flipped: all
+    at once, then each alone. A flag is a top-level `NAME = True/False/0/1/None`."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    flags = [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+             and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
+             and type(n.value.value) in (bool, int, type(None)) and n.value.value in _FLAG_VALUES
+             and n.lineno == n.end_lineno]
+    if not flags:
+        return []
+    lines = source.splitlines(keepends=True)
+
+    def flipped(chosen: list[ast.Assign]) -> str:
+        out = list(lines)
+        for n in chosen:
+            name = n.targets[0].id
+            out[n.lineno - 1] = f"{' ' * n.col_offset}{name} = {_FLAG_VALUES[n.value.value]}\n"
+        return "".join(out)
+
+    probes = [(f"flags {', '.join(n.targets[0].id for n in flags)} flipped", flipped(flags))]
+    if len(flags) > 1:
+        probes += [(f"flag {n.targets[0].id} flipped", flipped([n])) for n in flags]
+    return probes
+
+
+def definers(modules: dict[str, str], function: str, exclude: str) -> list[str]:
+    """Workspace modules other than `exclude` that define `function` at top level
+    (or bind it by assignment), in path order."""
+    out = []
+    for rel, text in modules.items():
+        if rel == exclude:
             continue
-        current = ws / rel
-        for window in answer_windows(ref_text, _read_text(current) if current.is_file() else None):
-            problems += [f"workspace/{name}: contains the reference's change to {rel}"
-                         for name, text in texts.items() if window in text]
-            if window in statement:
-                problems.append(f"task.json statement: contains the reference's change to {rel}")
-    return problems
-
-
-def _artifacts(root: Path) -> list[tuple[Path, str]]:
-    found = []
-    for p in sorted(root.rglob("*")):
-        if any(fnmatch.fnmatch(p.name, pat) for pat in ARTIFACTS):
-            found.append((p, "history/cache/backup artifact"))
-    return found
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function
+               or isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == function for t in n.targets)
+               for n in tree.body):
+            out.append(rel)
+    return out

@@ -182,6 +182,17 @@ OPERATORS: dict[str, Operator] = {
 }
 
 
+def _string(parent, field, index, node):
+    """A changed string literal (a table's value, a message the tests compare).
+    Adequacy only: the proposer's bugs stay in code, not in text."""
+    if isinstance(node, ast.Constant) and type(node.value) is str and not isinstance(parent, (ast.Expr, ast.JoinedStr)):
+        yield ast.Constant(node.value + "~" if node.value else "~")
+
+
+# the adequacy check's operators: the proposer's plus the ones a table or message fix needs
+ADEQUACY_OPERATORS: dict[str, Operator] = {**OPERATORS, "change_string": _string}
+
+
 # -- where to mutate --------------------------------------------------------------------
 
 
@@ -321,6 +332,49 @@ def mutations(source: str, path: str, module: str, only: set[str] | None = None,
         text = apply_edit(source, tree, edit)
         if text is not None and text != source:
             yield Mutation(name, path, f"{module}:{qualname}", edit.node.lineno, text)
+
+
+def changed_statements(reference: str, workspace: str | None) -> list[int]:
+    """Indices of the reference's top-level statements (functions, classes with
+    their nested classes, module-level tables and constants) that the workspace
+    version lacks verbatim (all of them when it has no such file or it does not parse)."""
+    ref = ast.parse(reference)
+    try:
+        old = {ast.dump(s) for s in ast.parse(workspace).body} if workspace is not None else set()
+    except SyntaxError:
+        old = set()
+    return [i for i, stmt in enumerate(ref.body) if ast.dump(stmt) not in old]
+
+
+def _statement_sites(stmt: ast.stmt) -> Iterator[Site]:
+    """Every site below one top-level statement, at any depth (methods of nested
+    classes, values of a module-level table); docstrings are left alone."""
+    stack: list[Site] = [(stmt, f, i, c) for f, i, c in _children(stmt)]
+    while stack:
+        site = stack.pop(0)
+        parent, field, index, node = site
+        if isinstance(node, ast.Expr) and _is_str(node.value) and index == 0 and field == "body":
+            continue  # a docstring
+        yield site
+        if not isinstance(node, (ast.JoinedStr, ast.Lambda)):
+            stack.extend((node, f, i, c) for f, i, c in _children(node))
+
+
+def statement_mutations(source: str, path: str, module: str, indices: list[int]) -> list[Mutation]:
+    """Every single-edit mutation (adequacy operators) inside the given top-level
+    statements, rendered, in source order."""
+    tree = ast.parse(source)
+    out = []
+    for i in indices:
+        stmt = tree.body[i]
+        unit = f"{module}:{getattr(stmt, 'name', f'<line {stmt.lineno}>')}"
+        for parent, field, index, node in _statement_sites(stmt):
+            for name, op in ADEQUACY_OPERATORS.items():
+                for new in op(parent, field, index, node):
+                    text = apply_edit(source, tree, Edit(parent, field, index, node, new))
+                    if text is not None and text != source:
+                        out.append(Mutation(name, path, unit, node.lineno, text))
+    return out
 
 
 def changed_functions(reference: str, workspace: str | None) -> set[str]:

@@ -1,51 +1,84 @@
-"""Task validation: a task is kept only if, in the sandbox,
+"""Task validation, the gate a proposer rewarded for learnability must not be
+able to game. A task is kept only when every check passes; the verdict
+(`Validation`) lists every check with its evidence and every test run made.
 
-- the workspace leaks no answer (static, checked first)              -> `leak`
-- the starting workspace fails at least one required hidden test     -> `already_solved`
-  (and every declared fail_to_pass test fails there)                  -> `bad_fail_to_pass`
-- the reference passes every required test k times, each with its
-  own PYTHONHASHSEED and test order                                   -> `flaky` / `reference_fails`
-- every run finishes within the task's time budget                    -> `too_slow`
-- the hidden tests kill mutants of the reference's changed code at a
-  rate >= threshold                                                   -> `weak_tests`
-
-Cheapest checks run first; the first failing one decides the reason.
+Static checks (host side, always run, cheapest first):
+  leak            the answer in any form (touchstone.tasks.leak)                 -> `leak`
+  contamination   a held-out or benchmark problem in disguise                     -> `contaminated`
+  audit           the verifier's static audit on the reference, the stub and
+                  (for proposer-written tests) the hidden tests                    -> `cheating_reference`
+Sandbox checks (under grading's conditions, touchstone.tasks.conditions):
+  start           the starting workspace fails a required test (a start that
+                  times out is a failing start)                                   -> `already_solved` / `bad_fail_to_pass`
+  reference       passes every required test under grading's runs and extra
+                  randomized seeds, a shifted clock, the other backend, and more
+                  runs when it touches the clock or randomness                    -> `reference_fails` / `flaky` / `too_slow`
+  timing          the slowest grading-condition reference run uses at most
+                  `max_budget_share` of the budget                                -> `too_slow`
+  leak_probe      the hidden tests fail on the stub with its module-level flags
+                  flipped and with every other workspace definition of an entry
+                  function swapped in                                             -> `leak`
+  baselines       every trivial solution fails                                    -> `weak_tests`
+  mutation        the hidden tests kill mutants of every changed statement at a
+                  rate >= threshold (no mutation site: a warning)                 -> `weak_tests`
+Optional:
+  isolation       the reference passes under candidate isolation (hook)           -> `isolation_fails`
+  solver          a served model solves it from the statement alone              -> `needs_review`
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-import random
-import tempfile
+import importlib
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from touchstone.envs.task import task_environment
-from touchstone.harness import HiddenSuite, TestRunResult
-from touchstone.sandbox import available_backends
-from touchstone.tasks.leak import find_leaks
-from touchstone.tasks.mutate import changed_functions, compile_error, module_name, mutations
+from touchstone.tasks import adequacy, conditions, contamination, leak
+from touchstone.tasks.conditions import Condition, RunRecord
 from touchstone.tasks.schema import Task, TaskError, load_task
 
+VALIDATOR_VERSION = "2"
+AUDIT_EXTRA = Path(__file__).with_name("validation_audit.yaml")
+ISOLATION_PROBE = "touchstone.harness.isolation:probe_isolation"  # (task, backend) -> bool | obj with .ok/.detail
+TRUSTED_PROPOSERS = {"mutation"}  # code outside the change comes from a pinned, pre-checked seed project
 
-def default_backend() -> str:
-    """bubblewrap when usable: validation runs only trusted code (the task's own
-    reference and tests), and a bwrap start costs milliseconds, a container ~1 s."""
-    return "bwrap" if "bwrap" in available_backends() else "auto"
+Status = Literal["pass", "fail", "warn", "skip", "not_run"]
 
 
 class ValidationConfig(BaseModel):
-    k: int = Field(default=3, ge=1)  # reference runs (hash seed and order differ per run: harness.run_plan)
+    k: int = Field(default=3, ge=1)  # grading-plan reference runs (run i: harness plan i)
+    extra_runs: int = Field(default=2, ge=0)  # reference runs at random plan indices
+    clock_runs: int = Field(default=1, ge=0)  # reference runs with the clock shifted
+    nondeterminism_runs: int = Field(default=6, ge=0)  # more runs when the clock/randomness is touched
+    cross_backend: bool = True  # one reference run on the other backend when there is one
     threshold: float = Field(default=0.6, ge=0, le=1)  # minimum mutation score
-    max_mutants: int = Field(default=5, ge=1)
-    backend: str = Field(default_factory=default_backend)
+    max_mutants: int = Field(default=40, ge=1)  # all sites up to this many, else a fixed-seed sample
+    max_budget_share: float = Field(default=0.5, gt=0, le=1)  # slowest reference run / timeout_s
+    backend: str = "auto"  # what grading uses: Docker when it is up, else bubblewrap
+    parallel: int = Field(default=2, ge=1)  # sandbox runs at once
+    contamination_sets: list[Path] = Field(default_factory=list)  # + $TOUCHSTONE_CONTAMINATION_SETS
+    solver: str | None = None  # policy spec of a served model (default: $TOUCHSTONE_VALIDATION_SOLVER)
+    solver_attempts: int = Field(default=2, ge=1)
+    isolation: bool = True  # call the isolation probe when it is installed
+
+
+class CheckResult(BaseModel):
+    name: str
+    status: Status
+    reason: str | None = None  # the rejection reason when status is fail
+    detail: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    seconds: float = 0.0
 
 
 class Validation(BaseModel):
-    """The verdict on one task; one row of the task-set index."""
+    """The verdict on one task: one row of the task-set index, plus every check
+    and run behind it (self-play feeds proposals through this record)."""
 
     task_id: str
     kept: bool
@@ -56,125 +89,382 @@ class Validation(BaseModel):
     mutation_score: float | None = None
     mutants: int = 0
     ref_seconds: float | None = None
+    budget_share: float | None = None
     difficulty: float | None = None
     validated_at: str = ""
+    content_hash: str | None = None
+    proposer: str | None = None
+    needs_review: bool = False
+    warnings: list[str] = Field(default_factory=list)
+    checks: list[CheckResult] = Field(default_factory=list)
+    runs: list[RunRecord] = Field(default_factory=list)
+    nearest_match: contamination.NearestMatch | None = None
+    validator_version: str = VALIDATOR_VERSION
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    def check(self, name: str) -> CheckResult | None:
+        return next((c for c in self.checks if c.name == name), None)
 
 
-class _Reject(Exception):
-    def __init__(self, reason: str, detail: str):
+class _Fail(Exception):
+    def __init__(self, reason: str, detail: str, **evidence: Any):
         super().__init__(detail)
-        self.reason, self.detail = reason, detail
+        self.reason, self.detail, self.evidence = reason, detail, evidence
 
 
-def _slow(run: TestRunResult, task: Task, what: str) -> None:
-    if run.timed_out or run.wall_s > task.timeout_s:
-        raise _Reject("too_slow", f"{what} took {run.wall_s:.1f}s, budget {task.timeout_s:g}s")
+class _Run:
+    """One validation in progress: the task, config, the runs made so far."""
+
+    def __init__(self, task: Task, cfg: ValidationConfig):
+        self.task, self.cfg = task, cfg
+        self.backend = conditions.grading_backend(cfg.backend)
+        self.runs: list[RunRecord] = []
+        self.warnings: list[str] = []
+        self.out: dict[str, Any] = {}
+
+    def many(self, jobs: Iterable[Callable[[], RunRecord]]) -> list[RunRecord]:
+        with ThreadPoolExecutor(self.cfg.parallel) as pool:
+            done = list(pool.map(lambda job: job(), list(jobs)))
+        self.runs.extend(done)
+        return done
+
+    def run(self, cond: Condition, role: str, what: str = "", **kw: Any) -> Callable[[], RunRecord]:
+        return lambda: conditions.run_condition(self.task, cond, role=role, what=what, **kw)
 
 
-def _check_start(task: Task, cfg: ValidationConfig, suite: HiddenSuite, start: TestRunResult | None) -> TestRunResult:
-    start = start or suite.grade(backend=cfg.backend)
-    _slow(start, task, "starting workspace")
-    if start.ok:
-        raise _Reject("already_solved", f"the starting workspace passes all {len(start.passed)} required tests")
-    passing_f2p = sorted(set(task.fail_to_pass or []) & set(start.passed))
+# -- static checks --------------------------------------------------------------------
+
+
+def _check_leak(v: _Run) -> dict:
+    found = leak.find_leaks(v.task)
+    if found:
+        raise _Fail("leak", "; ".join(found[:5]), findings=found)
+    return {"findings": []}
+
+
+def _check_contamination(v: _Run) -> dict:
+    sets = contamination.configured_sets(v.cfg.contamination_sets)
+    match, n = contamination.nearest(v.task, sets)
+    v.out["nearest_match"] = match
+    evidence = {"sets": [str(s) for s in sets], "compared": n, "nearest": match.model_dump() if match else None}
+    if match and match.contaminated:
+        raise _Fail("contaminated", f"same problem as {match.id} in {match.source}: {match.why}", **evidence)
+    if not sets:
+        v.warnings.append("contamination: no held-out or benchmark set configured; compared against nothing")
+    return evidence
+
+
+def _audit_files(task: Task) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """(files to audit, their baselines, roles): reference files, the stubs they
+    replace, and the hidden tests; for trusted seed projects only what changed."""
+    trusted = task.source.proposer in TRUSTED_PROPOSERS
+    files: dict[str, str] = {}
+    base: dict[str, str] = {}
+    roles: dict[str, str] = {}
+    for rel, ref_text, ws_text in adequacy.reference_sources(task):
+        files[f"reference/{rel}"], roles[f"reference/{rel}"] = ref_text, "reference"
+        if ws_text is not None:
+            files[f"workspace/{rel}"], roles[f"workspace/{rel}"] = ws_text, "stub"
+            if trusted:
+                base[f"reference/{rel}"], base[f"workspace/{rel}"] = ws_text, ref_text
+    if not trusted:
+        for p in sorted(task.hidden_tests_dir.rglob("*.py")):
+            rel = f"hidden_tests/{p.relative_to(task.hidden_tests_dir).as_posix()}"
+            files[rel], roles[rel] = p.read_text(errors="replace"), "hidden test"
+    return files, base, roles
+
+
+def _check_audit(v: _Run) -> dict:
+    from touchstone.verify.policy import load_policy
+    from touchstone.verify.static_audit import audit_files
+
+    files, base, roles = _audit_files(v.task)
+    # paths keep the file's own name, so the policy's test-file allowances apply to the tests only
+    findings = audit_files(files, load_policy(AUDIT_EXTRA), base)
+    rejecting = [f for f in findings if f.severity == "reject"]
+    flagged = [f.evidence for f in findings if f.severity != "reject"]
+    evidence = {"files": {p: roles[p] for p in files}, "findings": [f.model_dump() for f in findings]}
+    if flagged:
+        v.warnings.extend(f"audit: {e}" for e in flagged[:5])
+    if rejecting:
+        raise _Fail("cheating_reference", "; ".join(f"{f.rule} {f.evidence}" for f in rejecting[:3]), **evidence)
+    return evidence
+
+
+# -- sandbox checks -------------------------------------------------------------------------
+
+
+def _check_start(v: _Run, given: RunRecord | None) -> dict:
+    """The start must fail: under grading's run 0 and an unpredictable run. A run
+    that times out is a failing start (a bug can make code hang)."""
+    conds = conditions.start_conditions(v.backend)
+    runs = ([given] if given else []) + v.many(v.run(c, "start") for c in conds[1 if given else 0:])
+    solved = [r for r in runs if r.ok]
+    if solved:
+        raise _Fail("already_solved", f"the starting workspace passes all {solved[0].passed} required tests "
+                                      f"under {solved[0].condition.label()}", runs=len(runs))
+    passing_f2p = sorted({t for r in runs if not r.timed_out for t in (v.task.fail_to_pass or [])
+                          if t not in r.failed})
     if passing_f2p:
-        raise _Reject("bad_fail_to_pass", f"declared fail_to_pass tests pass on the starting workspace: {passing_f2p[:5]}")
-    return start
+        raise _Fail("bad_fail_to_pass", f"declared fail_to_pass tests pass on the starting workspace: {passing_f2p[:5]}")
+    first = runs[0]
+    if v.task.fail_to_pass is None and not first.timed_out:
+        v.out["f2p_p2p"] = (len(first.failed), first.passed)
+    v.out["start"] = first
+    return {"runs": [r.condition.label() + (" timed out" if r.timed_out else f": {len(r.failed)} failing")
+                     for r in runs]}
 
 
-def _check_reference(task: Task, cfg: ValidationConfig, suite: HiddenSuite) -> list[TestRunResult]:
-    # the verifier's own plan: run i has its hash seed and test order (`run_plan`)
-    with tempfile.TemporaryDirectory(prefix="touchstone-validate-") as tmp:
-        tree = suite.compose(Path(tmp), overlays=[task.reference_dir])
-        runs = [suite.run(tree, i, backend=cfg.backend) for i in range(cfg.k)]
-    for run in runs:
-        _slow(run, task, "reference run")
-    failing = [set(r.failed) for r in runs]
-    if all(failing):
-        always = set.intersection(*failing)
-        if always:
-            sample = sorted(always)[:3]
-            raise _Reject("reference_fails", f"reference fails {len(always)} required tests on every run, e.g. "
-                                             + "; ".join(f"{t}: {runs[0].messages[t][:200]}" for t in sample))
-    if any(failing):
-        unstable = sorted(set.union(*failing))
-        raise _Reject("flaky", f"{len(unstable)} required tests pass on some of {cfg.k} reference runs "
-                               f"(hash seeds and orders differ) and fail on others: {unstable[:5]}")
-    return runs
+def _check_reference(v: _Run) -> dict:
+    nondet = conditions.touches_nondeterminism(v.task)
+    conds = conditions.reference_conditions(v.backend, k=v.cfg.k, extra=v.cfg.extra_runs, clock_runs=v.cfg.clock_runs,
+                                            cross_backend=v.cfg.cross_backend, nondeterministic=bool(nondet),
+                                            more=v.cfg.nondeterminism_runs)
+    runs = v.many(v.run(c, "reference", with_reference=True) for c in conds)
+    v.out["reference_runs"] = runs
+    evidence = {"conditions": [c.label() for c in conds], "touches_nondeterminism": nondet,
+                "results": [f"{r.condition.label()}: {r.passed} passed, {len(r.failed)} failed"
+                            + (" (timed out)" if r.timed_out else "") + f", {r.wall_s:.2f}s" for r in runs]}
+    timed_out = [r for r in runs if r.timed_out]
+    if timed_out:
+        raise _Fail("too_slow", f"the reference timed out ({v.task.timeout_s:g}s budget) under "
+                                f"{timed_out[0].condition.label()}", **evidence)
+    graded = [set(r.failed) for r in runs if r.condition.grading]
+    if graded and all(graded) and (always := set.intersection(*graded)):
+        t = sorted(always)[0]
+        raise _Fail("reference_fails", f"the reference fails {len(always)} required tests on every grading run "
+                                       f"(runs 0..{len(graded) - 1}), e.g. {t}: {runs[0].failed[t][:200]}", **evidence)
+    if bad := next((r for r in runs if r.failed), None):
+        unstable = sorted({t for r in runs for t in r.failed})
+        raise _Fail("flaky", f"{len(unstable)} required tests pass on some of {len(runs)} reference runs and fail on "
+                             f"others, e.g. {unstable[0]} under {bad.condition.label()}: "
+                             f"{bad.failed.get(unstable[0], next(iter(bad.failed.values())))[:160]}", **evidence)
+    return evidence
 
 
-def adequacy_mutants(task: Task, cfg: ValidationConfig) -> list[tuple[str, str]]:
-    """(path, mutated text) of up to max_mutants mutants of the reference's changed
-    functions, spread over operators, excluding the starting workspace itself."""
-    ref = task.reference_dir
-    rng = random.Random(task.id)
-    pool: dict[str, list[tuple[str, str]]] = {}
-    for path in sorted(ref.rglob("*.py")) if ref else []:
-        rel = path.relative_to(ref).as_posix()
-        ref_text = path.read_text()
-        current = task.workspace_dir / rel
-        ws_text = current.read_text() if current.is_file() else None
-        changed = changed_functions(ref_text, ws_text)
-        # a shuffled sample is enough to spread over operators; rendering every site of a big function is not
-        for m in itertools.islice(mutations(ref_text, rel, module_name(rel), only=changed, rng=rng),
-                                  4 * cfg.max_mutants):
-            if m.source != ws_text and compile_error(m.source, rel) is None:
-                pool.setdefault(m.operator, []).append((rel, m.source))
-    picked: list[tuple[str, str]] = []
-    while len(picked) < cfg.max_mutants and any(pool.values()):
-        for op in sorted(pool):  # round-robin over operators: one kind of mutant cannot dominate
-            if pool[op] and len(picked) < cfg.max_mutants:
-                picked.append(pool[op].pop(0))
-    return picked
+def _check_timing(v: _Run) -> dict:
+    graded = [r for r in v.out["reference_runs"] if r.condition.backend == v.backend]
+    slowest = max(r.wall_s for r in graded)
+    share = slowest / v.task.timeout_s
+    v.out["ref_seconds"], v.out["budget_share"] = round(slowest, 3), round(share, 3)
+    evidence = {"slowest_s": round(slowest, 3), "timeout_s": v.task.timeout_s, "share": round(share, 3),
+                "max_share": v.cfg.max_budget_share}
+    if share > v.cfg.max_budget_share:
+        raise _Fail("too_slow", f"the reference's slowest run took {slowest:.2f}s, {share:.0%} of the "
+                                f"{v.task.timeout_s:g}s budget (at most {v.cfg.max_budget_share:.0%})", **evidence)
+    return evidence
 
 
-def _check_adequacy(task: Task, cfg: ValidationConfig, suite: HiddenSuite, ref_s: float) -> tuple[float, int]:
-    mutants = adequacy_mutants(task, cfg)
-    if not mutants:
-        raise _Reject("weak_tests", "no mutant of the reference's changed code could be made to measure the tests")
-    need = math.ceil(cfg.threshold * len(mutants))
-    # a mutant that loops forever is killed by the timeout; no need to wait the full budget
-    timeout = min(task.timeout_s, max(5.0, 5 * ref_s))
-    killed = survived = 0
-    for rel, text in mutants:
-        run = suite.grade(overlays=[task.reference_dir], files={rel: text}, timeout=timeout, backend=cfg.backend)
-        killed, survived = (killed + 1, survived) if not run.ok else (killed, survived + 1)
-        if killed >= need or survived > len(mutants) - need:
-            break  # decided
-    score = killed / (killed + survived)
-    if killed < need:
-        raise _Reject("weak_tests", f"hidden tests killed {killed} of {killed + survived} mutants of the reference's "
-                                    f"changed code (score {score:.2f} < {cfg.threshold})")
-    return score, killed + survived
+def _probe_timeout(v: _Run) -> float:
+    """Probe and mutant runs: a loop forever is a failure; no need to wait the whole budget."""
+    return min(v.task.timeout_s, max(5.0, 5 * (v.out.get("ref_seconds") or 1.0)))
 
 
-def validate_task(task: Task, cfg: ValidationConfig | None = None, start: TestRunResult | None = None) -> Validation:
-    """Run every check; never raises for a bad task (the verdict says why). `start`:
-    a run of the required tests on the starting workspace a proposer already made."""
-    cfg = cfg or ValidationConfig()
-    out = Validation(task_id=task.id, kept=False, validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                     n_fail_to_pass=len(task.fail_to_pass or []), n_pass_to_pass=len(task.pass_to_pass or []))
+def _check_leak_probe(v: _Run) -> dict:
+    """The answer may be in the workspace as live code: behind a module-level
+    flag of the stub, or as another module's definition of an entry function."""
+    ws = v.task.workspace_dir
+    modules = adequacy.workspace_modules(ws)
+    probes: list[tuple[str, dict[str, str]]] = []
+    for rel, _ref, ws_text in adequacy.reference_sources(v.task):
+        if ws_text is not None:
+            probes += [(f"workspace/{rel} with {desc}", {rel: text}) for desc, text in leak.flag_probes(ws_text)[:6]]
+    for rel, fn in adequacy.entry_functions(v.task):
+        stub = modules.get(rel)
+        if stub is None:
+            continue
+        for other in leak.definers(modules, fn, exclude=rel)[:5]:
+            mod = adequacy.module_name(other)
+            probes.append((f"{fn} taken from workspace/{other}", {rel: f"{stub}\n\nfrom {mod} import {fn}  # probe\n"}))
+    cond = Condition(run=0, backend=v.backend, grading=True)
+    runs = v.many(v.run(cond, "leak_probe", desc, files=files, timeout=_probe_timeout(v)) for desc, files in probes)
+    evidence = {"probes": [f"{r.what}: {'PASSES' if r.ok else 'fails'}" for r in runs]}
+    passing = [r.what for r in runs if r.ok]
+    if passing:
+        raise _Fail("leak", f"the hidden tests pass on the workspace with {passing[0]}: the answer is already there",
+                    **evidence)
+    return evidence
+
+
+def _check_baselines(v: _Run) -> dict:
+    cases = adequacy.baselines(v.task)
+    cond = Condition(run=0, backend=v.backend, grading=True)
+    runs = v.many(v.run(cond, "baseline", desc, with_reference=True, files={rel: text}, timeout=_probe_timeout(v))
+                  for desc, rel, text in cases)
+    evidence = {"baselines": [f"{r.what}: {'PASSES' if r.ok else 'fails'}" for r in runs]}
+    passing = [r.what for r in runs if r.ok]
+    if passing:
+        raise _Fail("weak_tests", f"a trivial solution passes every required test: {passing[0]}"
+                                  + (f" (and {len(passing) - 1} more)" if len(passing) > 1 else ""), **evidence)
+    if not cases:
+        v.warnings.append("baselines: no entry function whose body could be replaced by a trivial one")
+    return evidence
+
+
+def _check_mutation(v: _Run) -> dict:
+    every = adequacy.all_mutants(v.task)
+    picked = adequacy.sample(every, v.cfg.max_mutants)
+    known = adequacy.guards(v.task)
+    cond = Condition(run=0, backend=v.backend, grading=True)
+    runs = v.many(v.run(cond, "mutant", f"{m.operator} at {m.path}:{m.line} ({m.unit})", with_reference=True,
+                        files={m.path: m.source}, timeout=_probe_timeout(v)) for m in picked)
+    outcomes = [_mutant_outcome(r, known) for r in runs]
+    killed = outcomes.count("killed")
+    evidence = {"sites": len(every), "run": len(picked), "sampled": len(picked) < len(every), "killed": killed,
+                "guard_only": outcomes.count("guard_only"), "survived": outcomes.count("survived"),
+                "guards": sorted(f"{g.exc}: {g.message}" if g.message else g.exc for g in known),
+                "mutants": [f"{r.what}: {o}" for r, o in zip(runs, outcomes)]}
+    if not picked:
+        v.warnings.append("mutation: the reference's change has no mutation site; adequacy rests on the baselines")
+        return evidence
+    score = killed / len(picked)
+    v.out["mutation_score"], v.out["mutants"] = round(score, 3), len(picked)
+    evidence["score"] = round(score, 3)
+    if score < v.cfg.threshold:
+        survivors = [r.what for r, o in zip(runs, outcomes) if o != "killed"][:3]
+        raise _Fail("weak_tests", f"hidden tests kill {killed} of {len(picked)} mutants of the reference's changed "
+                                  f"code (score {score:.2f} < {v.cfg.threshold}; {evidence['guard_only']} failed only "
+                                  f"on the reference's own guards); surviving e.g. {survivors}", **evidence)
+    return evidence
+
+
+def _mutant_outcome(run: RunRecord, known: set[adequacy.Guard]) -> str:
+    if run.timed_out:
+        return "killed"
+    if not run.failed:
+        return "survived"
+    if all(adequacy.is_guard_failure(msg, known) for msg in run.failed.values()):
+        return "guard_only"
+    return "killed"
+
+
+# -- optional checks ----------------------------------------------------------------------------
+
+
+def _check_isolation(v: _Run) -> tuple[Status, dict]:
+    """Hook for the isolation issue's probe: does the reference pass under
+    candidate isolation? Not run when the probe is not installed."""
+    if not v.cfg.isolation:
+        return "not_run", {"why": "disabled in the config"}
+    mod, _, name = ISOLATION_PROBE.partition(":")
     try:
-        leaks = find_leaks(task)
-        if leaks:
-            raise _Reject("leak", "; ".join(leaks[:5]))
-        if task.reference_dir is None:
-            raise _Reject("no_reference", "task has no reference/ to validate against")
-        suite = HiddenSuite(task, task.required_tests, task_environment(task))
-        start = _check_start(task, cfg, suite, start)
-        if task.fail_to_pass is None:
-            out.n_fail_to_pass, out.n_pass_to_pass = len(start.failed), len(start.passed)
-        runs = _check_reference(task, cfg, suite)
-        out.ref_seconds = round(max(r.wall_s for r in runs), 3)
-        out.mutation_score, out.mutants = _check_adequacy(task, cfg, suite, out.ref_seconds)
-    except _Reject as rej:
-        out.reason, out.detail = rej.reason, rej.detail
-        return out
-    total = len(start.passed) + len(start.failed)
-    out.kept = True
-    out.difficulty = round(len(start.passed) / total, 3) if total else None  # subtler bug: more tests still pass
-    out.detail = f"kept: reference passes {cfg.k}/{cfg.k} runs, mutation score {out.mutation_score:.2f}"
+        probe = getattr(importlib.import_module(mod), name)
+    except (ImportError, AttributeError):
+        return "not_run", {"why": f"no isolation probe installed ({ISOLATION_PROBE})"}
+    result = probe(v.task, v.backend)
+    ok = result if isinstance(result, bool) else bool(getattr(result, "ok", False))
+    detail = "" if isinstance(result, bool) else str(getattr(result, "detail", ""))
+    if not ok:
+        raise _Fail("isolation_fails", f"the reference fails under candidate isolation: {detail}", detail=detail)
+    return "pass", {"detail": detail}
+
+
+def _check_solver(v: _Run) -> tuple[Status, dict]:
+    """A served model attempts the task from the statement alone (the reference is
+    never in its sandbox); a task no attempt solves is flagged for review."""
+    import os
+
+    spec = v.cfg.solver or os.environ.get("TOUCHSTONE_VALIDATION_SOLVER")
+    if not spec:
+        return "not_run", {"why": "no model configured (ValidationConfig.solver / $TOUCHSTONE_VALIDATION_SOLVER)"}
+    from touchstone.agent.loop import run_episode
+    from touchstone.agent.policies import make_policy
+
+    policy = make_policy(spec, None)
+    try:
+        patches = [run_episode(v.task, policy, attempt=a, backend=v.backend).diff.patch
+                   for a in range(v.cfg.solver_attempts)]
+    finally:
+        policy.close()
+    cond = Condition(run=0, backend=v.backend, grading=True)
+    runs = v.many(v.run(cond, "solver", f"attempt {i}", patch=p) for i, p in enumerate(patches))
+    solved = sum(r.ok for r in runs)
+    evidence = {"policy": spec, "attempts": len(runs), "solved": solved}
+    if not solved:
+        v.out["needs_review"] = True
+        raise _Fail("needs_review", f"no attempt of {spec} solved the task from its statement ({len(runs)} tried): "
+                                    "flagged for review, not trained on", **evidence)
+    return "pass", evidence
+
+
+# -- the whole validation -----------------------------------------------------------------------
+
+STATIC = [("leak", _check_leak), ("contamination", _check_contamination), ("audit", _check_audit)]
+SANDBOX = [("reference", _check_reference), ("timing", _check_timing), ("leak_probe", _check_leak_probe),
+           ("baselines", _check_baselines), ("mutation", _check_mutation)]
+OPTIONAL = [("isolation", _check_isolation), ("solver", _check_solver)]
+
+
+def _do(v: _Run, out: Validation, name: str, fn: Callable[[], Any], blocked_by: str | None) -> str | None:
+    """Run one check unless an earlier one already rejected; record it. Returns
+    the check's failure reason, else `blocked_by`."""
+    if blocked_by:
+        out.checks.append(CheckResult(name=name, status="skip", detail=f"not run: rejected by {blocked_by}"))
+        return blocked_by
+    t0 = time.monotonic()
+    try:
+        res = fn()
+    except _Fail as f:
+        out.checks.append(CheckResult(name=name, status="fail", reason=f.reason, detail=f.detail,
+                                      evidence=f.evidence, seconds=round(time.monotonic() - t0, 3)))
+        if out.reason is None:
+            out.reason, out.detail = f.reason, f.detail
+        return name
+    status, evidence = res if isinstance(res, tuple) else ("pass", res)
+    out.checks.append(CheckResult(name=name, status=status, evidence=evidence, seconds=round(time.monotonic() - t0, 3),
+                                  detail=str(evidence.get("why", ""))))
+    return None
+
+
+def validate_task(task: Task, cfg: ValidationConfig | None = None, start: Any = None) -> Validation:
+    """Run every check; never raises for a bad task (the verdict says why). `start`:
+    a `RunRecord` of the starting workspace under grading's run 0 a proposer already made."""
+    cfg = cfg or ValidationConfig()
+    v = _Run(task, cfg)
+    out = Validation(task_id=task.id, kept=False, validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                     n_fail_to_pass=len(task.fail_to_pass or []), n_pass_to_pass=len(task.pass_to_pass or []),
+                     content_hash=task.content_hash, proposer=task.source.proposer,
+                     config=cfg.model_dump(mode="json"))
+    blocked = None
+    for name, fn in STATIC:  # every static check runs: they are cheap and all their evidence is useful
+        blocked = _do(v, out, name, lambda fn=fn: fn(v), None) or blocked
+    if task.reference_dir is None and not blocked:
+        out.reason, out.detail, blocked = "no_reference", "task has no reference/ to validate against", "reference"
+    given = _as_record(start)
+    blocked = _do(v, out, "start", lambda: _check_start(v, given), blocked)
+    for name, fn in SANDBOX:
+        blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
+    for name, fn in OPTIONAL:
+        blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
+    _finish(v, out)
     return out
+
+
+def _as_record(start: Any) -> RunRecord | None:
+    """A proposer's own run of the starting workspace (grading's run 0) as a record."""
+    if start is None or isinstance(start, RunRecord):
+        return start
+    return RunRecord(role="start", what="made by the proposer", condition=Condition(run=0, backend="?", grading=True),
+                     passed=len(start.passed), failed=dict(start.failed), timed_out=start.timed_out,
+                     wall_s=round(start.wall_s, 3))
+
+
+def _finish(v: _Run, out: Validation) -> None:
+    out.runs, out.warnings = v.runs, v.warnings
+    out.nearest_match = v.out.get("nearest_match")
+    out.mutation_score, out.mutants = v.out.get("mutation_score"), v.out.get("mutants", 0)
+    out.ref_seconds, out.budget_share = v.out.get("ref_seconds"), v.out.get("budget_share")
+    out.needs_review = bool(v.out.get("needs_review"))
+    if "f2p_p2p" in v.out:
+        out.n_fail_to_pass, out.n_pass_to_pass = v.out["f2p_p2p"]
+    start = v.out.get("start")
+    if start is not None and not start.timed_out and (total := start.passed + len(start.failed)):
+        out.difficulty = round(start.passed / total, 3)  # subtler bug: more tests still pass
+    out.kept = out.reason is None
+    if out.kept:
+        score = f"mutation score {out.mutation_score:.2f}" if out.mutation_score is not None else "no mutation site"
+        out.detail = (f"kept: reference passes {len(v.out.get('reference_runs', []))} runs, "
+                      f"{out.budget_share:.0%} of the budget, {score}")
 
 
 def validate_dir(task_dir: Path, cfg: ValidationConfig | None = None) -> Validation:
@@ -183,5 +473,6 @@ def validate_dir(task_dir: Path, cfg: ValidationConfig | None = None) -> Validat
         task = load_task(task_dir)
     except TaskError as exc:
         return Validation(task_id=Path(task_dir).name, kept=False, reason="malformed", detail=str(exc),
-                          validated_at=datetime.now(UTC).isoformat(timespec="seconds"))
+                          validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                          checks=[CheckResult(name="load", status="fail", reason="malformed", detail=str(exc))])
     return validate_task(task, cfg)

@@ -1,199 +1,175 @@
-"""Differential oracle: candidate vs reference on the hidden tests' inputs
-plus type-aware mutations of them (EvalPlus-style), each side in its own
-process in its own sandbox, compared by canonical serialization.
+"""Recorded-call oracle: what the hidden tests do to the REFERENCE, replayed
+on the candidate out of process and compared outside every candidate process.
 
-Inputs come from the task's own (pristine) hidden test files: every call of an
-entry point whose arguments are literals. The candidate runs twice, in forward
-and reversed call order, so call-counter tricks that satisfy a fixed sequence
-show up. A mutated input on which the reference raises is dropped (it is
-outside the function's domain); on original inputs the exception type itself
-must match.
+1. Record: the hidden tests run against the trusted reference (pristine
+   workspace + reference + hidden tests) in a fresh sandbox, with the
+   harness's call recorder (`touchstone/harness/sandbox_files/call_recorder.py`) as the only plugin. Every
+   call from test code into workspace code becomes a step: functions,
+   methods, constructors, properties, operators, private helpers, whatever
+   way the test built its arguments (`check(candidate)` included).
+2. Cases: one per test, its steps in order, plus the earlier steps that
+   produced the objects it uses (handles). Then type-aware mutations of the
+   recorded arguments (one argument of one step at a time, EvalPlus-style).
+3. Replay: the reference and the candidate, each on a tree WITHOUT the hidden
+   tests, each in fresh sandboxes, forward and reversed case order, a fresh
+   process per chunk of cases (`touchstone/harness/sandbox_files/replay_runner.py`).
+4. Compare here, by exact type and content (`same`): a step whose two
+   reference replays disagree is non-deterministic and not compared; a
+   mutated case on which the reference raises is outside the domain and
+   dropped. Per-call time relative to the reference is measured; a task may
+   declare a performance contract.
+
+A task's oracle contract lives in task.json `source.meta.oracle`
+(docs/formats/task.md): `iterables: "any"` accepts any iterable of the same
+items where the reference returns one, `max_slowdown: N` fails a candidate
+slower than N× the reference on some case.
 """
 
 from __future__ import annotations
 
-import ast
 import itertools
 import json
 import math
 import random
 import shlex
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from touchstone.harness.sandbox_files import codec
 from touchstone.sandbox.environment import Environment
 
-MAX_CASES = 120
+MAX_CASES = 200  # cases from recorded tests
+MAX_MUTATED = 120  # cases from mutations
+MAX_STEPS_PER_CASE = 200
+MAX_CALLS = 5000  # recorded calls per run
+CHUNK = 25  # cases per replay process
+SLOWDOWN_GRACE_S = 0.05  # absolute slack per case: timer noise is not slowness
+FLOAT_REL_TOL, FLOAT_ABS_TOL = 1e-9, 1e-12
 
 
-@dataclass(frozen=True)
+class OracleContract(BaseModel):
+    """`source.meta.oracle` of a task."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    iterables: Literal["exact", "any"] = "exact"
+    max_slowdown: float | None = Field(default=None, gt=1)
+
+
+def contract_of(meta: dict) -> OracleContract:
+    try:
+        return OracleContract.model_validate(meta.get("oracle") or {})
+    except ValidationError as exc:
+        raise ValueError(f"task.json source.meta.oracle is invalid: {exc}") from exc
+
+
+# ------------------------------------------------------------------ recording
+
+
+@dataclass
+class Recording:
+    steps: dict[int, dict] = field(default_factory=dict)
+    summary: dict | None = None  # the recorder's final record; None = the run ended early
+
+    @property
+    def unreplayable(self) -> Counter:
+        return Counter(s["unreplayable"] for s in self.steps.values() if "unreplayable" in s)
+
+
+def read_recording(path: Path) -> Recording:
+    rec = Recording()
+    if not path.is_file():
+        return rec
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if item.get("event") == "done":
+            rec.summary = item
+        elif isinstance(item.get("i"), int):
+            rec.steps[item["i"]] = item
+    return rec
+
+
+def record_calls(tree: Path, test_files: list[str], test_code: list[str], *, backend: str,
+                 timeout: float, environment: Environment | None = None) -> Recording:
+    """Run the hidden tests over `tree` (reference + hidden tests) under the call recorder."""
+    from touchstone.sandbox import Limits, open_sandbox
+    from touchstone.harness.grading import TestRunSpec, harness_mounts
+
+    files = (("call_recorder.py", "tr_{nonce}.py"), ("codec.py", "tc_{nonce}.py"))
+    with harness_mounts(*files) as (h_dir, o_dir, mounts, out, nonce):
+        (out.parent / "harness" / "test_code.json").write_text(json.dumps(sorted(test_code)))
+        env = {"TOUCHSTONE_CODEC": f"{h_dir}/tc_{nonce}.py", "TOUCHSTONE_CALLS": f"{o_dir}/calls.jsonl",
+               "TOUCHSTONE_TEST_CODE": f"{h_dir}/test_code.json", "TOUCHSTONE_MAX_CALLS": str(MAX_CALLS)}  # fmt: skip
+        spec = TestRunSpec(test_files, f"tr_{nonce}", h_dir, o_dir, env=env)
+        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
+                          environment=environment) as sb:
+            sb.exec(spec.command(), timeout=timeout)
+        return read_recording(out / "calls.jsonl")
+
+
+# ---------------------------------------------------------------------- cases
+
+
+@dataclass
 class Case:
-    module: str
-    function: str
-    args: tuple
-    kwargs: tuple  # sorted (name, value) pairs, hashable
+    id: int
+    test: str | None
+    steps: list[dict]  # runner steps: i, target, args, kwargs
+    compared: set[int]  # step indexes whose outcome is compared
     mutated: bool = False
 
-    def encode(self, i: int) -> dict:
-        return {
-            "i": i,
-            "module": self.module,
-            "function": self.function,
-            "args": encode(list(self.args)),
-            "kwargs": {k: encode(v) for k, v in self.kwargs},
-        }
-
-    def describe(self) -> str:
-        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs]
-        return f"{self.module}.{self.function}({', '.join(parts)})"[:300]
+    def encode(self) -> dict:
+        return {"id": self.id, "steps": self.steps}
 
 
-def encode(v):
-    """Python literal -> tagged JSON understood by the runner's `decode`."""
-    if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
-        return v
-    if isinstance(v, float):
-        return {"__t": "float", "v": repr(v)}
-    if isinstance(v, bytes):
-        return {"__t": "bytes", "v": v.hex()}
-    if isinstance(v, list):
-        return [encode(e) for e in v]
-    if isinstance(v, (tuple, set, frozenset)):
-        items = sorted(v, key=repr) if isinstance(v, (set, frozenset)) else v
-        return {"__t": type(v).__name__, "v": [encode(e) for e in items]}
-    if isinstance(v, dict):
-        return {"__t": "dict", "v": [[encode(k), encode(x)] for k, x in v.items()]}
-    raise TypeError(f"cannot encode {type(v).__name__}")
+def _closure(index: int, steps: dict[int, dict], out: set[int]) -> bool:
+    """Add `index` and the steps whose results it uses to `out`; False when
+    one of them cannot be replayed."""
+    if index in out:
+        return True
+    step = steps.get(index)
+    if step is None or "unreplayable" in step:
+        return False
+    out.add(index)
+    return all(_closure(d, steps, out) for d in codec.handles_in([step["args"], step["kwargs"]]))
 
 
-_LITERAL_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
-MAX_BINDINGS = 200  # rows of parameters considered per test function
+def _runner_step(step: dict, args=None) -> dict:
+    return {"i": step["i"], "target": step["target"], "args": step["args"] if args is None else args,
+            "kwargs": step["kwargs"]}  # fmt: skip
 
 
-def _value(node: ast.AST, env: dict):
-    """A literal, or a name bound by parametrize / a literal for-loop."""
-    if isinstance(node, ast.Name) and node.id in env:
-        return env[node.id]
-    return ast.literal_eval(node)
-
-
-def _unpack(names: list[str], value) -> dict | None:
-    if len(names) == 1:
-        return {names[0]: value}
-    if isinstance(value, (tuple, list)) and len(value) == len(names):
-        return dict(zip(names, value))
-    return None
-
-
-def _rows(names: list[str], values: ast.AST, consts: dict[str, object]) -> list[dict]:
-    """Bindings from a literal list of values, or from a module-level constant
-    holding one (`@pytest.mark.parametrize("a, b", CASES)`); items that are
-    not literals (`pytest.param(...)`) are skipped."""
-    if isinstance(values, ast.Name) and isinstance(consts.get(values.id), (list, tuple)):
-        items = [_unpack(names, v) for v in consts[values.id]]
-        return [row for row in items if row is not None]
-    if not isinstance(values, (ast.List, ast.Tuple)):
-        return []
-    rows = []
-    for elt in values.elts:
-        try:
-            row = _unpack(names, ast.literal_eval(elt))
-        except _LITERAL_ERRORS:
-            continue
-        if row is not None:
-            rows.append(row)
-    return rows
-
-
-def _parametrize_rows(fn: ast.FunctionDef, consts: dict[str, object]) -> list[dict]:
-    rows: list[dict] = [{}]
-    for dec in fn.decorator_list:
-        if not (isinstance(dec, ast.Call) and ast.unparse(dec.func).endswith("parametrize") and len(dec.args) >= 2):
-            continue
-        try:
-            names = ast.literal_eval(dec.args[0])
-        except _LITERAL_ERRORS:
-            continue
-        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
-        new = _rows(names, dec.args[1], consts)
-        rows = [{**r, **n} for r in rows for n in new][:MAX_BINDINGS]
-    return rows
-
-
-def _module_constants(tree: ast.Module) -> dict[str, object]:
-    """Module-level `NAME = <literal>` assignments of a test file."""
-    consts = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                consts[node.targets[0].id] = ast.literal_eval(node.value)
-            except _LITERAL_ERRORS:
-                continue
-    return consts
-
-
-def _loop_rows(loop: ast.For, consts: dict[str, object]) -> list[dict] | None:
-    names = [loop.target.id] if isinstance(loop.target, ast.Name) else (
-        [e.id for e in loop.target.elts] if isinstance(loop.target, ast.Tuple)
-        and all(isinstance(e, ast.Name) for e in loop.target.elts) else None)  # fmt: skip
-    return _rows(names, loop.iter, consts) if names else None
-
-
-class _CallFinder(ast.NodeVisitor):
-    """Entry-point calls whose arguments are literals or names bound by the
-    enclosing test's parametrize decorators or literal for-loops."""
-
-    def __init__(self, by_name: dict[str, tuple[str, str]]):
-        self.by_name, self.envs, self.cases, self.consts = by_name, [{}], [], {}
-
-    def visit_Module(self, node: ast.Module) -> None:
-        self.consts = _module_constants(node)
-        self.generic_visit(node)
-
-    def _with(self, rows: list[dict], body: list[ast.AST]) -> None:
-        saved = self.envs
-        self.envs = [{**e, **r} for e in saved for r in rows][:MAX_BINDINGS] or saved
-        for stmt in body:
-            self.visit(stmt)
-        self.envs = saved
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._with(_parametrize_rows(node, self.consts), node.body)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_For(self, node: ast.For) -> None:
-        self.visit(node.iter)
-        self._with(_loop_rows(node, self.consts) or [{}], node.body)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
-        if name in self.by_name and not any(isinstance(a, ast.Starred) for a in node.args) and all(
-            k.arg for k in node.keywords
-        ):
-            for env in self.envs:
-                try:
-                    args = tuple(_value(a, env) for a in node.args)
-                    kwargs = tuple(sorted((k.arg, _value(k.value, env)) for k in node.keywords))
-                except _LITERAL_ERRORS:
-                    continue
-                case = Case(*self.by_name[name], args, kwargs)
-                if case not in self.cases:
-                    self.cases.append(case)
-        self.generic_visit(node)
-
-
-def extract_cases(test_sources: dict[str, str], entry_points: list[tuple[str, str]]) -> list[Case]:
-    """Entry-point calls in the (pristine) test files whose arguments are
-    literals, or names bound to literals by `@pytest.mark.parametrize` or a
-    `for` loop over a literal list."""
-    finder = _CallFinder({fn: (mod, fn) for mod, fn in entry_points if "." not in fn})
-    for path in sorted(test_sources):
-        try:
-            finder.visit(ast.parse(test_sources[path]))
-        except SyntaxError:
-            continue
-    return finder.cases
+def build_cases(rec: Recording) -> tuple[list[Case], Counter]:
+    """One case per test (collection-time calls form their own), each with the
+    earlier steps it depends on; counts of steps left out and why."""
+    by_test: dict[str | None, list[int]] = {}
+    for i in sorted(rec.steps):
+        by_test.setdefault(rec.steps[i].get("test"), []).append(i)
+    cases, left_out = [], Counter()
+    for test, indexes in by_test.items():
+        needed, own = set(), []
+        for i in indexes:
+            if len(own) >= MAX_STEPS_PER_CASE:
+                left_out["over the per-test cap"] += 1
+            elif "unreplayable" in rec.steps[i]:
+                continue  # counted by Recording.unreplayable
+            elif not _closure(i, rec.steps, trial := set(needed)):
+                left_out["uses the result of a call that cannot be replayed"] += 1
+            else:
+                needed = trial
+                own.append(i)
+        if own and len(cases) < MAX_CASES:
+            steps = [_runner_step(rec.steps[i]) for i in sorted(needed)]
+            cases.append(Case(len(cases), test, steps, set(own)))
+        elif own:
+            left_out["over the case cap"] += len(own)
+    return cases, left_out
 
 
 def _mutations(v, rng: random.Random) -> list:
@@ -206,7 +182,7 @@ def _mutations(v, rng: random.Random) -> list:
         return [v * 1.5 + 0.25, -v, 0.0]
     if isinstance(v, str):
         return [v[::-1], v + v[:1], v[1:], "", v.upper()]
-    if isinstance(v, (list, tuple)):
+    if type(v) in (list, tuple):
         seq = list(v)
         out = [seq[::-1], seq[1:], seq + seq[:1], sorted(seq, key=repr)]
         if seq:
@@ -214,60 +190,95 @@ def _mutations(v, rng: random.Random) -> list:
             for m in _mutations(seq[i], rng)[:2]:
                 out.append(seq[:i] + [m] + seq[i + 1:])
         return [type(v)(x) for x in out]
-    if isinstance(v, dict) and v:
+    if type(v) is dict and v:
         k = next(iter(v))
         return [{kk: vv for kk, vv in v.items() if kk != k}]
     return []
 
 
-def mutate_cases(cases: list[Case], seed: int = 0, limit: int = MAX_CASES) -> list[Case]:
-    """Originals first, then mutations of one argument at a time, taken
-    round-robin over the originals (every function gets some), deduplicated."""
-    rng = random.Random(seed)
-    per_case = []
-    for case in cases:
-        variants = []
-        for i, arg in enumerate(case.args):
-            for m in _mutations(arg, rng):
-                variants.append(Case(case.module, case.function, case.args[:i] + (m,) + case.args[i + 1:], case.kwargs, True))
-        per_case.append(variants)
-    out = list(cases)
-    seen = {_key(c) for c in cases}
-    for group in itertools.zip_longest(*per_case):
-        for new in group:
-            if new is not None and _key(new) not in seen and len(out) < limit:
-                seen.add(_key(new))
-                out.append(new)
+def _step_variants(step: dict, rng: random.Random) -> list[list]:
+    """Encoded argument lists with one plain-value argument mutated."""
+    out = []
+    for pos, arg in enumerate(step["args"]):
+        if codec.has_handles(arg):
+            continue  # objects of the run are not mutated; their producing calls are
+        for m in _mutations(codec.decode(arg), rng):
+            try:
+                out.append(step["args"][:pos] + [codec.encode(m)] + step["args"][pos + 1:])
+            except codec.Unreplayable:
+                continue
     return out
 
 
-def _key(c: Case) -> tuple:
-    return (c.module, c.function, repr(c.args), repr(c.kwargs))
+def mutate_cases(cases: list[Case], seed: int = 0, limit: int = MAX_MUTATED) -> list[Case]:
+    """New cases: a case's steps up to one compared step whose plain arguments
+    are mutated one at a time; taken round-robin over (case, step) pairs so
+    every test and call gets some; deduplicated by (target, arguments)."""
+    rng = random.Random(seed)
+    groups = []
+    for case in cases:
+        for n, step in enumerate(case.steps):
+            if step["i"] in case.compared:
+                groups.append([(case, n, args) for args in _step_variants(step, rng)])
+    seen = {json.dumps([s["target"], s["args"], s["kwargs"]]) for c in cases for s in c.steps}
+    out, next_id = [], max((c.id for c in cases), default=-1) + 1
+    for group in itertools.zip_longest(*groups):
+        for item in group:
+            if item is None or len(out) >= limit:
+                continue
+            case, n, args = item
+            step = case.steps[n]
+            key = json.dumps([step["target"], args, step["kwargs"]])
+            if key in seen:
+                continue
+            seen.add(key)
+            steps = case.steps[:n] + [{**step, "args": args}]  # the steps before it are compared in `case`
+            out.append(Case(next_id, case.test, steps, {step["i"]}, mutated=True))
+            next_id += 1
+    return out
 
 
-def read_results(path: Path, n: int) -> dict[int, dict]:
-    results: dict[int, dict] = {}
-    if not path.is_file():
-        return results
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("i"), int) and 0 <= rec["i"] < n:
-            results.setdefault(rec["i"], rec)
-    return results
+# ---------------------------------------------------------------------- replay
+
+Outcomes = dict[int, dict[int, dict]]  # case id -> step index -> {"out", "t"}
 
 
-def _outcome(rec: dict | None) -> str:
-    if rec is None:
-        return "no result (process died or timed out)"
-    if "raised" in rec:
-        return f"raised {rec['raised']}"
-    return json.dumps([rec.get("result"), rec.get("args_after")])[:300]
+def run_side(tree: Path, cases: list[Case], *, reverse: bool, backend: str, timeout: float,
+             environment: Environment | None = None) -> tuple[Outcomes, float, bool]:
+    """Replay `cases` over `tree` in one fresh sandbox, a fresh process per
+    chunk. Returns (outcomes, wall seconds, timed out)."""
+    from touchstone.sandbox import Limits, open_sandbox
+    from touchstone.harness import harness_mounts
+
+    order = cases[::-1] if reverse else cases
+    chunks = [order[k:k + CHUNK] for k in range(0, len(order), CHUNK)]
+    files = (("replay_runner.py", "rr_{nonce}.py"), ("codec.py", "tc_{nonce}.py"))
+    with harness_mounts(*files) as (h_dir, o_dir, mounts, out, nonce):
+        commands = []
+        for n, chunk in enumerate(chunks):
+            (out / f"cases{n}.json").write_text(json.dumps([c.encode() for c in chunk]))
+            commands.append(shlex.join([
+                "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0",
+                "PYTHONDONTWRITEBYTECODE=1", "python3", "-s", f"{h_dir}/rr_{nonce}.py", f"{h_dir}/tc_{nonce}.py",
+                f"{o_dir}/cases{n}.json", f"{o_dir}/out{n}.jsonl",
+            ]))  # fmt: skip
+        command = "cd /workspace && " + " ; ".join(commands)
+        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
+                          environment=environment) as sb:
+            res = sb.exec(command, timeout=timeout)
+        outcomes: Outcomes = {}
+        for n in range(len(chunks)):
+            path = out / f"out{n}.jsonl"
+            for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
+                try:
+                    rec = json.loads(line)
+                    outcomes.setdefault(int(rec["case"]), {s["i"]: s for s in rec["steps"]})
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                    continue
+        return outcomes, res.wall_s, res.timed_out
 
 
-FLOAT_REL_TOL, FLOAT_ABS_TOL = 1e-9, 1e-12
+# ------------------------------------------------------------------ comparison
 
 
 def same(a, b) -> bool:
@@ -283,71 +294,144 @@ def same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _observed(rec: dict | None) -> list | None:
-    if rec is None:
-        return None
-    return ["raised", rec["raised"]] if "raised" in rec else [rec.get("result"), rec.get("args_after")]
+def _out(run: Outcomes, case: int, i: int) -> list:
+    got = run.get(case, {}).get(i)
+    return got["out"] if got else ["missing", "no result (process died or timed out)"]
 
 
-def compare(cases: list[Case], reference: dict[int, dict], candidate_runs: list[dict[int, dict]]) -> tuple[int, str | None]:
-    """(number of cases compared, first counterexample or None)."""
-    compared = 0
-    for i, case in enumerate(cases):
-        ref = reference.get(i)
-        if ref is None or (case.mutated and "raised" in ref):
-            continue  # outside the reference's domain
-        compared += 1
-        for order, run in zip(("forward", "reverse"), candidate_runs):
-            if not same(_observed(run.get(i)), _observed(ref)):
-                kind = "generated input" if case.mutated else "hidden-test input"
-                return compared, (
-                    f"{kind} {case.describe()} ({order} order): reference {_outcome(ref)}, "
-                    f"candidate {_outcome(run.get(i))}"
-                )
-    return compared, None
+def describe(step: dict) -> str:
+    """`module.f(1, [2])`, `Stack.push(<#3>, 5)`: a step for a counterexample."""
+    def show(v):
+        if isinstance(v, dict) and v.get("__t") == "handle":
+            return f"<result of call #{v['step']}{''.join(f'.{k}' if h == 'a' else f'[{k!r}]' for h, k in v['path'])}>"
+        if isinstance(v, dict) and v.get("__t") in ("ref", "enum"):
+            return v["qualname"] + (f".{v['name']}" if v["__t"] == "enum" else "")
+        return repr(codec.decode(v))
+
+    t = step["target"]
+    parts = [show(a) for a in step["args"]]
+    if step["kwargs"]:
+        parts += [f"{show(k)}={show(v)}" for k, v in step["kwargs"]["v"]]
+    name = f"{t['module']}.{t['qualname']}" if "module" in t else f"{t['kind']} {t['name']}"
+    return f"{name}({', '.join(parts)})"[:300]
 
 
-def _run_side(tree: Path, cases: list[dict], *, backend: str, timeout: float,
-               environment: Environment | None = None) -> tuple[dict[int, dict], float, bool]:
-    """Run the oracle runner over `tree` in its own fresh sandbox.
-    Returns (results by case index, wall seconds, timed out)."""
-    from touchstone.sandbox import Limits, open_sandbox
-    from touchstone.harness import harness_mounts
-
-    with harness_mounts(("oracle_runner.py", "or_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
-        (out / "cases.json").write_text(json.dumps(cases))
-        command = shlex.join([
-            "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0",
-            "PYTHONDONTWRITEBYTECODE=1", "python3", "-s", f"{h_dir}/or_{nonce}.py",
-            "/workspace", f"{o_dir}/cases.json", f"{o_dir}/results.jsonl",
-        ])  # fmt: skip
-        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
-                          environment=environment) as sb:
-            res = sb.exec(command, timeout=timeout)
-        return read_results(out / "results.jsonl", len(cases)), res.wall_s, res.timed_out
+@dataclass
+class Comparison:
+    compared: int = 0
+    mutated_compared: int = 0
+    mutated_dropped: int = 0
+    unstable: int = 0
+    counterexample: str | None = None
+    worst_slowdown: float = 0.0
+    slow_case: str | None = None
 
 
-def run_oracle(
-    candidate_tree: Path, reference_tree: Path, cases: list[Case], *, backend: str = "auto", timeout: float = 60.0,
-    environment: Environment | None = None,
-) -> tuple[str, str]:
-    """(status, evidence) of the differential check. The reference runs first
-    in its own sandbox; the candidate then runs twice (forward, reversed
-    order) in two more, with a time limit scaled to the reference's."""
-    encoded = [c.encode(i) for i, c in enumerate(cases)]
-    reference, ref_wall, ref_timeout = _run_side(reference_tree, encoded, backend=backend, timeout=timeout,
-                                                 environment=environment)
-    if ref_timeout or not reference:
-        return "error", f"the reference produced no oracle results (timed out: {ref_timeout})"
-    limit = min(timeout, max(30.0, 10 * ref_wall + 10))  # generous: a loaded machine is not a slow solution
-    runs = []
-    for order in (encoded, encoded[::-1]):
-        got, _, timed_out = _run_side(candidate_tree, order, backend=backend, timeout=limit, environment=environment)
+def _normalize(c, contract: OracleContract):
+    return codec.any_iterable(c) if contract.iterables == "any" else c
+
+
+def _show(out: list, other: list) -> str:
+    """An outcome for a counterexample: the result, or the arguments after
+    the call when only those differ."""
+    if out[0] == "ok" and other[0] == "ok" and same(out[1], other[1]):
+        return "arguments after the call " + json.dumps(out[2])[:300]
+    return json.dumps(out[1] if out[0] == "ok" else out)[:300]
+
+
+def _case_time(run: Outcomes, case: Case) -> float:
+    return sum(run.get(case.id, {}).get(s["i"], {}).get("t", 0.0) for s in case.steps)
+
+
+def compare(cases: list[Case], refs: list[Outcomes], cands: list[Outcomes], contract: OracleContract) -> Comparison:
+    """Candidate runs against the first reference run, step by step; the
+    second reference run only tells deterministic steps from the others."""
+    cmp = Comparison()
+    for case in cases:
+        if case.mutated and any(_out(refs[0], case.id, s["i"])[0] != "ok" for s in case.steps):
+            cmp.mutated_dropped += 1  # outside the reference's domain
+            continue
+        for step in case.steps:
+            if step["i"] not in case.compared:
+                continue
+            want = _normalize(_out(refs[0], case.id, step["i"]), contract)
+            if not same(want, _normalize(_out(refs[1], case.id, step["i"]), contract)):
+                cmp.unstable += 1
+                continue
+            cmp.compared += 1
+            cmp.mutated_compared += case.mutated
+            for order, run in zip(("forward", "reverse"), cands):
+                got = _normalize(_out(run, case.id, step["i"]), contract)
+                if cmp.counterexample is None and not same(want, got):
+                    kind = "generated input" if case.mutated else f"call recorded in {case.test or 'collection'}"
+                    cmp.counterexample = (f"{kind}: {describe(step)} ({order} order): reference "
+                                          f"{_show(want, got)}, candidate {_show(got, want)}")  # fmt: skip
+        ref_t = min(_case_time(r, case) for r in refs)
+        cand_t = max(_case_time(r, case) for r in cands)
+        ratio = (cand_t + 1e-3) / (ref_t + 1e-3)  # a millisecond of timer noise is no slowdown
+        if ratio > cmp.worst_slowdown:
+            cmp.worst_slowdown, cmp.slow_case = ratio, f"{case.test or 'collection'} ({cand_t:.3f} s vs {ref_t:.3f} s)"
+        if contract.max_slowdown and cand_t > contract.max_slowdown * ref_t + SLOWDOWN_GRACE_S:
+            cmp.counterexample = cmp.counterexample or (
+                f"performance contract: {case.test or 'collection'} took {cand_t:.3f} s, "
+                f"more than {contract.max_slowdown:g}x the reference's {ref_t:.3f} s")
+    return cmp
+
+
+# ------------------------------------------------------------------------ run
+
+
+@dataclass
+class OracleResult:
+    status: str  # pass / fail / error / skipped
+    evidence: str
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, test_files: list[str],
+               test_code: list[str], contract: OracleContract, *, backend: str = "auto",
+               timeout: float = 60.0, environment: Environment | None = None) -> OracleResult:
+    """Record on `record_tree` (reference + hidden tests), replay on
+    `reference_tree` and `candidate_tree` (neither holds hidden tests)."""
+    sandbox = {"backend": backend, "environment": environment}
+    rec = record_calls(record_tree, test_files, test_code, timeout=timeout, **sandbox)
+    if rec.summary is None:
+        return OracleResult("error", f"the call recorder did not finish over the reference ({len(rec.steps)} calls "
+                                     f"seen): the hidden tests crashed or timed out under it")  # fmt: skip
+    cases, left_out = build_cases(rec)
+    mutated = mutate_cases(cases)
+    counts = {"recorded": len(rec.steps), "unreplayable": sum(rec.unreplayable.values()),
+              "left_out": sum(left_out.values()), "over_call_cap": rec.summary.get("over_cap", 0),
+              "cases": len(cases), "mutated_cases": len(mutated)}  # fmt: skip
+    why_not = "; ".join(f"{n} {w}" for w, n in (rec.unreplayable + left_out).most_common(3))
+    head = f"{counts['recorded']} calls recorded ({counts['unreplayable'] + counts['left_out']} not replayable" + (
+        f": {why_not})" if why_not else ")")
+    if not cases:
+        return OracleResult("skipped", f"{head}; nothing to replay", counts)
+    everything = cases + mutated
+    refs = []
+    for reverse in (False, True):
+        got, ref_wall, timed_out = run_side(reference_tree, everything, reverse=reverse, timeout=timeout, **sandbox)
         if timed_out:
-            return "fail", f"candidate exceeded the oracle time limit of {limit:.1f} s (reference: {ref_wall:.2f} s)"
-        runs.append(got)
-    compared, counterexample = compare(cases, reference, runs)
-    if counterexample:
-        return "fail", counterexample
-    n_gen = sum(1 for i, c in enumerate(cases) if c.mutated and i in reference and "raised" not in reference[i])
-    return "pass", f"{compared} inputs agree with the reference ({n_gen} generated), in both call orders"
+            return OracleResult("error", f"{head}; the reference replay timed out after {timeout:g} s", counts)
+        refs.append(got)
+    limit = min(timeout, max(30.0, 10 * ref_wall + 10))  # generous: a loaded machine is not a slow solution
+    cands = []
+    for reverse in (False, True):
+        got, _, timed_out = run_side(candidate_tree, everything, reverse=reverse, timeout=limit, **sandbox)
+        if timed_out:
+            return OracleResult("fail", f"{head}; the candidate exceeded the replay time limit of {limit:.1f} s "
+                                        f"(reference: {ref_wall:.2f} s)", counts)  # fmt: skip
+        cands.append(got)
+    cmp = compare(everything, refs, cands, contract)
+    counts.update(replayed=cmp.compared, mutated=cmp.mutated_compared, unstable=cmp.unstable,
+                  mutated_dropped=cmp.mutated_dropped)
+    body = (f"{head}; {cmp.compared} calls replayed in {len(cases)} tests, {cmp.mutated_compared} of them on "
+            f"{len(mutated) - cmp.mutated_dropped} mutated inputs, forward and reversed, "
+            f"{CHUNK} cases per process; {cmp.unstable} non-deterministic on the reference not compared; "
+            f"slowest case {cmp.worst_slowdown:.1f}x the reference")  # fmt: skip
+    if cmp.counterexample:
+        return OracleResult("fail", f"{cmp.counterexample} [{body}]", counts)
+    if cmp.compared == 0:
+        return OracleResult("skipped", f"{body}: nothing compared", counts)
+    return OracleResult("pass", f"all agree with the reference: {body}", counts)

@@ -20,6 +20,14 @@ VERIFIER_VERSION = "touchstone-verify/1"
 CheckStatus = Literal["pass", "fail", "error", "skipped"]
 Verdict = Literal["accept", "reject", "inconclusive"]
 Severity = Literal["reject", "flag"]
+# How the `tests` check ran: "isolated" = no candidate code in the process that
+# judged (docs/VERIFIER.md, "Isolation"); "not_isolated" = the candidate's code
+# was importable in the pytest process (the task's tests do not run isolated).
+Isolation = Literal["isolated", "not_isolated"]
+# What stands behind the test verdict: isolation, else a passed out-of-process
+# oracle, else nothing a candidate could not forge ("none": excluded from
+# training data by default).
+Guard = Literal["isolation", "oracle", "none"]
 
 # The checks a full verification runs, in the order it runs them.
 CHECK_NAMES = (
@@ -39,6 +47,7 @@ class CheckResult(BaseModel):
     name: str
     status: CheckStatus
     evidence: str = ""
+    counts: dict[str, int] = Field(default_factory=dict)  # the numbers behind the evidence (the oracle's coverage)
 
 
 class AuditFinding(BaseModel):
@@ -75,12 +84,15 @@ class VerificationReport(BaseModel):
     checks: list[CheckResult] = Field(default_factory=list)
     findings: list[AuditFinding] = Field(default_factory=list)
     progress: list[ProgressPoint] | None = None
+    isolation: Isolation | None = None  # how `tests` ran (None: it did not run)
+    guard: Guard | None = None  # derived from isolation and the oracle check, never set by hand
     verifier_version: str = VERIFIER_VERSION
     duration_s: float = 0.0
 
     @model_validator(mode="after")
     def _derive(self) -> "VerificationReport":
         self.verdict, self.reasons = derive_verdict(self.checks)
+        self.guard = derive_guard(self.isolation, self.check("oracle"))
         if not self.report_id:
             self.report_id = self.content_id()
         return self
@@ -93,6 +105,7 @@ class VerificationReport(BaseModel):
                 "task_hash": self.task_hash,
                 "checks": [c.model_dump() for c in self.checks],
                 "verifier_version": self.verifier_version,
+                **({"isolation": self.isolation} if self.isolation else {}),
             },
             sort_keys=True,
         )
@@ -103,6 +116,16 @@ class VerificationReport(BaseModel):
 
     def failed_checks(self) -> list[str]:
         return [c.name for c in self.checks if c.status == "fail"]
+
+
+def derive_guard(isolation: Isolation | None, oracle: CheckResult | None) -> Guard | None:
+    if isolation is None:
+        return None
+    if isolation == "isolated":
+        return "isolation"
+    # a bare oracle pass is not enough: it must have replayed calls on the candidate
+    covered = oracle is not None and oracle.status == "pass" and oracle.counts.get("replayed", 0) > 0
+    return "oracle" if covered else "none"
 
 
 def derive_verdict(checks: list[CheckResult]) -> tuple[Verdict, list[str]]:

@@ -112,7 +112,7 @@ def verify_trajectory(
             if tested[0].status == "error" or (_rejected(checks) and not full):
                 _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
             else:
-                checks.append(_oracle_check(task, suite, graded, deleted, Path(tmp), backend))
+                checks.append(_oracle_check(task, suite, graded, deleted, Path(tmp), backend, pristine.tests))
             if progress:
                 points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
         except Exception as exc:  # infrastructure: inconclusive, never accept
@@ -226,20 +226,22 @@ def _test_checks(suite: HiddenSuite, tree: Path, replays: int, backend: str) -> 
 
 
 def _oracle_check(task: Task, suite: HiddenSuite, files: dict[str, bytes], deleted: list[str], tmp: Path,
-                  backend: str) -> CheckResult:
-    if task.reference_dir is None or not task.entry_points:
-        return CheckResult(name="oracle", status="skipped", evidence="task has no reference or no entry points")
-    eps = [(e.module, e.function) for e in task.entry_points]
-    base = oracle.extract_cases(suite.sources, eps)
-    if not base:
-        return CheckResult(name="oracle", status="skipped", evidence="no literal entry-point calls in the hidden tests")
-    cases = oracle.mutate_cases(base)
-    ref_tree = compose_tree(tmp / "reference", task.workspace_dir, overlays=[task.reference_dir])
-    # the candidate side gets no hidden tests: nothing on its disk holds an expected value
+                  backend: str, pristine_tests: set[str]) -> CheckResult:
+    if task.reference_dir is None:
+        return CheckResult(name="oracle", status="skipped", evidence="task has no reference")
+    try:
+        contract = oracle.contract_of(task.source.meta)
+    except ValueError as exc:
+        return CheckResult(name="oracle", status="error", evidence=str(exc))
+    record_tree, ref_tree = tmp / "oracle-record", tmp / "reference"
+    compose_tree(record_tree, task.workspace_dir, overlays=[task.reference_dir], tests=task.hidden_tests_dir)
+    compose_tree(ref_tree, task.workspace_dir, overlays=[task.reference_dir])
+    # the replay trees get no hidden tests: nothing on the candidate's disk holds an expected value
     cand_tree = suite.compose(tmp / "oracle-candidate", files=files, deleted=deleted, with_tests=False)
-    status, evidence = oracle.run_oracle(cand_tree, ref_tree, cases, backend=backend, timeout=task.timeout_s,
-                                         environment=suite.environment)
-    return CheckResult(name="oracle", status=status, evidence=evidence)
+    test_code = sorted(set(suite.sources) | pristine_tests)
+    result = oracle.run_oracle(record_tree, ref_tree, cand_tree, suite.test_files, test_code, contract,
+                               backend=backend, timeout=task.timeout_s, environment=suite.environment)  # fmt: skip
+    return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=result.counts)
 
 
 def _progress(suite: HiddenSuite, rep: ReplayResult, pristine_tests: set[str], tmp: Path,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from touchstone.tasks.validate import Validation, ValidationConfig, validate_tas
 
 
 SOLUTION = "solution.py"
+VERDICTS_FILE = "validations.jsonl"  # one full Validation record per candidate
+_VERDICTS_LOCK = threading.Lock()
 SOLUTION_TESTS = "test_solution.py"
 
 
@@ -70,6 +73,8 @@ def _process(c: Candidate, out: Path, cfg: ValidationConfig) -> tuple[IndexRow, 
     except Exception as exc:  # noqa: BLE001 - recorded with its type, not fatal: one broken candidate
         # (sandbox failure, odd seed code) must not end a long run and lose the others' results
         task, verdict = None, reject(c.id, "error", f"{type(exc).__name__}: {exc}")
+    with _VERDICTS_LOCK, (out / VERDICTS_FILE).open("a") as f:
+        f.write(verdict.model_dump_json() + "\n")  # every check and run behind the index row
     task = task if verdict.kept else None
     if task is None:
         shutil.rmtree(task_dir, ignore_errors=True)  # rejected candidates keep only their index row

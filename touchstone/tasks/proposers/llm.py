@@ -10,7 +10,6 @@ current policy's solve rate over k attempts is strictly between 0 and 1, else 0
 from __future__ import annotations
 
 import ast
-import difflib
 import hashlib
 import json
 import re
@@ -25,6 +24,7 @@ from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_c
 from touchstone.envs.task import task_environment
 from touchstone.harness import TestRunResult, run_hidden_tests
 from touchstone.tasks.schema import INDEX_FILE, EntryPoint, Task, TaskSource, load_task, load_task_set
+from touchstone.tasks.similarity import normalized_ast_hash, text_similarity
 from touchstone.tasks.validate import ValidationConfig
 
 SIMILARITY = 0.9  # statements at least this similar are near-duplicates
@@ -104,50 +104,6 @@ def parse_proposal(text: str) -> Proposal:
 
 
 # -- dedup ------------------------------------------------------------------------------
-
-
-class _Normalizer(ast.NodeTransformer):
-    """Rename every local name to its order of first appearance and drop docstrings,
-    so renamed or re-documented copies hash the same."""
-
-    def __init__(self) -> None:
-        self.names: dict[str, str] = {}
-
-    def _n(self, name: str) -> str:
-        return self.names.setdefault(name, f"v{len(self.names)}")
-
-    def visit_FunctionDef(self, node):
-        node.name = self._n(node.name)
-        body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            node.body = body[1:] or [ast.Pass()]
-        node.returns = None
-        self.generic_visit(node)
-        return node
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_arg(self, node):
-        node.arg, node.annotation = self._n(node.arg), None
-        return node
-
-    def visit_Name(self, node):
-        node.id = self._n(node.id)
-        return node
-
-
-def normalized_ast_hash(code: str) -> str:
-    tree = _Normalizer().visit(ast.parse(code))
-    return hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()
-
-
-def _norm_text(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
-
-
-def text_similarity(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, _norm_text(a), _norm_text(b), autojunk=False).ratio()
 
 
 class DedupIndex:

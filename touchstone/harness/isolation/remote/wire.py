@@ -46,7 +46,7 @@ import types
 import weakref
 
 MAX_FRAME = 64 << 20
-MAX_DEPTH = 400
+MAX_DEPTH = 200
 MAX_TEXT = 4000
 _HEADER = struct.Struct(">I")
 _BIG_INT_BITS = 12000  # beyond this, ints travel as hex (int->str is capped at 4300 digits)
@@ -323,7 +323,7 @@ class Endpoint:
         try:
             return self._decode_tagged(tag, body, v, memo, depth + 1)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, ArithmeticError,
-                decimal.InvalidOperation) as exc:  # fmt: skip
+                decimal.InvalidOperation, RecursionError) as exc:  # fmt: skip
             raise IsolationBroken(f"malformed {tag!r} value: {type(exc).__name__}: {exc}") from None
 
     def _decode_tagged(self, tag, body, v, memo, depth):

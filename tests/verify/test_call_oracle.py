@@ -1,0 +1,389 @@
+"""The recorded-call oracle end to end, through the verifier, in real sandboxes:
+hidden tests run against the reference under the call recorder, their calls
+are replayed on the candidate, outcomes compared out of process. Each task is
+written here; each candidate is a trajectory that writes its files."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from touchstone.tasks.schema import load_task
+from touchstone.verify.verifier import verify_trajectory
+
+
+def make_task(root: Path, name: str, *, workspace: dict, hidden: dict, reference: dict, meta: dict | None = None) -> Path:
+    task = root / name
+    for sub, files in (("workspace", workspace), ("hidden_tests", hidden), ("reference", reference)):
+        for rel, text in files.items():
+            (task / sub / rel).parent.mkdir(parents=True, exist_ok=True)
+            (task / sub / rel).write_text(textwrap.dedent(text))
+    spec = {"id": name, "statement": f"Task {name}: see the workspace.", "timeout_s": 60,
+            "source": {"meta": meta or {}}}
+    (task / "task.json").write_text(json.dumps(spec))
+    return task
+
+
+def writes(files: dict) -> list[dict]:
+    calls = [{"id": f"w{i}", "type": "function", "function": {"name": "write_file", "arguments": json.dumps(
+        {"path": rel, "content": textwrap.dedent(text)})}} for i, (rel, text) in enumerate(files.items())]
+    return [{"role": "assistant", "content": "", "tool_calls": calls}]
+
+
+def oracle_of(task_dir: Path, files: dict, backend: str = "bwrap"):
+    report = verify_trajectory(load_task(task_dir), writes(files), replays=1, full=True, backend=backend)
+    return report.check("oracle")
+
+
+# ------------------------------------------------------------- HumanEval style
+
+HE_REFERENCE = {"solution.py": """
+    def add_evens(xs):
+        return sum(x for x in xs if x % 2 == 0)
+"""}
+HE_HIDDEN = {"tests/test_hidden.py": """
+    import solution
+
+
+    def check(candidate):
+        assert candidate([1, 2, 3, 4]) == 6
+        assert candidate([7, 9]) == 0
+        squares = [k * k for k in range(1, 6)]  # computed, not a literal
+        assert candidate(squares) == 20
+
+
+    def test_check():
+        check(solution.add_evens)
+"""}
+
+
+@pytest.fixture(scope="module")
+def humaneval(tmp_path_factory) -> Path:
+    return make_task(tmp_path_factory.mktemp("he"), "he-add-evens", reference=HE_REFERENCE, hidden=HE_HIDDEN,
+                     workspace={"solution.py": "def add_evens(xs):\n    raise NotImplementedError\n"})
+
+
+def test_check_candidate_lookup_table_is_rejected(humaneval):
+    lookup = {"solution.py": """
+        def add_evens(xs):
+            return {(1, 2, 3, 4): 6, (7, 9): 0, (1, 4, 9, 16, 25): 20}.get(tuple(xs), 0)
+    """}
+    check = oracle_of(humaneval, lookup)
+    assert check.status == "fail" and "generated input: solution.add_evens(" in check.evidence
+    assert "3 calls recorded (0 not replayable)" in check.evidence
+
+
+def test_check_candidate_honest_solution_is_accepted(humaneval):
+    honest = {"solution.py": """
+        def add_evens(numbers):
+            total = 0
+            for n in numbers:
+                if not n % 2:
+                    total += n
+            return total
+    """}
+    check = oracle_of(humaneval, honest)
+    assert check.status == "pass", check.evidence
+    assert "3 calls recorded (0 not replayable)" in check.evidence and "mutated inputs" in check.evidence
+    assert check.counts["recorded"] == 3 and check.counts["replayed"] > check.counts["mutated"] > 0
+
+
+# --------------------------------------------------------- class-based task
+
+BANK = """
+    from collections import Counter
+    from dataclasses import dataclass
+
+
+    @dataclass
+    class Txn:
+        kind: str
+        amount: int
+
+
+    class Account:
+        def __init__(self, owner, balance=0):
+            self.owner = owner
+            self.balance = balance
+            self._log = []
+
+        def deposit(self, amount):
+            if amount <= 0:
+                raise ValueError("amount must be positive")
+            self.balance += amount
+            self._log.append(Txn("dep", amount))
+            return self.balance
+
+        def withdraw(self, amount):
+            if amount > self.balance:
+                raise ValueError("insufficient funds")
+            self.balance -= amount
+            self._log.append(Txn("wd", amount))
+            return self.balance
+
+        @property
+        def history(self):
+            return list(self._log)
+
+        def kinds(self):
+            return Counter(t.kind for t in self._log)
+
+        def amounts(self):
+            for t in self._log:
+                yield t.amount
+
+        def __eq__(self, other):
+            return isinstance(other, Account) and (self.owner, self.balance) == (other.owner, other.balance)
+
+        def __add__(self, other):
+            return Account(self.owner + "&" + other.owner, self.balance + other.balance)
+
+
+    def _fee(amount, rate):
+        return round(amount * rate)
+"""
+BANK_TESTS = {"tests/test_bank.py": """
+    from collections import Counter
+
+    import pytest
+
+    import bank
+
+    BASE = 10
+
+
+    @pytest.fixture
+    def account():
+        acct = bank.Account("ann")
+        for k in range(3):
+            acct.deposit(BASE * (k + 1))
+        return acct
+
+
+    def test_sequence(account):
+        assert account.withdraw(15) == 45
+        with pytest.raises(ValueError):
+            account.withdraw(1000)
+        assert [t.kind for t in account.history] == ["dep", "dep", "dep", "wd"]
+        assert account.kinds() == Counter({"dep": 3, "wd": 1})
+        assert list(account.amounts()) == [10, 20, 30, 15]
+
+
+    def test_operators():
+        a, b = bank.Account("a", 5), bank.Account("b", 7)
+        assert a + b == bank.Account("a&b", 12)
+
+
+    def test_private_fee():
+        assert bank._fee(BASE * 7 + 3, 0.1) == 7
+"""}
+HONEST_BANK = """
+    import collections
+    import dataclasses
+
+
+    @dataclasses.dataclass
+    class Txn:
+        kind: str
+        amount: int
+
+
+    def _fee(amount, rate):
+        return round(rate * amount)
+
+
+    class Account:
+        def __init__(self, owner, balance=0):
+            self.owner, self.balance, self._entries = owner, balance, []
+
+        def _record(self, kind, amount):
+            self._entries.append(Txn(kind, amount))
+            return self.balance
+
+        def deposit(self, amount):
+            if not amount > 0:
+                raise ValueError(amount)
+            self.balance = self.balance + amount
+            return self._record("dep", amount)
+
+        def withdraw(self, amount):
+            if self.balance < amount:
+                raise ValueError(amount)
+            self.balance = self.balance - amount
+            return self._record("wd", amount)
+
+        @property
+        def history(self):
+            return self._entries[:]
+
+        def kinds(self):
+            c = collections.Counter()
+            for e in self._entries:
+                c[e.kind] += 1
+            return c
+
+        def amounts(self):
+            return (e.amount for e in self._entries)
+
+        def __eq__(self, other):
+            if not isinstance(other, Account):
+                return NotImplemented
+            return self.owner == other.owner and self.balance == other.balance
+
+        def __radd__(self, other):
+            return Account(other.owner + "&" + self.owner, other.balance + self.balance)
+
+        def __add__(self, other):
+            return Account.__radd__(other, self)
+"""
+
+
+@pytest.fixture(scope="module")
+def bank_task(tmp_path_factory) -> Path:
+    stub = "class Account:\n    pass\n"
+    return make_task(tmp_path_factory.mktemp("bank"), "cls-bank", workspace={"bank.py": stub},
+                     hidden=BANK_TESTS, reference={"bank.py": BANK})
+
+
+def test_class_task_honest_solution_with_other_internals_is_accepted(bank_task):
+    check = oracle_of(bank_task, {"bank.py": HONEST_BANK})
+    assert check.status == "pass", check.evidence
+    # fixture construction, 3 deposits, 2 withdrawals, property, Counter, generator,
+    # 3 constructions, + and ==, the private helper
+    assert "15 calls recorded (0 not replayable)" in check.evidence
+
+
+@pytest.mark.parametrize("old, new, what", [
+    ("return Counter(t.kind for t in self._log)", "return Counter()", "method kinds("),  # empty Counter
+    ("yield t.amount", "yield from ()", "method amounts("),  # empty generator
+    ('raise ValueError("insufficient funds")', "return self.balance", "method withdraw("),  # no exception
+    ("return round(amount * rate)", "return 7", "generated input: bank._fee("),  # the one known input
+])
+def test_class_task_wrong_results_are_rejected(bank_task, old, new, what):
+    src = textwrap.dedent(BANK)
+    assert old in src
+    check = oracle_of(bank_task, {"bank.py": src.replace(old, new)})
+    assert check.status == "fail" and what in check.evidence, check.evidence
+
+
+def test_always_equal_result_is_rejected(bank_task):
+    cheat = textwrap.dedent(HONEST_BANK).replace("def _fee(amount, rate):\n    return round(rate * amount)", (
+        "class _Any(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n\n\n"
+        "def _fee(amount, rate):\n    return _Any(0)"))
+    assert "_Any(0)" in cheat
+    check = oracle_of(bank_task, {"bank.py": cheat})
+    assert check.status == "fail" and "bank._fee(73, 0.1)" in check.evidence, check.evidence
+
+
+# ------------------------------------------- iterables and performance contract
+
+WINDOWS = {"win.py": """
+    def windows(xs, k):
+        '''Any iterable of the consecutive k-tuples of xs.'''
+        for i in range(len(xs) - k + 1):
+            yield tuple(xs[i:i + k])
+"""}
+WINDOW_TESTS = {"tests/test_win.py": """
+    import win
+
+
+    def test_windows():
+        assert list(win.windows([1, 2, 3, 4], 2)) == [(1, 2), (2, 3), (3, 4)]
+        assert list(win.windows("abc", 3)) == [("a", "b", "c")]
+"""}
+AS_LIST = {"win.py": """
+    def windows(xs, k):
+        return [tuple(xs[i:i + k]) for i in range(len(xs) - k + 1)]
+"""}
+
+
+def test_list_for_a_generator_needs_the_iterable_contract(tmp_path):
+    exact = make_task(tmp_path, "win-exact", workspace={"win.py": ""}, hidden=WINDOW_TESTS, reference=WINDOWS)
+    check = oracle_of(exact, AS_LIST)
+    assert check.status == "fail" and '"iterator"' in check.evidence
+    anyit = make_task(tmp_path, "win-any", workspace={"win.py": ""}, hidden=WINDOW_TESTS, reference=WINDOWS,
+                      meta={"oracle": {"iterables": "any"}})
+    assert oracle_of(anyit, AS_LIST).status == "pass"
+    wrong = {"win.py": AS_LIST["win.py"].replace("+ 1)", ")")}  # misses the last window
+    assert oracle_of(anyit, wrong).status == "fail"
+
+
+def test_performance_contract(tmp_path):
+    ref = {"fib.py": """
+        def fib(n):
+            a, b = 0, 1
+            for _ in range(n):
+                a, b = b, a + b
+            return a
+    """}
+    slow = {"fib.py": """
+        import time
+
+
+        def fib(n):
+            time.sleep(0.2)  # right answers, 100x slower than the reference
+            a, b = 0, 1
+            for _ in range(n):
+                a, b = b, a + b
+            return a
+    """}
+    tests = {"tests/test_fib.py": "import fib\n\n\ndef test_fib():\n    assert fib.fib(24) == 46368\n"}
+    free = make_task(tmp_path, "fib-free", workspace={"fib.py": ""}, hidden=tests, reference=ref)
+    assert oracle_of(free, slow).status == "pass"
+    bound = make_task(tmp_path, "fib-bound", workspace={"fib.py": ""}, hidden=tests, reference=ref,
+                      meta={"oracle": {"max_slowdown": 10}})
+    check = oracle_of(bound, slow)
+    assert check.status == "fail" and "performance contract" in check.evidence, check.evidence
+    assert oracle_of(bound, ref).status == "pass"
+
+
+def test_unreplayable_calls_are_counted_not_compared(tmp_path):
+    ref = {"apply.py": "def apply(f, xs):\n    return [f(x) for x in xs]\n\n\ndef twice(x):\n    return 2 * x\n"}
+    tests = {"tests/test_apply.py": """
+        import apply
+
+
+        def test_apply():
+            assert apply.apply(lambda x: x + 1, [1, 2]) == [2, 3]  # a test-defined lambda
+            assert apply.apply(apply.twice, [1, 2]) == [2, 4]  # a workspace function: by name
+    """}
+    task = make_task(tmp_path, "apply", workspace={"apply.py": ""}, hidden=tests, reference=ref)
+    check = oracle_of(task, ref)
+    assert check.status == "pass", check.evidence
+    assert "2 calls recorded (1 not replayable: 1 argument of type " in check.evidence
+
+
+def test_invalid_oracle_contract_is_an_error(tmp_path):
+    task = make_task(tmp_path, "bad-contract", workspace={"win.py": ""}, hidden=WINDOW_TESTS, reference=WINDOWS,
+                     meta={"oracle": {"iterables": "some"}})
+    check = oracle_of(task, WINDOWS)
+    assert check.status == "error" and "source.meta.oracle" in check.evidence
+
+
+@pytest.mark.docker
+def test_check_candidate_lookup_table_is_rejected_on_docker(humaneval):
+    lookup = {"solution.py": "def add_evens(xs):\n    return {(1, 2, 3, 4): 6, (7, 9): 0}.get(tuple(xs), 20)\n"}
+    check = oracle_of(humaneval, lookup, backend="docker")
+    assert check.status == "fail" and "3 calls recorded (0 not replayable)" in check.evidence
+    assert oracle_of(humaneval, HE_REFERENCE, backend="docker").status == "pass"
+
+
+# ------------------------------------------------ mutation tasks from the seeds
+
+
+@pytest.mark.slow
+def test_mutation_tasks_reference_fix_accepted_mutant_rejected(tmp_path):
+    from touchstone.tasks.proposers.mutation import propose_mutation
+    from touchstone.tasks.schema import load_task_set
+
+    propose_mutation(tmp_path / "tasks", n=2, workers=2)
+    tasks = load_task_set(tmp_path / "tasks")
+    assert tasks
+    for task in tasks:
+        fix = {p.relative_to(task.reference_dir).as_posix(): p.read_text()
+               for p in task.reference_dir.rglob("*.py")}
+        check = oracle_of(task.dir, fix)
+        assert check.status == "pass", (task.id, check.evidence)
+        report = verify_trajectory(task, [], replays=1, full=True, backend="bwrap")  # the unfixed mutant
+        assert report.check("oracle").status == "fail", (task.id, report.check("oracle").evidence)

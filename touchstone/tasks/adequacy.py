@@ -1,0 +1,208 @@
+"""Test adequacy: do the hidden tests pin the reference's behaviour down?
+
+- Mutants: every mutation site (adequacy operators, `touchstone.tasks.mutate`)
+  in every top-level statement the reference changes (functions, classes with
+  nested classes, module-level tables and constants); when there are more than
+  `max_mutants`, a sample spread over operators with a fixed seed, so the
+  choice depends on the code only, never on the task id. All are run; the full
+  score is reported.
+- A mutant counts as killed only when some required test fails for a reason
+  other than the reference's own guards (`raise`/`assert` statements of the
+  changed code): a type-only or "no exception" test that fails only because a
+  mutated guard now fires does not test the behaviour.
+- Trivial baselines: each entry function's body replaced by `return None`, a
+  constant, an empty container or its first argument; every one must fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from touchstone.tasks.mutate import changed_statements, compile_error, module_name, statement_mutations
+from touchstone.tasks.schema import Task
+from touchstone.verify.static_audit import is_test_file
+
+BASELINES = ["None", "0", '""', "False", "True", "[]", "{}", "()", "<identity>"]
+FIXED_SEED = 0  # the sample of a big change depends on its code only
+_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt)|AssertionError)(?::\s?(.*))?$")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    path: str
+    operator: str
+    unit: str
+    line: int
+    source: str
+
+
+@dataclass(frozen=True)
+class Guard:
+    exc: str  # exception class name
+    message: str | None  # literal message, None when computed or absent
+
+
+def reference_sources(task: Task) -> list[tuple[str, str, str | None]]:
+    """(rel path, reference text, workspace text or None) of every reference .py file."""
+    ref = task.reference_dir
+    out = []
+    for path in sorted(ref.rglob("*.py")) if ref else []:
+        rel = path.relative_to(ref).as_posix()
+        current = task.workspace_dir / rel
+        out.append((rel, path.read_text(), current.read_text() if current.is_file() else None))
+    return out
+
+
+def changed_top_level(task: Task) -> Iterator[tuple[str, str, str | None, ast.Module, list[int]]]:
+    """(rel path, reference text, workspace text, reference AST, indices of the
+    changed top-level statements) of every reference .py file that parses."""
+    for rel, ref_text, ws_text in reference_sources(task):
+        try:
+            yield rel, ref_text, ws_text, ast.parse(ref_text), changed_statements(ref_text, ws_text)
+        except SyntaxError:
+            continue
+
+
+def all_mutants(task: Task) -> list[Mutant]:
+    """Every compilable mutant of the changed statements, minus the starting workspace itself."""
+    out = []
+    for rel, ref_text, ws_text, _tree, changed in changed_top_level(task):
+        for m in statement_mutations(ref_text, rel, module_name(rel), changed):
+            if m.source != ws_text and compile_error(m.source, rel) is None:
+                out.append(Mutant(rel, m.operator, m.unit, m.lineno, m.source))
+    return out
+
+
+def sample(mutants: list[Mutant], limit: int) -> list[Mutant]:
+    """All of them, or `limit` spread round-robin over operators, fixed seed."""
+    if len(mutants) <= limit:
+        return mutants
+    rng = random.Random(FIXED_SEED)
+    pools: dict[str, list[Mutant]] = {}
+    for m in mutants:
+        pools.setdefault(m.operator, []).append(m)
+    for pool in pools.values():
+        rng.shuffle(pool)
+    picked: list[Mutant] = []
+    while len(picked) < limit:
+        for op in sorted(pools):
+            if pools[op] and len(picked) < limit:
+                picked.append(pools[op].pop())
+    return picked
+
+
+# -- guards -------------------------------------------------------------------------------
+
+
+def guards(task: Task) -> set[Guard]:
+    """The exceptions the reference's changed statements raise themselves."""
+    found: set[Guard] = set()
+    for _rel, _ref, _ws, tree, changed in changed_top_level(task):
+        for i in changed:
+            for node in ast.walk(tree.body[i]):
+                if isinstance(node, ast.Raise) and node.exc is not None:
+                    found.add(_raise_guard(node.exc))
+                elif isinstance(node, ast.Assert):
+                    msg = node.msg.value if isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str) else None
+                    found.add(Guard("AssertionError", msg))
+    return found
+
+
+def _raise_guard(exc: ast.expr) -> Guard:
+    call = exc if isinstance(exc, ast.Call) else None
+    name = ast.unparse(call.func if call else exc).rsplit(".", 1)[-1]
+    msg = None
+    if call and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        msg = call.args[0].value
+    return Guard(name, msg)
+
+
+def is_guard_failure(message: str, known: set[Guard]) -> bool:
+    """Does a failed test's message say it died of one of the reference's own guards?"""
+    first = message.strip().splitlines()[0].strip() if message.strip() else ""
+    m = _EXC_LINE.match(first)
+    if not m:
+        return False
+    exc, text = m.group(1).rsplit(".", 1)[-1], (m.group(2) or "")
+    return any(g.exc == exc and (g.message is None or text == g.message or text.strip("'\"") == g.message) for g in known)
+
+
+# -- trivial baselines ---------------------------------------------------------------------
+
+
+def entry_functions(task: Task) -> list[tuple[str, str]]:
+    """(rel path, function name): declared entry points first, then the
+    reference's changed top-level functions."""
+    out: list[tuple[str, str]] = []
+    sources = {rel for rel, _ref, _ws in reference_sources(task)}
+    for ep in task.entry_points:
+        for rel in (ep.module.replace(".", "/") + ".py", ep.module.replace(".", "/") + "/__init__.py"):
+            if rel in sources and (rel, ep.function) not in out:
+                out.append((rel, ep.function))
+    for rel, _ref, _ws, tree, changed in changed_top_level(task):
+        for i in changed:
+            node = tree.body[i]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (rel, node.name) not in out:
+                out.append((rel, node.name))
+    return out
+
+
+def baseline_source(source: str, function: str, value: str) -> str | None:
+    """`source` with top-level `function`'s body (docstring kept) replaced by
+    `return value` (`<identity>`: its first parameter); None when not possible."""
+    tree = ast.parse(source)
+    node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.name == function), None)
+    if node is None:
+        return None
+    body = node.body
+    start = 1 if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+        and isinstance(body[0].value.value, str) else 0
+    if value == "<identity>":
+        params = [a.arg for a in node.args.posonlyargs + node.args.args]
+        if not params:
+            return None
+        value = params[0]
+    lines = source.splitlines(keepends=True)
+    if start >= len(body):
+        first = body[-1].end_lineno  # only a docstring: append the return after it
+        indent = " " * body[-1].col_offset
+        new = lines[:first] + [f"{indent}return {value}\n"] + lines[node.end_lineno:]
+    else:
+        first = body[start]
+        if first.lineno == node.lineno:
+            return None  # a one-line def: no lines of its own to replace
+        indent = " " * first.col_offset
+        new = lines[:first.lineno - 1] + [f"{indent}return {value}\n"] + lines[node.end_lineno:]
+    text = "".join(new)
+    return text if compile_error(text, "baseline.py") is None else None
+
+
+def baselines(task: Task, limit_functions: int = 3) -> list[tuple[str, str, str]]:
+    """(description, rel path, text) of each trivial baseline."""
+    refs = {rel: ref for rel, ref, _ in reference_sources(task)}
+    out = []
+    for rel, fn in entry_functions(task)[:limit_functions]:
+        for value in BASELINES:
+            text = baseline_source(refs[rel], fn, value)
+            if text is not None:
+                out.append((f"{fn} returns {value if value != '<identity>' else 'its first argument'}", rel, text))
+    return out
+
+
+def workspace_modules(workspace: Path) -> dict[str, str]:
+    """rel path -> text of every non-test Python file of a workspace."""
+    out = {}
+    for p in sorted(workspace.rglob("*.py")):
+        rel = p.relative_to(workspace).as_posix()
+        if not is_test_file(rel):
+            try:
+                out[rel] = p.read_text()
+            except (UnicodeDecodeError, OSError):
+                continue
+    return out

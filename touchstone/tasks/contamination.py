@@ -1,0 +1,179 @@
+"""Contamination: is a candidate task a known problem in disguise? Compared with
+every task of the held-out set and of benchmark sets the user points at
+(task-set directories, or HumanEval/MBPP-style JSONL files), by
+
+- the normalized AST of the solution code (renamed identifiers, dropped
+  docstrings and annotations compare equal),
+- token 5-grams of that normalized code (Jaccard), catching small edits,
+- the statement text (word 3-grams and a difflib ratio), catching rewordings
+  that keep most phrases.
+
+The check always runs; with no set configured it says it compared against
+nothing. The nearest known problem is reported whether or not it is a match.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from touchstone.tasks.schema import Task, TaskError, load_task, load_task_set
+from touchstone.tasks.similarity import (
+    code_tokens, jaccard, ngrams, normalized_ast_hash, text_similarity, word_shingles,
+)
+
+ENV_SETS = "TOUCHSTONE_CONTAMINATION_SETS"  # os.pathsep-separated task sets / JSONL files, always added
+CODE_MATCH = 0.6  # token 5-gram Jaccard of normalized code at or above which code is the same problem
+TEXT_MATCH = 0.8  # statement similarity at or above which the statement is the same problem
+BOTH_MATCH = 0.4  # both at or above this: a reworded statement with lightly edited code
+
+
+class NearestMatch(BaseModel):
+    """The known problem closest to a candidate, with every measure."""
+
+    source: str  # set path
+    id: str
+    same_ast: bool
+    code_similarity: float
+    statement_similarity: float
+    score: float
+    contaminated: bool
+    why: str = ""
+
+
+@dataclass
+class KnownProblem:
+    source: str
+    id: str
+    statement: str
+    code: str
+    ast_hash: str | None = None
+    grams: set = field(default_factory=set)
+    shingles: set = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        try:
+            self.ast_hash = normalized_ast_hash(self.code)
+        except (SyntaxError, ValueError, RecursionError):
+            self.ast_hash = None
+        self.grams = ngrams(code_tokens(self.code))
+        self.shingles = word_shingles(self.statement)
+
+
+def solution_code(task: Task) -> str:
+    """The code that solves the task: the reference's top-level statements that
+    differ from the workspace (all of a new file), so a big project's unchanged
+    code does not drown a one-function fix."""
+    ref = task.reference_dir
+    if ref is None:
+        return ""
+    parts = []
+    for path in sorted(ref.rglob("*.py")):
+        rel = path.relative_to(ref).as_posix()
+        current = task.workspace_dir / rel
+        parts.append(changed_source(path.read_text(errors="replace"),
+                                    current.read_text(errors="replace") if current.is_file() else None))
+    return "\n\n".join(p for p in parts if p.strip())
+
+
+def changed_source(reference: str, workspace: str | None) -> str:
+    """Source of the top-level statements of `reference` that `workspace` lacks."""
+    try:
+        tree = ast.parse(reference)
+    except SyntaxError:
+        return reference
+    try:
+        old = {ast.dump(s) for s in ast.parse(workspace).body} if workspace is not None else set()
+    except SyntaxError:
+        old = set()
+    return "\n\n".join(ast.get_source_segment(reference, s) or "" for s in tree.body if ast.dump(s) not in old)
+
+
+def _from_jsonl(path: Path) -> list[KnownProblem]:
+    """HumanEval (prompt + canonical_solution), MBPP (text + code) and our own
+    problems format; lines without code are skipped."""
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(row, dict):
+            continue
+        code = row.get("code") or (str(row.get("prompt", "")) + str(row.get("canonical_solution", "")))
+        statement = str(row.get("text") or row.get("prompt") or row.get("statement") or "")
+        if code.strip():
+            out.append(KnownProblem(str(path), str(row.get("task_id", f"line-{i}")), statement, code))
+    return out
+
+
+def _from_tasks(path: Path) -> list[KnownProblem]:
+    try:
+        tasks = [load_task(path)] if (path / "task.json").is_file() else load_task_set(path)
+    except TaskError:
+        return []
+    return [KnownProblem(str(path), t.id, t.statement, solution_code(t)) for t in tasks]
+
+
+@cache
+def _load(path: str, mtime: float) -> tuple[KnownProblem, ...]:
+    p = Path(path)
+    return tuple(_from_jsonl(p) if p.is_file() else _from_tasks(p))
+
+
+def configured_sets(extra: list[Path] | None = None) -> list[Path]:
+    """The sets to compare with: `extra` plus those named in $TOUCHSTONE_CONTAMINATION_SETS."""
+    env = [Path(p) for p in os.environ.get(ENV_SETS, "").split(os.pathsep) if p.strip()]
+    return list(dict.fromkeys([*(extra or []), *env]))
+
+
+def known_problems(sets: list[Path]) -> list[KnownProblem]:
+    """Every problem of the sets (cached per file and modification time)."""
+    out: list[KnownProblem] = []
+    for s in sets:
+        if not s.exists():
+            raise FileNotFoundError(f"contamination set {s} does not exist")
+        out.extend(_load(str(s), s.stat().st_mtime))
+    return out
+
+
+def compare(statement: str, code: str, known: KnownProblem) -> NearestMatch:
+    mine = KnownProblem("", "", statement, code)
+    same = mine.ast_hash is not None and mine.ast_hash == known.ast_hash
+    code_sim = 1.0 if same else jaccard(mine.grams, known.grams)
+    text_sim = max(jaccard(mine.shingles, known.shingles), text_similarity(statement, known.statement))
+    why = []
+    if same:
+        why.append("same normalized AST")
+    elif code_sim >= CODE_MATCH:
+        why.append(f"code {code_sim:.0%} similar")
+    if text_sim >= TEXT_MATCH:
+        why.append(f"statement {text_sim:.0%} similar")
+    if not why and code_sim >= BOTH_MATCH and text_sim >= BOTH_MATCH:
+        why.append(f"code {code_sim:.0%} and statement {text_sim:.0%} similar")
+    return NearestMatch(source=known.source, id=known.id, same_ast=same, code_similarity=round(code_sim, 3),
+                        statement_similarity=round(text_sim, 3), score=round(max(code_sim, text_sim), 3),
+                        contaminated=bool(why), why="; ".join(why))
+
+
+def nearest(task: Task, sets: list[Path]) -> tuple[NearestMatch | None, int]:
+    """The closest known problem (a contaminated one first) and how many were compared.
+    The task itself (same id and set) is skipped, so a set can be checked in place."""
+    code = solution_code(task)
+    best: NearestMatch | None = None
+    problems = known_problems(sets)
+    n = 0
+    for known in problems:
+        if known.id == task.id and Path(known.source) in (task.dir, task.dir.parent):
+            continue
+        n += 1
+        m = compare(task.statement, code, known)
+        if best is None or (m.contaminated, m.score) > (best.contaminated, best.score):
+            best = m
+    return best, n

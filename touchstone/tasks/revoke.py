@@ -1,0 +1,107 @@
+"""Revoking a kept task whose reference later fails in grading.
+
+Validation ran the reference under grading's conditions, so a reference that
+fails when graded later means the task passed validation by luck or by design
+(a test that reads its conditions, a race, a clock window). The task leaves the
+set and its proposer loses the reward it earned for it:
+
+- the index row becomes `status = revoked`, `reason = <why>`, `detail = <evidence>`;
+- the task directory moves to `DIR/.revoked/<id>/` (hidden: no longer a task of
+  the set, kept for inspection);
+- in `DIR/proposer_rewards.parquet` (LLM proposals) the task's reward becomes
+  0 and `revoked` true, the earned reward kept in `reward_before_revocation`;
+- one JSON line per revocation is appended to `DIR/revocations.jsonl`.
+
+`regrade_reference(task)` runs the reference under grading's run plan;
+`revoke_if_reference_fails(set_dir, task)` does both (the verifier or a round
+calls it, e.g. when the oracle grades the reference).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+from pydantic import BaseModel
+
+from touchstone.tasks.conditions import Condition, RunRecord, grading_backend, run_condition
+from touchstone.tasks.index import read_index, write_index
+from touchstone.tasks.schema import Task
+
+REVOKED_DIR = ".revoked"
+REVOCATIONS_FILE = "revocations.jsonl"
+REWARDS_FILE = "proposer_rewards.parquet"
+
+
+class Revocation(BaseModel):
+    task_id: str
+    reason: str
+    evidence: str
+    revoked_at: str
+    reward_before: float | None = None  # the proposer's reward taken back (None: no reward recorded)
+    moved_to: str | None = None
+
+
+class RevokeError(LookupError):
+    """The task is not a kept task of the set."""
+
+
+def revoke(set_dir: Path, task_id: str, evidence: str, reason: str = "reference_fails_in_grading") -> Revocation:
+    rows = {r.id: r for r in read_index(set_dir)}
+    row = rows.get(task_id)
+    if row is None or row.status != "kept":
+        raise RevokeError(f"{set_dir}: no kept task {task_id!r} in the index (status: {row.status if row else 'absent'})")
+    rows[task_id] = row.model_copy(update={"status": "revoked", "reason": reason, "detail": evidence, "split": None})
+    write_index(set_dir, sorted(rows.values(), key=lambda r: r.id))
+    moved = None
+    if (set_dir / task_id).is_dir():
+        dest = set_dir / REVOKED_DIR / task_id
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.parent.mkdir(exist_ok=True)
+        shutil.move(set_dir / task_id, dest)
+        moved = str(dest)
+    rec = Revocation(task_id=task_id, reason=reason, evidence=evidence, moved_to=moved,
+                     reward_before=_take_back_reward(set_dir, task_id),
+                     revoked_at=datetime.now(UTC).isoformat(timespec="seconds"))
+    with (set_dir / REVOCATIONS_FILE).open("a") as f:
+        f.write(rec.model_dump_json() + "\n")
+    return rec
+
+
+def _take_back_reward(set_dir: Path, task_id: str) -> float | None:
+    path = set_dir / REWARDS_FILE
+    if not path.is_file():
+        return None
+    df = pl.read_parquet(path)
+    if "revoked" not in df.columns:
+        df = df.with_columns(pl.lit(False).alias("revoked"), pl.col("reward").alias("reward_before_revocation"))
+    hit = df.filter(pl.col("task_id") == task_id)
+    if hit.is_empty():
+        return None
+    before = hit["reward_before_revocation"][0]
+    mine = pl.col("task_id") == task_id
+    df = df.with_columns(pl.when(mine).then(0.0).otherwise(pl.col("reward")).alias("reward"),
+                         pl.when(mine).then(True).otherwise(pl.col("revoked")).alias("revoked"))
+    tmp = path.with_suffix(".parquet.tmp")
+    df.write_parquet(tmp)
+    tmp.replace(path)
+    return before
+
+
+def regrade_reference(task: Task, backend: str = "auto", runs: int = 3) -> list[RunRecord]:
+    """The reference under grading's runs 0..runs-1."""
+    b = grading_backend(backend)
+    return [run_condition(task, Condition(run=i, backend=b, grading=True), role="reference", with_reference=True)
+            for i in range(runs)]
+
+
+def revoke_if_reference_fails(set_dir: Path, task: Task, backend: str = "auto") -> Revocation | None:
+    failing = [r for r in regrade_reference(task, backend) if not r.ok]
+    if not failing:
+        return None
+    r = failing[0]
+    what = "timed out" if r.timed_out else json.dumps(dict(list(r.failed.items())[:3]))
+    return revoke(set_dir, task.id, f"reference fails in grading under {r.condition.label()}: {what}")
