@@ -37,7 +37,7 @@ def base_model(
     context: dg.AssetExecutionContext, storage: StorageResource, trainer: TrainerResource
 ) -> dg.MaterializeResult:
     """The round-0 starting weights: a configured checkpoint or the default tiny model."""
-    from training.checkpoint import checkpoint_hash
+    from touchstone.checkpoint import checkpoint_hash
     from training.model_init import default_model
 
     source = trainer.base_checkpoint or str(default_model())

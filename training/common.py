@@ -13,7 +13,7 @@ from torch.utils.tensorboard import SummaryWriter
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.integrations import TensorBoardCallback
 
-from training.checkpoint import CheckpointManifest, content_hash, read_manifest, write_manifest
+from touchstone.checkpoint import CheckpointManifest, content_hash, read_manifest, write_manifest
 
 LOG_DIR = "logs"  # TensorBoard event files, inside the checkpoint, outside its content hash
 

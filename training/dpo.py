@@ -17,7 +17,7 @@ from typing import Any
 from datasets import Dataset
 from trl import DPOConfig, DPOTrainer
 
-from training.checkpoint import CheckpointManifest
+from touchstone.checkpoint import CheckpointManifest
 from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, tensorboard, trl_args
 
 

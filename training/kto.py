@@ -9,7 +9,7 @@ from pathlib import Path
 from datasets import Dataset
 from trl import KTOConfig, KTOTrainer
 
-from training.checkpoint import CheckpointManifest
+from touchstone.checkpoint import CheckpointManifest
 from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, tensorboard, trl_args
 from training.dpo import render
 

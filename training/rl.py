@@ -36,7 +36,7 @@ from transformers import Trainer, TrainingArguments
 from trl.trainer.utils import pad
 
 from touchstone.data.inputs import DataError, trl_messages
-from training.checkpoint import CheckpointManifest
+from touchstone.checkpoint import CheckpointManifest
 from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, tensorboard, trl_args
 
 

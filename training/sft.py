@@ -22,7 +22,7 @@ from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 from trl.trainer.utils import pad
 
 from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, tensorboard, trl_args
-from training.checkpoint import CheckpointManifest
+from touchstone.checkpoint import CheckpointManifest
 
 
 def assistant_spans(mask: list[int]) -> list[tuple[int, int]]:

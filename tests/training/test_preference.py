@@ -7,8 +7,8 @@ import torch
 from click.testing import CliRunner
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from touchstone.cli import main
-from training.checkpoint import content_hash, verify_checkpoint
+from cli import main
+from touchstone.checkpoint import content_hash, verify_checkpoint
 
 
 def _changed(a, b):
