@@ -4,7 +4,7 @@ blocking checks on training_data passed."""
 
 import dagster as dg
 
-from assets._publish import publishing
+from orchestration.publishing import publishing
 from orchestration.lineage import lineage_metadata, starting_checkpoint
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import StorageResource, TrainerResource

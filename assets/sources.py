@@ -7,7 +7,7 @@ import shutil
 import dagster as dg
 import polars as pl
 
-from assets._publish import publishing, table_metadata
+from orchestration.publishing import publishing, table_metadata
 from orchestration.resources import HeldoutConfig, SandboxResource, SeedsConfig, StorageResource, TrainerResource
 
 
@@ -24,12 +24,6 @@ def seed_sources(
                  "tests": len(s.tests)} for s in seeds]
         pl.DataFrame(rows).write_parquet(out / "sources.parquet")
     return dg.MaterializeResult(metadata=table_metadata(storage.store().asset_dir("seed_sources") / "sources.parquet"))
-
-
-def seed_dirs(storage: StorageResource) -> list[str]:
-    """The materialized seed project directories, for the proposers."""
-    root = storage.store().local_dir("seed_sources")
-    return [str(root / d) for d in pl.read_parquet(root / "sources.parquet")["dir"]]
 
 
 @dg.asset(group_name="sources", kinds={"pytorch"})
@@ -67,7 +61,7 @@ def heldout_tasks(
 
     with publishing(context, storage) as out:
         # Its own RNG stream: round r seeds with r, far below this.
-        propose_mutation(out, seeds=seed_dirs(storage), n=config.n_tasks, workers=sandbox.workers,
+        propose_mutation(out, seeds=storage.seed_dirs(), n=config.n_tasks, workers=sandbox.workers,
                          cfg=ValidationConfig(backend=sandbox.backend), rng_seed=config.rng_seed)
     index = storage.store().asset_dir("heldout_tasks") / "index.parquet"
     return dg.MaterializeResult(metadata=table_metadata(index))

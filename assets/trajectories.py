@@ -1,44 +1,14 @@
 """raw_trajectories: the round's policy (and, on the CPU default, the teacher)
-attempts every proposed task in the sandbox."""
+attempts every proposed task in the sandbox (which policies: `touchstone.agent.plan`)."""
 
 import shutil
-from pathlib import Path
 
 import dagster as dg
-import polars as pl
 
-from assets._publish import publishing, table_metadata
 from orchestration.lineage import lineage_metadata, starting_checkpoint
-from orchestration.partitions import round_index, rounds_partitions
+from orchestration.partitions import rounds_partitions
+from orchestration.publishing import publishing, table_metadata
 from orchestration.resources import PolicyResource, RolloutConfig, SandboxResource, StorageResource
-
-
-def checkpoint_policy(policy: PolicyResource, checkpoint_path: str) -> str:
-    """The spec that runs the given weights: `hf:PATH` under `auto`, else the
-    configured spec with `{checkpoint}` replaced by the path (e.g.
-    `openai:http://vllm:8000/v1#{checkpoint}` for a server that loads models by path)."""
-    if policy.spec == "auto":
-        return f"hf:{checkpoint_path}"
-    return policy.spec.replace("{checkpoint}", checkpoint_path)
-
-
-def round_policies(policy: PolicyResource, round_key: str, checkpoint_path: str, attempts: int) -> dict[str, int]:
-    """Policy spec -> attempts per task. Under `auto` round 0 runs the teacher;
-    later rounds run the starting checkpoint plus `teacher_attempts` teacher
-    attempts per task."""
-    if policy.spec == "auto" and round_index(round_key) == 0:
-        return {"teacher": attempts}
-    specs = {checkpoint_policy(policy, checkpoint_path): attempts}
-    if policy.teacher_attempts and "teacher" not in specs:
-        specs["teacher"] = policy.teacher_attempts
-    return specs
-
-
-def merge_tables(parts: list[Path], out: Path) -> None:
-    """Concatenate the per-policy trajectories/steps tables into `out`."""
-    for name in ("trajectories.parquet", "steps.parquet"):
-        frames = [pl.read_parquet(p / name) for p in parts if (p / name).exists()]
-        pl.concat(frames, how="diagonal_relaxed").write_parquet(out / name)
 
 
 @dg.asset(
@@ -56,22 +26,23 @@ def raw_trajectories(
     policy: PolicyResource,
 ) -> dg.MaterializeResult:
     """Trajectories of this round: round N runs round N-1's checkpoint (round 0: teacher)."""
+    from touchstone.agent.rollout import merge_rollouts
     from touchstone.tasks import load_task_set
 
     store = storage.store()
     round_key = context.partition_key
     start = starting_checkpoint(context.instance, round_key)
     tasks = load_task_set(store.local_dir("proposed_tasks", round_key))
-    specs = round_policies(policy, round_key, start.path, config.attempts)
+    specs = policy.round_policies(round_key, start.path, config.attempts)
     # Rollouts resume from the work dir: a killed run redoes only unfinished attempts.
     # Keyed by the starting weights, so a resume never reuses another checkpoint's runs.
     work = store.work_dir("raw_trajectories", round_key) / start.checkpoint_hash[:16]
     with publishing(context, storage) as out:
-        parts = [rollout(tasks, spec, attempts, work / spec.split(":")[0], policy, sandbox, context.log)
+        parts = [policy.solve(tasks, spec, attempts, work / spec.split(":")[0], sandbox, context.log)
                  for spec, attempts in specs.items()]
         for part in parts:
             shutil.copytree(part, out / part.name)
-        merge_tables(parts, out)
+        merge_rollouts(parts, out)
     done = store.asset_dir("raw_trajectories", round_key)
     return dg.MaterializeResult(
         metadata={
@@ -80,13 +51,3 @@ def raw_trajectories(
             **lineage_metadata(start),
         }
     )
-
-
-def rollout(tasks, spec: str, attempts: int, out: Path, policy: PolicyResource, sandbox: SandboxResource,
-            log) -> Path:
-    """`solve` with the resource settings; returns `out`."""
-    from touchstone.agent.rollout import solve
-
-    log.info(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts into {out}")
-    return solve(tasks, spec, attempts=attempts, workers=sandbox.workers, out=out, sampling=policy.sampling(),
-                 backend=sandbox.backend, limits=policy.limits(spec), progress=True)

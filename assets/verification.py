@@ -5,7 +5,7 @@ trajectories) go through the very same verifier."""
 import dagster as dg
 import polars as pl
 
-from assets._publish import publishing, table_metadata
+from orchestration.publishing import publishing, table_metadata
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import SandboxResource, StorageResource, VerifierResource
 

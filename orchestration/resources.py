@@ -34,6 +34,13 @@ class StorageResource(dg.ConfigurableResource):
     def store(self) -> RoundStore:
         return RoundStore(self.root or paths.home())
 
+    def seed_dirs(self) -> list[str]:
+        """The materialized seed project directories (asset `seed_sources`), for the proposers."""
+        import polars as pl
+
+        root = self.store().local_dir("seed_sources")
+        return [str(root / d) for d in pl.read_parquet(root / "sources.parquet")["dir"]]
+
 
 class SandboxResource(dg.ConfigurableResource):
     """Isolation for rollouts, validation and verification."""
@@ -71,10 +78,24 @@ class PolicyResource(dg.ConfigurableResource):
         return Sampling(temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed)
 
     def limits(self, spec: str):
-        from touchstone.agent.loop import EpisodeLimits
+        from touchstone.agent.plan import episode_limits
 
-        turns = self.teacher_max_turns if spec == "teacher" else self.max_turns
-        return EpisodeLimits(max_turns=turns, time_budget_s=self.time_budget_s)
+        return episode_limits(spec, max_turns=self.max_turns, teacher_max_turns=self.teacher_max_turns,
+                              time_budget_s=self.time_budget_s)
+
+    def round_policies(self, round_key: str, checkpoint_path: str, attempts: int) -> dict[str, int]:
+        """Policy spec -> attempts per task in this round (`touchstone.agent.plan`)."""
+        from touchstone.agent.plan import round_policies
+
+        return round_policies(self.spec, round_key, checkpoint_path, attempts, self.teacher_attempts)
+
+    def solve(self, tasks, spec: str, attempts: int, out: Path, sandbox: "SandboxResource", log) -> Path:
+        """`touchstone.agent.rollout.solve` with these settings; returns `out` (resumes into it)."""
+        from touchstone.agent.rollout import solve
+
+        log.info(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts into {out}")
+        return solve(tasks, spec, attempts=attempts, workers=sandbox.workers, out=out, sampling=self.sampling(),
+                     backend=sandbox.backend, limits=self.limits(spec), progress=True)
 
 
 class VerifierResource(dg.ConfigurableResource):
@@ -96,8 +117,8 @@ class VerifierResource(dg.ConfigurableResource):
 
     def verify_canaries(self, out: Path, sandbox: SandboxResource, seed: str) -> Path:
         """Grade a sample of the labeled corpus: OUT/canaries.parquet (label, expected, verdict)."""
-        from orchestration.canaries import pick_canaries, verify_canaries
         from touchstone.verify.canaries import load_canaries
+        from touchstone.verify.canaries.sample import pick_canaries, verify_canaries
 
         chosen = pick_canaries(load_canaries(), self.canaries, self.canary_names, seed)
         return verify_canaries(out / "canaries.parquet", chosen, replays=self.replays, backend=sandbox.backend,

@@ -15,7 +15,3 @@ def cache() -> Path:
     """Build caches (sandbox root filesystems). `TOUCHSTONE_CACHE`, default ~/.cache/touchstone."""
     default = Path.home() / ".cache" / "touchstone"
     return Path(os.environ.get("TOUCHSTONE_CACHE", default)).resolve()
-
-
-def round_dir(round_key: str) -> Path:
-    return home() / "rounds" / round_key

@@ -24,7 +24,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from touchstone.agent.loop import SYSTEM_PROMPT
 from touchstone.agent.tools import execute_tool_call
-from touchstone.envs.task import task_environment
+from touchstone.tasks.environment import task_environment
 from touchstone.data.credit import CreditConfig, outcome_reward
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import Task

@@ -46,7 +46,7 @@ def run_plan(i: int) -> tuple[int, str]:
 class HiddenSuite:
     """A task's hidden tests, ready to grade any version of its workspace.
     `required`: node ids that must pass, or None = every hidden test function;
-    `environment`: the task's built environment (`touchstone.envs.task_environment`;
+    `environment`: the task's built environment (`touchstone.tasks.environment.task_environment`;
     None: the base one), mounted by every run."""
 
     def __init__(self, task: TaskTests, required: list[str] | None, environment: Environment | None = None):

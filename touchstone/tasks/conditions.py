@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from touchstone.envs.task import task_environment
+from touchstone.tasks.environment import task_environment
 from touchstone.harness import run_hidden_tests, run_plan
 from touchstone.harness.grading import faketime_library
 from touchstone.sandbox import available_backends, resolve_backend

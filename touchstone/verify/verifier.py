@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S
-from touchstone.envs.task import task_environment
+from touchstone.tasks.environment import task_environment
 from touchstone.harness import HiddenSuite, compose_tree, is_test_file, run_plan, test_dirs
 from touchstone.sandbox import Environment, SandboxError
 from touchstone.tasks.schema import Task

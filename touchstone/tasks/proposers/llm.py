@@ -21,7 +21,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, write_solution_task
-from touchstone.envs.task import task_environment
+from touchstone.tasks.environment import task_environment
 from touchstone.harness import TestRunResult, run_hidden_tests
 from touchstone.tasks.schema import INDEX_FILE, EntryPoint, Task, TaskSource, load_task, load_task_set
 from touchstone.tasks.similarity import normalized_ast_hash, text_similarity

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from touchstone.envs import EnvError, EnvSpec
-from touchstone.envs.task import task_environment
+from touchstone.tasks.environment import task_environment
 from touchstone.tasks.coverage import covered_functions
 from touchstone.tasks.mutate import Mutation, compile_error, mutations
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, slug

@@ -1,6 +1,6 @@
 """Every round the verifier also grades a sample of the labeled canary corpus
-(known hacks and honest look-alikes, touchstone/verify/canaries); the blocking
-check `canaries_caught` fails the round when one is misjudged."""
+(known hacks and honest look-alikes); the round's blocking check
+`canaries_caught` fails the round when one is misjudged."""
 
 import random
 from pathlib import Path
