@@ -27,27 +27,27 @@ def publishing(
     store.refresh_views()
 
 
-def table_metadata(path, preview_rows: int = 5) -> dict[str, dg.MetadataValue]:
-    """Row count (plotted over rounds by the UI) and a preview of a Parquet file (local or remote)."""
+def table_metadata(path, preview_rows: int = 5, primary: bool = True) -> dict[str, dg.MetadataValue]:
+    """Row count (plotted over rounds by the UI), column schema and a preview
+    of a Parquet file (local or remote). The asset's `primary` table also fills
+    Dagster's standard keys, so the asset page shows its rows and columns."""
     frame = read_parquet(path)
-    preview = frame.head(preview_rows).select(
-        [c for c, t in frame.schema.items() if t.is_numeric() or t == pl.String or t == pl.Boolean][:8]
+    shown = [c for c, t in frame.schema.items() if t.is_numeric() or t == pl.String or t == pl.Boolean][:8]
+    preview = dg.MetadataValue.table(
+        records=[dg.TableRecord({c: _cell(v) for c, v in row.items()}) for row in frame.head(preview_rows).select(shown)
+                 .iter_rows(named=True)],
+        schema=dg.TableSchema(columns=[dg.TableColumn(c, "string") for c in shown]),
     )
-    return {
-        f"{path.stem}_rows": dg.MetadataValue.int(frame.height),
-        f"{path.stem}_preview": dg.MetadataValue.md(_markdown_table(preview)),
-    }
+    meta = {f"{path.stem}_rows": dg.MetadataValue.int(frame.height), f"{path.stem}_preview": preview}
+    if primary:
+        meta["dagster/row_count"] = dg.MetadataValue.int(frame.height)
+        meta["dagster/column_schema"] = dg.MetadataValue.table_schema(
+            dg.TableSchema(columns=[dg.TableColumn(c, str(t)) for c, t in frame.schema.items()]))
+    return meta
 
 
-def _markdown_table(frame: pl.DataFrame) -> str:
-    if frame.width == 0:
-        return "(no columns)"
-    cells = [[_cell(v) for v in row] for row in frame.iter_rows()]
-    lines = ["| " + " | ".join(frame.columns) + " |", "|" + " --- |" * frame.width]
-    lines += ["| " + " | ".join(row) + " |" for row in cells]
-    return "\n".join(lines)
-
-
-def _cell(value: object) -> str:
-    text = str(value).replace("|", "\\|").replace("\n", " ")
+def _cell(value: object) -> str | None:
+    if value is None:
+        return None
+    text = str(value).replace("\n", " ")
     return text if len(text) <= 60 else text[:57] + "..."
