@@ -72,7 +72,7 @@ def test_a_backfill_of_rounds_runs_one_round_at_a_time(tmp_path, source):
     import yaml
     from dagster._utils.tags import TagConcurrencyLimitsCounter
 
-    from touchstone.cli.rounds import LOCAL_INSTANCE
+    from cli.rounds import LOCAL_INSTANCE
 
     text = LOCAL_INSTANCE if source == "local" else (DEPLOY / "docker" / "dagster.yaml").read_text()
     concurrency = yaml.safe_load(text)["concurrency"]
@@ -81,3 +81,16 @@ def test_a_backfill_of_rounds_runs_one_round_at_a_time(tmp_path, source):
     counter = TagConcurrencyLimitsCounter(limits.tag_concurrency_limits, [_queued("r001", "b1")])
     assert counter.is_blocked(_queued("r002", "b1")) and counter.is_blocked(_queued("r003", "b1"))
     assert not counter.is_blocked(_queued("r002", "b2"))
+
+
+def test_round_run_refuses_a_bad_run_config_before_running_anything(tmp_path):
+    from click.testing import CliRunner
+
+    from touchstone.cli import main
+
+    bad = tmp_path / "run.yaml"
+    bad.write_text("resources:\n  server:\n    config: {kind: vllm, prot: 8000}\n")
+    result = CliRunner().invoke(main, ["round", "run", "-c", str(bad)],
+                                env={"TOUCHSTONE_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dh")})
+    assert result.exit_code == 2 and "prot" in result.output
+    assert not (tmp_path / "home" / "seed_sources").exists()
