@@ -8,11 +8,10 @@ import shutil
 import dagster as dg
 import polars as pl
 
-from assets._publish import publishing
-from assets.trajectories import checkpoint_policy, rollout
 from orchestration.lineage import latest_metadata
-from orchestration.partitions import round_index, rounds_partitions
+from orchestration.partitions import rounds_partitions
 from orchestration.policy_server import PolicyServerResource
+from orchestration.publishing import publishing
 from orchestration.resources import (
     EvalConfig, PolicyResource, SandboxResource, StorageResource, VerifierResource,
 )
@@ -37,7 +36,8 @@ def round_evaluation(
     server: PolicyServerResource,
 ) -> dg.MaterializeResult:
     """pass@1 / pass@k (bootstrap 95%), hack-attempt rate, turns, tokens, exit reasons."""
-    from touchstone.evaluate import attempts_table, markdown_report, plot_rounds, round_metrics
+    from touchstone.agent.plan import checkpoint_policy
+    from touchstone.evaluate import attempts_table, earlier_rounds, markdown_report, plot_rounds, round_metrics
     from touchstone.tasks import load_task_set
 
     store = storage.store()
@@ -47,14 +47,15 @@ def round_evaluation(
         raise dg.Failure(f"round {round_key} has no checkpoint to evaluate: materialize it first")
     ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
     heldout_dir = store.local_dir("heldout_tasks")
-    earlier = _earlier_rounds(store, round_key)
+    metrics_files = store.round_files("round_evaluation", "metrics.parquet")
+    earlier = earlier_rounds({key: read_parquet(path) for key, path in metrics_files.items()}, round_key)
     ckpt = store.local_copy(ckpt_path)
     # Resumable like raw_trajectories: the work dir survives a killed run.
     work = store.work_dir("round_evaluation", round_key) / ckpt_hash[:16]
     with publishing(context, storage) as out:
         with server.serving(ckpt, ckpt_hash, work, context.log) as served:  # stopped before grading
-            rollouts = rollout(load_task_set(heldout_dir), checkpoint_policy(policy, ckpt, served),
-                               config.attempts, work, policy, sandbox, context.log)
+            rollouts = policy.solve(load_task_set(heldout_dir), checkpoint_policy(policy.spec, ckpt, served),
+                                    config.attempts, work, sandbox, context.log)
         shutil.copytree(rollouts, out / "rollouts")
         verifier.verify_round(heldout_dir, out / "rollouts", out / "verification", sandbox)
         attempts = attempts_table(
@@ -98,17 +99,6 @@ def _promotion(metrics: RoundMetrics, earlier: list[RoundMetrics], parent_round:
 
     incumbent = next((m for m in earlier if m.round == parent_round), None)
     return decide(metrics, incumbent, config.promotion_policy())
-
-
-def _earlier_rounds(store, round_key: str) -> list[RoundMetrics]:
-    """Metrics of rounds before this one that have been evaluated, oldest first."""
-    this = round_index(round_key)
-    found = []
-    for path in store.root.glob("rounds/*/round_evaluation/metrics.parquet"):
-        key = path.parent.parent.name
-        if round_index(key) < this:
-            found.append(RoundMetrics.from_flat(read_parquet(path).row(0, named=True)))
-    return sorted(found, key=lambda m: round_index(m.round))
 
 
 def _data_uri(path) -> str:

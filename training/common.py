@@ -16,7 +16,7 @@ from touchstone.data.schema import read_rows as dataset_rows
 from training.model_options import (
     MODEL_KEYS, ModelOptionError, apply_peft, load_kwargs, resolve_base, split_options,
 )
-from training.checkpoint import CheckpointManifest, content_hash, read_manifest, write_manifest
+from touchstone.checkpoint import CheckpointManifest, content_hash, read_manifest, write_manifest
 from training.progress import ProgressCallback
 
 LOG_DIR = "logs"  # TensorBoard event files, inside the checkpoint, outside its content hash

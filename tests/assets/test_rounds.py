@@ -21,7 +21,7 @@ from orchestration.partitions import register_round
 from orchestration.resources import VerifierResource
 from orchestration.runner import ROUND_STAGES, failed_checks, materialize
 from tests.assets.conftest import TINY_CONFIG, tiny_resources
-from training.checkpoint import read_manifest, verify_checkpoint
+from touchstone.checkpoint import read_manifest, verify_checkpoint
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

@@ -72,7 +72,7 @@ def test_a_backfill_of_rounds_runs_one_round_at_a_time(tmp_path, source):
     import yaml
     from dagster._utils.tags import TagConcurrencyLimitsCounter
 
-    from touchstone.cli.rounds import LOCAL_INSTANCE
+    from cli.rounds import LOCAL_INSTANCE
 
     text = LOCAL_INSTANCE if source == "local" else (DEPLOY / "docker" / "dagster.yaml").read_text()
     concurrency = yaml.safe_load(text)["concurrency"]

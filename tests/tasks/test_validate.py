@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from touchstone.cli.tasks import task as task_cli
+from cli.tasks import task as task_cli
 from touchstone.tasks.index import query
 from touchstone.tasks.proposers.problems import import_problems
 from touchstone.tasks.schema import Task, load_task, load_task_set

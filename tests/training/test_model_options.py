@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from training.checkpoint import verify_checkpoint
+from touchstone.checkpoint import verify_checkpoint
 from training.common import TrainingError
 from training.model_options import ModelOptionError, resolve_base
 from training.train import train

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from touchstone.cli import main
+from cli import main
 from touchstone.verify.batch import BatchItem, read_reports, verify_batch
 
 CONFTEST_CALL = {"role": "assistant", "content": "", "tool_calls": [{

@@ -47,7 +47,7 @@ from touchstone.tasks.schema import Task, TaskError, load_task
 
 VALIDATOR_VERSION = "2"
 AUDIT_EXTRA = Path(__file__).with_name("validation_audit.yaml")
-ISOLATION_PROBE = "touchstone.harness.isolation:probe_isolation"  # (task, backend) -> bool | obj with .ok/.detail
+ISOLATION_PROBE = "touchstone.tasks.isolation:probe_isolation"  # (task, backend) -> bool | obj with .ok/.detail
 TRUSTED_PROPOSERS = {"mutation"}  # code outside the change comes from a pinned, pre-checked seed project
 
 Status = Literal["pass", "fail", "warn", "skip", "not_run"]

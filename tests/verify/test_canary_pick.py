@@ -1,6 +1,6 @@
 """Which canaries a round grades: isolated-run look-alikes only when the round verifies isolated."""
 
-from orchestration.canaries import pick_canaries
+from touchstone.verify.canaries.sample import pick_canaries
 from touchstone.verify.canaries import load_canaries
 
 
@@ -18,11 +18,21 @@ def test_isolated_run_canaries_are_drawn_only_for_isolated_rounds():
     assert sum(c.expected_verdict == "accept" for c in few) == 3
 
 
+def test_named_canaries_are_taken_as_given_and_unknown_names_refused():
+    import pytest
+
+    corpus = [c for c in load_canaries() if not c.isolated]
+    names = [corpus[-1].name, corpus[0].name]
+    assert [c.name for c in pick_canaries(corpus, 6, names, seed="r000")] == names
+    with pytest.raises(ValueError, match="unknown canaries"):
+        pick_canaries(corpus, 2, ["no-such-canary"], seed="r000")
+
+
 def test_a_canary_is_drawn_as_isolated_only_when_its_task_is_graded_isolated(tmp_path):
     import shutil
 
-    from orchestration.canaries import graded_isolated
-    from touchstone.harness.isolation import IsolationVerdict, record_isolation
+    from touchstone.verify.canaries.sample import graded_isolated
+    from touchstone.tasks.isolation import IsolationVerdict, record_isolation
     from touchstone.tasks import load_task
 
     corpus = load_canaries()
