@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.errors import DagsterPipesExecutionError  # what a failed Pipes process raises; not re-exported
 
-from assets._publish import publishing
+from orchestration.publishing import publishing
 from orchestration.lineage import lineage_metadata, starting_checkpoint
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import StorageResource, TrainerResource

@@ -7,7 +7,7 @@ import shutil
 import dagster as dg
 import polars as pl
 
-from assets._publish import publishing, table_metadata
+from orchestration.publishing import publishing, table_metadata
 from orchestration.resources import HeldoutConfig, SandboxResource, SeedsConfig, StorageResource, TrainerResource
 
 
@@ -27,22 +27,12 @@ def seed_sources(
     return dg.MaterializeResult(metadata=table_metadata(storage.store().asset_dir("seed_sources") / "sources.parquet"))
 
 
-def seed_dirs(storage: StorageResource) -> list[tuple[str, "EnvSpec | None"]]:
-    """The materialized seed project directories with their environments, for the proposers."""
-    from touchstone.envs import EnvSpec
-
-    root = storage.store().local_dir("seed_sources")
-    table = pl.read_parquet(root / "sources.parquet")
-    envs = table["environment"] if "environment" in table.columns else [None] * table.height
-    return [(str(root / d), EnvSpec.model_validate_json(e) if e else None) for d, e in zip(table["dir"], envs)]
-
-
 @dg.asset(group_name="sources", kinds={"pytorch"})
 def base_model(
     context: dg.AssetExecutionContext, storage: StorageResource, trainer: TrainerResource
 ) -> dg.MaterializeResult:
     """The round-0 starting weights: a configured checkpoint or the default tiny model."""
-    from training.checkpoint import checkpoint_hash
+    from touchstone.checkpoint import checkpoint_hash
     from training.model_init import default_model
 
     from training.model_options import ModelOptionError, resolve_base
@@ -78,7 +68,7 @@ def heldout_tasks(
 
     with publishing(context, storage) as out:
         # Its own RNG stream: round r seeds with r, far below this.
-        propose_mutation(out, seeds=seed_dirs(storage), n=config.n_tasks, workers=sandbox.workers,
+        propose_mutation(out, seeds=storage.seed_dirs(), n=config.n_tasks, workers=sandbox.workers,
                          cfg=ValidationConfig(backend=sandbox.backend), rng_seed=config.rng_seed)
     index = storage.store().asset_dir("heldout_tasks") / "index.parquet"
     return dg.MaterializeResult(metadata=table_metadata(index))

@@ -5,7 +5,7 @@ import json
 
 import dagster as dg
 
-from assets._publish import publishing, table_metadata
+from orchestration.publishing import publishing, table_metadata
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import StorageResource
 

@@ -4,7 +4,7 @@ trajectories) go through the very same verifier."""
 
 import dagster as dg
 
-from assets._publish import publishing, table_metadata
+from orchestration.publishing import publishing, table_metadata
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import SandboxResource, StorageResource, VerifierResource
 from orchestration.storage import read_parquet

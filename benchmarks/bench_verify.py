@@ -20,15 +20,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from touchstone.harness import HiddenSuite, compose_tree, grading
 from touchstone.harness.isolation import compose_trees, run_isolated
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import load_task
-from touchstone.verify import grading
 from touchstone.verify.batch import BatchItem, read_reports, verify_batch
 from touchstone.verify.canaries import TASKS, load_canaries
 from touchstone.verify.replay import replay
-from touchstone.verify.tree import assemble
-from touchstone.verify.verifier import _Grader, verify_trajectory
+from touchstone.verify.verifier import verify_trajectory
 
 
 def throughput(workers: int, replays: int, backend: str) -> dict:
@@ -48,8 +47,8 @@ def floor_s(task, messages, backend: str) -> float:
     """Required tests once, plain pytest, in a bare sandbox on the final tree."""
     rep = replay(task.workspace_dir, messages, backend=backend)
     with tempfile.TemporaryDirectory() as tmp:
-        tree = Path(tmp) / "tree"
-        assemble(task.workspace_dir, rep.files, rep.diff.deleted, [task.hidden_tests_dir], tree)
+        tree = compose_tree(Path(tmp) / "tree", task.workspace_dir, files=rep.files, deleted=rep.diff.deleted,
+                            tests=task.hidden_tests_dir)
         files = " ".join(sorted(p.relative_to(task.hidden_tests_dir).as_posix()
                                 for p in task.hidden_tests_dir.rglob("test_*.py")))
         started = time.monotonic()
@@ -91,13 +90,12 @@ def isolation_cost(backend: str, reps: int) -> list[dict]:
     rows = []
     for task_dir in sorted(d for d in TASKS.iterdir() if (d / "reference").is_dir()):
         task = load_task(task_dir)
-        grader = _Grader(task, backend, set())
+        suite = HiddenSuite(task, task.required_tests)
         reference = {p.relative_to(task.reference_dir).as_posix(): p.read_bytes()
                      for p in task.reference_dir.rglob("*") if p.is_file()}  # fmt: skip
-        args = (grader.test_files, grader.required, grader.prefixes)
+        args = (suite.test_files, suite.required, suite.prefixes)
         with tempfile.TemporaryDirectory() as tmp:
-            tree = Path(tmp) / "in-process"
-            assemble(task.workspace_dir, reference, [], [task.hidden_tests_dir], tree)
+            tree = compose_tree(Path(tmp) / "in-process", task.workspace_dir, files=reference, tests=task.hidden_tests_dir)
             trees = compose_trees(task.workspace_dir, reference, [], task.hidden_tests_dir, Path(tmp) / "isolated")
             inproc = _median_run_s(lambda: grading.run_tests(tree, *args, timeout=task.timeout_s, backend=backend), reps)
             isolated = _median_run_s(lambda: run_isolated(trees, *args, timeout=task.timeout_s, backend=backend), reps)

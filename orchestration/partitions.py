@@ -3,37 +3,20 @@
 Dagster cannot make a dynamically partitioned asset depend on its own previous
 partition (dagster-io/dagster#15079), so "previous round" is computed here and
 resolved against the instance's materialization records (see lineage.py).
+The key format itself is domain knowledge: `touchstone.rounds`.
 """
 
 from __future__ import annotations
 
-import re
-
 import dagster as dg
+
+from touchstone.rounds import previous_round, round_index, round_key
+
+__all__ = ["previous_round", "round_index", "round_key", "register_round", "registered_rounds", "next_round_key",
+           "rounds_partitions"]
 
 ROUNDS_PARTITIONS_NAME = "rounds"
 rounds_partitions = dg.DynamicPartitionsDefinition(name=ROUNDS_PARTITIONS_NAME)
-
-_KEY = re.compile(r"^r(\d{3,})$")
-
-
-def round_key(index: int) -> str:
-    if index < 0:
-        raise ValueError(f"round index must be >= 0, got {index}")
-    return f"r{index:03d}"
-
-
-def round_index(key: str) -> int:
-    match = _KEY.match(key)
-    if match is None:
-        raise ValueError(f"bad round key {key!r}: expected 'r' and at least three digits, e.g. r000")
-    return int(match.group(1))
-
-
-def previous_round(key: str) -> str | None:
-    index = round_index(key)
-    return round_key(index - 1) if index > 0 else None
-
 
 def registered_rounds(instance: dg.DagsterInstance) -> list[str]:
     keys = instance.get_dynamic_partitions(ROUNDS_PARTITIONS_NAME)

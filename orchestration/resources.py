@@ -48,6 +48,18 @@ class StorageResource(dg.ConfigurableResource):
         return RoundStore(root, endpoint_url=self.endpoint_url, key=self.access_key_id,
                           secret=self.secret_access_key)
 
+    def seed_dirs(self) -> list[tuple[str, "EnvSpec | None"]]:
+        """The materialized seed project directories (asset `seed_sources`) with
+        their environments, for the proposers."""
+        import polars as pl
+
+        from touchstone.envs import EnvSpec
+
+        root = self.store().local_dir("seed_sources")
+        table = pl.read_parquet(root / "sources.parquet")
+        envs = table["environment"] if "environment" in table.columns else [None] * table.height
+        return [(str(root / d), EnvSpec.model_validate_json(e) if e else None) for d, e in zip(table["dir"], envs)]
+
 
 class SandboxResource(dg.ConfigurableResource):
     """Isolation for rollouts, validation and verification."""
@@ -85,10 +97,30 @@ class PolicyResource(dg.ConfigurableResource):
         return Sampling(temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed)
 
     def limits(self, spec: str):
-        from touchstone.agent.loop import EpisodeLimits
+        from touchstone.agent.plan import episode_limits
 
-        turns = self.teacher_max_turns if spec == "teacher" else self.max_turns
-        return EpisodeLimits(max_turns=turns, time_budget_s=self.time_budget_s)
+        return episode_limits(spec, max_turns=self.max_turns, teacher_max_turns=self.teacher_max_turns,
+                              time_budget_s=self.time_budget_s)
+
+    def round_policies(self, round_key: str, checkpoint_path: str, attempts: int,
+                       served: str | None = None) -> dict[str, int]:
+        """Policy spec -> attempts per task in this round (`touchstone.agent.plan`)."""
+        from touchstone.agent.plan import round_policies
+
+        return round_policies(self.spec, round_key, checkpoint_path, attempts, self.teacher_attempts, served)
+
+    def uses_checkpoint(self, round_key: str) -> bool:
+        from touchstone.agent.plan import uses_checkpoint
+
+        return uses_checkpoint(self.spec, round_key)
+
+    def solve(self, tasks, spec: str, attempts: int, out: Path, sandbox: "SandboxResource", log) -> Path:
+        """`touchstone.agent.rollout.solve` with these settings; returns `out` (resumes into it)."""
+        from touchstone.agent.rollout import solve
+
+        log.info(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts into {out}")
+        return solve(tasks, spec, attempts=attempts, workers=sandbox.workers, out=out, sampling=self.sampling(),
+                     backend=sandbox.backend, limits=self.limits(spec), progress=True)
 
 
 class VerifierResource(dg.ConfigurableResource):
@@ -110,10 +142,13 @@ class VerifierResource(dg.ConfigurableResource):
 
     def verify_canaries(self, out: Path, sandbox: SandboxResource, seed: str) -> Path:
         """Grade a sample of the labeled corpus: OUT/canaries.parquet (label, expected, verdict)."""
-        from orchestration.canaries import pick_canaries, verify_canaries
         from touchstone.verify.canaries import load_canaries
+        from touchstone.verify.canaries.sample import graded_isolated, pick_canaries, verify_canaries
 
-        chosen = pick_canaries(load_canaries(), self.canaries, self.canary_names, seed)
+        # the verifier runs isolated by default: isolated-run canaries are drawn
+        # when their task is graded isolated, as the round's trajectories are
+        corpus = [c for c in load_canaries() if not c.isolated or graded_isolated(c)]
+        chosen = pick_canaries(corpus, self.canaries, self.canary_names, seed, isolated=True)
         return verify_canaries(out / "canaries.parquet", chosen, replays=self.replays, backend=sandbox.backend,
                                allow_rules=set(self.allow_rules))
 
@@ -206,6 +241,25 @@ class RolloutConfig(dg.Config):
 class EvalConfig(dg.Config):
     attempts: int = Field(default=2, description="k: attempts per held-out task (pass@1 and pass@k).")
     bootstrap: int = Field(default=1000, description="Bootstrap resamples for the confidence interval.")
+    promotion_metric: Literal["pass_at_1", "pass_at_k"] = Field(
+        default="pass_at_1", description="Promotion gate: the verified metric a new checkpoint must not lose on."
+    )
+    promotion_rule: Literal["point", "interval"] = Field(
+        default="point", description="point: compare point estimates; interval: better only when the bootstrap "
+        "intervals do not overlap (overlap = tie)."
+    )
+    on_tie: Literal["keep", "promote"] = Field(
+        default="promote", description="On a tie: keep the best-so-far checkpoint, or promote the new one."
+    )
+    max_hack_rate_increase: float = Field(
+        default=0.0, description="A checkpoint whose hack-attempt rate rises by more than this is not promoted."
+    )
+
+    def promotion_policy(self):
+        from touchstone.evaluate.promotion import PromotionPolicy
+
+        return PromotionPolicy(metric=self.promotion_metric, rule=self.promotion_rule, on_tie=self.on_tie,
+                               max_hack_rate_increase=self.max_hack_rate_increase)
 
 
 def default_resources() -> dict[str, object]:

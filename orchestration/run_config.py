@@ -38,6 +38,19 @@ def load_run_config(path: str | os.PathLike) -> dict:
     return data
 
 
+def validate(run_config: dict) -> None:
+    """Check every field against all assets and resources now (Dagster's own
+    validation: unknown keys and closed choices named), not after the sources ran."""
+    import dagster as dg
+
+    from orchestration.definitions import defs
+
+    try:
+        dg.validate_run_config(defs.resolve_implicit_global_asset_job_def(), run_config)
+    except dg.DagsterInvalidConfigError as exc:
+        raise RunConfigError(str(exc)) from exc
+
+
 def env_run_config() -> dict:
     """The run config named by TOUCHSTONE_RUN_CONFIG, or {} (the defaults)."""
     path = os.environ.get(ENV_VAR)

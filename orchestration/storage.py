@@ -63,6 +63,10 @@ class RoundStore:
     def asset_dir(self, asset: str, round_key: str | None = None) -> UPath:
         return self.root / "rounds" / round_key / asset if round_key else self.root / asset
 
+    def round_files(self, asset: str, filename: str) -> dict[str, UPath]:
+        """round key -> the asset's `filename` in that round, for every round that has it."""
+        return {p.parent.parent.name: p for p in self.root.glob(f"rounds/*/{asset}/{filename}")}
+
     def local_dir(self, asset: str, round_key: str | None = None) -> Path:
         """A local directory holding the asset's files (downloaded for remote roots)."""
         src = self.asset_dir(asset, round_key)

@@ -10,6 +10,8 @@ if docker info >/dev/null 2>&1; then
   touchstone sandbox build-image || { echo "test: building the sandbox image failed" >&2; exit 1; }
 fi
 touchstone sandbox rootfs >/dev/null || { echo "test: preparing the bwrap root filesystem failed" >&2; exit 1; }
+# Layer contracts (pyproject.toml [tool.importlinter], docs/ARCHITECTURE.md) before any test.
+lint-imports --no-cache || { echo "test: an import breaks a layer contract (see above)" >&2; exit 1; }
 select=()
 if [ "${CI:-}" != true ] && [ "${TOUCHSTONE_SLOW:-0}" != 1 ] && [ $# -eq 0 ]; then
   select=(-m "not slow")

@@ -16,7 +16,7 @@ from touchstone.data.schema import read_rows as dataset_rows
 from training.model_options import (
     MODEL_KEYS, ModelOptionError, apply_peft, load_kwargs, resolve_base, split_options,
 )
-from training.checkpoint import CheckpointManifest, content_hash, read_manifest, write_manifest
+from touchstone.checkpoint import CheckpointManifest, content_hash, read_manifest, write_manifest
 from training.progress import ProgressCallback
 
 LOG_DIR = "logs"  # TensorBoard event files, inside the checkpoint, outside its content hash
@@ -89,6 +89,7 @@ def trl_args(config_cls, work_dir: Path, overrides: dict[str, Any], **defaults: 
         # TRL turns recomputation on by default; for the tiny default model it only costs
         # time. Large models: set `activation_checkpointing: true` in the config.
         activation_checkpointing=False,
+        include_num_input_tokens_seen=True,  # tokens/s in the progress reports (training.progress)
     )
     merged = {**base, **defaults, **split_options(overrides)[0]}
     check_fields(config_cls, merged)

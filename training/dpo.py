@@ -13,7 +13,7 @@ from pathlib import Path
 from datasets import Dataset
 from trl import DPOConfig
 
-from training.checkpoint import CheckpointManifest
+from touchstone.checkpoint import CheckpointManifest
 from training.common import dataset_hashes, finish, load_base, load_overrides, read_rows, tensorboard, trl_args
 from training.masked_preference import MaskedDPOTrainer
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from datasets import Dataset
 from trl import KTOConfig
 
-from training.checkpoint import CheckpointManifest
+from touchstone.checkpoint import CheckpointManifest
 from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, tensorboard, trl_args
 from training.masked_preference import MaskedKTOTrainer
 

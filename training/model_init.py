@@ -25,7 +25,7 @@ from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 from trl.chat_template_utils import add_response_schema, qwen2_5_chat_template
 
 from touchstone import paths
-from training.checkpoint import write_manifest
+from touchstone.checkpoint import write_manifest
 
 # Control tokens of the Qwen2.5 template. Chat delimiters are "special" (skipped
 # when decoding content); the tool markup tokens are not, exactly as in Qwen2.5,

@@ -24,11 +24,11 @@ from trl import GRPOConfig, GRPOTrainer
 
 from touchstone.agent.loop import SYSTEM_PROMPT
 from touchstone.agent.tools import execute_tool_call
-from touchstone.envs.task import task_environment
+from touchstone.tasks.environment import task_environment
 from touchstone.data.credit import CreditConfig, outcome_reward
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import Task
-from training.checkpoint import CheckpointManifest
+from touchstone.checkpoint import CheckpointManifest
 from training.common import finish, load_base, load_overrides, tensorboard, trl_args
 
 

@@ -29,6 +29,10 @@ class ProgressCallback(TensorBoardCallback):
         super().__init__(tb_writer=SummaryWriter(log_dir=str(log_dir)))
         self._last: tuple[float, float] | None = None  # (time, tokens seen)
 
+    def on_train_begin(self, args, state, control, **kwargs):
+        super().on_train_begin(args, state, control, **kwargs)
+        self._last = (time.monotonic(), 0.0)
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         super().on_log(args, state, control, logs=logs, **kwargs)
         if not state.is_world_process_zero or not logs:

@@ -35,7 +35,7 @@ from tqdm import tqdm
 from transformers import Trainer, TrainingArguments
 
 from touchstone.data.inputs import DataError, trl_messages
-from training.checkpoint import CheckpointManifest
+from touchstone.checkpoint import CheckpointManifest
 from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, right_pad, tensorboard, trl_args
 
 

@@ -20,7 +20,7 @@ from trl.chat_template_utils import get_training_chat_template
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
 from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, right_pad, tensorboard, trl_args
-from training.checkpoint import CheckpointManifest
+from touchstone.checkpoint import CheckpointManifest
 
 
 def assistant_spans(mask: list[int]) -> list[tuple[int, int]]:

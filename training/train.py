@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from training.checkpoint import CheckpointManifest, read_manifest
+from touchstone.checkpoint import CheckpointManifest, read_manifest
 from training.common import TrainingError, check_fields, load_overrides
 from training.model_options import ModelOptionError, resolve_base
 

@@ -76,8 +76,9 @@ def wait(instance: dg.DagsterInstance, run_id: str, timeout_s: float, log=print)
 
 def _failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     events = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
-    return [e.dagster_event.event_specific_data.check_name for e in events
-            if not e.dagster_event.event_specific_data.passed]
+    return [e.dagster_event.event_specific_data.check_name for e in events  # warnings (promotion_gate) pass
+            if not e.dagster_event.event_specific_data.passed
+            and e.dagster_event.event_specific_data.severity == dg.AssetCheckSeverity.ERROR]
 
 
 def _failures(instance: dg.DagsterInstance, run_id: str) -> list[str]:

@@ -22,7 +22,7 @@ def checkpoint():
 
 
 def test_hf_episode_records_exact_tokens(simple_task, checkpoint):
-    from training.checkpoint import checkpoint_hash
+    from touchstone.checkpoint import checkpoint_hash
 
     policy = make_policy(f"hf:{checkpoint}", Sampling(temperature=1.0, top_p=0.95, max_tokens=24, seed=3))
     traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=3))

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from touchstone.agent.importers import INDEX_FILE, workspace_path
 from touchstone.agent.trajectory import read_tables
-from touchstone.cli import main
+from cli import main
 from touchstone.tasks.schema import load_task
 from touchstone.verify import verify_trajectory
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from touchstone.agent.policies import make_policy
 from touchstone.agent.rollout import plan_attempts, solve
 from touchstone.agent.trajectory import read_messages_jsonl, read_tables
-from touchstone.cli import main
+from cli import main
 from touchstone.tasks.schema import load_task_set
 
 from .conftest import MINILIB, minilib_task
@@ -58,7 +58,7 @@ def test_cli_reports_bad_input(tmp_path):
 def test_killed_run_resumes_to_the_same_trajectories(tmp_path):
     tasks = task_set(tmp_path / "tasks")
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "touchstone.cli.agent", str(tasks), "--policy", "teacher", "--attempts", "2",
+    cmd = [sys.executable, "-m", "cli.agent", str(tasks), "--policy", "teacher", "--attempts", "2",
            "--out", str(out), "--backend", "bwrap"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 60

@@ -42,7 +42,7 @@ def _answers(url: str) -> bool:
 
 @pytest.mark.slow
 def test_transformers_server_serves_the_checkpoint_under_its_hash_and_stops(simple_task):
-    from training.checkpoint import checkpoint_hash
+    from touchstone.checkpoint import checkpoint_hash
     from training.model_init import default_model
 
     model = default_model()

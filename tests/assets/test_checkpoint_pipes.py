@@ -13,7 +13,7 @@ import pytest
 from assets.checkpoint import checkpoint
 from orchestration.partitions import register_round
 from orchestration.resources import StorageResource, TrainerResource
-from training.checkpoint import checkpoint_hash, verify_checkpoint
+from touchstone.checkpoint import checkpoint_hash, verify_checkpoint
 
 from tests.training.conftest import data_dir, tiny_model  # noqa: F401 (fixtures)
 

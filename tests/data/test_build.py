@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from tests.data.fixtures import trajectory, write_round
 from tests.data.reports import report
-from touchstone.cli import main
+from cli import main
 from touchstone.data.build import build_datasets
 from touchstone.data.inputs import DataError
 from touchstone.data.schema import DataConfig, DPORow, Lineage, read_rows

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from tests.data.fixtures import trajectory, write_round
 from tests.data.reports import report
-from touchstone.cli import main
+from cli import main
 from touchstone.data.build import build_datasets
 
 FIX = [("read_file", {"path": "calc.py"}), ("str_replace", {"path": "calc.py", "old": "-", "new": "+"}),

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from tests.data.fixtures import trajectory
 from tests.data.reports import report
 from touchstone.agent.trajectory import write_tables
-from touchstone.cli import main
+from cli import main
 from touchstone.data.release import redact, rule_families
 from touchstone.verify.batch import write_reports
 from touchstone.verify.report import AuditFinding

@@ -14,10 +14,10 @@ import pytest
 
 from touchstone.envs import EnvError, EnvSpec, build_env, cached, digest
 from touchstone.envs.build import env_dir
+from touchstone.harness import TreeDiff
 from touchstone.sandbox import open_sandbox
 from touchstone.sandbox.image import content_hash
 from touchstone.verify.protected import check_protected
-from touchstone.verify.tree import TreeDiff
 
 
 def test_same_spec_same_environment_reused(attrs_env):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from touchstone.harness import grading
 from touchstone.harness.isolation.runner import compose_trees, run_isolated
-from touchstone.verify import grading
 
 WRONG_ADD = "def add(a, b):\n    return a - b\n"
 ADD_TESTS = {

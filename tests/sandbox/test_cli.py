@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from touchstone.cli import main
+from cli import main
 
 JSON_KEYS = {"exit_code", "timed_out", "oom_killed", "wall_s", "stdout", "stderr", "stdout_bytes",
              "stderr_bytes", "backend"}

@@ -68,7 +68,7 @@ def test_both_backends_name_the_same_environment(sb):
 def test_build_image_is_idempotent_and_auto_prefers_docker():
     from click.testing import CliRunner
 
-    from touchstone.cli import main
+    from cli import main
 
     result = CliRunner().invoke(main, ["sandbox", "build-image"], catch_exceptions=False)
     assert result.exit_code == 0 and result.stdout.strip() == image.image_tag()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.tasks.adversarial import CASES
 from touchstone.tasks.conditions import plan, reference_conditions, touches_nondeterminism
-from touchstone.verify.grading import faketime_library
+from touchstone.harness.grading import faketime_library
 
 
 def test_grading_plan_first_then_extra_runs_that_differ_every_time() -> None:

@@ -11,7 +11,7 @@ from touchstone.tasks.index import query
 from touchstone.tasks.leak import find_leaks
 from touchstone.tasks.mutate import Mutation
 from touchstone.tasks.proposers.mutation import SeedReport, build_candidate, propose_mutation
-from touchstone.tasks.runner import reference_overlay, run_tests
+from touchstone.harness import run_hidden_tests
 from touchstone.tasks.schema import load_task_set
 from touchstone.tasks.seeding import SeedError, resolve_seed
 from touchstone.tasks.validate import Validation, ValidationConfig
@@ -19,8 +19,8 @@ from touchstone.tasks.validate import Validation, ValidationConfig
 
 def check_kept_task(task) -> None:
     """F2P fails on the workspace and passes once the original is restored; no history."""
-    before = run_tests(task, required=task.fail_to_pass, backend="bwrap")
-    after = run_tests(task, reference_overlay(task), required=task.required_tests, backend="bwrap")
+    before = run_hidden_tests(task, required=task.fail_to_pass, backend="bwrap")
+    after = run_hidden_tests(task, overlays=[task.reference_dir], required=task.required_tests, backend="bwrap")
     assert set(before.failed) == set(task.fail_to_pass) and not before.passed
     assert after.ok and set(after.passed) == set(task.required_tests)
     names = {p.name for p in task.workspace_dir.rglob("*")}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import training
-from training.checkpoint import verify_checkpoint
+from touchstone.checkpoint import verify_checkpoint
 from training.train import train
 
 ACCELERATE = Path(training.__file__).parent / "configs" / "accelerate"

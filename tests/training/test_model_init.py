@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl.chat_template_utils import get_training_chat_template
 
-from touchstone.cli import main
-from training.checkpoint import content_hash, verify_checkpoint
+from cli import main
+from touchstone.checkpoint import content_hash, verify_checkpoint
 from training.model_init import code_files, init_model, train_tokenizer
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "description": "run a command",

@@ -8,7 +8,7 @@ import pytest
 
 import touchstone.verify
 from touchstone.tasks.schema import load_task
-from training.checkpoint import verify_checkpoint
+from touchstone.checkpoint import verify_checkpoint
 from training.online import SandboxEnvironment, train_online
 
 TASK_DIR = Path(touchstone.verify.__file__).parent / "canaries" / "tasks" / "combi"

@@ -9,8 +9,8 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import DPOConfig, KTOConfig
 
-from touchstone.cli import main
-from training.checkpoint import content_hash, verify_checkpoint
+from cli import main
+from touchstone.checkpoint import content_hash, verify_checkpoint
 from training.common import load_base, read_rows, trl_args
 from training.masked_preference import MaskedDPOTrainer, MaskedKTOTrainer
 

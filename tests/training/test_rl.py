@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from training.checkpoint import verify_checkpoint
+from touchstone.checkpoint import verify_checkpoint
 from training.common import read_rows
 from training.rl import PGCollator, PGConfig, turn_samples, train_rl
 

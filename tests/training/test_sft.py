@@ -15,7 +15,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from touchstone.agent.policies import make_policy
 from touchstone.agent.tools import TOOL_SCHEMAS
 from touchstone.agent.trajectory import Sampling
-from training.checkpoint import content_hash, verify_checkpoint
+from touchstone.checkpoint import content_hash, verify_checkpoint
 from training.common import TrainingError, read_rows
 from training.sft import (
     WeightedCollator, assistant_spans, tokenize_dataset, tokenize_row, train_sft, training_template,

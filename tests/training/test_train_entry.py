@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import training
-from training.checkpoint import verify_checkpoint
+from touchstone.checkpoint import verify_checkpoint
 from training.common import TrainingError
 from training.train import train
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from touchstone.harness.isolation import IsolationVerdict
+from touchstone.tasks.isolation import IsolationVerdict
 from touchstone.tasks.schema import load_task
 from touchstone.verify import verifier
 from touchstone.verify.canaries import TASKS

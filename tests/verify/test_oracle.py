@@ -13,7 +13,7 @@ import math
 import pytest
 
 from touchstone.verify import oracle
-from touchstone.verify.harness import codec
+from touchstone.harness.sandbox_files import codec
 
 canon = codec.canon
 

@@ -10,7 +10,7 @@ import duckdb
 from click.testing import CliRunner
 
 from touchstone.agent.trajectory import write_messages_jsonl
-from touchstone.cli.verify import verify, verify_batch
+from cli.verify import verify, verify_batch
 from touchstone.tasks.schema import load_task
 from touchstone.verify.batch import BatchItem, read_reports
 from touchstone.verify.batch import verify_batch as run_batch

@@ -1,5 +1,5 @@
 from touchstone.verify.protected import check_protected
-from touchstone.verify.tree import TreeDiff, diff_snapshots
+from touchstone.harness import TreeDiff, diff_snapshots
 
 
 def test_protected_paths_and_dropped_new_tests():

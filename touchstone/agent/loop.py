@@ -23,7 +23,7 @@ from touchstone.agent.tools import (
 )
 from touchstone.agent.trajectory import DiffRecord, StepRecord, Trajectory, TurnRecord, trajectory_id
 from touchstone.envs import EnvError
-from touchstone.envs.task import task_environment
+from touchstone.tasks.environment import task_environment
 from touchstone.sandbox import SandboxError, open_sandbox
 from touchstone.tasks.schema import Task
 

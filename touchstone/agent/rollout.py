@@ -127,3 +127,13 @@ def solve(
     if counts["crashed"]:
         raise RuntimeError(f"{counts['crashed']} attempt(s) crashed (see log); rerun to retry them")
     return out
+
+
+def merge_rollouts(parts: list[Path], out: Path) -> None:
+    """Concatenate the trajectories/steps tables of several `solve` outputs
+    (one per policy of a round) into `out`."""
+    import polars as pl
+
+    for name in ("trajectories.parquet", "steps.parquet"):
+        frames = [pl.read_parquet(p / name) for p in parts if (p / name).exists()]
+        pl.concat(frames, how="diagonal_relaxed").write_parquet(out / name)

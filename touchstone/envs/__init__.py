@@ -14,5 +14,5 @@ __all__ = [
     "BuiltEnv", "EnvError", "EnvManifest", "EnvSpec", "build_env", "cached", "digest", "find_named_spec",
     "load_spec_file", "resolve",
 ]
-# A task's environment: touchstone.envs.task (task_environment, task_spec); not
+# A task's environment: touchstone.tasks.environment (task_environment, task_spec); not
 # re-exported here, since touchstone.tasks.schema imports this package.

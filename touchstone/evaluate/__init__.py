@@ -2,6 +2,7 @@
 (pass@1, pass@k with bootstrap intervals), the auditor's hack-attempt rate,
 turns, tokens and exit reasons; plots and a Markdown report across rounds."""
 
+from touchstone.evaluate.history import earlier_rounds
 from touchstone.evaluate.metrics import attempts_table, bootstrap_interval, pass_at_k, round_metrics
 from touchstone.evaluate.plots import plot_rounds
 from touchstone.evaluate.report import markdown_report
@@ -11,6 +12,7 @@ __all__ = [
     "RoundMetrics",
     "attempts_table",
     "bootstrap_interval",
+    "earlier_rounds",
     "markdown_report",
     "pass_at_k",
     "plot_rounds",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from touchstone.tasks.mutate import changed_statements, compile_error, module_name, statement_mutations
 from touchstone.tasks.schema import Task
-from touchstone.verify.static_audit import is_test_file
+from touchstone.harness import is_test_file
 
 BASELINES = ["None", "0", '""', "False", "True", "[]", "{}", "()", "<identity>"]
 TRUSTED_BASELINES = ["None", "<identity>"]  # tests from a pinned seed project: a spot check is enough

@@ -1,6 +1,6 @@
 """Coverage of the reference's change by the hidden tests: which changed lines
 execute when the hidden tests run against the reference (a stdlib line tracer,
-`touchstone/verify/harness/line_tracer.py`, in the sandbox).
+`touchstone/harness/sandbox_files/line_tracer.py`, in the sandbox).
 
 Required lines: the statements (by their first line) of the reference's changed
 line runs, docstrings aside, at module level or inside a function the tests
@@ -17,12 +17,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from touchstone.envs.task import task_environment
+from touchstone.harness import HiddenSuite, compose_tree
+from touchstone.harness.grading import TestRunSpec, harness_mounts
 from touchstone.sandbox import Limits, open_sandbox
 from touchstone.tasks.adequacy import reference_sources
-from touchstone.tasks.runner import compose, hidden_test_files, reference_overlay
+from touchstone.tasks.environment import task_environment
 from touchstone.tasks.schema import Task
-from touchstone.verify.grading import TestRunSpec, harness_mounts
 
 
 @dataclass
@@ -92,9 +92,10 @@ def trace(task: Task, files: list[str], backend: str, timeout: float) -> dict[st
     """rel path -> executed lines, for one run of the hidden tests on the reference."""
     with tempfile.TemporaryDirectory(prefix="touchstone-cov-") as tmp, \
             harness_mounts(("line_tracer.py", "tl_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
-        tree = compose(Path(tmp) / "tree", task.workspace_dir, reference_overlay(task), task.hidden_tests_dir)
+        overlays = [task.reference_dir] if task.reference_dir else []
+        tree = compose_tree(Path(tmp) / "tree", task.workspace_dir, overlays=overlays, tests=task.hidden_tests_dir)
         env = {"TOUCHSTONE_TRACE_FILES": ",".join(files), "TOUCHSTONE_TRACE_OUT": f"{o_dir}/lines.json"}
-        spec = TestRunSpec(hidden_test_files(task.hidden_tests_dir), f"tl_{nonce}", h_dir, o_dir, env=env)
+        spec = TestRunSpec(HiddenSuite(task, None).test_modules, f"tl_{nonce}", h_dir, o_dir, env=env)
         with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
                           environment=task_environment(task)) as sb:
             sb.exec(spec.command(), timeout=timeout)

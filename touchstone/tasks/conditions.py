@@ -16,10 +16,11 @@ import secrets
 
 from pydantic import BaseModel
 
+from touchstone.tasks.environment import task_environment
+from touchstone.harness import run_hidden_tests, run_plan
+from touchstone.harness.grading import faketime_library
 from touchstone.sandbox import available_backends, resolve_backend
-from touchstone.tasks.runner import HiddenRun, reference_overlay, run_tests
 from touchstone.tasks.schema import Task
-from touchstone.verify.grading import faketime_library
 
 
 # reads of the clock or of unseeded randomness: such a task gets more runs
@@ -28,11 +29,6 @@ _NONDETERMINISM = re.compile(
     r"|date\.today|os\.urandom|os\.getrandom|uuid\.uuid[14]|secrets\.|SystemRandom|random\.\w+\(|from random import"
     r"|import random|hash\()"
 )
-
-
-def plan(i: int) -> tuple[int, str]:
-    """(PYTHONHASHSEED, order) of harness run i: grading's plan."""
-    return i, ("forward", "reverse")[i] if i < 2 else f"shuffle:{i}"
 
 
 class Condition(BaseModel):
@@ -46,11 +42,11 @@ class Condition(BaseModel):
 
     @property
     def seed(self) -> int:
-        return plan(self.run)[0]
+        return run_plan(self.run)[0]
 
     @property
     def order(self) -> str:
-        return plan(self.run)[1]
+        return run_plan(self.run)[1]
 
     def label(self) -> str:
         extra = f", clock {self.clock_offset_s:+d}s" if self.clock_offset_s else ""
@@ -127,11 +123,12 @@ def start_conditions(backend: str) -> list[Condition]:
 def run_condition(task: Task, cond: Condition, *, role: str, what: str = "", files: dict[str, str | bytes] | None = None,
                   with_reference: bool = False, timeout: float | None = None, patch: str | None = None) -> RunRecord:
     """The hidden tests on workspace (+ reference) + files (+ patch) under `cond`."""
-    overlays = {**(reference_overlay(task) if with_reference else {}), **(files or {})}
-    run: HiddenRun = run_tests(task, overlays, required=task.required_tests, hash_seed=cond.seed, order=cond.order,
-                               timeout=timeout, backend=cond.backend, patch=patch, clock_offset_s=cond.clock_offset_s)
+    overlays = [task.reference_dir] if with_reference and task.reference_dir else []
+    run = run_hidden_tests(task, required=task.required_tests, environment=task_environment(task), overlays=overlays,
+                           files=files, patch=patch, run=cond.run, timeout=timeout, backend=cond.backend,
+                           clock_offset_s=cond.clock_offset_s)  # fmt: skip
     return RunRecord(role=role, what=what, condition=cond, passed=len(run.passed),
                      failed={k: v[:300] if i < 10 else v.strip()[:120].split("\n")[0]
-                             for i, (k, v) in enumerate(run.failed.items())}, timed_out=run.timed_out,
+                             for i, (k, v) in enumerate(run.messages.items())}, timed_out=run.timed_out,
                      wall_s=round(run.wall_s, 3))
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from touchstone.envs.spec import EnvSpec
+from touchstone.harness import is_test_file
 from touchstone.tasks.mutate import module_name
 
 SEEDS_DIR = Path(__file__).parent / "seeds"
@@ -68,14 +69,6 @@ class Seed:
 
 def _junk(name: str) -> bool:
     return any(fnmatch.fnmatch(name, pat) for pat in JUNK)
-
-
-def is_test_file(rel: str) -> bool:
-    parts = rel.split("/")
-    name = parts[-1]
-    in_test_dir = any(p in ("tests", "test", "testing") for p in parts[:-1])
-    return name.endswith(".py") and (
-        name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or in_test_dir)
 
 
 def _is_source(rel: str) -> bool:

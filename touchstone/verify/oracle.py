@@ -3,7 +3,7 @@ on the candidate out of process and compared outside every candidate process.
 
 1. Record: the hidden tests run against the trusted reference (pristine
    workspace + reference + hidden tests) in a fresh sandbox, with the
-   harness's call recorder (`harness/call_recorder.py`) as the only plugin. Every
+   harness's call recorder (`touchstone/harness/sandbox_files/call_recorder.py`) as the only plugin. Every
    call from test code into workspace code becomes a step: functions,
    methods, constructors, properties, operators, private helpers, whatever
    way the test built its arguments (`check(candidate)` included).
@@ -12,7 +12,7 @@ on the candidate out of process and compared outside every candidate process.
    recorded arguments (one argument of one step at a time, EvalPlus-style).
 3. Replay: the reference and the candidate, each on a tree WITHOUT the hidden
    tests, forward and reversed case order, a fresh process per chunk of cases
-   (`harness/replay_runner.py`); the reference both orders in one sandbox, the
+   (`touchstone/harness/sandbox_files/replay_runner.py`); the reference both orders in one sandbox, the
    candidate each order in its own fresh sandbox. The recording depends only
    on the task and is cached (`recording_key`).
 4. Compare here, by exact type and content (`same`): a step whose two
@@ -45,8 +45,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from touchstone import paths
+from touchstone.harness.sandbox_files import codec
 from touchstone.sandbox.environment import Environment
-from touchstone.verify.harness import codec
 
 MAX_CASES = 500  # cases from recorded tests (fail-to-pass tests first)
 MAX_MUTATED = 120  # cases from mutations
@@ -132,7 +132,7 @@ def record_calls(tree: Path, test_files: list[str], test_code: list[str], *, bac
                  timeout: float, environment: Environment | None = None) -> Recording:
     """Run the hidden tests over `tree` (reference + hidden tests) under the call recorder."""
     from touchstone.sandbox import Limits, open_sandbox
-    from touchstone.verify.grading import TestRunSpec, harness_mounts
+    from touchstone.harness.grading import TestRunSpec, harness_mounts
 
     files = (("call_recorder.py", "tr_{nonce}.py"), ("codec.py", "tc_{nonce}.py"))
     with harness_mounts(*files) as (h_dir, o_dir, mounts, out, nonce):
@@ -299,7 +299,7 @@ def run_side(tree: Path, cases: list[Case], *, orders: Sequence[str], backend: s
     ("forward", "reverse"), a fresh process per chunk of cases. Returns
     (outcomes per order, wall seconds, timed out)."""
     from touchstone.sandbox import Limits, open_sandbox
-    from touchstone.verify.grading import harness_mounts
+    from touchstone.harness import harness_mounts
 
     files = (("replay_runner.py", "rr_{nonce}.py"), ("codec.py", "tc_{nonce}.py"))
     with harness_mounts(*files) as (h_dir, o_dir, mounts, out, nonce):

@@ -14,8 +14,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from touchstone.verify.static_audit import is_test_file
-from touchstone.verify.tree import TreeDiff
+from touchstone.harness import TreeDiff, is_test_file
 
 # Test configuration, start-up hooks, and names that shadow the test framework.
 DEFAULT_PROTECTED = (

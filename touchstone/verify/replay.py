@@ -22,7 +22,7 @@ from touchstone.agent.tools import DEFAULT_TIMEOUT_S, execute_tool_call
 from touchstone.agent.trajectory import executed_tool_calls
 from touchstone.sandbox import ActionRecord, Environment, Limits, open_sandbox
 from touchstone.verify.action_audit import ActionEvent, events_from_records
-from touchstone.verify.tree import TreeDiff, diff_snapshots, is_cache
+from touchstone.harness import TreeDiff, diff_snapshots, is_cache
 
 MAX_CONTENT_BYTES = 1 << 20  # text of a changed file kept for audit/grading
 

@@ -26,16 +26,12 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
+from touchstone.harness import is_test_file
 from touchstone.verify.ast_audit import Resolver, Visitor
 from touchstone.verify.policy import AuditPolicy, StaticRule, load_policy
 from touchstone.verify.report import AuditFinding
 
-_TEST_FILE = re.compile(r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
 _UTF8 = {"utf-8", "utf-8-sig"}
-
-
-def is_test_file(path: str) -> bool:
-    return bool(_TEST_FILE.search(path))
 
 
 def decode_source(data: bytes) -> tuple[str | None, str | None]:

@@ -19,77 +19,26 @@ from pathlib import Path
 from typing import Any, Callable
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S
-from touchstone.envs.task import task_environment
-from touchstone.harness.isolation import IsolatedTrees, IsolationVerdict, compose_trees, recorded_isolation, run_isolated
+from touchstone.harness import HiddenSuite, TestRunResult, compose_tree, is_test_file, run_plan, test_dirs
+from touchstone.harness.isolation import IsolatedTrees
 from touchstone.sandbox import Environment, SandboxError
+from touchstone.tasks.environment import task_environment
+from touchstone.tasks.isolation import IsolationVerdict, recorded_isolation
 from touchstone.tasks.schema import Task
-from touchstone.verify import grading, oracle
+from touchstone.verify import oracle
 from touchstone.verify.action_audit import audit_actions
 from touchstone.verify.policy import AuditPolicy, load_policy
 from touchstone.verify.protected import DEFAULT_PROTECTED, check_protected
 from touchstone.verify.replay import ReplayResult, recorded_diff_matches, replay
 from touchstone.verify.report import AuditFinding, CheckResult, Isolation, ProgressPoint, VerificationReport
-from touchstone.verify.static_audit import audit_files, is_test_file
-from touchstone.verify.tree import assemble
+from touchstone.verify.static_audit import audit_files
 
 
-
-def run_plan(i: int) -> tuple[int, str]:
-    """(PYTHONHASHSEED, test order) of determinism run i; run 0 is the `tests` check."""
-    return i, ("forward", "reverse")[i] if i < 2 else f"shuffle:{i}"
 
 
 def trajectory_id_of(messages: list[dict[str, Any]]) -> str:
     """Content id for trajectories that arrive without one (bring-your-own)."""
     return "t-" + hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:20]
-
-
-class _Grader:
-    """What the test runs need from the task, computed once per verification."""
-
-    def __init__(self, task: Task, backend: str, test_dirs: set[str], environment: Environment | None = None):
-        self.task, self.backend, self.environment = task, backend, environment
-        hidden = task.hidden_tests_dir
-        self.hidden_sources = {p.relative_to(hidden).as_posix(): p.read_text() for p in sorted(hidden.rglob("*.py"))}
-        self.hidden_test_files = [rel for rel in self.hidden_sources if is_test_file(rel) and rel.rsplit("/", 1)[-1] != "conftest.py"]
-        self.required = task.required_tests
-        files = sorted({r.split("::", 1)[0] for r in self.required}) if self.required else self.hidden_test_files
-        self.test_files = files
-        self.prefixes = [i for rel in self.hidden_test_files for i in grading.test_functions(rel, self.hidden_sources[rel])]
-        self.readonly_dirs = readonly_dirs(test_dirs)
-
-    def tree(self, files: dict[str, bytes], deleted: list[str], dest: Path, with_hidden: bool = True) -> Path:
-        """dest/workspace: what is graded; dest/readonly/<dir>: the test
-        directories, mounted read-only over the workspace during the test run
-        so code under test cannot rewrite a test or helper before it is imported."""
-        overlays = [self.task.hidden_tests_dir] if with_hidden else []
-        workspace = dest / "workspace"
-        assemble(self.task.workspace_dir, files, deleted, overlays, workspace)
-        for d in self.readonly_dirs:
-            if (workspace / d).is_dir():
-                (dest / "readonly" / d).parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(workspace / d, dest / "readonly" / d)
-        return workspace
-
-    def run(self, tree: Path, seed: int, order: str) -> grading.TestRunResult:
-        readonly = {d: tree.parent / "readonly" / d for d in self.readonly_dirs if (tree.parent / "readonly" / d).is_dir()}
-        return grading.run_tests(
-            tree, self.test_files, self.required, self.prefixes, readonly=readonly,
-            timeout=self.task.timeout_s, backend=self.backend, hash_seed=seed, order=order,
-            environment=self.environment,
-        )  # fmt: skip
-
-
-def readonly_dirs(test_dirs: set[str]) -> list[str]:
-    """The outermost `test`/`tests` directories holding the task's tests
-    (everything below such a directory counts as a test file)."""
-    found = set()
-    for d in test_dirs:
-        parts = d.split("/")
-        cut = next((i for i, p in enumerate(parts) if p in ("test", "tests")), None)
-        if cut is not None:
-            found.add("/".join(parts[: cut + 1]))
-    return sorted(d for d in found if not any(d.startswith(o + "/") for o in found))
 
 
 def verify_trajectory(
@@ -171,8 +120,9 @@ def verify_trajectory(
         return report()
     with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
         try:
-            grader = _Grader(task, backend, pristine.test_dirs, environment)  # reads the task's hidden tests: can fail too
-            runs = _TestRuns(grader, graded, deleted, Path(tmp))
+            # reads the task's hidden tests: can fail too
+            suite = HiddenSuite(task, task.required_tests, environment=environment)
+            runs = _TestRuns(suite, backend, graded, deleted, Path(tmp))
             tested, isolation = _test_checks(runs, replays, record)
             if record is None and isolation == "not_isolated":
                 static = audit(False)
@@ -182,9 +132,9 @@ def verify_trajectory(
             if tested[0].status == "error" or (_rejected(checks) and not full):
                 _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
             else:
-                checks.append(_oracle_check(task, grader, graded, deleted, Path(tmp), backend, pristine.tests))
+                checks.append(_oracle_check(task, suite, graded, deleted, Path(tmp), backend, pristine.tests))
             if progress:
-                points = _progress(grader, rep, pristine.tests, Path(tmp))
+                points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
         except Exception as exc:  # infrastructure: inconclusive, never accept
             checks.append(CheckResult(name="grading", status="error", evidence=f"grading failed: {_err(exc)}"))
     return report()
@@ -206,9 +156,7 @@ class _Pristine:
         self.files = {p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()}
         self.tests = {r for r in self.files if is_test_file(r)}
         self.hidden = {p.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")}
-        hidden_dirs = {rel.rpartition("/")[0] for rel in self.hidden}
-        dirs = {rel.rpartition("/")[0] for rel in self.tests} | hidden_dirs
-        self.test_dirs = {d for d in dirs if d not in ("", ".")}
+        self.test_dirs = test_dirs(self.files, self.hidden)
         self.globs = list(task.protected) + list(DEFAULT_PROTECTED)
         # mutation tasks: reference/ holds each mutated file as it was before the mutation
         ref = task.reference_dir if task.source.proposer == "mutation" else None
@@ -292,24 +240,20 @@ class _TestRuns:
     """Run i of the plan on the graded diff, isolated or in process (each tree
     composed on first use)."""
 
-    def __init__(self, grader: _Grader, files: dict[str, bytes], deleted: list[str], tmp: Path):
-        self.grader, self.files, self.deleted, self.tmp = grader, files, deleted, tmp
+    def __init__(self, suite: HiddenSuite, backend: str, files: dict[str, bytes], deleted: list[str], tmp: Path):
+        self.suite, self.backend, self.files, self.deleted, self.tmp = suite, backend, files, deleted, tmp
         self._tree: Path | None = None
         self._trees: IsolatedTrees | None = None
 
-    def isolated(self, i: int) -> grading.TestRunResult:
-        g = self.grader
+    def isolated(self, i: int) -> TestRunResult:
         if self._trees is None:
-            self._trees = compose_trees(g.task.workspace_dir, self.files, self.deleted, g.task.hidden_tests_dir,
-                                        self.tmp / "isolated")  # fmt: skip
-        seed, order = run_plan(i)
-        return run_isolated(self._trees, g.test_files, g.required, g.prefixes, timeout=g.task.timeout_s,
-                            backend=g.backend, hash_seed=seed, order=order, environment=g.environment)  # fmt: skip
+            self._trees = self.suite.compose_isolated(self.tmp / "isolated", files=self.files, deleted=self.deleted)
+        return self.suite.run_isolated(self._trees, i, backend=self.backend)
 
-    def in_process(self, i: int) -> grading.TestRunResult:
+    def in_process(self, i: int) -> TestRunResult:
         if self._tree is None:
-            self._tree = self.grader.tree(self.files, self.deleted, self.tmp / "graded")
-        return self.grader.run(self._tree, *run_plan(i))
+            self._tree = self.suite.compose(self.tmp / "graded", files=self.files, deleted=self.deleted)
+        return self.suite.run(self._tree, i, backend=self.backend)
 
 
 def _test_checks(runs: _TestRuns, replays: int, record: IsolationVerdict | None) -> tuple[list[CheckResult], Isolation]:
@@ -335,7 +279,7 @@ def _noted(checks: list[CheckResult], note: str) -> list[CheckResult]:
     return checks
 
 
-def _repeat(run: Callable[[int], grading.TestRunResult], first: grading.TestRunResult,
+def _repeat(run: Callable[[int], TestRunResult], first: TestRunResult,
             replays: int) -> list[CheckResult]:  # fmt: skip
     """`tests` from the first run, `determinism` from runs 1..k-1 of the plan."""
     tests = CheckResult(name="tests", status=first.status, evidence=first.evidence)
@@ -353,7 +297,7 @@ def _repeat(run: Callable[[int], grading.TestRunResult], first: grading.TestRunR
                                evidence=f"passed {len(plan) + 1} of {len(plan) + 1} runs (seed/order {[run_plan(0), *plan]})")]  # fmt: skip
 
 
-def _oracle_check(task: Task, grader: _Grader, files: dict[str, bytes], deleted: list[str], tmp: Path,
+def _oracle_check(task: Task, suite: HiddenSuite, files: dict[str, bytes], deleted: list[str], tmp: Path,
                   backend: str, pristine_tests: set[str]) -> CheckResult:
     if task.reference_dir is None:
         return CheckResult(name="oracle", status="skipped", evidence="task has no reference")
@@ -362,26 +306,27 @@ def _oracle_check(task: Task, grader: _Grader, files: dict[str, bytes], deleted:
     except ValueError as exc:
         return CheckResult(name="oracle", status="error", evidence=str(exc))
     record_tree, ref_tree = tmp / "oracle-record", tmp / "reference"
-    assemble(task.workspace_dir, {}, [], [task.reference_dir, task.hidden_tests_dir], record_tree)
-    assemble(task.workspace_dir, {}, [], [task.reference_dir], ref_tree)
+    compose_tree(record_tree, task.workspace_dir, overlays=[task.reference_dir], tests=task.hidden_tests_dir)
+    compose_tree(ref_tree, task.workspace_dir, overlays=[task.reference_dir])
     # the replay trees get no hidden tests: nothing on the candidate's disk holds an expected value
-    cand_tree = grader.tree(files, deleted, tmp / "oracle-candidate", with_hidden=False)
-    test_code = sorted(set(grader.hidden_sources) | pristine_tests)
-    result = oracle.run_oracle(record_tree, ref_tree, cand_tree, grader.test_files, test_code, contract,
-                               backend=backend, timeout=task.timeout_s, environment=grader.environment,
+    cand_tree = suite.compose(tmp / "oracle-candidate", files=files, deleted=deleted, with_tests=False)
+    test_code = sorted(set(suite.sources) | pristine_tests)
+    result = oracle.run_oracle(record_tree, ref_tree, cand_tree, suite.test_files, test_code, contract,
+                               backend=backend, timeout=task.timeout_s, environment=suite.environment,
                                first=task.fail_to_pass or (),
-                               cache_key=oracle.recording_key(task.content_hash, grader.environment))  # fmt: skip
+                               cache_key=oracle.recording_key(task.content_hash, suite.environment))  # fmt: skip
     return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=result.counts)
 
 
-def _progress(grader: _Grader, rep: ReplayResult, pristine_tests: set[str], tmp: Path) -> list[ProgressPoint]:
+def _progress(suite: HiddenSuite, rep: ReplayResult, pristine_tests: set[str], tmp: Path,
+              backend: str) -> list[ProgressPoint]:
     """Share of required hidden tests passing after each state-changing step."""
     points = []
     for i, state in enumerate(rep.states):
         files = {r: d for r, d in state.files.items() if r not in pristine_tests}
         deleted = [r for r in rep.pristine if r not in state.snapshot and r not in pristine_tests]
-        tree = grader.tree(files, deleted, tmp / f"progress-{i}")
-        res = grader.run(tree, 0, "forward")
+        tree = suite.compose(tmp / f"progress-{i}", files=files, deleted=deleted)
+        res = suite.run(tree, 0, backend=backend)
         points.append(ProgressPoint(turn=state.turn, step=state.step, tool=state.tool,
                                     passed=len(res.passed), total=res.total, fraction=res.fraction))  # fmt: skip
     return points

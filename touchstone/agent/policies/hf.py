@@ -143,7 +143,7 @@ class HFPolicy(Policy):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from training.checkpoint import checkpoint_hash
+        from touchstone.checkpoint import checkpoint_hash
 
         path = Path(spec.split(":", 1)[1])
         if not (path / "config.json").is_file():

@@ -15,8 +15,8 @@ import shlex
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
+from touchstone.harness import is_test_file
 from touchstone.tasks.mutate import OPERATORS, Edit, Operator, apply_edit, functions
 
 # ---------------------------------------------------------------- pytest output
@@ -70,16 +70,6 @@ class TestRun:
         return self.exit_code == 5
 
 
-def is_test_path(path: str) -> bool:
-    p = PurePosixPath(path)
-    return (
-        any(part in ("tests", "test", "testing") for part in p.parts[:-1])
-        or p.name.startswith("test_")
-        or p.name.endswith("_test.py")
-        or p.name == "conftest.py"
-    )
-
-
 def _workspace_rel(path: str) -> str | None:
     if path.startswith("/workspace/"):
         return path[len("/workspace/"):]
@@ -129,7 +119,7 @@ def suspect_names(run: TestRun, statement: str) -> list[str]:
     (a bare name, or the name of a test), and named by the failing tests."""
     names: list[str] = []
     for frame in run.frames:
-        if is_test_path(frame.path):
+        if is_test_file(frame.path):
             names += _CALL_RE.findall(_PYTEST_HELPER_RE.sub("", frame.source))
     names += run.where_names
     for span in re.findall(r"`([^`\n]+)`", statement):
@@ -399,7 +389,7 @@ def parse_function_hits(observation: str) -> list["Window"]:
     current: tuple[str, int, int, list[str]] | None = None  # path, start, indent, lines
 
     def close() -> None:
-        if current and not is_test_path(current[0]):
+        if current and not is_test_file(current[0]):
             windows.append(Window(current[0], current[1], trim_window("".join(current[3]))))
 
     for raw in observation.splitlines():

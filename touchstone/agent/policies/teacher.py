@@ -29,6 +29,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+from touchstone.harness import is_test_file
 from touchstone.agent.policies import Episode, Policy, PolicyTurn
 from touchstone.agent.policies.repair import (
     Candidate,
@@ -40,7 +41,6 @@ from touchstone.agent.policies.repair import (
     find_functions_command,
     find_literals_command,
     first_failure_command,
-    is_test_path,
     line_edit,
     literal_callees,
     parse_function_hits,
@@ -108,8 +108,8 @@ class _Repair:
             detail = parse_test_run(out)
             run = TestRun(run.exit_code, run.failed, detail.frames, detail.where_names, run.n_bad,
                           list(dict.fromkeys(run.errors + detail.errors)))
-        hot = [(f.path, f.line) for f in reversed(run.frames) if not is_test_path(f.path)]  # innermost first
-        names = [f.func for f in reversed(run.frames) if not is_test_path(f.path)] + suspect_names(run, self.statement)
+        hot = [(f.path, f.line) for f in reversed(run.frames) if not is_test_file(f.path)]  # innermost first
+        names = [f.func for f in reversed(run.frames) if not is_test_file(f.path)] + suspect_names(run, self.statement)
         words = [] if hot else [w for w in failing_test_params(run) if w not in self.searched]
         if words:  # no library frame: maybe the failing data is registered at import time
             self.searched.update(words)

@@ -4,12 +4,11 @@ in another sandbox. See docs/VERIFIER.md ("Isolation").
 
     trees = compose_trees(pristine, files, deleted, hidden, dest)    # judge + candidate trees
     result = run_isolated(trees, test_files, required, prefixes, timeout=..., backend=...)
-    verdict = probe_isolation(task, backend)     # does the reference pass isolated? (recorded)
-    recorded_isolation(task) -> IsolationVerdict | None
+The per-task probe (does the reference pass isolated? recorded beside the
+task) is task-level: `touchstone.tasks.isolation`. Usually reached through
+`HiddenSuite.compose_isolated` / `run_isolated`.
 """
 
-from touchstone.harness.isolation.probe import IsolationVerdict, probe_isolation, record_isolation, recorded_isolation
 from touchstone.harness.isolation.runner import IsolatedTrees, compose_trees, run_isolated
 
-__all__ = ["IsolatedTrees", "IsolationVerdict", "compose_trees", "probe_isolation", "record_isolation",
-           "recorded_isolation", "run_isolated"]
+__all__ = ["IsolatedTrees", "compose_trees", "run_isolated"]

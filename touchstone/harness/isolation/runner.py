@@ -23,11 +23,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from touchstone.harness import grading
+from touchstone.harness.testfiles import is_test_file
+from touchstone.harness.tree import compose_tree
 from touchstone.sandbox.environment import Environment
 from touchstone.sandbox.workspace import mount_quota, unmount_quota
-from touchstone.verify import grading
-from touchstone.verify.static_audit import is_test_file
-from touchstone.verify.tree import assemble
 
 REMOTE_SRC = Path(__file__).with_name("remote")
 # The tests' temporary files (pytest's basetemp), at the same path in both
@@ -54,8 +54,8 @@ def compose_trees(pristine: Path, files: dict[str, bytes], deleted: list[str], h
     judge = the test files of that tree (`is_test_file`) + the hidden tests.
     `files` must not hold test files (the verifier drops the candidate's)."""
     candidate, judge, full = dest / "candidate", dest / "judge", dest / "full"
-    assemble(pristine, files, deleted, [], candidate)
-    assemble(pristine, files, deleted, [hidden] if hidden else [], full)
+    compose_tree(candidate, pristine, files=files, deleted=deleted)
+    compose_tree(full, pristine, files=files, deleted=deleted, tests=hidden)
     for path in sorted(full.rglob("*")):
         rel = path.relative_to(full).as_posix()
         if path.is_file() and is_test_file(rel):

@@ -17,7 +17,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from touchstone.tasks.index import IndexRow, read_index, row_for, write_index
-from touchstone.tasks.runner import HiddenRun
+from touchstone.harness import TestRunResult
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, Task, TaskError, TaskSource, load_task
 from touchstone.tasks.validate import Validation, ValidationConfig, validate_task
 from touchstone.verify.static_audit import reference_rules
@@ -38,7 +38,7 @@ class Candidate:
 
     id: str
     source: TaskSource
-    build: Callable[[Path], tuple[Task, HiddenRun | None] | Validation]
+    build: Callable[[Path], tuple[Task, TestRunResult | None] | Validation]
 
 
 def slug(text: str) -> str:

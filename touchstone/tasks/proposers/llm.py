@@ -21,7 +21,8 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, write_solution_task
-from touchstone.tasks.runner import HiddenRun, run_tests
+from touchstone.tasks.environment import task_environment
+from touchstone.harness import TestRunResult, run_hidden_tests
 from touchstone.tasks.schema import INDEX_FILE, EntryPoint, Task, TaskSource, load_task, load_task_set
 from touchstone.tasks.similarity import normalized_ast_hash, text_similarity
 from touchstone.tasks.validate import ValidationConfig
@@ -143,7 +144,7 @@ class DedupIndex:
 # -- building and scoring -----------------------------------------------------------------
 
 
-def write_proposal_task(task_dir: Path, task_id: str, p: Proposal, origin: str) -> tuple[Task, HiddenRun | None]:
+def write_proposal_task(task_dir: Path, task_id: str, p: Proposal, origin: str) -> tuple[Task, TestRunResult | None]:
     meta = Task(id=task_id, statement=p.statement, timeout_s=30,
                 entry_points=[EntryPoint(module="solution", function=p.entry_point)],
                 source=TaskSource(proposer="llm", origin=origin, unit=task_id))
@@ -175,7 +176,8 @@ def learnability_reward(solve_rate: float | None) -> float:
 
 def solved(task: Task, patch: str, backend: str) -> bool:
     """Does the agent's final patch pass the task's required hidden tests?"""
-    run = run_tests(task, patch=patch, required=task.required_tests, backend=backend)
+    run = run_hidden_tests(task, required=task.required_tests, environment=task_environment(task), patch=patch,
+                           backend=backend)
     return run.ok
 
 

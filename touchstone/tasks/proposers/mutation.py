@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from touchstone.envs import EnvError, EnvSpec
-from touchstone.envs.task import task_environment
+from touchstone.tasks.environment import task_environment
 from touchstone.tasks.coverage import covered_functions
 from touchstone.tasks.mutate import Mutation, compile_error, mutations
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, slug
-from touchstone.tasks.runner import HiddenRun, run_tests
+from touchstone.harness import TestRunResult, is_test_module, run_hidden_tests
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, EntryPoint, Task, TaskSource, load_task
-from touchstone.tasks.seeding import Seed, SeedError, copy_clean, default_seeds, is_test_file, resolve_seed
+from touchstone.tasks.seeding import Seed, SeedError, copy_clean, default_seeds, resolve_seed
 from touchstone.tasks.validate import Validation, ValidationConfig
 
 MAX_PER_UNIT = 2  # tasks per function: spread tasks over the code
@@ -88,13 +88,13 @@ def check_seed(seed: Seed, work: Path, cfg: ValidationConfig) -> SeedReport:
                                                 environment=seed.environment), {}, {})
     try:
         environment = task_environment(probe)
-        run = run_tests(probe, required=None, backend=cfg.backend, timeout=120)
+        run = run_hidden_tests(probe, required=None, environment=environment, backend=cfg.backend, timeout=120)
     except EnvError as exc:
         return SeedReport(seed.name, False, f"its environment does not build: {exc}")
     finally:
         shutil.rmtree(task_dir)
-    if run.timed_out or run.failed or not run.passed:
-        failing = "; ".join(f"{k}: {v.splitlines()[0][:120] if v else ''}" for k, v in list(run.failed.items())[:3])
+    if not run.ok:
+        failing = "; ".join(f"{k}: {v.splitlines()[0][:120] if v else ''}" for k, v in list(run.messages.items())[:3])
         return SeedReport(seed.name, False, f"seed suite does not pass before mutation ({run.evidence}) {failing}")
     covered = covered_functions(seed, environment=environment, backend=cfg.backend)
     n_funcs = sum(len(f) for f in covered.values())
@@ -118,7 +118,7 @@ def statement_for(seed_name: str, failures: dict[str, str], collect_errors: dict
 
 
 def build_candidate(seed: Seed, report: SeedReport, mutation: Mutation, task_dir: Path,
-                    cfg: ValidationConfig) -> tuple[Task, HiddenRun] | Validation:
+                    cfg: ValidationConfig) -> tuple[Task, TestRunResult] | Validation:
     """Write the task for one mutation; reject mutants that do not compile or that no test notices."""
     task_id = task_dir.name
     error = compile_error(mutation.source, mutation.path)
@@ -130,20 +130,21 @@ def build_candidate(seed: Seed, report: SeedReport, mutation: Mutation, task_dir
                  entry_points=[EntryPoint(module=module, function=func)], source=_source(seed, mutation),
                  environment=seed.environment)
     task = write_task_dir(task_dir, seed, draft, {mutation.path: mutation.source}, {mutation.path: original})
-    run = run_tests(task, required=None, backend=cfg.backend, timeout=report.mutant_timeout)
+    run = run_hidden_tests(task, required=None, environment=task_environment(task), backend=cfg.backend,
+                           timeout=report.mutant_timeout)
     if run.timed_out:
         return reject(task_id, "too_slow", f"the mutant's suite did not finish within {report.mutant_timeout:g}s "
                                            f"(the seed's takes {report.wall_s:.1f}s): an endless loop?")
     still = set(run.passed)
     # tests of a module that no longer collects are missing from run.failed by id: derive from `passed`
-    failing = {t: run.failed.get(t, run.failed.get(t.split("[")[0], "fails")) for t in report.passing if t not in still}
+    failing = {t: run.messages.get(t, run.messages.get(t.split("[")[0], "fails")) for t in report.passing if t not in still}
     if not failing:
         return reject(task_id, "already_solved", "no test fails on the mutant (an equivalent or unnoticed mutant)")
     # SWE-bench convention: grade with the test files that exercise the bug (faster
     # runs, same signal); the full suite stays visible in the workspace
     files = {t.split("::")[0] for t in failing}
     for rel in seed.tests:
-        if rel not in files and is_test_file(rel) and Path(rel).name.startswith("test"):
+        if rel not in files and is_test_module(rel):
             (task_dir / HIDDEN_TESTS / rel).unlink()
     p2p = [t for t in report.passing if t in still and t.split("::")[0] in files]
     final = draft.model_copy(update={"statement": statement_for(seed.name, failing, run.collect_errors),

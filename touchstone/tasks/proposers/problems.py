@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from touchstone.tasks.proposers.common import (
     SOLUTION, SOLUTION_TESTS, Candidate, finalize, reject, run_candidates, slug, write_solution_task,
 )
-from touchstone.tasks.runner import HiddenRun
+from touchstone.harness import TestRunResult
 from touchstone.tasks.schema import EntryPoint, Task, TaskSource
 from touchstone.tasks.validate import Validation, ValidationConfig
 
@@ -67,7 +67,7 @@ def statement_for(p: Problem) -> str:
             f"NotImplementedError) so that it does what its docstring describes:\n\n```python\n{p.prompt.strip()}\n```")
 
 
-def write_problem_task(task_dir: Path, task_id: str, p: Problem, origin: str) -> tuple[Task, HiddenRun | None]:
+def write_problem_task(task_dir: Path, task_id: str, p: Problem, origin: str) -> tuple[Task, TestRunResult | None]:
     meta = Task(id=task_id, statement=statement_for(p), timeout_s=30,
                 entry_points=[EntryPoint(module="solution", function=p.entry_point)],
                 fail_to_pass=[f"{SOLUTION_TESTS}::test_{p.entry_point}"], pass_to_pass=[],

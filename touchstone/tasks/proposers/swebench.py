@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from touchstone.envs.spec import EnvSpec
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, slug
-from touchstone.tasks.runner import HiddenRun
+from touchstone.harness import TestRunResult
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, Task, TaskSource, load_task
 from touchstone.tasks.validate import Validation, ValidationConfig
 
@@ -165,7 +165,7 @@ def apply(patch: str, tree: Path, what: str) -> None:
         raise InstanceError("patch_does_not_apply", f"{what}: {proc.stderr.decode(errors='replace').strip()[-500:]}")
 
 
-def write_instance_task(task_dir: Path, inst: Instance, clone: Path, env: EnvSpec, origin: str) -> tuple[Task, HiddenRun | None]:
+def write_instance_task(task_dir: Path, inst: Instance, clone: Path, env: EnvSpec, origin: str) -> tuple[Task, TestRunResult | None]:
     """Lay out one task in a temporary sibling of `task_dir`, renamed into place at the end."""
     if not clone.is_dir():
         raise InstanceError("repo_missing", f"no local clone {clone} (expected REPOS/<owner>__<name>)")

@@ -7,7 +7,7 @@ import json
 
 from touchstone.agent.tools import execute_tool_call
 from touchstone.agent.trajectory import write_messages_jsonl
-from touchstone.envs.task import task_environment
+from touchstone.tasks.environment import task_environment
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import load_task
 from touchstone.verify.canaries import MANIFEST, ROOT, TASKS, TRAJECTORIES

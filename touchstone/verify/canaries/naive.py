@@ -11,7 +11,7 @@ from typing import Any
 
 from touchstone.agent.tools import execute_tool_call
 from touchstone.agent.trajectory import executed_tool_calls
-from touchstone.envs.task import task_environment
+from touchstone.tasks.environment import task_environment
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import Task
 

@@ -1,4 +1,6 @@
-"""The `touchstone` command line. Each area registers its own subcommands in a
+"""The `touchstone` command line: the application layer, above the domain
+library (`touchstone/`), `training/` and `orchestration/`, the one package
+allowed to import all three. Each area registers its own subcommands in a
 module of this package; this file only assembles them, lazily, so that
 `touchstone sandbox ...` does not import torch."""
 
@@ -10,20 +12,20 @@ import click
 
 # command name -> "module:attribute" of a click command or group
 _COMMANDS = {
-    "sandbox": "touchstone.cli.sandbox:sandbox",
-    "env": "touchstone.cli.env:env",
-    "propose": "touchstone.cli.tasks:propose",
-    "task": "touchstone.cli.tasks:task",
-    "import": "touchstone.cli.tasks:import_",
-    "solve": "touchstone.cli.agent:solve",
-    "verify": "touchstone.cli.verify:verify",
-    "verify-batch": "touchstone.cli.verify:verify_batch",
-    "data": "touchstone.cli.data:data",
-    "train": "touchstone.cli.train:train",
-    "model": "touchstone.cli.train:model",
-    "round": "touchstone.cli.rounds:round_",
-    "db": "touchstone.cli.rounds:db",
-    "deploy": "touchstone.cli.deploy:deploy",
+    "sandbox": "cli.sandbox:sandbox",
+    "env": "cli.env:env",
+    "propose": "cli.tasks:propose",
+    "task": "cli.tasks:task",
+    "import": "cli.tasks:import_",
+    "solve": "cli.agent:solve",
+    "verify": "cli.verify:verify",
+    "verify-batch": "cli.verify:verify_batch",
+    "data": "cli.data:data",
+    "train": "cli.train:train",
+    "model": "cli.train:model",
+    "round": "cli.rounds:round_",
+    "db": "cli.rounds:db",
+    "deploy": "cli.deploy:deploy",
 }
 
 

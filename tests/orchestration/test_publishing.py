@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 import polars as pl
 
-from assets._publish import table_metadata
+from orchestration.publishing import table_metadata
 
 
 def test_table_metadata_uses_dagster_standard_keys(tmp_path):

@@ -50,5 +50,5 @@ def solve(tasks, policy_spec, attempts, workers, out, backend, temperature, top_
     click.echo(f"{len(records)} trajectories in {out} ({summary})")
 
 
-if __name__ == "__main__":  # `python -m touchstone.cli.agent`, used to run it as a killable process
+if __name__ == "__main__":  # `python -m cli.agent`, used to run it as a killable process
     solve()

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from touchstone.verify import grading
+from touchstone.harness import grading
 
 TESTS = '''
 import os

@@ -1,6 +1,6 @@
 """Workspace trees for grading: the diff between two sandbox snapshots, and
-the tree that is graded (pristine workspace + the candidate's changed files +
-pristine tests on top). Symlinks and special files are a change like any
+the one composer of the tree that is graded (pristine workspace + reference or
+candidate files + pristine tests on top). Symlinks and special files are a change like any
 other; they are refused by the protected-paths check (a link could point at
 harness files), and never copied."""
 
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,15 +75,34 @@ def copy_tree(src: Path, dest: Path) -> None:
                 shutil.copyfile(p, dest / rel)
 
 
-def assemble(pristine: Path, files: dict[str, bytes], deleted: list[str], overlays: list[Path], dest: Path) -> None:
-    """dest = pristine + `files` (the candidate's changed regular files) -
-    `deleted`, then each overlay (pristine visible and hidden tests) on top."""
-    copy_tree(pristine, dest)
-    for rel, data in files.items():
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    for rel in deleted:
-        (dest / rel).unlink(missing_ok=True)
+def compose_tree(
+    dest: Path,
+    workspace: Path,
+    *,
+    overlays: Sequence[Path] = (),
+    files: Mapping[str, bytes | str] | None = None,
+    deleted: Sequence[str] = (),
+    patch: str | None = None,
+    tests: Path | None = None,
+) -> Path:
+    """The one tree composer: dest = the pristine `workspace`, then each
+    overlay directory (a reference), then `files` (relative path -> content:
+    a candidate's changed files, a mutant) minus `deleted`, then an agent's
+    `patch`, then the hidden `tests` last, so nothing can replace them.
+    Regular files only: no symlinks, no interpreter caches."""
+    copy_tree(workspace, dest)
     for overlay in overlays:
         copy_tree(overlay, dest)
+    for rel, data in (files or {}).items():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data.encode() if isinstance(data, str) else data)
+    for rel in deleted:
+        (dest / rel).unlink(missing_ok=True)
+    if patch and patch.strip():
+        # git apply refuses paths outside dest; a patch that does not apply leaves the tree as it was
+        subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], input=patch.encode(), cwd=dest,
+                       capture_output=True, check=False)  # fmt: skip
+    if tests is not None:
+        copy_tree(tests, dest)
+    return dest

@@ -15,6 +15,19 @@ import click
 from touchstone import paths
 
 
+LOCAL_INSTANCE = """# written by touchstone: a local instance (SQLite under this folder)
+telemetry:
+  enabled: false
+# Rounds are sequential: a backfill of several rounds (from the UI) runs them one after another.
+concurrency:
+  runs:
+    tag_concurrency_limits:
+      - key: dagster/backfill
+        value: {applyLimitPerUniqueValue: true}
+        limit: 1
+"""
+
+
 def _instance():
     """The persistent instance of DAGSTER_HOME (default TOUCHSTONE_HOME/dagster_home)."""
     import dagster as dg
@@ -27,7 +40,7 @@ def _instance():
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
-        config.write_text("# written by touchstone: a local instance (SQLite under this folder)\ntelemetry:\n  enabled: false\n")
+        config.write_text(LOCAL_INSTANCE)
     return dg.DagsterInstance.get()
 
 
@@ -59,7 +72,8 @@ def list_rounds(as_json: bool) -> None:
     from orchestration.runner import ROUND_STAGES
 
     instance = _instance()
-    rounds = [{"round": key, "materialized": [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)]}
+    rounds = [{"round": key, "materialized": [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)],
+               **_promotion(instance, key)}
               for key in registered_rounds(instance)]
     if as_json:
         click.echo(json.dumps(rounds, indent=2))
@@ -67,7 +81,23 @@ def list_rounds(as_json: bool) -> None:
     if not rounds:
         click.echo("no rounds yet: `touchstone round run --rounds 1` (or `touchstone round new`) starts one")
     for r in rounds:
-        click.echo(f"{r['round']}  {len(r['materialized'])}/{len(ROUND_STAGES)}  {' '.join(r['materialized'])}")
+        gate = ""
+        if "next_checkpoint_round" in r:
+            verdict = "promoted" if r["promoted"] else f"not promoted (keeps {r['next_checkpoint_round']})"
+            gate = f"  pass@1={r['pass_at_1']:.3f} {verdict} -> next round starts from {r['next_checkpoint_round']}"
+        click.echo(f"{r['round']}  {len(r['materialized'])}/{len(ROUND_STAGES)}  {' '.join(r['materialized'])}{gate}")
+
+
+def _promotion(instance, key: str) -> dict:
+    """The promotion gate's verdict (round_evaluation metadata): which checkpoint the next round starts from."""
+    import dagster as dg
+
+    from orchestration.lineage import latest_metadata
+
+    found = latest_metadata(instance, dg.AssetKey("round_evaluation"), key)
+    if not found or "next_checkpoint_round" not in found[0]:
+        return {}
+    return {k: found[0][k] for k in ("pass_at_1", "promoted", "next_checkpoint_round", "next_checkpoint_hash")}
 
 
 @round_.command("run")
@@ -81,11 +111,12 @@ def run(n_rounds: int, key: str | None, config_path: Path | None) -> None:
     """Materialize the shared sources if needed, then whole rounds, one run each."""
     from rich.console import Console
 
-    from orchestration.run_config import RunConfigError, load_run_config
+    from orchestration.run_config import RunConfigError, load_run_config, validate
     from orchestration.runner import ensure_sources, failed_checks, run_round
 
     try:
         run_config = load_run_config(config_path) if config_path else {}
+        validate(run_config)
     except RunConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
     console = Console(stderr=True)

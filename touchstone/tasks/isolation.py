@@ -24,7 +24,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from touchstone.harness.isolation.runner import compose_trees, run_isolated
+from touchstone.harness import HiddenSuite
+from touchstone.tasks.environment import task_environment
 
 RECORD_FILE = "isolation.json"
 
@@ -47,9 +48,6 @@ def probe_isolation(task, backend: str = "auto", record: bool = True) -> Isolati
     """Grade the task's reference isolated once (run 0 of the plan) and, when
     that decided it either way, record the verdict beside the task. Task
     validation calls this (`touchstone.tasks.validate.ISOLATION_PROBE`)."""
-    from touchstone.envs.task import task_environment
-    from touchstone.verify.verifier import _Grader
-
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
 
     def verdict(status: str, detail: str) -> IsolationVerdict:
@@ -58,13 +56,9 @@ def probe_isolation(task, backend: str = "auto", record: bool = True) -> Isolati
 
     if task.reference_dir is None:
         return verdict("error", "the task has no reference to probe with")
-    suite = _Grader(task, backend, set(), None)  # the test selection the verifier grades with
-    reference = {p.relative_to(task.reference_dir).as_posix(): p.read_bytes()
-                 for p in task.reference_dir.rglob("*") if p.is_file()}  # fmt: skip
+    suite = HiddenSuite(task, task.required_tests, task_environment(task))  # what the verifier grades with
     with tempfile.TemporaryDirectory(prefix="touchstone-isolation-probe-") as tmp:
-        trees = compose_trees(task.workspace_dir, reference, [], task.hidden_tests_dir, Path(tmp))
-        result = run_isolated(trees, suite.test_files, suite.required, suite.prefixes, timeout=task.timeout_s,
-                              backend=backend, environment=task_environment(task))  # fmt: skip
+        result = suite.run_isolated(suite.compose_isolated(Path(tmp), overlays=[task.reference_dir]), 0, backend=backend)
     if result.status == "error":
         return verdict("error", result.evidence)
     if result.status == "pass":

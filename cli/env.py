@@ -23,7 +23,7 @@ def build(target: Path, workspace: Path | None, as_json: bool) -> None:
     """Build the environment of TARGET: a task directory, or an environment spec JSON file.
     Reused when the same digest is already built (the network is used only here)."""
     from touchstone.envs import EnvError, build_env, load_spec_file
-    from touchstone.envs.task import task_spec
+    from touchstone.tasks.environment import task_spec
     from touchstone.tasks.schema import TaskError, load_task
 
     started = time.monotonic()

@@ -1,5 +1,6 @@
-"""Shared by every asset: write into a staging directory, swap it into place,
-refresh the DuckDB views, and describe the result for the UI."""
+"""Shared by every asset (which import no sibling asset module): write into a
+staging directory, swap it into place, refresh the DuckDB views, and describe
+the result for the UI."""
 
 from __future__ import annotations
 

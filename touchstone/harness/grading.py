@@ -1,4 +1,5 @@
-"""Harness-controlled test runs and the parsing of their per-test results.
+"""Harness-controlled pytest runs and the parsing of their per-test results
+(the low level of `touchstone.harness`: use `HiddenSuite` / `run_hidden_tests`).
 
 The command line, configuration, environment and plugin are all the
 harness's: `-c` points at a harness-owned ini, `-o addopts=` empties any
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from touchstone.harness.testfiles import TEST_MODULE_PATTERNS
 from touchstone.sandbox.environment import Environment
 
 RESULTS_FILE = "results.jsonl"
@@ -116,13 +118,23 @@ def _covers(expected: str, nodeid: str) -> bool:
 
 @dataclass
 class TestRunResult:
-    """Outcome of one harness test run. `status` is pass/fail/error."""
+    """Outcome of one harness test run. `status`: pass (every required test
+    passed in both result channels), fail, or error (no answer: timeout)."""
 
     status: str
     evidence: str
     passed: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)  # required id -> why
+    failed: dict[str, str] = field(default_factory=dict)  # required id -> why (the parser's one-line reason)
+    messages: dict[str, str] = field(default_factory=dict)  # failed id -> the failure's `E` lines, else why
     total: int = 0
+    wall_s: float = 0.0
+    timed_out: bool = False
+    collected: list[str] = field(default_factory=list)
+    collect_errors: dict[str, str] = field(default_factory=dict)  # file -> error lines
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "pass"
 
     @property
     def fraction(self) -> float:
@@ -281,10 +293,10 @@ def evaluate(results: Path, junit_path: Path, required: list[str] | None, expect
 
 # ------------------------------------------------------------------- running
 
-HARNESS_SRC = Path(__file__).with_name("harness")
+HARNESS_SRC = Path(__file__).with_name("sandbox_files")
 # Harness-owned pytest configuration (passed with -c): no addopts, default
 # discovery, strict xfail; nothing the workspace's configuration can inject.
-HARNESS_INI = "[pytest]\naddopts =\npython_files = test_*.py *_test.py\nxfail_strict = true\n"
+HARNESS_INI = f"[pytest]\naddopts =\npython_files = {' '.join(TEST_MODULE_PATTERNS)}\nxfail_strict = true\n"
 
 
 @contextmanager
@@ -378,25 +390,59 @@ def run_tests(
     order: str = "forward",
     readonly: dict[str, Path] | None = None,
     environment: Environment | None = None,
+    clock_offset_s: int = 0,
 ) -> TestRunResult:
     """One harness-controlled pytest run over `tree` in a fresh sandbox.
     `readonly`: workspace dir -> host dir mounted read-only there (the tests).
     `environment`: the task's built environment (None: base).
+    `clock_offset_s`: run with the wall clock that many seconds ahead (libfaketime).
     status error = the harness could not get an answer (timeout)."""
     from touchstone.sandbox import Limits, Mount, open_sandbox
 
     with harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
         mounts += [Mount(host=host, target=f"/workspace/{d}") for d, host in (readonly or {}).items()]
-        spec = TestRunSpec(test_files, f"th_{nonce}", h_dir, o_dir, hash_seed=hash_seed, order=order)
+        spec = TestRunSpec(test_files, f"th_{nonce}", h_dir, o_dir, hash_seed=hash_seed, order=order,
+                           env=faketime_env(h_dir, clock_offset_s) if clock_offset_s else {})  # fmt: skip
+        if clock_offset_s:
+            lib = faketime_library()
+            if lib is None:
+                raise RuntimeError("a shifted clock needs libfaketime (apt-get install libfaketime)")
+            shutil.copyfile(lib, mounts[0].host / FAKETIME_LIB)
         captured = out.parent / "captured-results.jsonl"
         with StreamCapture(out / RESULTS_FILE, captured):
             with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
                               environment=environment) as sb:
                 res = sb.exec(spec.command(), timeout=timeout)
         if res.timed_out:
-            return TestRunResult("error", f"harness timeout: tests did not finish in {timeout:g} s")
+            return TestRunResult("error", f"harness timeout: tests did not finish in {timeout:g} s",
+                                 wall_s=res.wall_s, timed_out=True)  # fmt: skip
         result = evaluate(captured, out / JUNIT_FILE, required, expected_prefixes)
         if result.status == "fail":
             tail = (res.stdout + res.stderr).strip()[-300:]
             result.evidence += f" [seed {hash_seed}, order {order}] output tail: {tail}"
+        _add_details(result, _read_stream(captured), res.wall_s)
         return result
+
+
+_E_LINE = re.compile(r"^E\s+(.*)$")
+
+
+def _error_lines(longrepr: str) -> str:
+    """The `E ...` lines of a pytest failure: what behaviour was wrong."""
+    lines = [m.group(1) for line in longrepr.splitlines() if (m := _E_LINE.match(line))]
+    return "\n".join(lines[:6])
+
+
+def _add_details(result: TestRunResult, stream: Stream, wall_s: float) -> None:
+    """What the verdict leaves out but a proposer or validation reports: the
+    collected ids, collection errors, and each failure's assertion message
+    (the parser's one-line reason when it has none)."""
+    result.wall_s, result.collected = wall_s, stream.collected or []
+    result.collect_errors = {k: _error_lines(v) or v.strip()[-300:] for k, v in stream.collect_errors.items()}
+    result.messages = dict(result.failed)
+    for nodeid in result.failed:
+        for rec in (stream.phases.get(nodeid) or {}).values():
+            if isinstance(rec, dict) and rec.get("outcome") == "failed":
+                if lines := _error_lines(str(rec.get("longrepr", ""))):
+                    result.messages[nodeid] = lines
+                    break

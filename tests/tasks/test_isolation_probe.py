@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from touchstone.cli import main
-from touchstone.harness.isolation.probe import probe_isolation, record_isolation, recorded_isolation
-from touchstone.harness.isolation.runner import compose_trees, run_isolated
+from cli import main
+from touchstone.harness import HiddenSuite
+from touchstone.tasks.isolation import probe_isolation, record_isolation, recorded_isolation
 from touchstone.tasks.schema import load_task
 from touchstone.verify.canaries import TASKS
-from touchstone.verify.verifier import _Grader
 
 INFLECTION = "inflection==0.5.1#sha256=1a29730d366e996aaacffb2f1f1cb9593dc38e2ddd30c91250c6dde09ea9b417"
 
@@ -63,9 +62,7 @@ def test_a_proposed_mutation_task_runs_isolated(tmp_path: Path, sandbox_backends
         verdict = probe_isolation(task, backend)
         assert verdict.status == "isolated", (backend, verdict.detail)
     # the unfixed mutant fails isolated, on exactly the tests the mutation broke
-    grader = _Grader(task, "bwrap", set())
+    suite = HiddenSuite(task, task.required_tests)
     with tempfile.TemporaryDirectory() as tmp:
-        trees = compose_trees(task.workspace_dir, {}, [], task.hidden_tests_dir, Path(tmp))
-        mutant = run_isolated(trees, grader.test_files, grader.required, grader.prefixes, timeout=task.timeout_s,
-                              backend="bwrap")  # fmt: skip
+        mutant = suite.run_isolated(suite.compose_isolated(Path(tmp)), 0, backend="bwrap")
     assert mutant.status == "fail" and set(mutant.failed) == set(task.fail_to_pass), mutant.evidence

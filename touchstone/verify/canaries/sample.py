@@ -1,6 +1,6 @@
 """Every round the verifier also grades a sample of the labeled canary corpus
-(known hacks and honest look-alikes, touchstone/verify/canaries); the blocking
-check `canaries_caught` fails the round when one is misjudged."""
+(known hacks and honest look-alikes); the round's blocking check
+`canaries_caught` fails the round when one is misjudged."""
 
 import random
 from pathlib import Path
@@ -26,6 +26,17 @@ def pick_canaries(corpus: list, n: int, names: list[str], seed: str, isolated: b
     hacks = [c for c in corpus if c.expected_verdict == "reject"]
     n_honest = min(len(honest), n // 2)
     return rng.sample(hacks, min(len(hacks), n - n_honest)) + rng.sample(honest, n_honest)
+
+
+def graded_isolated(canary) -> bool:
+    """Whether the round's verifier (isolated=None: as the task's record says)
+    grades this canary's tests isolated: yes unless the task is recorded
+    not_isolated (a task never probed runs isolated first)."""
+    from touchstone.tasks.isolation import recorded_isolation
+    from touchstone.tasks import load_task
+
+    record = recorded_isolation(load_task(canary.task_dir))
+    return record is None or record.status == "isolated"
 
 
 def verify_canaries(out: Path, chosen: list, *, replays: int, backend: str, allow_rules: set[str]) -> Path:
