@@ -71,7 +71,7 @@ class RoundStore:
         if self.is_local:
             return Path(src.path)
         dest = Path(tempfile.mkdtemp(prefix=f"touchstone-{asset}-"))
-        _copy_tree(src, UPath(dest))
+        _copy_upath(src, UPath(dest))
         return dest
 
     def work_dir(self, asset: str, round_key: str | None = None) -> Path:
@@ -105,7 +105,7 @@ class RoundStore:
             else:
                 if dest.exists():
                     dest.rmdir(recursive=True)
-                _copy_tree(UPath(staging), dest)
+                _copy_upath(UPath(staging), dest)
             shutil.rmtree(self._work_path(asset, round_key), ignore_errors=True)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -187,7 +187,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _copy_tree(src: UPath, dest: UPath) -> None:
+def _copy_upath(src: UPath, dest: UPath) -> None:
     for path in src.rglob("*"):
         if path.is_file():
             target = dest / path.relative_to(src).as_posix()

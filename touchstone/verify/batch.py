@@ -159,6 +159,13 @@ def write_reports(reports: list[VerificationReport], out: Path) -> Path:
 
 
 def read_reports(out: Path | str) -> list[VerificationReport]:
-    """The reports of OUT/reports.parquet, as models."""
-    df = pl.read_parquet(Path(out) / REPORTS_FILE)
-    return [VerificationReport.model_validate_json(s) for s in df["report_json"]]
+    """The reports of OUT/reports.parquet, as models, checked against the
+    table's `verdict` column: the verdict is re-derived from the checks, and a
+    file whose column disagrees has been edited by hand (ValueError)."""
+    df = pl.read_parquet(Path(out) / REPORTS_FILE, columns=["report_json", "verdict"])
+    reports = [VerificationReport.model_validate_json(s) for s in df["report_json"]]
+    for report, verdict in zip(reports, df["verdict"]):
+        if verdict != report.verdict:
+            raise ValueError(f"{Path(out) / REPORTS_FILE}: report {report.report_id} says {verdict!r} "
+                             f"but its checks give {report.verdict!r}")  # fmt: skip
+    return reports
