@@ -8,7 +8,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 from pydantic import BaseModel
 
 from touchstone.agent.trajectory import TRAJECTORIES_FILE, Trajectory, read_tables
