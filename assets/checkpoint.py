@@ -15,9 +15,9 @@ from orchestration.resources import StorageResource, TrainerResource
     group_name="round",
     deps=["training_data", "base_model"],
     kinds={"pytorch"},
+    # Pool gpu: one training at a time; on Kubernetes its pod gets a GPU
+    # (orchestration/deploy/k8s_jobs.py).
     pool="gpu",
-    # On Kubernetes (TOUCHSTONE_EXECUTOR=k8s) the training step's pod gets a GPU.
-    op_tags={"dagster-k8s/config": {"container_config": {"resources": {"limits": {"nvidia.com/gpu": "1"}}}}},
 )
 def checkpoint(
     context: dg.AssetExecutionContext, storage: StorageResource, trainer: TrainerResource
@@ -28,7 +28,7 @@ def checkpoint(
     start = starting_checkpoint(context.instance, round_key)
     data_dir = store.local_dir("training_data", round_key)
     with publishing(context, storage) as out:
-        manifest = trainer.train(data_dir=data_dir, start=start.path, out=out, round_key=round_key)
+        manifest = trainer.train(data_dir=data_dir, start=store.local_copy(start.path), out=out, round_key=round_key)
     path = store.asset_dir("checkpoint", round_key)
     return dg.MaterializeResult(
         metadata={

@@ -14,6 +14,7 @@ from orchestration.partitions import rounds_partitions
 from orchestration.resources import (
     EvalConfig, PolicyResource, SandboxResource, StorageResource, VerifierResource,
 )
+from orchestration.storage import read_parquet
 
 
 @dg.asset(
@@ -43,11 +44,14 @@ def round_evaluation(
         raise dg.Failure(f"round {round_key} has no checkpoint to evaluate: materialize it first")
     ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
     heldout_dir = store.local_dir("heldout_tasks")
-    earlier = earlier_rounds(store.round_files("round_evaluation", "metrics.parquet"), round_key)
+    earlier = earlier_rounds({key: read_parquet(path) for key, path in store.round_files("round_evaluation",
+                                                                                        "metrics.parquet").items()},
+                             round_key)
     with publishing(context, storage) as out:
         # Resumable like raw_trajectories: the work dir survives a killed run.
-        rollouts = policy.solve(load_task_set(heldout_dir), checkpoint_policy(policy.spec, ckpt_path), config.attempts,
-                                store.work_dir("round_evaluation", round_key) / ckpt_hash[:16], sandbox, context.log)
+        rollouts = policy.solve(load_task_set(heldout_dir), checkpoint_policy(policy.spec, store.local_copy(ckpt_path)),
+                                config.attempts, store.work_dir("round_evaluation", round_key) / ckpt_hash[:16], sandbox,
+                                context.log)
         shutil.copytree(rollouts, out / "rollouts")
         verifier.verify_round(heldout_dir, out / "rollouts", out / "verification", sandbox)
         attempts = attempts_table(

@@ -21,7 +21,8 @@ def seed_sources(
     with publishing(context, storage) as out:
         seeds = [resolve_seed(s, out) for s in config.seeds] if config.seeds else default_seeds(out)
         rows = [{"seed": s.name, "dir": s.root.relative_to(out).as_posix(), "sources": len(s.sources),
-                 "tests": len(s.tests)} for s in seeds]
+                 "tests": len(s.tests), "environment": s.environment.model_dump_json() if s.environment else None}
+                for s in seeds]
         pl.DataFrame(rows).write_parquet(out / "sources.parquet")
     return dg.MaterializeResult(metadata=table_metadata(storage.store().asset_dir("seed_sources") / "sources.parquet"))
 
@@ -37,11 +38,12 @@ def base_model(
     source = trainer.base_checkpoint or str(default_model())
     with publishing(context, storage) as out:
         shutil.copytree(source, out, dirs_exist_ok=True)
+        digest = checkpoint_hash(str(out))  # here: the published copy may be remote
     path = storage.store().asset_dir("base_model")
     return dg.MaterializeResult(
         metadata={
             "path": dg.MetadataValue.path(str(path)),
-            "checkpoint_hash": dg.MetadataValue.text(checkpoint_hash(str(path))),
+            "checkpoint_hash": dg.MetadataValue.text(digest),
             "source": dg.MetadataValue.text(source),
         }
     )

@@ -6,6 +6,7 @@ import polars as pl
 from orchestration.publishing import publishing, table_metadata
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import ProposeConfig, SandboxResource, StorageResource
+from orchestration.storage import read_parquet
 
 
 @dg.asset(
@@ -35,7 +36,7 @@ def proposed_tasks(
         propose_mutation(out, seeds=storage.seed_dirs(), n=config.n_tasks, workers=sandbox.workers,
                          cfg=ValidationConfig(backend=sandbox.backend), rng_seed=round_index(round_key))
         excluded = exclude_heldout(out, store.local_dir("heldout_tasks"))
-    index = pl.read_parquet(store.asset_dir("proposed_tasks", round_key) / "index.parquet")
+    index = read_parquet(store.asset_dir("proposed_tasks", round_key) / "index.parquet")
     reasons = index.filter(pl.col("status") == "rejected")["reason"].value_counts().iter_rows()
     return dg.MaterializeResult(
         metadata={

@@ -33,7 +33,7 @@ def raw_trajectories(
     round_key = context.partition_key
     start = starting_checkpoint(context.instance, round_key)
     tasks = load_task_set(store.local_dir("proposed_tasks", round_key))
-    specs = policy.round_policies(round_key, start.path, config.attempts)
+    specs = policy.round_policies(round_key, store.local_copy(start.path), config.attempts)
     # Rollouts resume from the work dir: a killed run redoes only unfinished attempts.
     # Keyed by the starting weights, so a resume never reuses another checkpoint's runs.
     work = store.work_dir("raw_trajectories", round_key) / start.checkpoint_hash[:16]

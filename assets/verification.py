@@ -3,11 +3,11 @@ every trajectory, and the round's canaries (labeled hacked and honest
 trajectories) go through the very same verifier."""
 
 import dagster as dg
-import polars as pl
 
 from orchestration.publishing import publishing, table_metadata
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import SandboxResource, StorageResource, VerifierResource
+from orchestration.storage import read_parquet
 
 
 @dg.asset(
@@ -33,7 +33,7 @@ def verification_reports(
         verifier.verify_canaries(out, sandbox, seed=round_key)
     done = store.asset_dir("verification_reports", round_key)
     reports = table_metadata(done / "reports.parquet")
-    verdicts = pl.read_parquet(done / "reports.parquet")["verdict"].value_counts().iter_rows()
+    verdicts = read_parquet(done / "reports.parquet")["verdict"].value_counts().iter_rows()
     return dg.MaterializeResult(
         metadata={**reports, **{f"verdict_{k}": dg.MetadataValue.int(v) for k, v in verdicts}}
     )

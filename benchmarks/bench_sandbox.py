@@ -7,7 +7,10 @@ in the same run.
 - exec: `exec("true")` in an open sandbox, interleaved with bare
   `subprocess.run(["true"])`; overhead = difference of the medians, and their ratio;
 - docker: cold create-to-first-exec, and warm-pool open-to-first-exec;
-- throughput: lifecycles per second with 2 workers.
+- throughput: lifecycles per second with 2 workers;
+- with --baseline DIR (or TOUCHSTONE_BENCH_BASELINE): the same measures run with the
+  sandbox code of another checkout (e.g. one from before a hardening change) in a
+  subprocess right after, and the per-exec medians side by side.
 Targets (issue 2): bwrap exec within 15 ms of bare at the median; Docker warm-pool
 exec under 80 ms; Docker cold create-to-first-exec under 1 s."""
 
@@ -15,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +33,9 @@ from tqdm import tqdm
 from touchstone.sandbox import WarmPool, available_backends, open_sandbox
 from touchstone.sandbox.image import ensure_rootfs
 
+# What a hardening change costs per exec (and per hand-out from a warm pool).
+COMPARED = [("bwrap", "exec true"), ("bwrap", "exec overhead vs bare"), ("docker", "exec true"),
+            ("docker", "warm-pool open → first exec"), ("docker", "cold create → first exec")]
 TARGETS_MS = {("bwrap", "exec overhead vs bare"): 15, ("docker", "warm-pool open → first exec"): 80,
               ("docker", "cold create → first exec"): 1000}
 
@@ -106,6 +114,25 @@ def throughput(ws: Path, backend: str, total: int) -> dict:
             "lifecycles_per_s": round(total / wall, 2)}
 
 
+def baseline_rows(checkout: Path, backends: list[str], runs: int) -> list[dict]:
+    """The per-backend rows measured with the sandbox code of `checkout` (this
+    script, with that checkout first on the import path)."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    done = subprocess.run([sys.executable, __file__, "--rows-only", "--runs", str(runs), "--backends", *backends],
+                          env=env, capture_output=True, text=True, check=True, cwd=checkout)
+    return json.loads(done.stdout)
+
+
+def side_by_side(checkout: Path, base: list[dict], rows: list[dict]) -> list[dict]:
+    commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or checkout.name
+    before = {(r["backend"], r["measure"]): r["median_ms"] for r in base if "measure" in r}
+    after = {(r["backend"], r["measure"]): r["median_ms"] for r in rows if "measure" in r}
+    return [{"backend": b, "per exec": m, f"baseline {commit} median_ms": before[b, m], "this tree median_ms": after[b, m],
+             "cost_ms": round(after[b, m] - before[b, m], 2)}
+            for b, m in COMPARED if (b, m) in before and (b, m) in after]
+
+
 def notes(rows: list[dict]) -> list[str]:
     out = []
     by_measure = {r.get("measure"): r for r in rows}
@@ -113,6 +140,10 @@ def notes(rows: list[dict]) -> list[str]:
     if floor and bare:
         out.append(f"bwrap alone (one mount namespace, no isolation) costs {floor['median_ms'] - bare['median_ms']:.1f} ms "
                    "over a bare process in this run: the share of the overhead that is the machine, not the sandbox")
+    compared = [r for r in rows if "cost_ms" in r]
+    if compared:
+        out.append("against the baseline checkout, measured right after in the same run: "
+                   + "; ".join(f"{r['backend']} {r['per exec']} {r['cost_ms']:+.1f} ms" for r in compared))
     for r in rows:
         target = TARGETS_MS.get((r["backend"], r.get("measure")))
         if target is not None:
@@ -125,6 +156,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--backends", nargs="*", default=None, help="default: every available backend")
+    parser.add_argument("--baseline", type=Path, default=os.environ.get("TOUCHSTONE_BENCH_BASELINE"),
+                        help="a checkout whose sandbox code to measure too, side by side")
+    parser.add_argument("--rows-only", action="store_true", help=argparse.SUPPRESS)  # a baseline's subprocess
     args = parser.parse_args()
     backends = args.backends or available_backends()
     if not backends:
@@ -133,7 +167,12 @@ def main() -> None:
         ws = Path(tmp)
         (ws / "main.py").write_text("print('hello')\n")
         rows = [r for backend in backends for r in bench_backend(ws, backend, args.runs)]
+        if args.rows_only:
+            print(json.dumps(rows))
+            return
         rows += [throughput(ws, backend, args.runs) for backend in backends]
+        if args.baseline:
+            rows += side_by_side(args.baseline, baseline_rows(args.baseline, backends, args.runs), rows)
     print(json.dumps({"bench": "sandbox", "results": rows, "notes": notes(rows)}, indent=2))
 
 

@@ -42,7 +42,7 @@ def synthetic_rows(n: int) -> list[dict]:
             {"role": "assistant", "content": "", "tool_calls": [
                 {"type": "function", "function": {"name": "submit", "arguments": {}}}]},
         ]
-        rows.append({"trajectory_id": f"b{i}", "messages": json.dumps(messages), "tools": json.dumps(TOOL_SCHEMAS[:1]),
+        rows.append({"trajectory_id": f"b{i}", "messages": messages, "tools": TOOL_SCHEMAS[:1],
                      "turn_weights": [1.5, 0.5]})
     return rows
 

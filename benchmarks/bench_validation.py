@@ -20,6 +20,7 @@ from touchstone.tasks.validate import ValidationConfig, validate_task
 def main() -> None:
     cfg = ValidationConfig(backend="bwrap", contamination_sets=[BENCHMARK])
     by_family: dict[str, list[tuple[float, int, bool]]] = defaultdict(list)
+    wrong: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for case in CASES:
             task = case.write(Path(tmp))
@@ -27,6 +28,8 @@ def main() -> None:
             v = validate_task(task, cfg)
             got = "kept" if v.kept else v.reason
             by_family[case.family].append((time.monotonic() - t0, len(v.runs), got in case.expect))
+            if got not in case.expect:
+                wrong.append(f"{case.id}: {got} ({v.detail[:160]})")
     rows = []
     for family, items in by_family.items():
         rows.append({"family": family, "tasks": len(items), "correct": sum(ok for *_, ok in items),
@@ -42,7 +45,8 @@ def main() -> None:
              f"{cfg.extra_runs} random + {cfg.clock_runs} shifted-clock + 1 Docker run (when up), "
              f"+{cfg.nondeterminism_runs} when the clock/randomness is touched; up to {cfg.max_mutants} mutants, all run",
              "static families (leaks, contamination, cheating references) stop before any sandbox run; "
-             "a kept task runs every check"]
+             "a kept task runs every check",
+             "verdicts not matching their label: " + ("; ".join(wrong) or "none")]
     print(json.dumps({"bench": "validation", "results": rows, "notes": notes}, indent=2))
 
 

@@ -6,7 +6,10 @@
   full verification: replay + k test runs + oracle + audits) with N workers;
 - the overhead ratio of a full verification of an honest trajectory against
   the floor: running the required tests once in a bare sandbox on the same
-  final tree, measured side by side."""
+  final tree, measured side by side; full verifications both ways: isolated
+  (the default where the task's tests run isolated) and in process;
+- the cost of isolation per graded run: each canary task's reference graded
+  in process and isolated, medians of `--reps` runs side by side."""
 
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from touchstone.harness import compose_tree
+from touchstone.harness import HiddenSuite, compose_tree, grading
+from touchstone.harness.isolation import compose_trees, run_isolated
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import load_task
 from touchstone.verify.batch import BatchItem, read_reports, verify_batch
@@ -57,13 +61,47 @@ def overhead(replays: int, backend: str) -> dict:
     rows = []
     for c in load_canaries({"honest"}):
         task = load_task(c.task_dir)
-        started = time.monotonic()
-        report = verify_trajectory(task, c.messages, replays=replays, backend=backend)
-        full = time.monotonic() - started
+        timed = {}
+        for way, isolated in (("isolated", None), ("in_process", False)):
+            started = time.monotonic()
+            report = verify_trajectory(task, c.messages, replays=replays, backend=backend, isolated=isolated)
+            timed[way] = (time.monotonic() - started, report)
         floor = floor_s(task, c.messages, backend)
-        rows.append({"canary": c.name, "verdict": report.verdict, "full_s": round(full, 2),
-                     "floor_s": round(floor, 2), "ratio": round(full / floor, 1)})
-    return {"replays": replays, "median_ratio": statistics.median(r["ratio"] for r in rows), "rows": rows}
+        (full, report), (inproc, _) = timed["isolated"], timed["in_process"]
+        rows.append({"canary": c.name, "verdict": report.verdict, "isolation": report.isolation,
+                     "full_s": round(full, 2), "full_in_process_s": round(inproc, 2), "floor_s": round(floor, 2),
+                     "ratio": round(full / floor, 1), "ratio_in_process": round(inproc / floor, 1)})  # fmt: skip
+    return {"replays": replays, "median_ratio": statistics.median(r["ratio"] for r in rows),
+            "median_ratio_in_process": statistics.median(r["ratio_in_process"] for r in rows), "rows": rows}
+
+
+def _median_run_s(run, reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        started = time.monotonic()
+        result = run()
+        times.append(time.monotonic() - started)
+        assert result.status == "pass", result.evidence
+    return statistics.median(times)
+
+
+def isolation_cost(backend: str, reps: int) -> list[dict]:
+    """Per canary task: its reference graded once in process and once isolated, medians."""
+    rows = []
+    for task_dir in sorted(d for d in TASKS.iterdir() if (d / "reference").is_dir()):
+        task = load_task(task_dir)
+        suite = HiddenSuite(task, task.required_tests)
+        reference = {p.relative_to(task.reference_dir).as_posix(): p.read_bytes()
+                     for p in task.reference_dir.rglob("*") if p.is_file()}  # fmt: skip
+        args = (suite.test_files, suite.required, suite.prefixes)
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = compose_tree(Path(tmp) / "in-process", task.workspace_dir, files=reference, tests=task.hidden_tests_dir)
+            trees = compose_trees(task.workspace_dir, reference, [], task.hidden_tests_dir, Path(tmp) / "isolated")
+            inproc = _median_run_s(lambda: grading.run_tests(tree, *args, timeout=task.timeout_s, backend=backend), reps)
+            isolated = _median_run_s(lambda: run_isolated(trees, *args, timeout=task.timeout_s, backend=backend), reps)
+        rows.append({"task": task.id, "run_in_process_s": round(inproc, 2), "run_isolated_s": round(isolated, 2),
+                     "run_ratio": round(isolated / inproc, 2)})  # fmt: skip
+    return rows
 
 
 def main() -> None:
@@ -71,16 +109,22 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--replays", type=int, default=3)
     parser.add_argument("--backend", default="bwrap")
+    parser.add_argument("--reps", type=int, default=5, help="graded runs per task for the isolation cost")
     args = parser.parse_args()
     throughput_rows = [throughput(w, args.replays, args.backend) for w in args.workers]
     cost = overhead(args.replays, args.backend)
+    runs = isolation_cost(args.backend, args.reps)
     notes = [
         f"backend {args.backend}, k = {args.replays} test runs per verification; corpus = the canaries "
         "(hacks, most rejected by cheap checks before any test run, and honest trajectories verified in full)",
-        f"overhead = full verification (replay + {args.replays} test runs + oracle with 3 sandboxes + audits) / "
-        f"one plain pytest run of the required tests in a bare sandbox; median {cost['median_ratio']}x",
+        f"overhead = full verification (replay + {args.replays} test runs + oracle: 3 replay sandboxes and the task's call recording, cached per task + audits) / "
+        f"one plain pytest run of the required tests in a bare sandbox; median {cost['median_ratio']}x with the "
+        f"tests isolated (target: within 5x), {cost['median_ratio_in_process']}x with them in process",
+        f"isolation per graded run: median of {args.reps} runs of each canary task's reference, isolated (judge + "
+        f"candidate sandboxes) / in process; median {statistics.median(r['run_ratio'] for r in runs)}x",
     ]
-    print(json.dumps({"bench": "verify", "results": throughput_rows + cost["rows"], "notes": notes}, indent=2))
+    results = throughput_rows + cost["rows"] + runs
+    print(json.dumps({"bench": "verify", "results": results, "notes": notes}, indent=2))
 
 if __name__ == "__main__":
     main()

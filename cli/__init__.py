@@ -25,6 +25,7 @@ _COMMANDS = {
     "model": "cli.train:model",
     "round": "cli.rounds:round_",
     "db": "cli.rounds:db",
+    "deploy": "cli.deploy:deploy",
 }
 
 

@@ -58,3 +58,63 @@ def summary(directory: Path) -> None:
     from touchstone.data.build import SUMMARY_FILE
 
     _print_summary(json.loads((directory / SUMMARY_FILE).read_text()))
+
+
+def expand_rounds(spec: str) -> list[str]:
+    """'r000..r003' -> r000, r001, r002, r003; 'r000,r002' as listed."""
+    import re
+
+    out = []
+    for part in spec.split(","):
+        lo, sep, hi = part.strip().partition("..")
+        if not sep:
+            out.append(lo)
+            continue
+        a, b = re.fullmatch(r"(\D*)(\d+)", lo), re.fullmatch(r"(\D*)(\d+)", hi)
+        if not a or not b or a.group(1) != b.group(1):
+            raise click.BadParameter(f"{part!r}: a range is PREFIX<n>..PREFIX<m>, e.g. r000..r004", param_hint="--rounds")
+        width = len(a.group(2))
+        out += [f"{a.group(1)}{i:0{width}d}" for i in range(int(a.group(2)), int(b.group(2)) + 1)]
+    return out
+
+
+@data.command("release")
+@click.option("--rounds", required=True, help="Rounds to publish: r000..r004 or r000,r002.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--home", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Data root holding rounds/ (default: TOUCHSTONE_HOME).")
+@click.option("--redact", is_flag=True, help="Replace absolute host paths and NAME=value environment settings.")
+@click.option("--license", "license_", default="apache-2.0", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the release summary as JSON.")
+def release(rounds: str, out: Path, home: Path | None, redact: bool, license_: str, as_json: bool) -> None:
+    """Write a Hugging Face dataset directory of the rounds' successful AND
+    failed runs (held-out tasks excluded), with a generated dataset card."""
+    from touchstone import paths
+    from touchstone.data.release import release_dataset
+
+    try:
+        summary = release_dataset(home or paths.home(), expand_rounds(rounds), out, scrub=redact, license=license_)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(summary.model_dump_json(indent=2))
+        return
+    click.echo(f"released {sum(summary.rows.values())} runs to {out}: " +
+               ", ".join(f"{s}={n}" for s, n in summary.rows.items()) +
+               f"; held-out runs excluded: {summary.excluded_heldout}")
+
+
+@data.command("export")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["trl", "openai", "sharegpt"]), required=True)
+@click.option("--dataset", default="sft", show_default=True, type=click.Choice(["sft", "rl", "dpo", "kto"]))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="JSONL file to write")
+def export(directory: Path, fmt: str, dataset: str, out: Path) -> None:
+    """Write a built dataset as JSONL for other tools (TRL, OpenAI fine-tuning, ShareGPT/LLaMA-Factory)."""
+    from touchstone.data.export import ExportError, export_dataset
+
+    try:
+        n = export_dataset(directory, dataset, fmt, out)
+    except ExportError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"wrote {n} {dataset} rows as {fmt} to {out}")

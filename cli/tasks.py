@@ -211,3 +211,33 @@ def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, 
         raise click.ClickException(str(exc)) from exc
     click.echo(f"kept {result.kept}, skipped or rejected {result.rejected}")
     _summary(out)
+
+
+@import_.command("trajectories")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["openhands", "swe-agent", "openai-jsonl"]), required=True)
+@click.option("--tasks", "tasks_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="task set the runs were made on (ids = the runs' instance ids)")
+@click.option("--task", "task_id", default=None, help="bind every run to this task id instead")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--json", "as_json", is_flag=True, help="print the import index as JSON")
+def trajectories(files, fmt, tasks_dir, task_id, out, as_json) -> None:
+    """Import other agents' runs (OpenHands, SWE-agent, OpenAI chat JSONL) as
+    trajectories that verify-batch and data build read."""
+    from touchstone.agent.importers import TrajectoryImportError, import_trajectories
+    from touchstone.tasks.schema import TaskError, load_task_set
+
+    try:
+        tasks = {t.id: t for t in load_task_set(tasks_dir)}
+        index = import_trajectories(list(files), fmt, tasks, out, task_id=task_id)
+    except (TrajectoryImportError, TaskError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps([r.model_dump() for r in index], indent=2))
+        return
+    kept = [r for r in index if r.trajectory_id]
+    click.echo(f"imported {len(kept)} of {len(index)} runs into {out}; "
+               f"unmapped actions: {sum(r.unmapped for r in index)}")
+    for r in index:
+        if r.skipped:
+            click.echo(f"  skipped {r.source}: {r.skipped}")

@@ -15,12 +15,14 @@ from orchestration.sensors import continuous_rounds
 
 ASSET_MODULES = [sources, tasks, trajectories, verification, training_data, checkpoint, evaluation]
 
+ASSETS = dg.load_assets_from_modules(ASSET_MODULES)
+
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules(ASSET_MODULES),
+    assets=ASSETS,
     asset_checks=round_checks,
     jobs=[sources_job, round_job],
     schedules=[nightly_round],
     sensors=[continuous_rounds],
     resources=default_resources(),
-    executor=executor_from_env(),
+    executor=executor_from_env(ASSETS),
 )

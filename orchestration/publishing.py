@@ -12,6 +12,7 @@ import dagster as dg
 import polars as pl
 
 from orchestration.resources import StorageResource
+from orchestration.storage import read_parquet
 
 
 @contextmanager
@@ -26,9 +27,9 @@ def publishing(
     store.refresh_views()
 
 
-def table_metadata(path: Path, preview_rows: int = 5) -> dict[str, dg.MetadataValue]:
-    """Row count (plotted over rounds by the UI) and a preview of a Parquet file."""
-    frame = pl.read_parquet(path)
+def table_metadata(path, preview_rows: int = 5) -> dict[str, dg.MetadataValue]:
+    """Row count (plotted over rounds by the UI) and a preview of a Parquet file (local or remote)."""
+    frame = read_parquet(path)
     preview = frame.head(preview_rows).select(
         [c for c, t in frame.schema.items() if t.is_numeric() or t == pl.String or t == pl.Boolean][:8]
     )

@@ -14,12 +14,16 @@ settings are documented on each field and in docs/ROUNDS.md, e.g.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 from pydantic import Field
 
 from orchestration.storage import RoundStore
 from touchstone import paths
+
+if TYPE_CHECKING:
+    from touchstone.envs import EnvSpec
 
 
 class StorageResource(dg.ConfigurableResource):
@@ -30,16 +34,31 @@ class StorageResource(dg.ConfigurableResource):
         description="Data root: a local path or an object-store URL (s3://..., gs://...). "
         "Empty: TOUCHSTONE_HOME (default ./.touchstone).",
     )
+    # Object-store credentials: pass dg.EnvVar("AWS_ACCESS_KEY_ID") etc. so the
+    # secret is read at run time and never shown in run config; empty: the
+    # filesystem's own lookup (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... for s3).
+    endpoint_url: str = Field(default="", description="S3-compatible endpoint (empty: AWS_ENDPOINT_URL).")
+    access_key_id: str = Field(default="", description="Access key (use EnvVar; empty: AWS_ACCESS_KEY_ID).")
+    secret_access_key: str = Field(default="", description="Secret key (use EnvVar; empty: AWS_SECRET_ACCESS_KEY).")
 
     def store(self) -> RoundStore:
-        return RoundStore(self.root or paths.home())
+        root = self.root or paths.data_root()
+        if not str(root).startswith(("s3://", "s3a://")):
+            return RoundStore(root)
+        return RoundStore(root, endpoint_url=self.endpoint_url, key=self.access_key_id,
+                          secret=self.secret_access_key)
 
-    def seed_dirs(self) -> list[str]:
-        """The materialized seed project directories (asset `seed_sources`), for the proposers."""
+    def seed_dirs(self) -> list[tuple[str, "EnvSpec | None"]]:
+        """The materialized seed project directories (asset `seed_sources`) with
+        their environments, for the proposers."""
         import polars as pl
 
+        from touchstone.envs import EnvSpec
+
         root = self.store().local_dir("seed_sources")
-        return [str(root / d) for d in pl.read_parquet(root / "sources.parquet")["dir"]]
+        table = pl.read_parquet(root / "sources.parquet")
+        envs = table["environment"] if "environment" in table.columns else [None] * table.height
+        return [(str(root / d), EnvSpec.model_validate_json(e) if e else None) for d, e in zip(table["dir"], envs)]
 
 
 class SandboxResource(dg.ConfigurableResource):
@@ -156,7 +175,8 @@ class TrainerResource(dg.ConfigurableResource):
 
 class SeedsConfig(dg.Config):
     seeds: list[str] = Field(
-        default=[], description="Seed projects: directories or 'name==version#sha256=HEX'. Empty: the shipped seeds."
+        default=[], description="Seed projects: directories, 'name==version#sha256=HEX', or shipped seed names "
+        "(each with its environment). Empty: the shipped seeds."
     )
 
 

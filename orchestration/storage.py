@@ -20,6 +20,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 import duckdb
+import polars as pl
 from upath import UPath
 
 from touchstone import paths
@@ -48,8 +49,12 @@ _WORK = ".work"
 
 
 class RoundStore:
-    def __init__(self, root: str | os.PathLike[str]):
-        self.root = UPath(root)
+    """`root`: a local path or an fsspec URL; `storage_options` go to its filesystem
+    (s3: key, secret, endpoint_url; empty ones are left to the AWS_* variables)."""
+
+    def __init__(self, root: str | os.PathLike[str], **storage_options: str):
+        self.options = {k: v for k, v in storage_options.items() if v}
+        self.root = UPath(root, **self.options)
 
     @property
     def is_local(self) -> bool:
@@ -73,6 +78,15 @@ class RoundStore:
         dest = Path(tempfile.mkdtemp(prefix=f"touchstone-{asset}-"))
         _copy_upath(src, UPath(dest))
         return dest
+
+    def local_copy(self, location: str) -> str:
+        """A local path holding the files at `location` (a path, or a URL in this
+        store, e.g. a checkpoint recorded in metadata): downloaded when remote."""
+        if not paths.is_url(location):
+            return location
+        dest = Path(tempfile.mkdtemp(prefix="touchstone-copy-"))
+        _copy_upath(UPath(location, **self.options), UPath(dest))
+        return str(dest)
 
     def work_dir(self, asset: str, round_key: str | None = None) -> Path:
         """A local directory that survives a killed run, for stages that resume
@@ -146,6 +160,13 @@ class RoundStore:
                 )
                 created.append(view)
         return created
+
+
+def read_parquet(path: UPath | Path) -> pl.DataFrame:
+    """A Parquet file of any store (through its filesystem, so remote roots use the
+    same credentials and endpoint as everything else)."""
+    with path.open("rb") as handle:
+        return pl.read_parquet(handle)
 
 
 def _open(path: Path, read_only: bool, attempts: int = 20) -> duckdb.DuckDBPyConnection:

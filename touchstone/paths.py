@@ -1,14 +1,37 @@
-"""Where Touchstone keeps data and caches. One place, so every stage agrees."""
+"""Where Touchstone keeps data and caches. One place, so every stage agrees.
+
+`TOUCHSTONE_HOME` is the data root. It may be an object-store URL
+(`s3://bucket/prefix`, `gs://...`, any fsspec protocol): then it is used as
+given, never turned into a local path, and local state (the DuckDB file, a
+default Dagster home) goes to `TOUCHSTONE_LOCAL_HOME` (default ./.touchstone)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+_DEFAULT_HOME = ".touchstone"
+
+
+def is_url(location: str | os.PathLike[str]) -> bool:
+    """An object-store (fsspec) URL rather than a local path; `file://` counts as local."""
+    text = str(location)
+    return "://" in text and not text.startswith("file://")
+
+
+def data_root() -> str:
+    """Where asset data lives: TOUCHSTONE_HOME as given when it is a URL, else `home()`."""
+    value = os.environ.get("TOUCHSTONE_HOME", _DEFAULT_HOME)
+    return value if is_url(value) else str(home())
+
 
 def home() -> Path:
-    """Data root: rounds, DuckDB file, Dagster home. `TOUCHSTONE_HOME`, default ./.touchstone."""
-    return Path(os.environ.get("TOUCHSTONE_HOME", ".touchstone")).resolve()
+    """Local data and state: rounds, DuckDB file, Dagster home. `TOUCHSTONE_HOME`
+    (default ./.touchstone); when that is a URL, `TOUCHSTONE_LOCAL_HOME`."""
+    value = os.environ.get("TOUCHSTONE_HOME", _DEFAULT_HOME)
+    if is_url(value):
+        value = os.environ.get("TOUCHSTONE_LOCAL_HOME", _DEFAULT_HOME)
+    return Path(value).resolve()
 
 
 def cache() -> Path:

@@ -6,16 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import torch
 import yaml
 from torch.utils.tensorboard import SummaryWriter
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.integrations import TensorBoardCallback
 
+from touchstone.data.schema import DPORow, KTORow, RLRow, SFTRow
+from touchstone.data.schema import read_rows as dataset_rows
 from touchstone.checkpoint import CheckpointManifest, content_hash, read_manifest, write_manifest
 
 LOG_DIR = "logs"  # TensorBoard event files, inside the checkpoint, outside its content hash
+
+
+ROW_MODELS = {"sft": SFTRow, "rl": RLRow, "dpo": DPORow, "kto": KTORow}
 
 
 class TrainingError(ValueError):
@@ -36,7 +40,7 @@ def read_rows(data_dir: str | Path, name: str) -> list[dict[str, Any]]:
     path = Path(data_dir) / f"{name}.parquet"
     if not path.is_file():
         raise TrainingError(f"{path}: not found; build it with `touchstone data build`")
-    rows = pl.read_parquet(path).to_dicts()
+    rows = dataset_rows(path, ROW_MODELS[name])
     if not rows:
         raise TrainingError(f"{path}: no rows — nothing verified to train on this round")
     return rows

@@ -52,7 +52,7 @@ def _rendered_turns(row: dict[str, Any], tokenizer) -> list[tuple[list[int], lis
     """(prompt_ids, completion_ids) per assistant turn from the chat template,
     for runs recorded without token ids. The template is prefix-preserving, so
     the prompt is a prefix of prompt + completion."""
-    messages, tools = trl_messages(json.loads(row["messages"])), json.loads(row["tools"])
+    messages, tools = trl_messages(row["messages"]), row["tools"]
     turns = []
     for idx, msg in enumerate(messages):
         if msg["role"] != "assistant":

@@ -8,7 +8,6 @@ laid onto the tokens: the training chat template marks assistant spans
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ def tokenize_row(row: dict[str, Any], tokenizer, template: str) -> dict[str, lis
     """input_ids, labels (-100 outside assistant turns) and token_weights (0
     outside assistant turns, the turn's weight inside)."""
     enc = tokenizer.apply_chat_template(
-        json.loads(row["messages"]), tools=json.loads(row["tools"]), chat_template=template,
+        row["messages"], tools=row["tools"], chat_template=template,
         return_assistant_tokens_mask=True, return_dict=True,
     )
     ids, mask = list(enc["input_ids"]), list(enc["assistant_masks"])

@@ -9,7 +9,7 @@ import pytest
 
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import make_policy
-from touchstone.agent.policies.hf import parse_tool_calls, template_messages
+from touchstone.agent.policies.hf import parse_completion, template_messages
 from touchstone.agent.tools import TOOL_SCHEMAS
 from touchstone.agent.trajectory import Sampling
 
@@ -35,8 +35,8 @@ def test_hf_episode_records_exact_tokens(simple_task, checkpoint):
     for turn, msg in zip(traj.turns, assistants):
         assert len(turn.logprobs) == len(turn.completion_ids) == turn.completion_tokens > 0
         assert all(lp <= 0 for lp in turn.logprobs)
-        text = tok.decode(turn.completion_ids, skip_special_tokens=True)
-        assert parse_tool_calls(text, turn.turn) == msg  # the message is exactly what the tokens say
+        # the message is exactly what the tokens say
+        assert parse_completion(tok, turn.completion_ids, turn.prompt_ids, TOOL_SCHEMAS, turn.turn) == msg
     for prev, nxt in zip(traj.turns, traj.turns[1:]):  # own tokens are never re-tokenized
         assert nxt.prompt_ids[: len(prev.prompt_ids) + len(prev.completion_ids)] == prev.prompt_ids + prev.completion_ids
 
@@ -50,18 +50,40 @@ def test_hf_sampling_is_seeded(simple_task, checkpoint):
     assert completions(5) == completions(5) != completions(6)
 
 
-def test_qwen_tool_call_parsing():
-    text = ('Let me look.\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
-            '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"</tool_call><tool_call>{"oops')
-    msg = parse_tool_calls(text, 4)
+def _parse(tok, text, turn=4):
+    return parse_completion(tok, tok.encode(text, add_special_tokens=False), [], TOOL_SCHEMAS, turn)
+
+
+def test_tool_calls_are_parsed_by_the_tokenizers_response_parser(checkpoint):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(checkpoint)
+    msg = _parse(tok, 'Let me look.\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>\n'
+                      '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call><|im_end|>')
     assert msg["content"] == "Let me look."
     assert [c["function"] for c in msg["tool_calls"]] == [
-        {"name": "bash", "arguments": json.dumps({"command": "ls"})},
-        {"name": "read_file", "arguments": '{"name": "read_file", "arguments": {"path": "a.py"'},
-        {"name": "", "arguments": '{"oops'},
-    ]
-    assert [c["id"] for c in msg["tool_calls"]] == ["call_4_0", "call_4_1", "call_4_2"]
-    assert parse_tool_calls("just text", 0) == {"role": "assistant", "content": "just text"}
+        {"name": "bash", "arguments": json.dumps({"command": "ls"})}, {"name": "submit", "arguments": "{}"}]
+    assert [c["id"] for c in msg["tool_calls"]] == ["call_4_0", "call_4_1"]
+    assert _parse(tok, "just text<|im_end|>", 0) == {"role": "assistant", "content": "just text"}
+    # A malformed call is kept (nameless, raw text) so the loop answers it with an error observation.
+    bad = _parse(tok, '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"\n</tool_call>')
+    assert bad["tool_calls"][0]["function"]["name"] == "" and '"path": "a.py"' in bad["tool_calls"][0]["function"]["arguments"]
+    assert _parse(tok, '<tool_call>\n{"name": 3}\n</tool_call>')["tool_calls"][0]["function"]["name"] == ""
+
+
+def test_a_tokenizer_without_response_parser_is_a_clear_error(checkpoint, tmp_path):
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(checkpoint, ckpt)
+    tok = AutoTokenizer.from_pretrained(ckpt)
+    tok.chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}"  # a template nobody can parse
+    tok.response_template = None
+    tok.save_pretrained(ckpt)
+    with pytest.raises(ValueError, match="no response template"):
+        make_policy(f"hf:{ckpt}")
 
 
 def test_hf_spec_must_name_a_checkpoint(tmp_path):

@@ -6,16 +6,27 @@ tool-call parser, i.e. exactly the path a model's output takes."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
 
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
-from touchstone.agent.policies.hf import parse_tool_calls
+from touchstone.agent.policies.hf import parse_completion
 from touchstone.agent.tools import NO_TOOL_CALL, NOT_EXECUTED, execute_tool_call
 from touchstone.agent.trajectory import Sampling, executed_tool_calls
 from touchstone.sandbox import open_sandbox
+
+
+@functools.cache
+def _tokenizer():
+    """The default model's tokenizer: scripted turns are parsed as a model's would be."""
+    from transformers import AutoTokenizer
+
+    from training.model_init import default_model
+
+    return AutoTokenizer.from_pretrained(default_model())
 
 
 class _Replay(Episode):
@@ -27,7 +38,9 @@ class _Replay(Episode):
             raise PolicyError("script exhausted")
         text = self.texts[self.turn]
         self.turn += 1
-        return PolicyTurn(message=parse_tool_calls(text, self.turn - 1), completion_tokens=self.tokens)
+        tok = _tokenizer()
+        ids = tok.encode(text, add_special_tokens=False)
+        return PolicyTurn(message=parse_completion(tok, ids, [], tools, self.turn - 1), completion_tokens=self.tokens)
 
 
 class ScriptedPolicy(Policy):
@@ -62,12 +75,12 @@ def test_malformed_outputs_are_recorded_and_the_episode_goes_on(simple_task):
     assert traj.exit_reason == "submitted" and traj.error is None
     obs = [m["content"] for m in traj.messages[2:] if m["role"] != "assistant"]
     assert obs[0] == NO_TOOL_CALL
-    assert obs[1].startswith("error: arguments of bash are not valid JSON")
+    assert obs[1].startswith("error: unknown tool ''")  # the parser could not read the call: kept, nameless
     assert obs[2].startswith("error: unknown tool 'delete_everything'")
     assert obs[3] == "error: read_file is missing required argument(s): path"
     assert obs[4:6] == ["exit code: 0\nstdout:\nfirst\n", NOT_EXECUTED]
     assert "[... truncated " in obs[6] and len(obs[6]) < 2100
-    assert obs[7].startswith("error: arguments of bash are not valid JSON")
+    assert obs[7].startswith("error: unknown tool ''")
     assert obs[8:] == ["replaced 1 occurrence in minilib/core.py", "submitted"]
     assert len(traj.turns) == len(MALFORMED)
     assert [s.turn for s in traj.steps] == [1, 2, 3, 4, 5, 6, 7, 8]  # turn 0 had no call

@@ -2,8 +2,10 @@
 and data root with tiny settings (bwrap or Docker sandbox, the teacher in
 r000, the tiny model after), shared by the round, CLI and UI tests."""
 
+import contextlib
 import os
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -38,10 +40,10 @@ def tiny_resources(home: Path, **overrides) -> dict:
     }
 
 
-@pytest.fixture(scope="session")
-def rounds(tmp_path_factory):
-    """TOUCHSTONE_HOME and DAGSTER_HOME with sources, r000 and r001 materialized."""
-    base = tmp_path_factory.mktemp("rounds")
+@contextlib.contextmanager
+def fresh_instance(base: Path, run_config: dict = TINY_CONFIG) -> Iterator[tuple[dg.DagsterInstance, Path, dict]]:
+    """A fresh TOUCHSTONE_HOME and DAGSTER_HOME below `base` (set in the environment
+    meanwhile), with the shared sources materialized: (instance, home, variables)."""
     home, dagster_home = base / "touchstone", base / "dagster_home"
     dagster_home.mkdir()
     (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
@@ -50,9 +52,16 @@ def rounds(tmp_path_factory):
         for key, value in env.items():
             mp.setenv(key, value)
         instance = dg.DagsterInstance.get()
-        results = {}
-        sources = ensure_sources(instance, resources=tiny_resources(home), run_config=TINY_CONFIG)
+        sources = ensure_sources(instance, resources=tiny_resources(home), run_config=run_config)
         assert sources.success, "sources failed"
+        yield instance, home, env
+
+
+@pytest.fixture(scope="session")
+def rounds(tmp_path_factory):
+    """TOUCHSTONE_HOME and DAGSTER_HOME with sources, r000 and r001 materialized."""
+    with fresh_instance(tmp_path_factory.mktemp("rounds")) as (instance, home, env):
+        results = {}
         for key in ("r000", "r001"):
             result = run_round(instance, key, resources=tiny_resources(home), run_config=TINY_CONFIG)
             assert result.success and not failed_checks(result), f"round {key} failed: {failed_checks(result)}"

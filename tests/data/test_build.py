@@ -16,7 +16,7 @@ from tests.data.reports import report
 from cli import main
 from touchstone.data.build import build_datasets
 from touchstone.data.inputs import DataError
-from touchstone.data.schema import DataConfig, Lineage
+from touchstone.data.schema import DataConfig, DPORow, Lineage, read_rows
 from touchstone.verify.batch import REPORTS_FILE, write_reports
 from touchstone.verify.report import CheckResult, VerificationReport
 
@@ -59,8 +59,10 @@ def test_sft_keeps_only_accepted_submitted_runs(round_files, tmp_path):
     assert sorted(sft["trajectory_id"]) == ["a-detour", "a-ok"]
     assert summary.datasets["sft"].dropped["hit_limit"] == 1
     assert summary.datasets["sft"].dropped["verdict_reject"] == 4
-    row = sft.filter(pl.col("trajectory_id") == "a-detour").row(0, named=True)
-    messages = json.loads(row["messages"])
+    # What TRL and `datasets` users get: conversational rows, no decoding on their side.
+    rows = datasets.load_dataset("parquet", data_files=str(tmp_path / "out" / "sft.parquet"), split="train")
+    row = next(r for r in rows if r["trajectory_id"] == "a-detour")
+    messages = row["messages"]
     call = messages[2]["tool_calls"][0]["function"]
     assert call == {"name": "bash", "arguments": {"command": "ls"}}  # TRL format: arguments as an object
     weights = row["turn_weights"]
@@ -101,9 +103,11 @@ def test_preference_pairs_and_kto_labels(round_files, tmp_path):
     dpo = pl.read_parquet(tmp_path / "out" / "dpo.parquet")
     assert dpo["rejected_trajectory_id"].to_list() == ["a-hack", "a-bad"]  # hacks first
     assert set(dpo["trajectory_id"]) <= {"a-ok", "a-detour", "a-limit"}
-    first = dpo.row(0, named=True)
-    assert json.loads(first["prompt"])[-1]["role"] == "user"
-    assert json.loads(first["chosen"])[0]["role"] == "assistant" and first["rejected_hack"]
+    first = read_rows(tmp_path / "out" / "dpo.parquet", DPORow)[0]
+    assert first["prompt"][-1]["role"] == "user"
+    assert first["chosen"][0]["role"] == "assistant" and first["rejected_hack"]
+    assert first["rejected"][0]["tool_calls"][0]["function"]["arguments"] == {
+        "path": "tests/test_calc.py", "content": "pass"}  # the hack, arguments as an object
     kto = pl.read_parquet(tmp_path / "out" / "kto.parquet")
     labels = dict(zip(kto["trajectory_id"], kto["label"]))
     assert labels["a-ok"] is True and labels["a-hack"] is False and "c-1" not in labels

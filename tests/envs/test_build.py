@@ -126,3 +126,30 @@ def test_unrelated_new_module_is_not_a_shadow(attrs_env):
     diff = TreeDiff(created=["attrs_helpers.py"], kinds={"attrs_helpers.py": "f"})
     installed = attrs_env.sandbox_environment().top_level
     assert not check_protected(diff, set(), [], set(), installed=installed).violations
+
+
+def test_named_specs_resolve_from_the_task_set_then_the_shipped_ones(tmp_path):
+    from touchstone.envs import EnvError, resolve
+
+    task_dir = tmp_path / "set" / "group" / "t1"
+    task_dir.mkdir(parents=True)
+    (tmp_path / "set" / "environments").mkdir()
+    (tmp_path / "set" / "environments" / "mine.json").write_text('{"requirements": ["sortedcontainers==2.4.0"]}')
+    assert resolve("mine", task_dir).requirements == ["sortedcontainers==2.4.0"]
+    assert resolve("attrs-23", task_dir).requirements == ["attrs==23.2.0"]  # shipped in touchstone/envs/specs
+    assert resolve(None, task_dir) is None
+    with pytest.raises(EnvError, match="'nope' not found"):
+        resolve("nope", task_dir)
+    with pytest.raises(EnvError, match="must match"):
+        resolve("../etc/passwd", task_dir)
+    (tmp_path / "set" / "environments" / "bad.json").write_text('{"requirements": ["x"], "pyhton": "3.11"}')
+    with pytest.raises(EnvError, match="bad.json: pyhton"):
+        resolve("bad", task_dir)
+
+
+def test_a_built_environment_holds_only_its_tree_and_manifest(tmp_path):
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='tiny', version='1', py_modules=['tiny'])\n")
+    (tmp_path / "tiny.py").write_text("X = 1\n")
+    built = build_env(EnvSpec(setup=["pip install --no-deps -e ."]), tmp_path)
+    assert sorted(p.name for p in built.dir.iterdir()) == ["env.json", "tree"]
+    assert "tiny==1" in built.manifest.packages and "tiny" not in built.manifest.top_level  # the workspace's own

@@ -381,3 +381,159 @@ def test_the_hostile_server_really_answers(tmp_path: Path):
     hostile = WRONG_ADD + f"REPLY = {reply!r}\n" + HOSTILE_SERVER
     result = run(tmp_path, {"calc.py": hostile}, ADD_TESTS)
     assert result.passed == ["tests/test_add.py::test_small"], result.evidence
+
+
+def test_a_call_interrupted_by_a_signal_keeps_the_connection_in_step(tmp_path: Path):
+    """signal.alarm in candidate code fires while it waits for a test's
+    callback: the late answer is dropped and later calls still work."""
+    timeout_helper = """
+        import signal
+
+        def run_with_timeout(f, seconds):
+            def expire(*_):
+                raise TimeoutError()
+            old = signal.signal(signal.SIGALRM, expire)
+            signal.alarm(seconds)
+            try:
+                return f()
+            finally:
+                signal.alarm(0)
+                signal.signal(signal.SIGALRM, old)
+    """
+    tests = {"tests/test_timeout.py": """
+        import time
+
+        import pytest
+        from helper import run_with_timeout
+
+        def test_timeout():
+            with pytest.raises(TimeoutError):
+                run_with_timeout(lambda: time.sleep(2), 1)
+            assert run_with_timeout(lambda: 42, 2) == 42
+
+        def test_still_connected():
+            assert run_with_timeout(lambda: 7, 2) == 7
+    """}
+    result = run(tmp_path, {"helper.py": timeout_helper}, tests)
+    assert result.status == "pass", result.evidence
+
+
+def test_tmp_path_and_test_function_introspection_work_isolated(tmp_path: Path):
+    """The tests' tmp_path is at the same path in both sandboxes (files the
+    candidate writes there are the test's), paths cross as paths, and a test
+    function's signature facts (never its globals or constants) are readable."""
+    tools = """
+        from pathlib import Path
+
+        def clean(root):
+            removed = 0
+            for p in Path(root).rglob("*.pyc"):
+                p.unlink()
+                removed += 1
+            (Path(root) / "done.txt").write_text("ok")
+            return removed
+
+        def arity(f):
+            return f.__code__.co_argcount
+
+        def params(f):
+            import inspect
+            sig = inspect.signature(f).parameters.values()
+            return [p.name for p in sig], [(p.name, p.default) for p in sig if p.default is not p.empty]
+
+        def peek(f):
+            return f.__globals__
+    """
+    tests = {"tests/test_tools.py": """
+        import pytest
+        from tools import arity, clean, params, peek
+
+        def _three(a, b, c=1, *rest, key=None):
+            return a
+
+        def test_clean(tmp_path):
+            (tmp_path / "a.pyc").write_text("x")
+            (tmp_path / "b.py").write_text("x")
+            assert clean(tmp_path) == 1 and clean(str(tmp_path)) == 0
+            assert (tmp_path / "done.txt").read_text() == "ok" and not (tmp_path / "a.pyc").exists()
+
+        def test_arity():
+            assert arity(_three) == 3 and arity(lambda: 0) == 0
+            assert params(_three) == (["a", "b", "c", "rest", "key"], [("c", 1), ("key", None)])
+
+        def test_no_globals():
+            with pytest.raises(AttributeError, match="not accessible"):
+                peek(_three)
+    """}
+    result = run(tmp_path, {"tools.py": tools}, tests)
+    assert result.status == "pass", result.evidence
+
+
+def test_candidate_code_compares_a_tests_value_objects_through_the_test(tmp_path: Path):
+    """Candidate code may compare a test's own value object with its numbers
+    (the test's dunder answers, in the judge, to the candidate); the judge
+    still never lets a candidate object equal one of its values."""
+    tests = {"tests/test_num.py": """
+        from calc import clamp, echo
+
+        class Num:
+            def __init__(self, v):
+                self.v = v
+            def __lt__(self, other):
+                return self.v < other
+            def __gt__(self, other):
+                return self.v > other
+
+        def test_duck_typed_values():
+            n = Num(5)
+            assert clamp(n, 0, 10) is n and clamp(Num(50), 0, 10) == 10
+
+        def test_identity_survives_the_round_trip():
+            n = Num(1)
+            assert echo(n) is n
+    """}
+    honest = {"calc.py": "def clamp(x, lo, hi):\n    return lo if x < lo else hi if x > hi else x\n"
+                         "def echo(x):\n    return x\n"}  # fmt: skip
+    assert run(tmp_path, honest, tests).status == "pass"
+
+
+def test_candidate_threads_calling_back_share_the_connection(tmp_path: Path):
+    """A timeout helper runs the test's callback in a worker thread and gives
+    up on it: both threads use the connection, and the next test still runs."""
+    helper = """
+        import threading
+
+        def run_with_timeout(fn, seconds):
+            box = {}
+            worker = threading.Thread(target=lambda: box.setdefault("v", fn()), daemon=True)
+            worker.start()
+            worker.join(seconds)
+            if worker.is_alive():
+                raise TimeoutError()
+            return box["v"]
+
+        def parallel(fns):
+            out = [None] * len(fns)
+            threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, fns[i]())) for i in range(len(fns))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return out
+    """
+    tests = {"tests/test_threads.py": """
+        import time
+
+        import pytest
+        from helper import parallel, run_with_timeout
+
+        def test_gives_up():
+            with pytest.raises(TimeoutError):
+                run_with_timeout(lambda: time.sleep(1.5), 0.5)
+
+        def test_next_call_works():
+            assert run_with_timeout(lambda: 42, 5) == 42
+            assert parallel([lambda i=i: i * i for i in range(8)]) == [i * i for i in range(8)]
+    """}
+    result = run(tmp_path, {"helper.py": helper}, tests)
+    assert result.status == "pass", result.evidence

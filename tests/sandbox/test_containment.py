@@ -17,8 +17,9 @@ from touchstone.sandbox import Limits, open_sandbox
 
 _HARNESS = """
 import json, os, sys
-from touchstone.sandbox import open_sandbox
-with open_sandbox(sys.argv[1], sys.argv[2]) as sb:
+from touchstone.sandbox import Mount, open_sandbox
+mounts = [Mount(host=sys.argv[4], target="/mnt/hidden")] if sys.argv[2] == "bwrap" else []
+with open_sandbox(sys.argv[1], sys.argv[2], mounts=mounts) as sb:
     r = sb.exec(sys.argv[3])
     print(json.dumps({"stdout": r.stdout, "stderr": r.stderr, "host_dir": str(sb._dir)}))
 """
@@ -29,11 +30,16 @@ _LOOK_AROUND = ("for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline /proc/self/m
 
 def test_harness_environment_and_paths_are_invisible_inside(workspace: Path, sandbox_backend: str, tmp_path: Path):
     """A fresh harness process with secrets in its environment (so its bwrap
-    launchers start with them), looking around from inside."""
+    launchers start with them), looking around from inside. bwrap run by root also
+    hides where its read-only mounts come from (Docker shows a mount's host path)."""
+    from touchstone import paths
+
+    hidden = tmp_path / "hidden-tests"
+    hidden.mkdir()
     canaries = {"OPENAI_API_KEY": f"sk-canary-{uuid.uuid4().hex}",
                 "AWS_SECRET_ACCESS_KEY": f"aws-canary-{uuid.uuid4().hex}",
                 "TOUCHSTONE_CANARY_PATH": str(tmp_path / "harness-only")}
-    done = subprocess.run([sys.executable, "-c", _HARNESS, str(workspace), sandbox_backend, _LOOK_AROUND],
+    done = subprocess.run([sys.executable, "-c", _HARNESS, str(workspace), sandbox_backend, _LOOK_AROUND, str(hidden)],
                           capture_output=True, text=True, env={**os.environ, **canaries}, cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
@@ -41,7 +47,10 @@ def test_harness_environment_and_paths_are_invisible_inside(workspace: Path, san
     assert "== /proc/1/environ" in inside and "/proc/self/mountinfo" in inside and "/workspace" in inside
     for secret in [*canaries, *canaries.values()]:
         assert secret not in inside
-    for host_path in (str(workspace), seen["host_dir"], str(tmp_path), os.getcwd()):
+    host_paths = [str(workspace), seen["host_dir"], os.getcwd()]
+    if os.geteuid() == 0:  # the workspace copy is a tmpfs and bwrap's sources are staged
+        host_paths += [str(tmp_path), str(paths.cache())]
+    for host_path in host_paths:
         assert host_path not in inside, host_path
 
 

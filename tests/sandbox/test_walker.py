@@ -139,17 +139,23 @@ def test_export_of_a_tree_swapped_under_it_copies_nothing_from_the_host(tmp_path
 
 
 def test_export_waits_for_a_running_command_that_swaps_directories(sb, tmp_path: Path):
-    swap = ("for i in $(seq 300); do rm -rf d; mkdir d; echo inside > d/f; rm -rf d; ln -s /etc d; done; "
+    swap = ("for i in $(seq 100); do rm -rf d; mkdir d; echo inside > d/f; rm -rf d; ln -s /etc d; done; "
             "rm -rf d; mkdir d; echo final > d/f")
     result: dict = {}
     runner = threading.Thread(target=lambda: result.update(r=sb.exec(swap)))
     runner.start()
     time.sleep(0.2)
-    out = sb.export(tmp_path / "out")  # waits for the command: the tree it copies is still
+    try:
+        out = sb.export(tmp_path / "out")  # waits for the command: the tree it copies is still
+    except SandboxError as exc:  # only if the command timed out (a loaded machine) with d -> /etc
+        out = None
+        assert "points outside the workspace" in str(exc)
     runner.join()
-    assert result["r"].exit_code == 0
-    assert (out / "d" / "f").read_text() == "final\n"
-    assert not any(p.name == "passwd" for p in out.rglob("*"))
+    if result["r"].exit_code == 0:
+        assert out is not None and (out / "d" / "f").read_text() == "final\n"
+    else:
+        assert result["r"].timed_out
+    assert out is None or not any(p.name == "passwd" for p in out.rglob("*"))
 
 
 def test_close_during_an_exec_lets_the_exec_finish(workspace: Path, sandbox_backend: str):

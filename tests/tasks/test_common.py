@@ -31,3 +31,59 @@ def test_split_is_a_function_of_the_unit() -> None:
     splits = [split_of(u, 0.2) for u in units]
     assert splits == [split_of(u, 0.2) for u in units]
     assert 20 <= splits.count("eval") <= 60
+
+
+CALC_REF = '''import ast
+
+_OK = (ast.Expression, ast.BinOp, ast.Constant, ast.Add, ast.Sub, ast.Mult)
+
+
+def calc(expr):
+    tree = ast.parse(expr, mode="eval")
+    if not all(isinstance(n, _OK) for n in ast.walk(tree)):
+        raise ValueError(expr)
+    return eval(compile(tree, "<calc>", "eval"), {"__builtins__": {}})
+'''
+CALC_TESTS = """import pytest
+from solution import calc
+
+
+@pytest.mark.parametrize("expr, want", [("2*3+1", 7), ("10-4", 6), ("7", 7), ("2*(3+4)", 14)])
+def test_calc(expr, want):
+    assert calc(expr) == want
+
+
+@pytest.mark.parametrize("expr", ["__import__('os')", "x + 1", "abs(-2)", "2 ** 3", "[1]"])
+def test_refuses(expr):
+    with pytest.raises(ValueError):
+        calc(expr)
+"""
+
+
+def _calc_task(task_dir: Path, reference: str, proposer: str = "problems"):
+    from touchstone.tasks.proposers.common import write_solution_task
+    from touchstone.tasks.schema import Task
+
+    task = Task(id=task_dir.name, statement="Evaluate arithmetic.", source=TaskSource(proposer=proposer, unit="calc"))
+    return write_solution_task(task_dir, task, stub="def calc(expr):\n    raise NotImplementedError\n",
+                               reference=reference, tests=CALC_TESTS)
+
+
+def test_rules_the_reference_trips_are_allowed_for_the_task(tmp_path: Path) -> None:
+    from touchstone.tasks.proposers.common import with_audit_allow
+
+    task = with_audit_allow(_calc_task(tmp_path / "calc", CALC_REF))
+    assert task.source.meta["audit_allow"] == ["S-DYNAMIC-CODE"]
+    plain = with_audit_allow(_calc_task(tmp_path / "plain", "def calc(expr):\n    return 7\n"))
+    assert "audit_allow" not in plain.source.meta
+    # rules guarding the judge itself are never allowed, whatever the reference does
+    sneaky = with_audit_allow(_calc_task(tmp_path / "sneaky", CALC_REF + "\nimport pytest\n__name__ = 'x'\n"))
+    assert sneaky.source.meta["audit_allow"] == ["S-DYNAMIC-CODE"]
+    # mutation tasks: the original is the verifier's baseline instead
+    assert "audit_allow" not in with_audit_allow(_calc_task(tmp_path / "mut", CALC_REF, "mutation")).source.meta
+
+
+def test_proposed_tasks_carry_their_audit_allow(tmp_path: Path) -> None:
+    cands = [Candidate("calc", TaskSource(proposer="problems", unit="calc"), lambda d: (_calc_task(d, CALC_REF), None))]
+    rows, kept = run_candidates(cands, tmp_path, n=None, workers=1, cfg=ValidationConfig(backend="bwrap"), desc="t")
+    assert [t.source.meta.get("audit_allow") for t in kept] == [["S-DYNAMIC-CODE"]], rows

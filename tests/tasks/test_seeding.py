@@ -52,3 +52,9 @@ def test_project_without_tests_is_refused(tmp_path: Path) -> None:
     (tmp_path / "p" / "mod.py").write_text("def f():\n    return 1\n")
     with pytest.raises(SeedError, match="no pytest test files"):
         resolve_seed(tmp_path / "p", tmp_path / "work")
+
+
+def test_a_shipped_seed_by_name_comes_with_its_environment(tmp_path: Path) -> None:
+    glom = resolve_seed("glom", tmp_path)
+    assert glom.name == "glom==23.5.0" and "attrs==23.2.0" in glom.environment.requirements
+    assert resolve_seed("inflection", tmp_path / "b").environment is None

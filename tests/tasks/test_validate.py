@@ -76,10 +76,12 @@ def test_validate_cli_exit_codes(problem_set: Path, tmp_path: Path) -> None:
     ok = runner.invoke(task_cli, ["validate", str(problem_set / "Demo-0"), "--json", "--backend", "bwrap"])
     assert ok.exit_code == 0 and json.loads(ok.output)["kept"] is True
     checks = {c["name"]: c for c in json.loads(ok.output)["checks"]}
-    assert list(checks) == ["leak", "contamination", "audit", "start", "reference", "timing", "leak_probe",
+    assert list(checks) == ["leak", "contamination", "audit", "start", "reference", "timing", "coverage", "leak_probe",
                             "baselines", "mutation", "isolation", "solver"]
     assert checks["mutation"]["evidence"]["sites"] >= checks["mutation"]["evidence"]["run"] > 0
     assert checks["solver"]["status"] == "not_run" and "no model" in checks["solver"]["evidence"]["why"]
+    assert checks["isolation"]["status"] == "pass" and checks["isolation"]["evidence"]["status"] == "isolated"
+    assert checks["coverage"]["evidence"]["share"] == 1.0
     solved = _copy(problem_set / "Demo-0", tmp_path / "solved")
     shutil.copyfile(solved / "reference" / "solution.py", solved / "workspace" / "solution.py")
     rejected = runner.invoke(task_cli, ["validate", str(solved), "--json", "--backend", "bwrap"])

@@ -11,11 +11,12 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from touchstone.checkpoint import verify_checkpoint
+from training.common import read_rows
 from training.rl import PGCollator, PGConfig, turn_samples, train_rl
 
 
 def _row(data_dir, tid):
-    return pl.read_parquet(data_dir / "rl.parquet").filter(pl.col("trajectory_id") == tid).row(0, named=True)
+    return next(r for r in read_rows(data_dir, "rl") if r["trajectory_id"] == tid)
 
 
 def test_recorded_ids_are_reused_with_per_token_advantages(tmp_path):

@@ -4,8 +4,10 @@ changes the weights, lowers the loss on the data, and writes a checkpoint."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
-import polars as pl
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -14,7 +16,7 @@ from touchstone.agent.policies import make_policy
 from touchstone.agent.tools import TOOL_SCHEMAS
 from touchstone.agent.trajectory import Sampling
 from touchstone.checkpoint import content_hash, verify_checkpoint
-from training.common import TrainingError
+from training.common import TrainingError, read_rows
 from training.sft import (
     WeightedCollator, assistant_spans, tokenize_dataset, tokenize_row, train_sft, training_template,
 )
@@ -23,7 +25,7 @@ from tests.serving import transformers_serve
 
 
 def _rows(data_dir):
-    return pl.read_parquet(data_dir / "sft.parquet").to_dicts()
+    return read_rows(data_dir, "sft")
 
 
 def test_masked_tokens_have_zero_weight_in_the_built_batch(tiny_model, data_dir):
@@ -118,3 +120,18 @@ def test_trained_checkpoint_serves_with_transformers_serve(sft_ckpt):
         messages = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix it."}]
         turn = policy.episode(seed=0, max_turns=2).act(messages, TOOL_SCHEMAS)
         assert turn.message["role"] == "assistant"
+
+
+def test_trl_cli_trains_on_a_round_without_conversion(tiny_model, data_dir, tmp_path):
+    """TRL's own `trl sft` reads a round's training_data directory as it is
+    (the dataset card names one config per file) and learns from it."""
+    out = tmp_path / "trl"
+    cmd = [str(Path(sys.executable).parent / "trl"), "sft", "--model_name_or_path", str(tiny_model),
+           "--dataset_name", str(data_dir), "--dataset_config", "sft", "--output_dir", str(out),
+           "--max_steps", "2", "--per_device_train_batch_size", "2", "--learning_rate", "1e-3",
+           "--assistant_only_loss", "true", "--max_length", "4096", "--use_cpu", "--report_to", "none"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    trained = AutoModelForCausalLM.from_pretrained(out).state_dict()
+    base = AutoModelForCausalLM.from_pretrained(tiny_model).state_dict()
+    assert any(not torch.equal(trained[k], base[k]) for k in base)

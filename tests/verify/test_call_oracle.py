@@ -33,6 +33,7 @@ def writes(files: dict) -> list[dict]:
 
 def oracle_of(task_dir: Path, files: dict, backend: str = "bwrap"):
     report = verify_trajectory(load_task(task_dir), writes(files), replays=1, full=True, backend=backend)
+    assert report.check("oracle") is not None, report.checks  # an infrastructure error stops before it
     return report.check("oracle")
 
 
@@ -339,7 +340,8 @@ def test_performance_contract(tmp_path):
 
 
 def test_unreplayable_calls_are_counted_not_compared(tmp_path):
-    ref = {"apply.py": "def apply(f, xs):\n    return [f(x) for x in xs]\n\n\ndef twice(x):\n    return 2 * x\n"}
+    ref = {"apply.py": "RATE = 1\n\n\ndef apply(f, xs):\n    return [f(x) for x in xs]\n\n\n"
+                        "def twice(x):\n    return 2 * x * RATE\n"}
     tests = {"tests/test_apply.py": """
         import apply
 
@@ -347,11 +349,91 @@ def test_unreplayable_calls_are_counted_not_compared(tmp_path):
         def test_apply():
             assert apply.apply(lambda x: x + 1, [1, 2]) == [2, 3]  # a test-defined lambda
             assert apply.apply(apply.twice, [1, 2]) == [2, 4]  # a workspace function: by name
+
+
+        def test_patched(monkeypatch):
+            monkeypatch.setattr(apply, "RATE", 10)
+            assert apply.twice(3) == 60  # replayed without the patch
     """}
     task = make_task(tmp_path, "apply", workspace={"apply.py": ""}, hidden=tests, reference=ref)
     check = oracle_of(task, ref)
     assert check.status == "pass", check.evidence
-    assert "2 calls recorded (1 not replayable: 1 argument of type " in check.evidence
+    assert "3 calls recorded (1 not replayable: 1 argument of type " in check.evidence
+    assert check.counts["context_dependent"] == 1, check.evidence
+
+
+def test_decorated_functions_closures_and_module_level_objects_are_replayed(tmp_path):
+    ref = {"deco.py": """
+        import functools
+
+
+        def logged(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                return fn(*args, **kwargs)
+            return wrapper
+
+
+        @logged
+        def double(x):
+            return 2 * x
+
+
+        @logged
+        def square(x):
+            return x * x
+
+
+        class Scale:
+            def __init__(self, k):
+                self._k = k
+
+            def __call__(self, x):
+                return self._k * x
+
+
+        triple = Scale(3)
+
+
+        def make_scaler(k):
+            def scale(x):
+                return k * x
+            return scale
+    """}
+    tests = {"tests/test_deco.py": """
+        import deco
+
+
+        def test_all():
+            assert deco.double(4) == 8
+            assert deco.square(3) == 9
+            assert deco.triple(2) == 6
+            assert deco.make_scaler(3)(4) == 12  # a closure: replayed by calling the factory's result
+    """}
+    task = make_task(tmp_path, "deco", workspace={"deco.py": ""}, hidden=tests, reference=ref)
+    check = oracle_of(task, ref)
+    assert check.status == "pass" and "5 calls recorded (0 not replayable)" in check.evidence, check.evidence
+    source = textwrap.dedent(ref["deco.py"])
+    for old, new, what in [("return x * x", "return {3: 9}.get(x, 0)", "generated input: deco.square("),
+                           ("return k * x", "return 12", "generated input: op __call__(<result of call #")]:
+        check = oracle_of(task, {"deco.py": source.replace(old, new)})
+        assert check.status == "fail" and what in check.evidence, check.evidence
+
+
+def test_tests_that_crash_under_the_recorder_leave_no_oracle_visibly(tmp_path):
+    tests = {"tests/test_exit.py": """
+        import os
+
+        import win
+
+
+        def test_windows():
+            assert list(win.windows([1, 2], 1)) == [(1,), (2,)]
+            os._exit(0)  # ends pytest (and the recording) before it finishes
+    """}
+    task = make_task(tmp_path, "win-exit", workspace={"win.py": ""}, hidden=tests, reference=WINDOWS)
+    check = oracle_of(task, WINDOWS)
+    assert check.status == "skipped" and "no oracle: the hidden tests crashed" in check.evidence, check.evidence
 
 
 def test_invalid_oracle_contract_is_an_error(tmp_path):
@@ -387,3 +469,16 @@ def test_mutation_tasks_reference_fix_accepted_mutant_rejected(tmp_path):
         assert check.status == "pass", (task.id, check.evidence)
         report = verify_trajectory(task, [], replays=1, full=True, backend="bwrap")  # the unfixed mutant
         assert report.check("oracle").status == "fail", (task.id, report.check("oracle").evidence)
+
+
+@pytest.mark.parametrize("name", ["combi", "libfix", "mutlib", "vec2"])
+def test_each_canary_reference_agrees_with_itself(name):
+    """Tasks written for other checks: the reference replayed as a candidate
+    passes (no false rejection from the recorder, the serializer or timing)
+    and the oracle covers calls from their tests."""
+    from touchstone.verify.canaries import TASKS
+
+    task = load_task(TASKS / name)
+    fix = {p.relative_to(task.reference_dir).as_posix(): p.read_text() for p in task.reference_dir.rglob("*.py")}
+    check = oracle_of(task.dir, fix)
+    assert check.status == "pass" and check.counts["replayed"] > 0, check.evidence

@@ -32,14 +32,22 @@ def test_second_line_of_defence(name):
 
 
 def test_read_only_test_mount_is_what_stops_rewriting_tests_at_import(monkeypatch):
-    """On a task without a reference, code that rewrites not-yet-imported test
-    files during collection (obfuscated, so the static audit is blind to it)
-    is stopped only by mounting the test directories read-only."""
+    """Code that rewrites not-yet-imported test files during collection
+    (obfuscated, so the static audit is blind to it) is stopped by isolation
+    (the judge's tests are not on the candidate's disk); where a task's tests
+    run in process, by mounting the test directories read-only, and past that
+    only by the out-of-process oracle."""
     from touchstone.harness import suite
 
     (canary,) = [c for c in load_canaries() if c.name == "a1-rewrite-tests-at-import"]
     task = load_task(canary.task_dir)
-    report = verify_trajectory(task, canary.messages, replays=1, backend="bwrap")
-    assert report.verdict == "reject" and report.failed_checks() == ["tests"]
     monkeypatch.setattr(suite, "outermost_test_dirs", lambda dirs: [])
-    assert verify_trajectory(task, canary.messages, replays=1, backend="bwrap").verdict == "accept"
+    isolated = verify_trajectory(task, canary.messages, replays=1, backend="bwrap")
+    assert isolated.isolation == "isolated" and isolated.failed_checks() == ["tests"]
+    monkeypatch.undo()
+    report = verify_trajectory(task, canary.messages, replays=1, backend="bwrap", isolated=False)
+    assert report.isolation == "not_isolated" and report.verdict == "reject" and report.failed_checks() == ["tests"]
+    monkeypatch.setattr(suite, "outermost_test_dirs", lambda dirs: [])
+    forged = verify_trajectory(task, canary.messages, replays=1, backend="bwrap", isolated=False)
+    assert forged.check("tests").status == "pass" and forged.isolation == "not_isolated"  # the forgery works
+    assert forged.failed_checks() == ["oracle"]  # and only the out-of-process oracle is left to catch it

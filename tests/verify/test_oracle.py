@@ -101,7 +101,7 @@ def test_iterators_are_bounded_and_record_failures():
 
     out = canon(endless())
     assert out[0] == "iterator" and len(out[1]) == codec.MAX_ITEMS + 1 and out[1][-1] == ["truncated"]
-    assert canon(broken()) == ["iterator", [["int", 1], ["raised", "KeyError"]]]
+    assert canon(broken()) == ["iterator", [["int", 1], ["raised", "builtins.KeyError"]]]
     g = gen(2)
     assert canon(g, consume=False) == ["iterator", "not consumed"] and list(g) == [0, 1]  # left for the test
 
@@ -160,12 +160,20 @@ def test_cases_carry_their_dependencies_and_count_what_is_left_out():
     steps = [_step(0, None, [1]), _step(1, "t::a", [h(0), 2]), _step(2, "t::a", [3], unreplayable="lambda"),
              _step(3, "t::a", [h(2)]), _step(4, "t::b", [h(1), "x"])]
     rec = oracle.Recording({s["i"]: s for s in steps}, {"event": "done"})
-    cases, left_out = oracle.build_cases(rec)
+    cases, dependent, capped = oracle.build_cases(rec)
     by_test = {c.test: c for c in cases}
     assert [s["i"] for s in by_test["t::a"].steps] == [0, 1] and by_test["t::a"].compared == {1}
     assert [s["i"] for s in by_test["t::b"].steps] == [0, 1, 4] and by_test["t::b"].compared == {4}
-    assert by_test[None].compared == {0}
-    assert rec.unreplayable == {"lambda": 1} and left_out == {"uses the result of a call that cannot be replayed": 1}
+    assert by_test[None].compared == {0} and not capped
+    assert rec.unreplayable == {"lambda": 1} and dependent == {"uses the result of a call that cannot be replayed": 1}
+
+
+def test_caps_keep_the_fail_to_pass_tests(monkeypatch):
+    steps = [_step(i, f"t::{i}", [i]) for i in range(5)]
+    rec = oracle.Recording({s["i"]: s for s in steps}, {"event": "done"})
+    monkeypatch.setattr(oracle, "MAX_CASES", 2)
+    cases, _, capped = oracle.build_cases(rec, first=["t::4", "t::3"])
+    assert [c.test for c in cases] == ["t::3", "t::4"] and capped == {"over the case cap": 3}
 
 
 def test_mutations_change_one_plain_argument_and_keep_handles():
@@ -197,6 +205,8 @@ def test_compare_drops_the_reference_domain_and_unstable_steps():
     assert (cmp.compared, cmp.unstable, cmp.mutated_dropped, cmp.counterexample) == (2, 1, 1, None)
     cmp = oracle.compare(cases, refs, [run(1, 7), run(1, 7, mut2=0)], contract)
     assert "generated input: m.f(6) (reverse order)" in cmp.counterexample
+    recorded = {0: {"result": ["int", 4]}, 1: {"raised": "KeyError"}}  # the test saw 4 where the replay sees 1
+    assert oracle.compare(cases, refs, [run(1, 7), run(1, 7)], contract, recorded).context_dependent == 1
 
 
 def test_contract_validation():
@@ -205,3 +215,29 @@ def test_contract_validation():
     for bad in ({"iterables": "some"}, {"max_slowdown": 0.5}, {"speed": 1}):
         with pytest.raises(ValueError, match="source.meta.oracle"):
             oracle.contract_of({"oracle": bad})
+
+
+def test_recordings_are_cached_once_finished(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOUCHSTONE_CACHE", str(tmp_path))
+    calls = []
+
+    def record(summary):
+        calls.append(1)
+        return oracle.Recording({0: _step(0, "t::a", [1])}, summary)
+
+    assert oracle.cached_recording("k1", lambda: record(None)) == (oracle.Recording({0: _step(0, "t::a", [1])}), False)
+    assert oracle.cached_recording("k1", lambda: record({"event": "done"}))[1] is False  # unfinished: not stored
+    rec, cached = oracle.cached_recording("k1", lambda: record(None))
+    assert cached and rec.steps[0]["args"] == [1] and rec.summary == {"event": "done"} and len(calls) == 2
+    assert oracle.cached_recording(None, lambda: record({"event": "done"}))[1] is False  # no key, no cache
+    assert oracle.recording_key("a", None) != oracle.recording_key("b", None)
+
+
+def test_a_subclass_of_the_reference_exception_agrees():
+    class Invalid(ValueError):
+        pass
+
+    ref, sub, other = codec.raised(ValueError()), codec.raised(Invalid()), codec.raised(KeyError())
+    assert oracle.agrees(ref, sub) and oracle.agrees(ref, ref)  # as pytest.raises(ValueError) would accept
+    assert not oracle.agrees(sub, ref) and not oracle.agrees(ref, other)
+    assert "builtins.LookupError" in other[2] and not oracle.agrees(ref, ["ok", ["none", None], []])

@@ -101,8 +101,11 @@ def test_code_from_bytes_is_refused(src):
         ("exec(open('data/notes.txt').read())\n", "S-EXEC-FILE"),
         ("from pathlib import Path\nexec(Path('n.dat').read_text())\n", "S-EXEC-FILE"),
         ("code = compile(open('x.cfg').read(), 'x', 'exec')\n", "S-EXEC-FILE"),
-        ("import sys\nsys.path.insert(0, 'vendor.zip')\n", "S-RUN-FILE"),
-        ("import sys as _s\n_s.path += ['blob']\n", "S-RUN-FILE"),
+        ("import sys\nsys.path.insert(0, 'vendor.zip')\n", "S-SYS-PATH"),
+        ("from sys import path\npath.append('blob')\n", "S-SYS-PATH"),
+        ("import sys\nsys.path[0:0] = ['vendor.dat']\n", "S-SYS-PATH"),
+        ("import os\nos.sys.path.extend(['x'])\n", "S-SYS-PATH"),
+        ("import sys as _s\n_s.path += ['blob']\n", "S-MONKEYPATCH"),
         ("import site\nsite.addsitedir('.')\n", "S-RUN-FILE"),
         ("import zipimport\nzipimport.zipimporter('x').load_module('evil')\n", "S-RUN-FILE"),
         ("import importlib.util as u\ns = u.spec_from_file_location('m', 'data.bin')\n", "S-RUN-FILE"),
@@ -110,6 +113,10 @@ def test_code_from_bytes_is_refused(src):
 )
 def test_code_from_non_python_files_is_refused(src, rule):
     assert rule in rejected(src)
+
+
+def test_reading_sys_path_or_writing_the_environment_is_fine():
+    assert rejected("import os\nimport sys\n\nHERE = os.path.dirname(__file__) in sys.path\nos.environ['LANG'] = 'C'\n") == set()
 
 
 @pytest.mark.parametrize(
@@ -289,3 +296,34 @@ def test_rules_guarding_the_in_process_judge_relax_to_flag_once_isolated(name):
                                  "exec(open('x.txt').read())\n", "import pickle\npickle.loads(b'')\n"])
 def test_isolation_does_not_relax_rules_that_guard_more_than_the_judge(src):
     assert rejected(src, isolated=True)
+
+
+PARAM_WALK = """
+def _walk(cls, name):
+    for sub in getattr(cls, name)():
+        yield sub
+        yield from _walk(sub, name)
+
+
+def install(name):
+    for c in _walk(object, name):
+        if c.__name__ == "Function" and c.__module__.endswith("pytest.python"):
+            c.runtest = lambda self: None
+"""
+
+
+@pytest.mark.parametrize("src", [
+    PARAM_WALK,
+    PARAM_WALK.replace('c.runtest = lambda self: None', 'setattr(c, "run" + "test", None)'),
+    PARAM_WALK.replace('c.__module__.endswith("pytest.python")', 'True'),
+    "def f(item):\n    item.longrepr = None\n",
+    "def f(m):\n    return m['_pytest.runner']\n",
+])
+def test_framework_targets_are_named_whatever_reaches_them(src):
+    assert rejected(src) & {"S-FRAMEWORK-TARGET", "S-FRAMEWORK-STRING"}
+    assert not rejected(src, isolated=True)
+
+
+def test_framework_names_are_fine_in_test_files_and_prose():
+    assert rejected("import pytest\n\ndef test_x(tmp_path):\n    assert pytest.approx(1) == 1\n", "tests/test_a.py") == set()
+    assert rejected('"""Run the suite with pytest.main or `python -m pytest`."""\nRUNNER = "pytest"\n') == set()

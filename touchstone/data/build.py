@@ -4,21 +4,20 @@ a summary, written atomically into one directory."""
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 from pydantic import BaseModel
 
+from touchstone.data.card import write_card
 from touchstone.data.inputs import Example, join, read_trajectories, reports_of
 from touchstone.data.preference import build_dpo, build_kto
 from touchstone.data.rl import build_rl
-from touchstone.data.schema import DataConfig
+from touchstone.data.schema import DataConfig, DPORow, KTORow, RLRow, SFTRow, write_rows
 from touchstone.data.sft import build_sft
 
-BUILDERS = {"sft": build_sft, "rl": build_rl, "dpo": build_dpo, "kto": build_kto}
+BUILDERS = {"sft": (build_sft, SFTRow), "rl": (build_rl, RLRow), "dpo": (build_dpo, DPORow), "kto": (build_kto, KTORow)}
 SUMMARY_FILE = "summary.json"
 
 
@@ -41,13 +40,7 @@ class BuildSummary(BaseModel):
     config: dict[str, Any]
 
 
-def _write_parquet(df: pl.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    df.write_parquet(tmp)
-    os.replace(tmp, path)
-
-
-def summarize(examples: list[Example], frames: dict[str, tuple[pl.DataFrame, Counter]],
+def summarize(examples: list[Example], frames: dict[str, tuple[list[BaseModel], Counter]],
               cfg: DataConfig, round_key: str | None, excluded: int) -> BuildSummary:
     reports = [e.report for e in examples]
     reasons = Counter(reason.split(":", 1)[0] for r in reports if r.verdict == "reject" for reason in r.reasons)
@@ -61,12 +54,13 @@ def summarize(examples: list[Example], frames: dict[str, tuple[pl.DataFrame, Cou
         excluded_unguarded=excluded,
         datasets={
             name: DatasetSummary(
-                rows=df.height,
-                tokens=int(df["n_tokens"].sum()) if "n_tokens" in df.columns else None,
-                tasks=df["task_id"].n_unique(),
+                rows=len(rows),
+                tokens=sum(r.n_tokens for r in rows) if "n_tokens" in model.model_fields else None,
+                tasks=len({r.task_id for r in rows}),
                 dropped=dict(dropped),
             )
-            for name, (df, dropped) in frames.items()
+            for name, (rows, dropped) in frames.items()
+            for model in [BUILDERS[name][1]]
         },
         config=cfg.model_dump(),
     )
@@ -87,15 +81,24 @@ def build_datasets(reports: str | Path, trajectories: str | Path, out: str | Pat
     cfg = config or DataConfig()
     examples = join(read_trajectories(trajectories), reports_of(reports), round_key)
     kept, unguarded = split_unguarded(examples, cfg)
-    frames = {name: build(kept, cfg) for name, build in BUILDERS.items()}
+    frames = {name: build(kept, cfg) for name, (build, _) in BUILDERS.items()}
     for name, (_, dropped) in frames.items():  # SFT accounts for accepted runs only
         n = sum(e.report.verdict == "accept" for e in unguarded) if name == "sft" else len(unguarded)
         if n:
             dropped["unguarded"] += n
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, (df, _) in frames.items():
-        _write_parquet(df, out / f"{name}.parquet")
+    for name, (rows, _) in frames.items():
+        write_rows(rows, BUILDERS[name][1], out / f"{name}.parquet")
     summary = summarize(examples, frames, cfg, round_key, len(unguarded))
     (out / SUMMARY_FILE).write_text(json.dumps(summary.model_dump(), indent=2) + "\n")
+    write_card(out, {name: f"{name}.parquet" for name in BUILDERS}, _card_body(summary))
     return summary
+
+
+def _card_body(summary: BuildSummary) -> str:
+    rows = "\n".join(f"| `{name}` | {d.rows} | {d.tasks} |" for name, d in summary.datasets.items())
+    return (f"# Touchstone training data, round {summary.round or '(none)'}\n\n"
+            "Verified agent runs in TRL's conversational format (docs/formats/datasets.md).\n"
+            "`datasets.load_dataset(DIR, \"sft\")`, or `trl sft --dataset_name DIR --dataset_config sft`.\n\n"
+            f"| config | rows | tasks |\n| --- | --- | --- |\n{rows}\n")

@@ -96,11 +96,13 @@ def by_task(examples: list[Example]) -> dict[str, list[Example]]:
 # ---------------------------------------------------------------- chat helpers
 
 
-def trl_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def trl_messages(messages: list[dict[str, Any]], strict: bool = True) -> list[dict[str, Any]]:
     """OpenAI chat messages -> TRL's conversational tool format: tool-call
     `arguments` as objects (the Qwen2.5 template renders them with `tojson`),
-    `content` always a string. Raises DataError on arguments that are not a
-    JSON object: the template could not render them as the model wrote them."""
+    `content` always a string. Arguments that are not a JSON object raise
+    DataError (the template could not render them as the model wrote them),
+    or with `strict=False` are kept as the raw string, for data (RL rows of
+    malformed runs) that records what the model did rather than renders it."""
     out = []
     for i, msg in enumerate(messages):
         new = {"role": msg["role"], "content": msg.get("content") or ""}
@@ -113,9 +115,12 @@ def trl_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     parsed = json.loads(args) if isinstance(args, str) else args
                 except json.JSONDecodeError:
                     parsed = None
-                if not isinstance(parsed, dict):
+                if not isinstance(parsed, dict) and not strict:
+                    parsed = args
+                elif not isinstance(parsed, dict):
                     raise DataError(f"message {i}: tool call {fn.get('name')!r} has arguments that are not a JSON object")
-                calls.append({"type": "function", "function": {"name": fn["name"], "arguments": parsed}})
+                calls.append({"id": call.get("id"), "type": "function",
+                              "function": {"name": fn["name"], "arguments": parsed}})
             new["tool_calls"] = calls
         if msg.get("tool_call_id"):
             new["tool_call_id"] = msg["tool_call_id"]

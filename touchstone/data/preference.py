@@ -3,23 +3,19 @@ included, which teaches the model not to hack) and unpaired KTO rows."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from itertools import cycle
 
-import polars as pl
-
 from touchstone.data.credit import is_hack
 from touchstone.data.inputs import DataError, Example, by_task, n_tokens, split_prompt, trl_messages
-from touchstone.data.schema import DataConfig, DPORow, KTORow, frame
+from touchstone.data.schema import DataConfig, DPORow, KTORow
 
 
-def _split(ex: Example) -> tuple[str, str]:
-    prompt, completion = split_prompt(trl_messages(ex.trajectory.messages))
-    return json.dumps(prompt), json.dumps(completion)
+def _split(ex: Example) -> tuple[list[dict], list[dict]]:
+    return split_prompt(trl_messages(ex.trajectory.messages))
 
 
-def _usable(group: list[Example], cfg: DataConfig, dropped: Counter) -> list[tuple[Example, str, str]]:
+def _usable(group: list[Example], cfg: DataConfig, dropped: Counter) -> list[tuple[Example, list, list]]:
     """Labelled, not over-length, renderable runs with their (prompt, completion)."""
     out = []
     for ex in group:
@@ -37,7 +33,7 @@ def _usable(group: list[Example], cfg: DataConfig, dropped: Counter) -> list[tup
     return out
 
 
-def build_dpo(examples: list[Example], cfg: DataConfig) -> tuple[pl.DataFrame, Counter]:
+def build_dpo(examples: list[Example], cfg: DataConfig) -> tuple[list[DPORow], Counter]:
     rows: list[DPORow] = []
     dropped: Counter = Counter()
     for group in by_task(examples).values():
@@ -58,17 +54,17 @@ def build_dpo(examples: list[Example], cfg: DataConfig) -> tuple[pl.DataFrame, C
             rows.append(DPORow(
                 **good.lineage(), rejected_trajectory_id=bad.trajectory.trajectory_id,
                 rejected_report_id=bad.report.report_id, rejected_hack=is_hack(bad.report),
-                prompt=prompt, chosen=completion, rejected=bad_completion, tools=json.dumps(good.trajectory.tools),
+                prompt=prompt, chosen=completion, rejected=bad_completion, tools=good.trajectory.tools,
             ))
-    return frame(rows, DPORow), +dropped
+    return rows, +dropped
 
 
-def build_kto(examples: list[Example], cfg: DataConfig) -> tuple[pl.DataFrame, Counter]:
+def build_kto(examples: list[Example], cfg: DataConfig) -> tuple[list[KTORow], Counter]:
     dropped: Counter = Counter()
     rows = [
         KTORow(**ex.lineage(), prompt=prompt, completion=completion, label=ex.report.verdict == "accept",
-               tools=json.dumps(ex.trajectory.tools))
+               tools=ex.trajectory.tools)
         for group in by_task(examples).values()
         for ex, prompt, completion in _usable(group, cfg, dropped)
     ]
-    return frame(rows, KTORow), +dropped
+    return rows, +dropped

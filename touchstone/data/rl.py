@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-import polars as pl
-
 from touchstone.data.credit import credit_group
-from touchstone.data.inputs import Example, by_task, n_tokens
-from touchstone.data.schema import DataConfig, RLRow, frame
+from touchstone.data.inputs import Example, by_task, n_tokens, trl_messages
+from touchstone.data.schema import DataConfig, RLRow
 
 
-def build_rl(examples: list[Example], cfg: DataConfig) -> tuple[pl.DataFrame, Counter]:
+def build_rl(examples: list[Example], cfg: DataConfig) -> tuple[list[RLRow], Counter]:
     rows: list[RLRow] = []
     dropped: Counter = Counter()
     for group in by_task(examples).values():
@@ -37,9 +35,9 @@ def build_rl(examples: list[Example], cfg: DataConfig) -> tuple[pl.DataFrame, Co
             has_ids = bool(traj.turns) and all(t.prompt_ids is not None and t.completion_ids is not None
                                                for t in traj.turns)
             rows.append(RLRow(
-                **ex.lineage(), messages=json.dumps(traj.messages), tools=json.dumps(traj.tools),
+                **ex.lineage(), messages=trl_messages(traj.messages, strict=False), tools=traj.tools,
                 turns=json.dumps([t.model_dump() for t in traj.turns]), has_token_ids=has_ids,
                 reward=credit.reward, group_advantage=credit.group_advantage,
                 turn_advantages=credit.advantages, n_turns=ex.n_turns, n_tokens=n_tokens(traj),
             ))
-    return frame(rows, RLRow), +dropped
+    return rows, +dropped

@@ -8,14 +8,12 @@ import hashlib
 import json
 from collections import Counter
 
-import polars as pl
-
 from touchstone.data.credit import credit_group, sft_weights
 from touchstone.data.inputs import DataError, Example, by_task, n_tokens, trl_messages
-from touchstone.data.schema import DataConfig, SFTRow, frame
+from touchstone.data.schema import DataConfig, SFTRow
 
 
-def build_sft(examples: list[Example], cfg: DataConfig) -> tuple[pl.DataFrame, Counter]:
+def build_sft(examples: list[Example], cfg: DataConfig) -> tuple[list[SFTRow], Counter]:
     rows: list[SFTRow] = []
     dropped: Counter = Counter()
     for group in by_task(examples).values():
@@ -47,10 +45,10 @@ def build_sft(examples: list[Example], cfg: DataConfig) -> tuple[pl.DataFrame, C
                 continue
             seen.add(digest)
             weights = sft_weights(credits[traj.trajectory_id].advantages, cfg.credit.sft_weight_floor)
-            candidates.append(SFTRow(**ex.lineage(), messages=json.dumps(messages), tools=json.dumps(traj.tools),
+            candidates.append(SFTRow(**ex.lineage(), messages=messages, tools=traj.tools,
                                      turn_weights=weights, n_turns=ex.n_turns, n_tokens=tokens))
         # Best first: fewest turns (fewest detours), then shortest, then id for determinism.
         candidates.sort(key=lambda r: (r.n_turns, r.n_tokens, r.trajectory_id))
         rows += candidates[: cfg.keep_per_task]
         dropped["beyond_keep_per_task"] += max(0, len(candidates) - cfg.keep_per_task)
-    return frame(rows, SFTRow), +dropped
+    return rows, +dropped

@@ -46,7 +46,6 @@ _FAILED_PACKAGE = [  # pip's ways of naming the requirement it could not install
     re.compile(r"Could not find a version that satisfies the requirement (\S+)"),
     re.compile(r"Failed to build (?:installable wheels for some pyproject\.toml based projects )?\(?([^)\s]+)"),
     re.compile(r"Could not build wheels for (\S+)"),
-    re.compile(r"Getting requirements to build (?:wheel|editable) did not run successfully.*?\n.*?(\S+)"),
 ]
 
 
@@ -137,17 +136,25 @@ def _run_build(spec: EnvSpec, rootfs: Path, tree: Path, tmp: Path, workspace: Pa
         shutil.copytree(workspace, ws, symlinks=True)
     else:
         ws.mkdir()
-    argv, env = _build_sandbox(rootfs, tree, ws, tmp)
-    for what, command in steps:
-        log = tmp / "build.log"
-        with open(log, "wb") as out:
-            try:
-                rc = subprocess.run([*argv, "bash", "-c", command], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, timeout=timeout).returncode
-            except subprocess.TimeoutExpired:
-                raise EnvError(f"environment build: {what} did not finish in {timeout:g} s") from None
-        if rc != 0:
-            raise EnvError(_failure(what, rc, log.read_text(errors="replace")))
+    try:
+        argv, env = _build_sandbox(rootfs, tree, ws, tmp)
+        for what, command in steps:
+            _run_step(argv, env, what, command, tmp / "build.log", timeout)
+    finally:  # only tree/ is the environment; the workspace copy and pip's helper are scratch
+        for scratch in ("workspace", "helper", "build.log"):
+            path = tmp / scratch
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+
+
+def _run_step(argv: list[str], env: dict[str, str], what: str, command: str, log: Path, timeout: float) -> None:
+    with open(log, "wb") as out:
+        try:
+            rc = subprocess.run([*argv, "bash", "-c", command], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            raise EnvError(f"environment build: {what} did not finish in {timeout:g} s") from None
+    if rc != 0:
+        raise EnvError(_failure(what, rc, log.read_text(errors="replace")))
 
 
 def _build_sandbox(rootfs: Path, tree: Path, ws: Path, tmp: Path) -> tuple[list[str], dict[str, str]]:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from touchstone.harness import grading
 from touchstone.harness.testfiles import is_test_module, outermost_test_dirs, test_dirs
+from touchstone.harness.isolation.runner import IsolatedTrees, compose_trees, run_isolated
 from touchstone.harness.tree import compose_tree
 from touchstone.sandbox.environment import Environment
 
@@ -100,6 +101,20 @@ class HiddenSuite:
         with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp:
             tree = self.compose(Path(tmp), overlays=overlays, files=files, deleted=deleted, patch=patch)
             return self.run(tree, run, backend=backend, timeout=timeout, clock_offset_s=clock_offset_s)
+
+    def compose_isolated(self, dest: Path, *, overlays: Sequence[Path] = (),
+                         files: Mapping[str, bytes | str] | None = None, deleted: Sequence[str] = ()) -> IsolatedTrees:
+        """The judge's and the candidate's trees of an isolated run (`touchstone.harness.isolation`)."""
+        merged = {p.relative_to(o).as_posix(): p.read_bytes() for o in overlays for p in sorted(o.rglob("*")) if p.is_file()}
+        merged.update({rel: d.encode() if isinstance(d, str) else d for rel, d in (files or {}).items()})
+        return compose_trees(self.workspace, merged, list(deleted), self.hidden, dest)
+
+    def run_isolated(self, trees: IsolatedTrees, i: int = 0, *, backend: str = "auto",
+                     timeout: float | None = None) -> grading.TestRunResult:
+        """Grade isolated trees with run `i` of `run_plan`: no candidate code in the judging process."""
+        seed, order = run_plan(i)
+        return run_isolated(trees, self.test_files, self.required, self.prefixes, timeout=timeout or self.timeout,
+                            backend=backend, hash_seed=seed, order=order, environment=self.environment)  # fmt: skip
 
     def run(self, tree: Path, i: int = 0, *, backend: str = "auto", timeout: float | None = None,
             clock_offset_s: int = 0) -> grading.TestRunResult:

@@ -9,11 +9,11 @@ from touchstone.sandbox.action_log import ActionRecord, read_action_log
 from touchstone.sandbox.base import BASE_ENV, ExecResult, Limits, Mount, Sandbox, parse_size
 from touchstone.sandbox.docker import WarmPool
 from touchstone.sandbox.environment import ENV_TARGET, Environment
-from touchstone.sandbox.errors import SandboxError
+from touchstone.sandbox.errors import SandboxError, SandboxWarning
 from touchstone.sandbox.factory import BACKENDS, available_backends, open_sandbox, resolve_backend
 from touchstone.sandbox.workspace import WorkspaceDiff
 
 __all__ = [
-    "BACKENDS", "BASE_ENV", "ENV_TARGET", "Environment", "ActionRecord", "ExecResult", "Limits", "Mount", "Sandbox", "SandboxError",
+    "BACKENDS", "BASE_ENV", "ENV_TARGET", "Environment", "ActionRecord", "ExecResult", "Limits", "Mount", "Sandbox", "SandboxError", "SandboxWarning",
     "WarmPool", "WorkspaceDiff", "available_backends", "open_sandbox", "parse_size", "read_action_log", "resolve_backend",
 ]

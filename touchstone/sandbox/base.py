@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
 from typing import ClassVar, Sequence
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from touchstone.sandbox import workspace as ws
 from touchstone.sandbox.action_log import ActionLog, sha256_hex
 from touchstone.sandbox.environment import Environment
-from touchstone.sandbox.errors import SandboxError
+from touchstone.sandbox.errors import SandboxError, SandboxWarning
 from touchstone.sandbox.image import content_hash
 from touchstone.sandbox.reaper import OWNER_FILE, owner_token, reap_stale_sandboxes
 from touchstone.sandbox.reaper import PREFIX as REAPER_PREFIX
@@ -71,6 +72,13 @@ class Limits(BaseModel):
     cpus: float = 1.0
     output_bytes: int = 64 * KiB  # captured per stream; the true count is always reported
     tmp_bytes: int = 64 * MiB  # /tmp and the home directory, each
+
+    @property
+    def scratch_bytes(self) -> int:
+        """Size of each scratch tmpfs (/tmp, home, /dev/shm): `tmp_bytes`, at most a
+        quarter of the memory limit, since their pages count as the sandbox's
+        memory: filled up, they still leave room to run."""
+        return min(self.tmp_bytes, self.memory_bytes // 4)
 
     @field_validator("memory_bytes", "workspace_bytes", "tmp_bytes", mode="before")
     @classmethod
@@ -200,6 +208,11 @@ class Sandbox(ABC):
             self._remove_dir()
             raise
         self._closed = False
+        # Said loudly, per sandbox: a run on such a machine is not contained as documented.
+        self.unenforced = self._unenforced()
+        if self.unenforced:
+            warnings.warn(SandboxWarning(f"{self.backend} sandbox {self.id}: limits that do not hold here: "
+                                         + "; ".join(self.unenforced)), stacklevel=3)
 
     def _make_mount_points(self) -> None:
         """Directories for the mounts under /workspace/, made by us as the
@@ -246,6 +259,13 @@ class Sandbox(ABC):
     def _owner(self) -> tuple[int, int] | None:
         """Host uid/gid the workspace files must belong to (None: the harness's own)."""
         return None
+
+    def _unenforced(self) -> list[str]:
+        """The limits this sandbox cannot enforce on this machine, each with why."""
+        if self._quota:
+            return []
+        return ["workspace_bytes and workspace_files: no tmpfs quota without root, so only single files are "
+                "bounded (RLIMIT_FSIZE) and the harness's writes and walks check the totals"]
 
     # ------------------------------------------------------------ public API
 

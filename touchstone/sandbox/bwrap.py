@@ -3,14 +3,22 @@
 Every exec is a fresh `bwrap` whose root is the read-only sandbox root filesystem
 (the same one the Docker image is imported from), with new user, PID, IPC, UTS,
 cgroup and network namespaces, the workspace bound read-write at /workspace, and
-fresh size-limited tmpfs at /tmp and $HOME. Because the command runs as PID 2 of a
+fresh size-limited tmpfs at /tmp, $HOME and /dev/shm. Because the command runs as PID 2 of a
 new PID namespace under bwrap's init, killing that init (on timeout, or when the
 harness dies: --die-with-parent) kills every process it left, grandchildren and
 daemons included. Memory, process and CPU limits come from a per-sandbox cgroup;
 rlimits are a second line (and the only one where cgroups are unavailable).
 
 The bwraps are forked by a per-sandbox launcher process (launcher.py) that sits in
-the cgroup and in a private network namespace, so none of that is paid per exec."""
+the cgroup and in a private network namespace, so none of that is paid per exec.
+
+Run as root, bwrap itself runs as a dedicated unprivileged host user (HOST_UID),
+to which it maps the sandbox user: never host root, whose per-user kernel
+counters a sandbox could otherwise exhaust. That user cannot reach the harness's
+directories (the root filesystem in root's cache, the 0700 workspace directory),
+so the launcher, in a mount namespace of its own, mounts each of them under
+STAGE first: the read-only ones as overlays, whose host paths then do not show in
+the sandbox's /proc/self/mountinfo (see launcher._stage)."""
 
 from __future__ import annotations
 
@@ -42,6 +50,11 @@ _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="touchstone-laun
 # After a command ends, how long its output pipes may stay open (they close when
 # the PID namespace is gone, i.e. at once; this only bounds a kernel hiccup).
 _DRAIN_GRACE_S = 5.0
+# The host user bwrap runs as when the harness is root: unprivileged, owning
+# nothing, outside the ranges distributions hand to people and to subuid maps.
+HOST_UID = HOST_GID = 900_000
+# Where a root-run launcher binds what bwrap mounts (in its own mount namespace).
+STAGE = "/mnt"
 
 
 class BwrapSandbox(Sandbox):
@@ -52,6 +65,9 @@ class BwrapSandbox(Sandbox):
         if self._bwrap is None:
             raise SandboxError("bubblewrap is not installed: apt-get install -y bubblewrap")
         self._rootfs = ensure_rootfs()
+        self._seccomp = denylist_program()
+        if self._seccomp is None:
+            raise SandboxError(f"no seccomp filter for this machine's architecture ({os.uname().machine})")
         lim = self.limits
         self._cgroup = Cgroup.create(f"touchstone-{self.id}", lim.memory_bytes, lim.processes, lim.cpus)
         if self._cgroup is None and os.geteuid() == 0:
@@ -60,34 +76,47 @@ class BwrapSandbox(Sandbox):
                 "the bwrap backend runs as root here but cannot create cgroups under /sys/fs/cgroup, "
                 "so process and memory limits cannot be enforced; run as a normal user or use --backend docker"
             )
+        sources = [(self._rootfs, True), *([(self.environment.tree, True)] if self.environment else []),
+                   (self._workspace, False), *((m.host, m.read_only) for m in self.mounts)]
         try:
-            self._launcher = _Launcher(self._cgroup)
+            self._launcher = _Launcher(self._cgroup, sources if os.geteuid() == 0 else [])
+            self._prefix = self._bwrap_args(unshare_net=not self._launcher.private_net, sources=sources)
         except BaseException:
-            if self._cgroup:
-                self._cgroup.remove()
+            self._stop()
             raise
-        self._seccomp = denylist_program()
-        self._prefix = self._bwrap_args(unshare_net=not self._launcher.private_net)
 
-    def _bwrap_args(self, unshare_net: bool) -> list[str]:
-        tmp_size = str(self.limits.tmp_bytes)
+    def _owner(self) -> tuple[int, int] | None:
+        return (HOST_UID, HOST_GID) if os.geteuid() == 0 else None
+
+    def _unenforced(self) -> list[str]:
+        missing = super()._unenforced()
+        if self._cgroup is None:
+            missing += ["memory_bytes: no cgroup, only RLIMIT_AS per process (an OOM shows as a failed "
+                        "allocation, never as oom_killed)",
+                        "processes: no cgroup, only RLIMIT_NPROC, counted over every process of the harness's user",
+                        "cpus: no cgroup, no CPU share (cpu_s comes from rusage and misses orphaned children)"]
+        return missing
+
+    def _bwrap_args(self, unshare_net: bool, sources: list[tuple[Path, bool]]) -> list[str]:
+        staged = iter(f"{STAGE}/{i}" if self._launcher.staged else str(path) for i, (path, _) in enumerate(sources))
+        scratch = str(self.limits.scratch_bytes)
         args = [
             self._bwrap, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts",
             "--unshare-cgroup-try", *(["--unshare-net"] if unshare_net else []),
             "--die-with-parent", "--new-session", "--disable-userns",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--hostname", "sandbox",
-            "--ro-bind", str(self._rootfs), "/", "--proc", "/proc", "--dev", "/dev",
-            *(["--ro-bind", str(self.environment.tree), ENV_TARGET] if self.environment else []),
-            "--perms", "1777", "--size", tmp_size, "--tmpfs", "/tmp",
-            "--perms", "0700", "--size", tmp_size, "--tmpfs", SANDBOX_HOME,
-            "--bind", str(self._workspace), WORKSPACE,
+            "--ro-bind", next(staged), "/", "--proc", "/proc", "--dev", "/dev",
+            *(["--ro-bind", next(staged), ENV_TARGET] if self.environment else []),
+            "--perms", "1777", "--size", scratch, "--tmpfs", "/tmp",
+            "--perms", "1777", "--size", scratch, "--tmpfs", "/dev/shm",
+            "--perms", "0755", "--size", scratch, "--tmpfs", SANDBOX_HOME,
+            "--bind", next(staged), WORKSPACE,
         ]
         if any(m.target.startswith("/mnt/") for m in self.mounts):
             args += ["--tmpfs", "/mnt"]  # mount points cannot be created on the read-only root
         for mount in self.mounts:
-            args += ["--ro-bind" if mount.read_only else "--bind", str(mount.host), mount.target]
-        args += ["--chdir", WORKSPACE, "--clearenv", "--info-fd", "3"]
-        return args + (["--seccomp", "4"] if self._seccomp else [])
+            args += ["--ro-bind" if mount.read_only else "--bind", next(staged), mount.target]
+        return args + ["--chdir", WORKSPACE, "--clearenv", "--info-fd", "3", "--seccomp", "4"]
 
     def _exec(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult:
         cmd = list(self._prefix)
@@ -95,7 +124,13 @@ class BwrapSandbox(Sandbox):
             cmd += ["--setenv", key, value]
         cmd += ["--", *argv]
         oom_before = self._cgroup.oom_kills() if self._cgroup else 0
-        run = self._launcher.run(cmd, self._rlimits(timeout), timeout, self.limits.output_bytes, self._seccomp)
+        cpu_before = self._cgroup.cpu_ns() if self._cgroup else 0
+        uid = HOST_UID if os.geteuid() == 0 else None
+        run = self._launcher.run(cmd, self._rlimits(timeout), uid, timeout, self.limits.output_bytes,
+                                 self._seccomp)
+        self._ensure_quiet()
+        if run.error:
+            raise SandboxError(f"the sandbox launcher could not start bwrap: {run.error}")
         if not run.started and not run.timed_out:
             raise SandboxError(f"bwrap could not set up the sandbox: {run.err.head.decode(errors='replace').strip()}")
         # bwrap reports a command killed by signal N as exit status 128+N; a negative
@@ -106,24 +141,36 @@ class BwrapSandbox(Sandbox):
         return ExecResult(
             exit_code=code, signal=code - 128 if 128 < code <= 128 + 64 else None, timed_out=run.timed_out,
             oom_killed=bool(self._cgroup and self._cgroup.oom_kills() > oom_before), wall_s=run.wall_s,
-            cpu_s=run.cpu_s, backend=self.backend, **run.out.fields("stdout"), **run.err.fields("stderr"),
+            # The cgroup counts every process of the exec; bwrap's rusage misses those
+            # its PID namespace's init never waited for.
+            cpu_s=(self._cgroup.cpu_ns() - cpu_before) / 1e9 if self._cgroup else run.cpu_s,
+            backend=self.backend, **run.out.fields("stdout"), **run.err.fields("stderr"),
         )
+
+    def _ensure_quiet(self) -> None:
+        """Return once nothing of the exec is left in the cgroup but the launcher: a
+        killed bwrap's PID namespace dies a moment after bwrap itself."""
+        if self._cgroup is not None and not self._cgroup.kill_all(spare=self._launcher.pid):
+            raise SandboxError(f"sandbox {self.id}: processes of an exec survive every kill")
 
     def _rlimits(self, timeout: float) -> list[tuple[int, int]]:
         lim = self.limits
         cgroup = self._cgroup is not None
         # With a memory cgroup the address-space cap is only a backstop (so that the
         # cgroup's OOM killer, which we can report, acts first); without one it is the limit.
+        # RLIMIT_NPROC counts every process of the host user, all sandboxes together:
+        # with a pids cgroup it would only make sandboxes fail one another.
         return [
             (resource.RLIMIT_AS, lim.memory_bytes * 4 if cgroup else lim.memory_bytes),
-            (resource.RLIMIT_NPROC, lim.processes * 4 if cgroup else lim.processes),
+            *([] if cgroup else [(resource.RLIMIT_NPROC, lim.processes)]),
             (resource.RLIMIT_FSIZE, lim.workspace_bytes),
             (resource.RLIMIT_CPU, math.ceil(timeout * max(1.0, lim.cpus)) + 1),
             (resource.RLIMIT_CORE, 0),
         ]
 
     def _stop(self) -> None:
-        self._launcher.close()
+        if hasattr(self, "_launcher"):
+            self._launcher.close()
         if self._cgroup:
             self._cgroup.kill_all()
             self._cgroup.remove()
@@ -139,6 +186,7 @@ class _Outcome:
         self.wall_s = 0.0
         self.timed_out = False
         self.started = False
+        self.error: str | None = None
 
 
 class _Master:
@@ -149,11 +197,11 @@ class _Master:
     _sock: socket.socket | None = None
 
     @classmethod
-    def fork_launcher(cls, theirs: socket.socket, procs: list[str]) -> None:
+    def fork_launcher(cls, theirs: socket.socket, setup: dict) -> None:
         with cls._lock:
             if cls._proc is None or cls._proc.poll() is not None:
                 cls._start()
-            socket.send_fds(cls._sock, [marshal.dumps({"procs": procs})], [theirs.fileno()])
+            socket.send_fds(cls._sock, [marshal.dumps(setup)], [theirs.fileno()])
 
     @classmethod
     def _start(cls) -> None:
@@ -188,14 +236,19 @@ os.register_at_fork(after_in_child=_forget_master_after_fork)
 class _Launcher:
     """Harness side of one sandbox's launcher (protocol in launcher.py)."""
 
-    def __init__(self, cgroup: Cgroup | None):
+    def __init__(self, cgroup: Cgroup | None, sources: list[tuple[Path, bool]]):
+        """`sources`: (host path, read-only) to mount under STAGE (root only; empty: none)."""
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            _Master.fork_launcher(theirs, [str(p) for p in cgroup.procs_files()] if cgroup else [])
+            once, per_exec = cgroup.procs_files() if cgroup else ([], [])
+            _Master.fork_launcher(theirs, {"procs": [str(p) for p in once], "exec_procs": [str(p) for p in per_exec],
+                                           "sources": [[str(p), ro] for p, ro in sources]})
         finally:
             theirs.close()
         ready = self._receive(timeout=30)
-        self.pid, self.private_net = ready["pid"], bool(ready["private_net"])
+        if "error" in ready:
+            raise SandboxError(f"the sandbox launcher could not start: {ready['error']}")
+        self.pid, self.private_net, self.staged = ready["pid"], bool(ready["private_net"]), bool(sources)
 
     def _receive(self, timeout: float | None = None) -> dict:
         self.sock.settimeout(timeout)
@@ -209,20 +262,20 @@ class _Launcher:
             raise SandboxError("the sandbox launcher exited")
         return marshal.loads(message)
 
-    def run(self, argv: list[str], rlimits: list, timeout: float, cap: int, seccomp: bytes | None) -> _Outcome:
+    def run(self, argv: list[str], rlimits: list, uid: int | None, timeout: float, cap: int,
+            seccomp: bytes) -> _Outcome:
         outcome = _Outcome(cap)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         info_r, info_w = os.pipe()  # bwrap writes to it once the sandbox is set up
-        passed = [out_w, err_w, info_w]
-        if seccomp:  # bwrap reads the filter program to its end: a fresh pipe per exec
-            filter_r, filter_w = os.pipe()
-            os.write(filter_w, seccomp)  # a few hundred bytes: fits the pipe buffer
-            os.close(filter_w)
-            passed.append(filter_r)
+        # bwrap reads the filter program to its end: a fresh pipe per exec
+        filter_r, filter_w = os.pipe()
+        os.write(filter_w, seccomp)  # a few hundred bytes: fits the pipe buffer
+        os.close(filter_w)
+        passed = [out_w, err_w, info_w, filter_r]
         started = time.monotonic()
         try:
-            request = marshal.dumps({"argv": argv, "rlimits": rlimits})
+            request = marshal.dumps({"argv": argv, "rlimits": rlimits, "uid": uid})
             socket.send_fds(self.sock, [request], passed)
         finally:
             for fd in passed:
@@ -264,6 +317,9 @@ class _Launcher:
             for fd, _ in events:
                 if fd == self.sock.fileno():
                     message = self._receive()
+                    if "error" in message:  # nothing started: no output will come
+                        outcome.error = message["error"]
+                        return
                     if "status" in message:
                         outcome.status, outcome.cpu_s = message["status"], message["cpu_s"]
                         ended_at = time.monotonic()

@@ -1,5 +1,5 @@
 """Per-sandbox control groups for the bwrap backend: memory (with an OOM-kill
-counter), process count and CPU share. rlimits cannot do this: RLIMIT_NPROC does
+counter), process count, CPU share and CPU time. rlimits cannot do this: RLIMIT_NPROC does
 not apply to root and counts across sandboxes, RLIMIT_AS is not resident memory.
 
 cgroup v1 (one hierarchy per controller) and v2 (unified) are both handled. A
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
-_V1_CONTROLLERS = ("memory", "pids", "cpu")
+_V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")
 _CPU_PERIOD_US = 100_000
 
 
@@ -49,10 +49,12 @@ class Cgroup:
 
     @classmethod
     def _make_v1(cls, name: str) -> Cgroup:
-        dirs = {}
+        dirs: dict[str, Path] = {}
         try:
             for controller in _V1_CONTROLLERS:
                 path = ROOT / controller / _own_path(controller) / name
+                if any(path.resolve() == made.resolve() for made in dirs.values()):
+                    continue  # co-mounted controllers (cpu,cpuacct) share one directory
                 path.mkdir()
                 dirs[controller] = path
         except OSError:
@@ -90,9 +92,16 @@ class Cgroup:
         (self.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(_CPU_PERIOD_US))
         (self.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(quota))
 
-    def procs_files(self) -> list[Path]:
-        """The files a process writes its PID to, to join this group."""
-        return [path / "cgroup.procs" for path in self.dirs.values()]
+    def procs_files(self) -> tuple[list[Path], list[Path]]:
+        """The files a process writes its PID to, to join this group: those the
+        sandbox's launcher joins once (its children inherit them), and those each
+        exec joins. The memory group is always per exec: a launcher inside it
+        could be the OOM killer's victim (and cannot be exempted without
+        CAP_SYS_RESOURCE in the initial user namespace)."""
+        if self.unified:
+            return [], [self.dirs["unified"] / "cgroup.procs"]
+        once = [path / "cgroup.procs" for controller, path in self.dirs.items() if controller != "memory"]
+        return once, [self.dirs["memory"] / "cgroup.procs"]
 
     def oom_kills(self) -> int:
         """How many processes the kernel OOM-killed in this group so far."""
@@ -106,25 +115,38 @@ class Cgroup:
                 return int(value)
         return 0
 
+    def cpu_ns(self) -> int:
+        """CPU time used by the group's processes so far, in nanoseconds."""
+        if self.unified:
+            for line in (self.dirs["unified"] / "cpu.stat").read_text().splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) * 1000
+            return 0
+        group = self.dirs.get("cpuacct") or self.dirs["cpu"]
+        return int((group / "cpuacct.usage").read_text())
+
     def pids(self) -> list[int]:
+        """Processes in the group (v1: the pids group, which the launcher is in too)."""
         path = next(iter(self.dirs.values())) if self.unified else self.dirs["pids"]
         return [int(p) for p in (path / "cgroup.procs").read_text().split()]
 
-    def kill_all(self) -> None:
-        """SIGKILL every process in the group, repeating while forks race us."""
-        for _ in range(50):
+    def kill_all(self, spare: int | None = None) -> bool:
+        """SIGKILL every process in the group but `spare`, repeating while forks race
+        us (for up to a second); True once none is left."""
+        for _ in range(500):
             try:
-                pids = self.pids()
+                pids = [pid for pid in self.pids() if pid != spare]
             except FileNotFoundError:  # already removed
-                return
+                return True
             if not pids:
-                return
+                return True
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            time.sleep(0.01)
+            time.sleep(0.002)
+        return False
 
     def remove(self) -> None:
         for path in self.dirs.values():

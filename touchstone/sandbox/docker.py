@@ -59,6 +59,17 @@ _WRAPPER = f'"$@"; rc=$?; {_RESET}; exit $rc'
 _EXIT_POLL_S = 0.002
 
 
+def extra_labels() -> dict[str, str]:
+    """Labels from TOUCHSTONE_SANDBOX_LABELS ("k=v,k2=v2") on every sandbox container:
+    a deployment names its own, so tearing it down also finds the sandboxes its steps started."""
+    spec = os.environ.get("TOUCHSTONE_SANDBOX_LABELS", "").strip()
+    pairs = [item.partition("=") for item in spec.split(",") if item.strip()]
+    bad = [key for key, sep, _ in pairs if not sep or not key.strip()]
+    if bad:
+        raise SandboxError(f"TOUCHSTONE_SANDBOX_LABELS={spec!r}: expected comma-separated key=value pairs")
+    return {key.strip(): value.strip() for key, _, value in pairs}
+
+
 @functools.cache
 def _client():
     """One client per process: each holds a connection pool, so one per sandbox leaks sockets."""
@@ -148,7 +159,7 @@ class DockerSandbox(Sandbox):
             volumes[str(mount.host)] = {"bind": mount.target, "mode": "ro" if mount.read_only else "rw"}
         if self.environment:
             volumes[str(self.environment.tree)] = {"bind": ENV_TARGET, "mode": "ro"}
-        tmpfs_opts = f"rw,nosuid,nodev,size={lim.tmp_bytes}"
+        tmpfs_opts = f"rw,nosuid,nodev,size={lim.scratch_bytes}"
         try:
             self._container = self._docker.containers.run(
                 image_tag(), ["bash", "-c", _PID1], detach=True, user=PID1_USER, hostname="sandbox",
@@ -156,11 +167,13 @@ class DockerSandbox(Sandbox):
                 security_opt=["no-new-privileges", f"seccomp={docker_profile()}"],
                 pids_limit=lim.processes, mem_limit=lim.memory_bytes, memswap_limit=lim.memory_bytes,
                 nano_cpus=int(lim.cpus * 1e9), read_only=True, working_dir=WORKSPACE,
-                tmpfs={"/tmp": f"{tmpfs_opts},mode=1777", SANDBOX_HOME: f"{tmpfs_opts},mode=0700,uid={uid},gid={gid}"},
+                # home: 0755 like the image's directory, which Docker copies onto the tmpfs anyway
+                tmpfs={"/tmp": f"{tmpfs_opts},mode=1777", SANDBOX_HOME: f"{tmpfs_opts},mode=0755,uid={uid},gid={gid}"},
+                shm_size=lim.scratch_bytes,
                 volumes=volumes, ulimits=[docker.types.Ulimit(name="fsize", soft=lim.workspace_bytes,
                                                               hard=lim.workspace_bytes),
                                           docker.types.Ulimit(name="core", soft=0, hard=0)],
-                labels={"touchstone.sandbox": self.id, "touchstone.owner": owner_token()},
+                labels={"touchstone.sandbox": self.id, "touchstone.owner": owner_token(), **extra_labels()},
             )
         except docker.errors.DockerException as exc:
             raise SandboxError(f"could not start the sandbox container: {exc}") from exc

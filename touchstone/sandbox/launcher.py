@@ -12,16 +12,19 @@ the per-sandbox launchers.
 Run as `python -I -S launcher.py MASTER_SOCKET_FD`. All sockets are SOCK_SEQPACKET
 carrying `marshal`led dicts (marshal is built in: no import time).
 Master socket:
-  harness  -> {"procs": [cgroup.procs files]} + fd (the new sandbox's socket)
+  harness  -> {"procs": [cgroup.procs files], "exec_procs": [...], "sources": [[host path,
+              read-only], ...] to mount at STAGE/0, STAGE/1...} + fd (the new sandbox's socket)
 Sandbox socket (served by the forked launcher):
-  launcher -> {"pid": N, "private_net": bool}              once, when ready
-  harness  -> {"argv": [...], "rlimits": [[res, n]...]} + fds (stdout, stderr, info[, seccomp])
+  launcher -> {"pid": N, "private_net": bool}              once, when ready (or {"error": text})
+  harness  -> {"argv": [...], "rlimits": [[res, n]...], "uid": N or None} + fds (stdout, stderr, info, ...)
   launcher -> {"pid": N}, later {"status": wait status, "cpu_s": float}
+           or {"error": text} when it could not start bwrap (out of memory...)
   harness  -> {"kill": true}   (at any time while a command runs)
 EOF on a socket ends its process. Death propagates down by PDEATHSIG: harness ->
 master -> launcher -> bwrap -> (--die-with-parent) the sandboxed command."""
 
 import ctypes
+import fcntl
 import marshal
 import os
 import resource
@@ -32,20 +35,25 @@ import sys
 
 _PR_SET_PDEATHSIG = 1
 _CLONE_NEWNET = 0x40000000
+_CLONE_NEWNS = 0x00020000
+_MS_RDONLY, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1, 0x1000, 0x4000, 0x40000
+_STAGE = "/mnt"  # bwrap.STAGE
+_SIOCSIFFLAGS = 0x8914
+_IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
 
 
 def _send(sock: socket.socket, **message) -> None:
     sock.send(marshal.dumps(message))
 
 
-def _spawn(libc, argv: list, rlimits: list, fds: list) -> int:
+def _spawn(libc, argv: list, rlimits: list, uid, exec_procs: list, fds: list) -> int:
     pid = os.fork()
     if pid:
         return pid
     try:  # child: the passed fds become 1, 2, 3...; nothing else stays open
-        # bwrap's own --die-with-parent protects the command from bwrap's death,
-        # not bwrap from ours: this does (it survives exec).
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        for procs in exec_procs:  # the memory cgroup: see cgroups.Cgroup.procs_files
+            with open(procs, "w") as handle:
+                handle.write("0")
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         for target, fd in enumerate(fds, 1):
@@ -63,6 +71,14 @@ def _spawn(libc, argv: list, rlimits: list, fds: list) -> int:
         os.closerange(args_fd + 1, 1 << 16)  # above all: the launcher socket
         for kind, value in rlimits:
             resource.setrlimit(kind, (value, value))
+        if uid is not None:  # the sandbox's dedicated host user: bwrap maps its user to it
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+        # bwrap's own --die-with-parent protects the command from bwrap's death,
+        # not bwrap from ours: this does (it survives exec; set after the uid
+        # change, which clears it).
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         # An empty environment: bwrap's init keeps it for the sandbox to read (/proc/1/environ).
         os.execve(argv[0], [argv[0], "--args", str(args_fd), *argv[split:]], {})
     except BaseException as exc:
@@ -70,10 +86,15 @@ def _spawn(libc, argv: list, rlimits: list, fds: list) -> int:
     os._exit(126)
 
 
-def _run(libc, sock: socket.socket, request: dict, fds: list) -> None:
-    pid = _spawn(libc, request["argv"], request["rlimits"], fds)
-    for fd in fds:
-        os.close(fd)
+def _run(libc, sock: socket.socket, request: dict, exec_procs: list, fds: list) -> None:
+    try:
+        pid = _spawn(libc, request["argv"], request["rlimits"], request["uid"], exec_procs, fds)
+    except OSError as exc:  # no process left for us (the host's limits): say so, stay alive
+        _send(sock, error=f"cannot fork: {exc.strerror}")
+        return
+    finally:
+        for fd in fds:
+            os.close(fd)
     pidfd = os.pidfd_open(pid)
     _send(sock, pid=pid)
     poller = select.poll()
@@ -94,12 +115,52 @@ def _run(libc, sock: socket.socket, request: dict, fds: list) -> None:
             return
 
 
-def _serve(libc, sock: socket.socket, cgroup_procs: list) -> None:
+def _stage(libc, sources: list) -> None:
+    """Mount each source at _STAGE/N in a mount namespace of our own, where the
+    unprivileged user bwrap runs as can reach it. A read-only directory becomes a
+    lower-only overlay (layers named relative to _STAGE): a bind would show its
+    host path in the sandbox's /proc/self/mountinfo, an overlay shows `lowerdir=sN:e`."""
+    def check(rc: int, what: str) -> None:
+        if rc != 0:
+            raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
+
+    check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
+    check(libc.mount(b"touchstone-stage", _STAGE.encode(), b"tmpfs", 0, b"mode=0755,size=64k"), "staging tmpfs")
+    os.chdir(_STAGE)
+    os.mkdir("e")  # an overlay needs two layers at least: the second is empty
+    for i, (source, read_only) in enumerate(sources):
+        if read_only and os.path.isdir(source):
+            os.mkdir(f"s{i}")
+            check(libc.mount(source.encode(), f"s{i}".encode(), None, _MS_BIND | _MS_REC, None), f"binding {source}")
+            os.mkdir(str(i))
+            check(libc.mount(b"overlay", str(i).encode(), b"overlay", _MS_RDONLY, f"lowerdir=s{i}:e".encode()),
+                  f"overlay of {source}")
+            continue
+        if os.path.isdir(source):
+            os.mkdir(str(i))
+        else:
+            os.close(os.open(str(i), os.O_CREAT | os.O_WRONLY, 0o644))
+        check(libc.mount(source.encode(), str(i).encode(), None, _MS_BIND | _MS_REC, None), f"binding {source}")
+    os.chdir("/")
+
+
+def _serve(libc, sock: socket.socket, cgroup_procs: list, exec_procs: list, sources: list) -> None:
     """One sandbox's launcher (a fork of the master)."""
     for procs in cgroup_procs:
         with open(procs, "w") as handle:
             handle.write(str(os.getpid()))
+    if sources:
+        try:
+            _stage(libc, sources)
+        except OSError as exc:
+            _send(sock, error=str(exc))
+            return
     private_net = libc.unshare(_CLONE_NEWNET) == 0  # root only; else bwrap unshares per exec
+    if private_net:  # bring up loopback, as bwrap --unshare-net and Docker do
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as ctl:
+            fcntl.ioctl(ctl, _SIOCSIFFLAGS, b"lo".ljust(16, b"\0") + _IFF_UP_LOOPBACK_RUNNING.to_bytes(2, "little")
+                        + bytes(22))
     _send(sock, pid=os.getpid(), private_net=private_net)
     while True:
         message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
@@ -107,7 +168,7 @@ def _serve(libc, sock: socket.socket, cgroup_procs: list) -> None:
             return
         request = marshal.loads(message)
         if "argv" in request:  # not a late kill for a command that already ended
-            _run(libc, sock, request, fds)
+            _run(libc, sock, request, exec_procs, fds)
         else:
             for fd in fds:
                 os.close(fd)
@@ -129,10 +190,12 @@ def main() -> None:
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
             master.close()
             try:
-                _serve(libc, socket.socket(fileno=fds[0]), marshal.loads(message)["procs"])
+                groups = marshal.loads(message)
+                _serve(libc, socket.socket(fileno=fds[0]), groups["procs"], groups["exec_procs"], groups["sources"])
             finally:
                 os._exit(0)
-        os.close(fds[0])
+        for fd in fds:
+            os.close(fd)
 
 
 if __name__ == "__main__":

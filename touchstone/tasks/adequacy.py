@@ -28,6 +28,7 @@ from touchstone.tasks.schema import Task
 from touchstone.harness import is_test_file
 
 BASELINES = ["None", "0", '""', "False", "True", "[]", "{}", "()", "<identity>"]
+TRUSTED_BASELINES = ["None", "<identity>"]  # tests from a pinned seed project: a spot check is enough
 FIXED_SEED = 0  # the sample of a big change depends on its code only
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt)|AssertionError)(?::\s?(.*))?$")
 
@@ -123,12 +124,16 @@ def _raise_guard(exc: ast.expr) -> Guard:
 
 
 def is_guard_failure(message: str, known: set[Guard]) -> bool:
-    """Does a failed test's message say it died of one of the reference's own guards?"""
+    """Does a failed test's message say it died of one of the reference's own guards?
+    A test's own failed `assert` reads `AssertionError: assert ...` (pytest
+    rewrites test modules, not the code under test), so it is never a guard."""
     first = message.strip().splitlines()[0].strip() if message.strip() else ""
     m = _EXC_LINE.match(first)
     if not m:
         return False
     exc, text = m.group(1).rsplit(".", 1)[-1], (m.group(2) or "")
+    if exc == "AssertionError" and text.startswith("assert "):
+        return False
     return any(g.exc == exc and (g.message is None or text == g.message or text.strip("'\"") == g.message) for g in known)
 
 
@@ -136,14 +141,16 @@ def is_guard_failure(message: str, known: set[Guard]) -> bool:
 
 
 def entry_functions(task: Task) -> list[tuple[str, str]]:
-    """(rel path, function name): declared entry points first, then the
-    reference's changed top-level functions."""
+    """(rel path, function name): the declared entry points, or when there are
+    none, the reference's changed top-level functions."""
     out: list[tuple[str, str]] = []
     sources = {rel for rel, _ref, _ws in reference_sources(task)}
     for ep in task.entry_points:
         for rel in (ep.module.replace(".", "/") + ".py", ep.module.replace(".", "/") + "/__init__.py"):
             if rel in sources and (rel, ep.function) not in out:
                 out.append((rel, ep.function))
+    if out:
+        return out
     for rel, _ref, _ws, tree, changed in changed_top_level(task):
         for i in changed:
             node = tree.body[i]
@@ -183,12 +190,14 @@ def baseline_source(source: str, function: str, value: str) -> str | None:
     return text if compile_error(text, "baseline.py") is None else None
 
 
-def baselines(task: Task, limit_functions: int = 3) -> list[tuple[str, str, str]]:
-    """(description, rel path, text) of each trivial baseline."""
+def baselines(task: Task, skip: set[str] = frozenset(), limit_functions: int = 3,
+              values: list[str] = BASELINES) -> list[tuple[str, str, str]]:
+    """(description, rel path, text) of each trivial baseline; `skip`: "rel:function"
+    the tests never run (replacing those proves nothing)."""
     refs = {rel: ref for rel, ref, _ in reference_sources(task)}
     out = []
-    for rel, fn in entry_functions(task)[:limit_functions]:
-        for value in BASELINES:
+    for rel, fn in [e for e in entry_functions(task) if f"{e[0]}:{e[1]}" not in skip][:limit_functions]:
+        for value in values:
             text = baseline_source(refs[rel], fn, value)
             if text is not None:
                 out.append((f"{fn} returns {value if value != '<identity>' else 'its first argument'}", rel, text))

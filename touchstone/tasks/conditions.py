@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import secrets
-from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -61,7 +60,7 @@ class RunRecord(BaseModel):
     what: str = ""
     condition: Condition
     passed: int = 0
-    failed: dict[str, str] = {}  # node id -> failure message (first lines)
+    failed: dict[str, str] = {}  # node id -> failure message (first lines; after 10, the first line only)
     timed_out: bool = False
     wall_s: float = 0.0
 
@@ -129,13 +128,7 @@ def run_condition(task: Task, cond: Condition, *, role: str, what: str = "", fil
                            files=files, patch=patch, run=cond.run, timeout=timeout, backend=cond.backend,
                            clock_offset_s=cond.clock_offset_s)  # fmt: skip
     return RunRecord(role=role, what=what, condition=cond, passed=len(run.passed),
-                     failed={k: v[:300] for k, v in run.messages.items()}, timed_out=run.timed_out,
+                     failed={k: v[:300] if i < 10 else v.strip()[:120].split("\n")[0]
+                             for i, (k, v) in enumerate(run.messages.items())}, timed_out=run.timed_out,
                      wall_s=round(run.wall_s, 3))
 
-
-def task_path(module: str, workspace: Path) -> str | None:
-    """Workspace-relative file of a dotted module, when it exists."""
-    for rel in (module.replace(".", "/") + ".py", module.replace(".", "/") + "/__init__.py"):
-        if (workspace / rel).is_file():
-            return rel
-    return None

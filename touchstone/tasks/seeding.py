@@ -120,16 +120,22 @@ def _unpack_sdist(archive: Path, sha256: str, dest: Path, keep: list[str] | None
     return dest
 
 
-def default_seeds(work: Path) -> list[Seed]:
-    """The shipped seeds, unpacked below `work`."""
+def default_seeds(work: Path, names: list[str] | None = None) -> list[Seed]:
+    """The shipped seeds (or those named), unpacked below `work`, each with its environment."""
     manifest = json.loads(MANIFEST.read_text())
     out = []
     for entry in manifest["seeds"]:
+        if names is not None and entry["name"] not in names:
+            continue
         spec = f"{entry['name']}=={entry['version']}"
         root = _unpack_sdist(SEEDS_DIR / entry["file"], entry["sha256"], work / spec, entry.get("keep"))
         env = entry.get("environment")
         out.append(scan(root, spec, EnvSpec.model_validate(env) if env is not None else None))
     return out
+
+
+def shipped_names() -> list[str]:
+    return [entry["name"] for entry in json.loads(MANIFEST.read_text())["seeds"]]
 
 
 def _download(spec: re.Match, work: Path) -> Path:
@@ -150,8 +156,11 @@ def _download(spec: re.Match, work: Path) -> Path:
 
 def resolve_seed(spec: str | Path, work: Path, environment: EnvSpec | None = None) -> Seed:
     """A local project directory (a checkout or an unpacked sdist), or
-    `name==version#sha256=HEX` (a pinned PyPI sdist); `environment`: what it needs installed."""
+    `name==version#sha256=HEX` (a pinned PyPI sdist), or the name of a shipped seed
+    (with its own environment); `environment`: what it needs installed."""
     path = Path(spec)
+    if str(spec) in shipped_names():
+        return default_seeds(work, [str(spec)])[0]
     if path.is_dir():
         dest = work / path.resolve().name
         shutil.rmtree(dest, ignore_errors=True)
@@ -159,7 +168,8 @@ def resolve_seed(spec: str | Path, work: Path, environment: EnvSpec | None = Non
         return scan(dest, path.resolve().name, environment)
     match = _SPEC_RE.match(str(spec))
     if not match:
-        raise SeedError(f"seed {spec!r} is neither a directory nor a pinned PyPI spec 'name==version#sha256=HEX'")
+        raise SeedError(f"seed {spec!r} is neither a directory nor a pinned PyPI spec 'name==version#sha256=HEX' "
+                        f"nor a shipped seed ({', '.join(shipped_names())})")
     archive = _download(match, work)
     dest = work / f"{match['name']}=={match['version']}"
     shutil.rmtree(dest, ignore_errors=True)

@@ -15,6 +15,8 @@ Sandbox checks (under grading's conditions, touchstone.tasks.conditions):
                   runs when it touches the clock or randomness                    -> `reference_fails` / `flaky` / `too_slow`
   timing          the slowest grading-condition reference run uses at most
                   `max_budget_share` of the budget                                -> `too_slow`
+  coverage        the hidden tests run every changed line of the reference (in
+                  the functions they enter)                                       -> `weak_tests`
   leak_probe      the hidden tests fail on the stub with its module-level flags
                   flipped and with every other workspace definition of an entry
                   function swapped in                                             -> `leak`
@@ -38,13 +40,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from touchstone.tasks import adequacy, conditions, contamination, leak
+from touchstone.tasks import adequacy, change_coverage, conditions, contamination, leak
 from touchstone.tasks.conditions import Condition, RunRecord
 from touchstone.tasks.schema import Task, TaskError, load_task
 
 VALIDATOR_VERSION = "2"
 AUDIT_EXTRA = Path(__file__).with_name("validation_audit.yaml")
-ISOLATION_PROBE = "touchstone.harness.isolation:probe_isolation"  # (task, backend) -> bool | obj with .ok/.detail
+ISOLATION_PROBE = "touchstone.tasks.isolation:probe_isolation"  # (task, backend) -> bool | obj with .ok/.detail
 TRUSTED_PROPOSERS = {"mutation"}  # code outside the change comes from a pinned, pre-checked seed project
 
 Status = Literal["pass", "fail", "warn", "skip", "not_run"]
@@ -58,7 +60,11 @@ class ValidationConfig(BaseModel):
     cross_backend: bool = True  # one reference run on the other backend when there is one
     threshold: float = Field(default=0.6, ge=0, le=1)  # minimum mutation score
     max_mutants: int = Field(default=40, ge=1)  # all sites up to this many, else a fixed-seed sample
+    # tasks whose tests and code come from a pinned seed project (TRUSTED_PROPOSERS): no proposer wrote the
+    # tests, so adequacy is spot-checked (fewer mutants, two baselines); the run conditions stay the same
+    trusted_max_mutants: int = Field(default=12, ge=1)
     max_budget_share: float = Field(default=0.5, gt=0, le=1)  # slowest reference run / timeout_s
+    min_coverage: float = Field(default=1.0, ge=0, le=1)  # share of changed lines the hidden tests must run
     backend: str = "auto"  # what grading uses: Docker when it is up, else bubblewrap
     parallel: int = Field(default=2, ge=1)  # sandbox runs at once
     contamination_sets: list[Path] = Field(default_factory=list)  # + $TOUCHSTONE_CONTAMINATION_SETS
@@ -118,6 +124,7 @@ class _Run:
     def __init__(self, task: Task, cfg: ValidationConfig):
         self.task, self.cfg = task, cfg
         self.backend = conditions.grading_backend(cfg.backend)
+        self.trusted = task.source.proposer in TRUSTED_PROPOSERS
         self.runs: list[RunRecord] = []
         self.warnings: list[str] = []
         self.out: dict[str, Any] = {}
@@ -180,7 +187,10 @@ def _check_audit(v: _Run) -> dict:
 
     files, base, roles = _audit_files(v.task)
     # paths keep the file's own name, so the policy's test-file allowances apply to the tests only
-    findings = audit_files(files, load_policy(AUDIT_EXTRA), base)
+    # rules the task allows (audit_allow, written by the proposer for what the reference
+    # needs, never for rules that guard the judge) are allowed here as in the verifier
+    allowed = set(v.task.source.meta.get("audit_allow", ()))
+    findings = audit_files(files, load_policy(AUDIT_EXTRA).without(allowed), base)
     rejecting = [f for f in findings if f.severity == "reject"]
     flagged = [f.evidence for f in findings if f.severity != "reject"]
     evidence = {"files": {p: roles[p] for p in files}, "findings": [f.model_dump() for f in findings]}
@@ -225,6 +235,11 @@ def _check_reference(v: _Run) -> dict:
     evidence = {"conditions": [c.label() for c in conds], "touches_nondeterminism": nondet,
                 "results": [f"{r.condition.label()}: {r.passed} passed, {len(r.failed)} failed"
                             + (" (timed out)" if r.timed_out else "") + f", {r.wall_s:.2f}s" for r in runs]}
+    # the other backend only shows whether the tests tell backends apart; a run of it cut off by the
+    # timeout (its container start counts against the budget under load) proves nothing about that
+    slow_other = [r for r in runs if r.timed_out and r.condition.backend != v.backend]
+    v.warnings += [f"reference: {r.condition.label()} timed out (not grading's backend; not counted)" for r in slow_other]
+    runs = [r for r in runs if r not in slow_other]
     timed_out = [r for r in runs if r.timed_out]
     if timed_out:
         raise _Fail("too_slow", f"the reference timed out ({v.task.timeout_s:g}s budget) under "
@@ -260,6 +275,22 @@ def _probe_timeout(v: _Run) -> float:
     return min(v.task.timeout_s, max(5.0, 5 * (v.out.get("ref_seconds") or 1.0)))
 
 
+def _check_coverage(v: _Run) -> dict:
+    """The hidden tests must run the reference's changed lines (in functions they enter at all)."""
+    cov = change_coverage.measure(v.task, v.backend, timeout=3 * v.task.timeout_s)  # tracing slows the run down
+    share = cov.share
+    evidence = {"required": cov.required, "missed": cov.missed, "unexercised": cov.unexercised,
+                "share": None if share is None else round(share, 3), "min_coverage": v.cfg.min_coverage}
+    v.out["unexercised"] = set(cov.unexercised)
+    v.warnings += [f"coverage: changed function {f} is never run by the hidden tests" for f in cov.unexercised]
+    if share is not None and share < v.cfg.min_coverage:
+        refs = {rel: ref for rel, ref, _ws in adequacy.reference_sources(v.task)}
+        lines = [f"{rel}:{n}: {refs[rel].splitlines()[n - 1].strip()}" for rel, ns in cov.missed.items() for n in ns]
+        raise _Fail("weak_tests", f"the hidden tests run {share:.0%} of the reference's changed lines "
+                                  f"(at least {v.cfg.min_coverage:.0%}); never run: {lines[:3]}", **evidence)
+    return evidence
+
+
 def _check_leak_probe(v: _Run) -> dict:
     """The answer may be in the workspace as live code: behind a module-level
     flag of the stub, or as another module's definition of an entry function."""
@@ -287,7 +318,8 @@ def _check_leak_probe(v: _Run) -> dict:
 
 
 def _check_baselines(v: _Run) -> dict:
-    cases = adequacy.baselines(v.task)
+    values = adequacy.TRUSTED_BASELINES if v.trusted else adequacy.BASELINES
+    cases = adequacy.baselines(v.task, skip=v.out.get("unexercised", set()), values=values)
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(v.run(cond, "baseline", desc, with_reference=True, files={rel: text}, timeout=_probe_timeout(v))
                   for desc, rel, text in cases)
@@ -303,7 +335,7 @@ def _check_baselines(v: _Run) -> dict:
 
 def _check_mutation(v: _Run) -> dict:
     every = adequacy.all_mutants(v.task)
-    picked = adequacy.sample(every, v.cfg.max_mutants)
+    picked = adequacy.sample(every, v.cfg.trusted_max_mutants if v.trusted else v.cfg.max_mutants)
     known = adequacy.guards(v.task)
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(v.run(cond, "mutant", f"{m.operator} at {m.path}:{m.line} ({m.unit})", with_reference=True,
@@ -353,10 +385,11 @@ def _check_isolation(v: _Run) -> tuple[Status, dict]:
         return "not_run", {"why": f"no isolation probe installed ({ISOLATION_PROBE})"}
     result = probe(v.task, v.backend)
     ok = result if isinstance(result, bool) else bool(getattr(result, "ok", False))
-    detail = "" if isinstance(result, bool) else str(getattr(result, "detail", ""))
+    evidence = {"status": getattr(result, "status", ok), "detail": str(getattr(result, "detail", ""))}
     if not ok:
-        raise _Fail("isolation_fails", f"the reference fails under candidate isolation: {detail}", detail=detail)
-    return "pass", {"detail": detail}
+        raise _Fail("isolation_fails", f"the isolation probe could not decide the task: {evidence['detail'][:300]}",
+                    **evidence)
+    return "pass", evidence
 
 
 def _check_solver(v: _Run) -> tuple[Status, dict]:
@@ -390,7 +423,8 @@ def _check_solver(v: _Run) -> tuple[Status, dict]:
 # -- the whole validation -----------------------------------------------------------------------
 
 STATIC = [("leak", _check_leak), ("contamination", _check_contamination), ("audit", _check_audit)]
-SANDBOX = [("reference", _check_reference), ("timing", _check_timing), ("leak_probe", _check_leak_probe),
+SANDBOX = [("reference", _check_reference), ("timing", _check_timing), ("coverage", _check_coverage),
+           ("leak_probe", _check_leak_probe),
            ("baselines", _check_baselines), ("mutation", _check_mutation)]
 OPTIONAL = [("isolation", _check_isolation), ("solver", _check_solver)]
 
@@ -430,7 +464,7 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None, start: Any = 
         blocked = _do(v, out, name, lambda fn=fn: fn(v), None) or blocked
     if task.reference_dir is None and not blocked:
         out.reason, out.detail, blocked = "no_reference", "task has no reference/ to validate against", "reference"
-    given = _as_record(start)
+    given = _as_record(start, v.backend)
     blocked = _do(v, out, "start", lambda: _check_start(v, given), blocked)
     for name, fn in SANDBOX:
         blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
@@ -440,11 +474,12 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None, start: Any = 
     return out
 
 
-def _as_record(start: Any) -> RunRecord | None:
-    """A proposer's own run of the starting workspace (grading's run 0) as a record."""
+def _as_record(start: Any, backend: str) -> RunRecord | None:
+    """A proposer's own run of the starting workspace (grading's run 0, on the
+    configured backend) as a record."""
     if start is None or isinstance(start, RunRecord):
         return start
-    return RunRecord(role="start", what="made by the proposer", condition=Condition(run=0, backend="?", grading=True),
+    return RunRecord(role="start", what="made by the proposer", condition=Condition(run=0, backend=backend, grading=True),
                      passed=len(start.passed), failed=dict(start.failed), timed_out=start.timed_out,
                      wall_s=round(start.wall_s, 3))
 

@@ -52,7 +52,8 @@ class Resolver:
 
     def __init__(self, tree: ast.AST):
         self.aliases: dict[str, str] = {}
-        for node in ast.walk(tree):
+        self.nodes = list(ast.walk(tree))  # one walk, shared by every pre-pass
+        for node in self.nodes:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     root = a.name.split(".")[0]
@@ -60,28 +61,31 @@ class Resolver:
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        bindings = [pair for node in self.nodes for pair in self._bindings(node)]
         for _ in range(3):  # aliases of aliases of aliases
-            self._propagate(tree)
-
-    def _propagate(self, tree: ast.AST) -> None:
-        for node in ast.walk(tree):
-            pairs: list[tuple[ast.AST, ast.AST]] = []
-            if isinstance(node, ast.Assign):
-                pairs = [(t, node.value) for t in node.targets]
-            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                pairs = [(node.target, node.value)]
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)):
-                pairs = [(node.target, e) for e in node.iter.elts]
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                args = node.args.posonlyargs + node.args.args
-                pairs = list(zip(args[len(args) - len(node.args.defaults):], node.args.defaults))
-                pairs += [(a, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None]
-            for target, value in pairs:
+            for target, value in bindings:
                 name = target.id if isinstance(target, ast.Name) else target.arg if isinstance(target, ast.arg) else None
                 if name and name not in self.aliases and self.rooted(value):
                     resolved = self.name(value)
                     if resolved:
                         self.aliases[name] = resolved
+
+    @staticmethod
+    def _bindings(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
+        """(target, value) pairs a statement binds: assignments, loops over literal
+        collections, default arguments."""
+        pairs: list[tuple[ast.AST, ast.AST]] = []
+        if isinstance(node, ast.Assign):
+            pairs = [(t, node.value) for t in node.targets]
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            pairs = [(node.target, node.value)]
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)):
+            pairs = [(node.target, e) for e in node.iter.elts]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args.posonlyargs + node.args.args
+            pairs = list(zip(args[len(args) - len(node.args.defaults):], node.args.defaults))
+            pairs += [(a, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None]
+        return pairs
 
     def name(self, node: ast.AST) -> str | None:
         """Dotted name `node` stands for, aliases applied (None: not a name)."""
@@ -159,9 +163,9 @@ class Resolver:
         return isinstance(node, ast.Call) and self.name(node.func) == "type" and len(node.args) == 1
 
 
-def _docstring_ids(tree: ast.AST) -> set[int]:
+def _docstring_ids(nodes: list[ast.AST]) -> set[int]:
     ids = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
@@ -199,12 +203,16 @@ def constant_compare(node: ast.AST) -> bool:
     return bool(rets) and all(isinstance(r.value, ast.Constant) and isinstance(r.value.value, bool) for r in rets)
 
 
-def _matches(name: str, patterns: list[str]) -> str | None:
-    return next((p for p in patterns if name == p or name.startswith(p + ".")), None)
+def _prefixes(name: str) -> list[str]:
+    """`a.b.c` -> `a`, `a.b`, `a.b.c`: a rule name matches itself and everything below it."""
+    parts = name.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _canonical_names(rule: StaticRule) -> list[str]:
-    return [canonical(n) for n in rule.names]
+def _matches(name: str, patterns: set[str] | list[str]) -> bool:
+    return any(p in patterns for p in _prefixes(name))
+
+
 
 
 @dataclass
@@ -219,9 +227,11 @@ class Visitor(ast.NodeVisitor):
     main_guard: int = 0
     docstrings: set[int] = field(default_factory=set)
     _seen: set[tuple[str, int]] = field(default_factory=set)
+    _by_kind: dict[str, list[StaticRule]] = field(default_factory=dict)
+    _ref_index: tuple = ()
 
     def visit_Module(self, node: ast.Module) -> None:
-        self.docstrings = _docstring_ids(node)
+        self.docstrings = _docstring_ids(self.resolver.nodes)
         self.generic_visit(node)
 
     # -- firing ----------------------------------------------------------
@@ -244,7 +254,10 @@ class Visitor(ast.NodeVisitor):
                                           evidence=f"{self.path}:{line}: {evidence} ({rule.description})"))  # fmt: skip
 
     def _rules(self, kind: str) -> list[StaticRule]:
-        return [r for r in self.rules if r.kind == kind]
+        if not self._by_kind:
+            for r in self.rules:
+                self._by_kind.setdefault(r.kind, []).append(r)
+        return self._by_kind.get(kind, [])
 
     # -- context ---------------------------------------------------------
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -277,9 +290,24 @@ class Visitor(ast.NodeVisitor):
         """Match `name` and (for names that reach a real module) its canonical form."""
         canon = canonical(name) if rooted else name
         shown = name if canon == name else f"{name} (= {canon})"
-        for rule in self._rules("reference"):
-            if _matches(name, rule.names) or (rooted and _matches(canon, _canonical_names(rule))):
-                self.fire(rule, node, f"uses {shown}")
+        written, canonical_index = self._reference_index()
+        hits = [r for p in _prefixes(name) for r in written.get(p, ())]
+        if rooted:
+            hits += [r for p in _prefixes(canon) for r in canonical_index.get(p, ())]
+        for rule in {r.id: r for r in hits}.values():  # each rule once
+            self.fire(rule, node, f"uses {shown}")
+
+    def _reference_index(self) -> tuple[dict[str, list[StaticRule]], dict[str, list[StaticRule]]]:
+        """Reference rules by each name they list, as written and in canonical form."""
+        if not self._ref_index:
+            written: dict[str, list[StaticRule]] = {}
+            canon: dict[str, list[StaticRule]] = {}
+            for rule in self._rules("reference"):
+                for n in rule.names:
+                    written.setdefault(n, []).append(rule)
+                    canon.setdefault(canonical(n), []).append(rule)
+            self._ref_index = (written, canon)
+        return self._ref_index
 
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load):
@@ -384,6 +412,9 @@ class Visitor(ast.NodeVisitor):
                 self._check_write(node, t)
             if isinstance(t, ast.Subscript) and self.resolver.is_namespace_call(t.value):
                 self._namespace(node, f"writes {ast.unparse(t)}")
+            elif isinstance(t, ast.Subscript) and self.resolver.rooted(t.value):
+                # item assignment is a call of __setitem__ (sys.path[0:0] = [...])
+                self.check_reference(node, f"{self.resolver.name(t.value)}.__setitem__", True)
             if isinstance(t, ast.Name) and t.id in CMP_DUNDERS:
                 value = getattr(node, "value", None)
                 if value is not None and constant_compare(value):

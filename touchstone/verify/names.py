@@ -8,7 +8,8 @@ expression *means*, not how it is spelled.
 - `canonical(dotted)`: the name an object is known by where it is defined,
   following module re-exports of the standard library (`os.sys.modules` is
   `sys.modules`, `posix._exit` and `os._exit` are one function). Only
-  standard-library modules are imported to find out (never workspace code),
+  standard-library modules are consulted (never workspace code, never
+  whatever else the verifier has imported, so verdicts do not depend on it),
   and modules with import-time side effects are never imported.
 """
 
@@ -23,7 +24,8 @@ from functools import lru_cache
 
 # Standard-library modules that do something when imported (open a browser,
 # print, start a GUI): never imported just to resolve a name.
-_UNSAFE_IMPORTS = {"antigravity", "this", "__hello__", "__phello__", "idlelib", "turtle", "turtledemo", "tkinter"}
+_UNSAFE_IMPORTS = {"antigravity", "this", "__hello__", "__phello__", "idlelib", "turtle", "turtledemo", "tkinter",
+                   "readline", "rlcompleter", "__main__"}
 _MAX_FOLD = 200  # longer "names" are not names
 
 
@@ -92,12 +94,14 @@ def _fold_call(node: ast.Call) -> object:
 
 
 def _importable(module: str) -> types.ModuleType | None:
-    """A standard-library (or already imported) module, imported without running workspace code."""
+    """A standard-library module (never workspace code). Only the standard
+    library, whatever else this process has imported, so a verdict does not
+    depend on the verifier's own imports."""
     root = module.split(".")[0]
-    if module in sys.modules:
-        return sys.modules[module]
     if root not in sys.stdlib_module_names or root in _UNSAFE_IMPORTS:
         return None
+    if module in sys.modules:
+        return sys.modules[module]
     try:
         with warnings.catch_warnings():  # deprecated modules (imp) still resolve
             warnings.simplefilter("ignore")

@@ -11,8 +11,10 @@ on the candidate out of process and compared outside every candidate process.
    produced the objects it uses (handles). Then type-aware mutations of the
    recorded arguments (one argument of one step at a time, EvalPlus-style).
 3. Replay: the reference and the candidate, each on a tree WITHOUT the hidden
-   tests, each in fresh sandboxes, forward and reversed case order, a fresh
-   process per chunk of cases (`touchstone/harness/sandbox_files/replay_runner.py`).
+   tests, forward and reversed case order, a fresh process per chunk of cases
+   (`touchstone/harness/sandbox_files/replay_runner.py`); the reference both orders in one sandbox, the
+   candidate each order in its own fresh sandbox. The recording depends only
+   on the task and is cached (`recording_key`).
 4. Compare here, by exact type and content (`same`): a step whose two
    reference replays disagree is non-deterministic and not compared; a
    mutated case on which the reference raises is outside the domain and
@@ -27,26 +29,31 @@ slower than N× the reference on some case.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
+import os
 import random
 import shlex
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from touchstone import paths
 from touchstone.harness.sandbox_files import codec
 from touchstone.sandbox.environment import Environment
 
-MAX_CASES = 200  # cases from recorded tests
+MAX_CASES = 500  # cases from recorded tests (fail-to-pass tests first)
 MAX_MUTATED = 120  # cases from mutations
 MAX_STEPS_PER_CASE = 200
 MAX_CALLS = 5000  # recorded calls per run
-CHUNK = 25  # cases per replay process
+CHUNK = 50  # cases per replay process
+ORDERS = ("forward", "reverse")
 SLOWDOWN_GRACE_S = 0.05  # absolute slack per case: timer noise is not slowness
 FLOAT_REL_TOL, FLOAT_ABS_TOL = 1e-9, 1e-12
 
@@ -73,6 +80,7 @@ def contract_of(meta: dict) -> OracleContract:
 class Recording:
     steps: dict[int, dict] = field(default_factory=dict)
     summary: dict | None = None  # the recorder's final record; None = the run ended early
+    timed_out: bool = False
 
     @property
     def unreplayable(self) -> Counter:
@@ -95,6 +103,31 @@ def read_recording(path: Path) -> Recording:
     return rec
 
 
+def recording_key(task_hash: str, environment: Environment | None) -> str:
+    """Cache key of a task's recording: the task's content, its environment and
+    the recorder itself (a changed recorder records anew)."""
+    h = hashlib.sha256(f"{task_hash}\0{environment.digest if environment else ''}\0{MAX_CALLS}".encode())
+    for name in ("call_recorder.py", "codec.py"):
+        h.update(Path(codec.__file__).with_name(name).read_bytes())  # the sandbox files, wherever they live
+    return h.hexdigest()[:32]
+
+
+def cached_recording(key: str | None, record: Callable[[], Recording]) -> tuple[Recording, bool]:
+    """The recording stored under `key` (None: no cache), else `record()`,
+    stored when it finished. Returns (recording, whether it came from the cache)."""
+    path = paths.cache() / "oracle" / f"{key}.json" if key else None
+    if path is not None and path.is_file():
+        data = json.loads(path.read_text())
+        return Recording({int(i): s for i, s in data["steps"].items()}, data["summary"]), True
+    rec = record()
+    if path is not None and rec.summary is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"steps": rec.steps, "summary": rec.summary}))
+        tmp.replace(path)  # atomic: concurrent verifiers never read half a file
+    return rec, False
+
+
 def record_calls(tree: Path, test_files: list[str], test_code: list[str], *, backend: str,
                  timeout: float, environment: Environment | None = None) -> Recording:
     """Run the hidden tests over `tree` (reference + hidden tests) under the call recorder."""
@@ -109,8 +142,10 @@ def record_calls(tree: Path, test_files: list[str], test_code: list[str], *, bac
         spec = TestRunSpec(test_files, f"tr_{nonce}", h_dir, o_dir, env=env)
         with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
                           environment=environment) as sb:
-            sb.exec(spec.command(), timeout=timeout)
-        return read_recording(out / "calls.jsonl")
+            res = sb.exec(spec.command(), timeout=timeout)
+        rec = read_recording(out / "calls.jsonl")
+        rec.timed_out = res.timed_out
+        return rec
 
 
 # ---------------------------------------------------------------------- cases
@@ -140,27 +175,30 @@ def _closure(index: int, steps: dict[int, dict], out: set[int]) -> bool:
     return all(_closure(d, steps, out) for d in codec.handles_in([step["args"], step["kwargs"]]))
 
 
-def _runner_step(step: dict, args=None) -> dict:
-    return {"i": step["i"], "target": step["target"], "args": step["args"] if args is None else args,
-            "kwargs": step["kwargs"]}  # fmt: skip
+def _runner_step(step: dict) -> dict:
+    return {"i": step["i"], "target": step["target"], "args": step["args"], "kwargs": step["kwargs"]}
 
 
-def build_cases(rec: Recording) -> tuple[list[Case], Counter]:
+def build_cases(rec: Recording, first: Sequence[str] = ()) -> tuple[list[Case], Counter, Counter]:
     """One case per test (collection-time calls form their own), each with the
-    earlier steps it depends on; counts of steps left out and why."""
+    earlier steps it depends on; the tests in `first` (a task's fail-to-pass
+    tests) before the others, so the caps never cut them. Also returns counts
+    of calls not replayable (a dependency is not) and of calls left out by caps."""
     by_test: dict[str | None, list[int]] = {}
     for i in sorted(rec.steps):
         by_test.setdefault(rec.steps[i].get("test"), []).append(i)
-    cases, left_out = [], Counter()
-    for test, indexes in by_test.items():
+    first = set(first)
+    ordered = sorted(by_test, key=lambda t: t not in first)  # stable: recorded order otherwise
+    cases, dependent, capped = [], Counter(), Counter()
+    for test in ordered:
         needed, own = set(), []
-        for i in indexes:
-            if len(own) >= MAX_STEPS_PER_CASE:
-                left_out["over the per-test cap"] += 1
-            elif "unreplayable" in rec.steps[i]:
+        for i in by_test[test]:
+            if "unreplayable" in rec.steps[i]:
                 continue  # counted by Recording.unreplayable
+            if len(own) >= MAX_STEPS_PER_CASE:
+                capped["over the per-test cap"] += 1
             elif not _closure(i, rec.steps, trial := set(needed)):
-                left_out["uses the result of a call that cannot be replayed"] += 1
+                dependent["uses the result of a call that cannot be replayed"] += 1
             else:
                 needed = trial
                 own.append(i)
@@ -168,8 +206,8 @@ def build_cases(rec: Recording) -> tuple[list[Case], Counter]:
             steps = [_runner_step(rec.steps[i]) for i in sorted(needed)]
             cases.append(Case(len(cases), test, steps, set(own)))
         elif own:
-            left_out["over the case cap"] += len(own)
-    return cases, left_out
+            capped["over the case cap"] += len(own)
+    return cases, dependent, capped
 
 
 def _mutations(v, rng: random.Random) -> list:
@@ -243,39 +281,46 @@ def mutate_cases(cases: list[Case], seed: int = 0, limit: int = MAX_MUTATED) -> 
 Outcomes = dict[int, dict[int, dict]]  # case id -> step index -> {"out", "t"}
 
 
-def run_side(tree: Path, cases: list[Case], *, reverse: bool, backend: str, timeout: float,
-             environment: Environment | None = None) -> tuple[Outcomes, float, bool]:
-    """Replay `cases` over `tree` in one fresh sandbox, a fresh process per
-    chunk. Returns (outcomes, wall seconds, timed out)."""
+def _read_outcomes(paths: list[Path]) -> Outcomes:
+    outcomes: Outcomes = {}
+    for path in paths:
+        for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
+            try:
+                rec = json.loads(line)
+                outcomes.setdefault(int(rec["case"]), {s["i"]: s for s in rec["steps"]})
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue
+    return outcomes
+
+
+def run_side(tree: Path, cases: list[Case], *, orders: Sequence[str], backend: str, timeout: float,
+             environment: Environment | None = None) -> tuple[list[Outcomes], float, bool]:
+    """Replay `cases` over `tree` in one fresh sandbox, once per order
+    ("forward", "reverse"), a fresh process per chunk of cases. Returns
+    (outcomes per order, wall seconds, timed out)."""
     from touchstone.sandbox import Limits, open_sandbox
     from touchstone.harness import harness_mounts
 
-    order = cases[::-1] if reverse else cases
-    chunks = [order[k:k + CHUNK] for k in range(0, len(order), CHUNK)]
     files = (("replay_runner.py", "rr_{nonce}.py"), ("codec.py", "tc_{nonce}.py"))
     with harness_mounts(*files) as (h_dir, o_dir, mounts, out, nonce):
-        commands = []
-        for n, chunk in enumerate(chunks):
-            (out / f"cases{n}.json").write_text(json.dumps([c.encode() for c in chunk]))
-            commands.append(shlex.join([
-                "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0",
-                "PYTHONDONTWRITEBYTECODE=1", "python3", "-s", f"{h_dir}/rr_{nonce}.py", f"{h_dir}/tc_{nonce}.py",
-                f"{o_dir}/cases{n}.json", f"{o_dir}/out{n}.jsonl",
-            ]))  # fmt: skip
+        commands, outputs = [], []
+        for k, order in enumerate(orders):
+            seq = cases[::-1] if order == "reverse" else cases
+            outputs.append([])
+            for n, start in enumerate(range(0, len(seq), CHUNK)):
+                name = f"{k}-{n}"
+                (out / f"cases{name}.json").write_text(json.dumps([c.encode() for c in seq[start:start + CHUNK]]))
+                outputs[-1].append(out / f"out{name}.jsonl")
+                commands.append(shlex.join([
+                    "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0",
+                    "PYTHONDONTWRITEBYTECODE=1", "python3", "-s", f"{h_dir}/rr_{nonce}.py", f"{h_dir}/tc_{nonce}.py",
+                    f"{o_dir}/cases{name}.json", f"{o_dir}/out{name}.jsonl",
+                ]))  # fmt: skip
         command = "cd /workspace && " + " ; ".join(commands)
         with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
                           environment=environment) as sb:
             res = sb.exec(command, timeout=timeout)
-        outcomes: Outcomes = {}
-        for n in range(len(chunks)):
-            path = out / f"out{n}.jsonl"
-            for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
-                try:
-                    rec = json.loads(line)
-                    outcomes.setdefault(int(rec["case"]), {s["i"]: s for s in rec["steps"]})
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                    continue
-        return outcomes, res.wall_s, res.timed_out
+        return [_read_outcomes(paths) for paths in outputs], res.wall_s, res.timed_out
 
 
 # ------------------------------------------------------------------ comparison
@@ -322,6 +367,7 @@ class Comparison:
     mutated_compared: int = 0
     mutated_dropped: int = 0
     unstable: int = 0
+    context_dependent: int = 0
     counterexample: str | None = None
     worst_slowdown: float = 0.0
     slow_case: str | None = None
@@ -331,21 +377,59 @@ def _normalize(c, contract: OracleContract):
     return codec.any_iterable(c) if contract.iterables == "any" else c
 
 
+def agrees(want: list, got: list) -> bool:
+    """A candidate outcome matches the reference's: `same`, or both raised
+    and the candidate's exception is an instance of the reference's type."""
+    if want[0] == got[0] == "raised" and len(want) == len(got) == 3:
+        return want[1] == got[1] or want[1] in got[2]
+    return same(want, got)
+
+
 def _show(out: list, other: list) -> str:
     """An outcome for a counterexample: the result, or the arguments after
     the call when only those differ."""
     if out[0] == "ok" and other[0] == "ok" and same(out[1], other[1]):
         return "arguments after the call " + json.dumps(out[2])[:300]
-    return json.dumps(out[1] if out[0] == "ok" else out)[:300]
+    return json.dumps(out[1] if out[0] == "ok" else out[:2])[:300]
 
 
 def _case_time(run: Outcomes, case: Case) -> float:
     return sum(run.get(case.id, {}).get(s["i"], {}).get("t", 0.0) for s in case.steps)
 
 
-def compare(cases: list[Case], refs: list[Outcomes], cands: list[Outcomes], contract: OracleContract) -> Comparison:
+def _time(cmp: Comparison, case: Case, refs: list[Outcomes], cands: list[Outcomes], contract: OracleContract) -> None:
+    """Per-case time against the reference's, like with like: the same order
+    runs the same cases first in each process (first calls pay for imports
+    and caches), and slow means slow in both orders."""
+    timed = sorted(((_case_time(c, case) + 1e-3) / (_case_time(r, case) + 1e-3), _case_time(c, case),
+                    _case_time(r, case)) for r, c in zip(refs, cands))  # fmt: skip
+    ratio, cand_t, ref_t = timed[0]
+    if ratio > cmp.worst_slowdown:
+        cmp.worst_slowdown, cmp.slow_case = ratio, f"{case.test or 'collection'} ({cand_t:.3f} s vs {ref_t:.3f} s)"
+    limit = contract.max_slowdown
+    if limit and all(c > limit * r + SLOWDOWN_GRACE_S for _, c, r in timed):
+        cmp.counterexample = cmp.counterexample or (
+            f"performance contract: {case.test or 'collection'} took {cand_t:.3f} s, "
+            f"more than {limit:g}x the reference's {ref_t:.3f} s")
+
+
+def _as_recorded(step: dict, replayed: list) -> bool:
+    """Whether the reference's replay of a call saw what the test run saw
+    (False: the call depended on context the replay lacks: a monkeypatch,
+    global state an earlier test left)."""
+    if "raised" in step:
+        return replayed[:2] == ["raised", step["raised"]]
+    if "result" not in step or "not consumed" in json.dumps(step["result"]):
+        return True  # an iterator the test itself consumed: nothing to hold the replay to
+    return replayed[0] == "ok" and same(replayed[1], step["result"])
+
+
+def compare(cases: list[Case], refs: list[Outcomes], cands: list[Outcomes], contract: OracleContract,
+            recorded: dict[int, dict] | None = None) -> Comparison:
     """Candidate runs against the first reference run, step by step; the
-    second reference run only tells deterministic steps from the others."""
+    second reference run only tells deterministic steps from the others;
+    `recorded` (the recording's steps) counts calls the replay makes in
+    another context than the test did (compared all the same)."""
     cmp = Comparison()
     for case in cases:
         if case.mutated and any(_out(refs[0], case.id, s["i"])[0] != "ok" for s in case.steps):
@@ -360,21 +444,15 @@ def compare(cases: list[Case], refs: list[Outcomes], cands: list[Outcomes], cont
                 continue
             cmp.compared += 1
             cmp.mutated_compared += case.mutated
+            if recorded and not case.mutated and not _as_recorded(recorded[step["i"]], _out(refs[0], case.id, step["i"])):
+                cmp.context_dependent += 1
             for order, run in zip(("forward", "reverse"), cands):
                 got = _normalize(_out(run, case.id, step["i"]), contract)
-                if cmp.counterexample is None and not same(want, got):
+                if cmp.counterexample is None and not agrees(want, got):
                     kind = "generated input" if case.mutated else f"call recorded in {case.test or 'collection'}"
                     cmp.counterexample = (f"{kind}: {describe(step)} ({order} order): reference "
                                           f"{_show(want, got)}, candidate {_show(got, want)}")  # fmt: skip
-        ref_t = min(_case_time(r, case) for r in refs)
-        cand_t = max(_case_time(r, case) for r in cands)
-        ratio = (cand_t + 1e-3) / (ref_t + 1e-3)  # a millisecond of timer noise is no slowdown
-        if ratio > cmp.worst_slowdown:
-            cmp.worst_slowdown, cmp.slow_case = ratio, f"{case.test or 'collection'} ({cand_t:.3f} s vs {ref_t:.3f} s)"
-        if contract.max_slowdown and cand_t > contract.max_slowdown * ref_t + SLOWDOWN_GRACE_S:
-            cmp.counterexample = cmp.counterexample or (
-                f"performance contract: {case.test or 'collection'} took {cand_t:.3f} s, "
-                f"more than {contract.max_slowdown:g}x the reference's {ref_t:.3f} s")
+        _time(cmp, case, refs, cands, contract)
     return cmp
 
 
@@ -388,48 +466,61 @@ class OracleResult:
     counts: dict[str, int] = field(default_factory=dict)
 
 
+def _coverage(rec: Recording, not_replayable: Counter, capped: Counter, cached: bool) -> tuple[dict[str, int], str]:
+    """Counts of what was recorded and what replay cannot use, and their
+    evidence text (the three commonest reasons)."""
+    counts = {"recorded": len(rec.steps), "unreplayable": sum(not_replayable.values()),
+              "capped": sum(capped.values()), "over_call_cap": (rec.summary or {}).get("over_cap", 0)}  # fmt: skip
+    why_not = "; ".join(f"{n} {w}" for w, n in not_replayable.most_common(3))
+    head = f"{counts['recorded']} calls recorded ({counts['unreplayable']} not replayable{': ' + why_not if why_not else ''})"
+    if counts["capped"] or counts["over_call_cap"]:
+        head += f", {counts['capped'] + counts['over_call_cap']} left out by the caps"
+    return counts, head + (", recording from the cache" if cached else "")
+
+
 def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, test_files: list[str],
                test_code: list[str], contract: OracleContract, *, backend: str = "auto",
-               timeout: float = 60.0, environment: Environment | None = None) -> OracleResult:
+               timeout: float = 60.0, environment: Environment | None = None,
+               first: Sequence[str] = (), cache_key: str | None = None) -> OracleResult:
     """Record on `record_tree` (reference + hidden tests), replay on
-    `reference_tree` and `candidate_tree` (neither holds hidden tests)."""
+    `reference_tree` and `candidate_tree` (neither holds hidden tests);
+    `first`: tests whose calls the caps must not cut (fail-to-pass);
+    `cache_key`: `recording_key(...)` to reuse the task's recording."""
     sandbox = {"backend": backend, "environment": environment}
-    rec = record_calls(record_tree, test_files, test_code, timeout=timeout, **sandbox)
-    if rec.summary is None:
-        return OracleResult("error", f"the call recorder did not finish over the reference ({len(rec.steps)} calls "
-                                     f"seen): the hidden tests crashed or timed out under it")  # fmt: skip
-    cases, left_out = build_cases(rec)
+    rec, cached = cached_recording(
+        cache_key, lambda: record_calls(record_tree, test_files, test_code, timeout=timeout, **sandbox))
+    if rec.summary is None:  # nothing the candidate did: a timeout may pass, a crash will not
+        status, why = ("error", f"timed out after {timeout:g} s") if rec.timed_out else ("skipped", "crashed")
+        return OracleResult(status, f"no oracle: the hidden tests {why} under the call recorder over the "
+                                    f"reference ({len(rec.steps)} calls seen)")  # fmt: skip
+    cases, dependent, capped = build_cases(rec, first)
     mutated = mutate_cases(cases)
-    counts = {"recorded": len(rec.steps), "unreplayable": sum(rec.unreplayable.values()),
-              "left_out": sum(left_out.values()), "over_call_cap": rec.summary.get("over_cap", 0),
-              "cases": len(cases), "mutated_cases": len(mutated)}  # fmt: skip
-    why_not = "; ".join(f"{n} {w}" for w, n in (rec.unreplayable + left_out).most_common(3))
-    head = f"{counts['recorded']} calls recorded ({counts['unreplayable'] + counts['left_out']} not replayable" + (
-        f": {why_not})" if why_not else ")")
+    counts, head = _coverage(rec, rec.unreplayable + dependent, capped, cached)
+    counts.update(cases=len(cases), mutated_cases=len(mutated))
     if not cases:
         return OracleResult("skipped", f"{head}; nothing to replay", counts)
     everything = cases + mutated
-    refs = []
-    for reverse in (False, True):
-        got, ref_wall, timed_out = run_side(reference_tree, everything, reverse=reverse, timeout=timeout, **sandbox)
-        if timed_out:
-            return OracleResult("error", f"{head}; the reference replay timed out after {timeout:g} s", counts)
-        refs.append(got)
-    limit = min(timeout, max(30.0, 10 * ref_wall + 10))  # generous: a loaded machine is not a slow solution
+    # the trusted reference runs both orders in one sandbox; the candidate gets a fresh one per order,
+    # so nothing it leaves on disk or in processes carries from one order to the other
+    refs, ref_wall, timed_out = run_side(reference_tree, everything, orders=ORDERS, timeout=2 * timeout, **sandbox)
+    if timed_out:
+        return OracleResult("error", f"{head}; the reference replay timed out after {2 * timeout:g} s", counts)
+    limit = min(timeout, max(30.0, 5 * ref_wall + 10))  # generous: a loaded machine is not a slow solution
     cands = []
-    for reverse in (False, True):
-        got, _, timed_out = run_side(candidate_tree, everything, reverse=reverse, timeout=limit, **sandbox)
+    for order in ORDERS:
+        (got,), _, timed_out = run_side(candidate_tree, everything, orders=[order], timeout=limit, **sandbox)
         if timed_out:
             return OracleResult("fail", f"{head}; the candidate exceeded the replay time limit of {limit:.1f} s "
-                                        f"(reference: {ref_wall:.2f} s)", counts)  # fmt: skip
+                                        f"(reference, both orders: {ref_wall:.2f} s)", counts)  # fmt: skip
         cands.append(got)
-    cmp = compare(everything, refs, cands, contract)
+    cmp = compare(everything, refs, cands, contract, rec.steps)
     counts.update(replayed=cmp.compared, mutated=cmp.mutated_compared, unstable=cmp.unstable,
-                  mutated_dropped=cmp.mutated_dropped)
+                  mutated_dropped=cmp.mutated_dropped, context_dependent=cmp.context_dependent)
     body = (f"{head}; {cmp.compared} calls replayed in {len(cases)} tests, {cmp.mutated_compared} of them on "
             f"{len(mutated) - cmp.mutated_dropped} mutated inputs, forward and reversed, "
             f"{CHUNK} cases per process; {cmp.unstable} non-deterministic on the reference not compared; "
-            f"slowest case {cmp.worst_slowdown:.1f}x the reference")  # fmt: skip
+            f"{cmp.context_dependent} replayed otherwise than under the tests (monkeypatches, state left by "
+            f"other tests); slowest case {cmp.worst_slowdown:.1f}x the reference")  # fmt: skip
     if cmp.counterexample:
         return OracleResult("fail", f"{cmp.counterexample} [{body}]", counts)
     if cmp.compared == 0:

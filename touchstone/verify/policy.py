@@ -36,6 +36,9 @@ class StaticRule(BaseModel):
     severity_when_isolated: Severity | None = None
     allow_in: list[Context] = Field(default_factory=list)
     min_entries: int = 8
+    # False: a proposer never allows this rule for a task even when the
+    # reference trips it (rules about the judge's own integrity)
+    auto_allow: bool = True
 
     def severity_for(self, *, in_function: bool = False, isolated: bool = False) -> Severity:
         if isolated and self.severity_when_isolated:

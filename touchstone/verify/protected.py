@@ -131,9 +131,9 @@ def check_protected(
         elif rel in diff.created:
             names = _module_names(rel, import_roots)
             if names & (SHADOWED | installed):
-                why = f"shadows the module {sorted(names & (SHADOWED | installed))[0]!r}"
+                why = f"shadows the module {min(names & (SHADOWED | installed))!r}"
             elif names & helpers and not is_test_file(rel):
-                why = f"shadows the test helper module {sorted(names & helpers)[0]!r}"
+                why = f"shadows the test helper module {min(names & helpers)!r}"
         if why:
             res.violations.append(f"{rel}: {why}")
         elif rel in diff.created and is_test_file(rel):

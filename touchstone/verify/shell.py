@@ -83,7 +83,7 @@ def parse_command(line: str) -> Parsed:
 
 
 _QUOTED_HEREDOC = re.compile(r"""<<(-?)\s*(?:(['"])(\w+)\2|\\(\w+))""")
-_HEREDOC = re.compile(r"""<<-?\s*['"\\]?(\w+)['"]?[^\n]*\n(.*?)(\n[ \t]*\1[ \t]*(\n|$)|$)""", re.S)
+_HEREDOC = re.compile(r"""<<-?\s*['"\\]?(\w+)['"]?[^\n]*\n(.*?)(\n[ \t]*\1[ \t]*(\n|$)|$)""", re.DOTALL)
 
 
 def _parse_into(line: str, out: Parsed, cwd: str, depth: int) -> str:

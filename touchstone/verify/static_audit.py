@@ -23,10 +23,11 @@ import tokenize
 import zipfile
 from collections import Counter
 from collections.abc import Mapping
+from pathlib import Path
 
 from touchstone.harness import is_test_file
 from touchstone.verify.ast_audit import Resolver, Visitor
-from touchstone.verify.policy import AuditPolicy, StaticRule
+from touchstone.verify.policy import AuditPolicy, StaticRule, load_policy
 from touchstone.verify.report import AuditFinding
 
 _UTF8 = {"utf-8", "utf-8-sig"}
@@ -196,3 +197,15 @@ def _binding_part(node: ast.AST) -> ast.AST:
     if isinstance(node, (ast.For, ast.AsyncFor)):
         return ast.Tuple(elts=[node.target, node.iter], ctx=ast.Load())
     return node
+
+
+def reference_rules(workspace: Path, reference: Path, policy: AuditPolicy | None = None) -> list[str]:
+    """Ids of rejecting rules that fire on a task's reference code (judged
+    against the starting workspace, as a candidate would be) and that a task
+    may allow (`auto_allow`); what a proposer writes to `source.meta.audit_allow`."""
+    policy = policy or load_policy()
+    files = {p.relative_to(reference).as_posix(): p.read_bytes() for p in sorted(reference.rglob("*")) if p.is_file()}
+    shipped = {rel: [(workspace / rel).read_bytes()] for rel in files if (workspace / rel).is_file()}
+    allowable = {r.id for r in policy.static if r.auto_allow}
+    found = audit_files(files, policy, shipped)
+    return sorted({f.rule for f in found if f.severity == "reject" and f.rule in allowable})

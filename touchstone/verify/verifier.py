@@ -15,20 +15,24 @@ import json
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S
-from touchstone.tasks.environment import task_environment
-from touchstone.harness import HiddenSuite, compose_tree, is_test_file, run_plan, test_dirs
+from touchstone.harness import HiddenSuite, TestRunResult, compose_tree, is_test_file, run_plan, test_dirs
+from touchstone.harness.isolation import IsolatedTrees
 from touchstone.sandbox import Environment, SandboxError
+from touchstone.tasks.environment import task_environment
+from touchstone.tasks.isolation import IsolationVerdict, recorded_isolation
 from touchstone.tasks.schema import Task
 from touchstone.verify import oracle
 from touchstone.verify.action_audit import audit_actions
 from touchstone.verify.policy import AuditPolicy, load_policy
 from touchstone.verify.protected import DEFAULT_PROTECTED, check_protected
 from touchstone.verify.replay import ReplayResult, recorded_diff_matches, replay
-from touchstone.verify.report import AuditFinding, CheckResult, ProgressPoint, VerificationReport
+from touchstone.verify.report import AuditFinding, CheckResult, Isolation, ProgressPoint, VerificationReport
 from touchstone.verify.static_audit import audit_files
+
+
 
 
 def trajectory_id_of(messages: list[dict[str, Any]]) -> str:
@@ -49,13 +53,15 @@ def verify_trajectory(
     allow_rules: set[str] | None = None,
     full: bool = False,
     tool_timeout: float = DEFAULT_TIMEOUT_S,
-    isolated: bool = False,
+    isolated: bool | None = None,
 ) -> VerificationReport:
     """Verify one trajectory of `task`. Never raises for infrastructure
     problems: those make the report inconclusive, with the error as evidence.
-    `isolated`: the test run keeps candidate code out of the process that
-    judges it; only then do audit rules with `severity_when_isolated` relax
-    (today's default: not isolated, every rule at its full severity)."""
+    `isolated`: None = as the task's isolation record says (tests run with no
+    candidate code in the judging process unless the record says the task's
+    tests cannot; a task never probed runs isolated first); True / False = as
+    if recorded isolated / not isolated. Audit rules with
+    `severity_when_isolated` relax only when the tests ran isolated."""
     started = time.monotonic()
     # a task may allow rules where they are legitimate: source.meta["audit_allow"]
     allowed = set(allow_rules or ()) | set(task.source.meta.get("audit_allow", ()))
@@ -65,9 +71,12 @@ def verify_trajectory(
     points: list[ProgressPoint] | None = None
 
     environment: Environment | None = None
+    isolation: Isolation | None = None
+    record = _isolation_record(task, isolated)  # None: never probed, or probed on other content
 
     def report() -> VerificationReport:
         return VerificationReport(
+            isolation=isolation,
             trajectory_id=trajectory_id or trajectory_id_of(messages), task_id=task.id,
             task_hash=task.content_hash, environment_digest=environment.digest if environment else None,
             checks=checks, findings=findings, progress=points,
@@ -94,7 +103,13 @@ def verify_trajectory(
     graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
     deleted = [r for r in rep.diff.deleted if r not in pristine.tests]
     checks.append(_compile_check({rel: data for rel, data in graded.items() if rel.endswith(".py")}))
-    static = audit_files(graded, policy, pristine.versions(graded), isolated=isolated)
+
+    def audit(relaxed: bool) -> list[AuditFinding]:
+        return audit_files(graded, policy, pristine.versions(graded), isolated=relaxed)
+
+    # relaxed severities hold only if the tests run isolated: for a task never probed
+    # that is known after the tests, and strict findings replace them if they did not
+    static = audit(record is None or record.status == "isolated")
     actions = audit_actions(rep.events, policy)
     findings.extend(static + actions)
     checks += [_audit_check("static_audit", static), _audit_check("action_audit", actions)]
@@ -106,8 +121,12 @@ def verify_trajectory(
         try:
             # reads the task's hidden tests: can fail too
             suite = HiddenSuite(task, task.required_tests, environment=environment)
-            tree = suite.compose(Path(tmp) / "graded", files=graded, deleted=deleted)
-            tested = _test_checks(suite, tree, replays, backend)
+            runs = _TestRuns(suite, backend, graded, deleted, Path(tmp))
+            tested, isolation = _test_checks(runs, replays, record)
+            if record is None and isolation == "not_isolated":
+                static = audit(False)
+                findings[:] = static + actions
+                checks[[c.name for c in checks].index("static_audit")] = _audit_check("static_audit", static)
             checks.extend(tested)
             if tested[0].status == "error" or (_rejected(checks) and not full):
                 _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
@@ -118,6 +137,14 @@ def verify_trajectory(
         except Exception as exc:  # infrastructure: inconclusive, never accept
             checks.append(CheckResult(name="grading", status="error", evidence=f"grading failed: {_err(exc)}"))
     return report()
+
+
+def _isolation_record(task: Task, isolated: bool | None) -> IsolationVerdict | None:
+    if isolated is None:
+        return recorded_isolation(task)
+    detail = "isolation required by the caller" if isolated else "isolation switched off by the caller"
+    return IsolationVerdict(status="isolated" if isolated else "not_isolated", detail=detail,
+                            task_hash=task.content_hash, backend="-")  # fmt: skip
 
 
 class _Pristine:
@@ -208,14 +235,58 @@ def _audit_check(name: str, found: list[AuditFinding]) -> CheckResult:
     return CheckResult(name=name, status="pass", evidence=f"flags: {', '.join(flags)}" if flags else "no findings")
 
 
-def _test_checks(suite: HiddenSuite, tree: Path, replays: int, backend: str) -> list[CheckResult]:
-    first = suite.run(tree, 0, backend=backend)
+class _TestRuns:
+    """Run i of the plan on the graded diff, isolated or in process (each tree
+    composed on first use)."""
+
+    def __init__(self, suite: HiddenSuite, backend: str, files: dict[str, bytes], deleted: list[str], tmp: Path):
+        self.suite, self.backend, self.files, self.deleted, self.tmp = suite, backend, files, deleted, tmp
+        self._tree: Path | None = None
+        self._trees: IsolatedTrees | None = None
+
+    def isolated(self, i: int) -> TestRunResult:
+        if self._trees is None:
+            self._trees = self.suite.compose_isolated(self.tmp / "isolated", files=self.files, deleted=self.deleted)
+        return self.suite.run_isolated(self._trees, i, backend=self.backend)
+
+    def in_process(self, i: int) -> TestRunResult:
+        if self._tree is None:
+            self._tree = self.suite.compose(self.tmp / "graded", files=self.files, deleted=self.deleted)
+        return self.suite.run(self._tree, i, backend=self.backend)
+
+
+def _test_checks(runs: _TestRuns, replays: int, record: IsolationVerdict | None) -> tuple[list[CheckResult], Isolation]:
+    """The `tests` and `determinism` checks, and how they ran. Isolated unless
+    the task's record says its tests cannot run isolated; a task never probed
+    whose candidate fails isolated but passes in process is reported
+    not isolated (the verdict then rests on the oracle), never silently."""
+    if record is not None and record.status == "not_isolated":
+        checks = _repeat(runs.in_process, runs.in_process(0), replays)
+        return _noted(checks, f"not isolated ({record.detail[:300]})"), "not_isolated"
+    first = runs.isolated(0)
+    if first.status == "fail" and record is None:
+        again = runs.in_process(0)
+        if again.status == "pass":
+            checks = _repeat(runs.in_process, again, replays)
+            why = f"fails isolated ({first.evidence[:300]}), passes with candidate code in the judging process"
+            return _noted(checks, f"not isolated (task never probed; {why})"), "not_isolated"
+    return _repeat(runs.isolated, first, replays), "isolated"
+
+
+def _noted(checks: list[CheckResult], note: str) -> list[CheckResult]:
+    checks[0].evidence = f"{note}; {checks[0].evidence}"
+    return checks
+
+
+def _repeat(run: Callable[[int], TestRunResult], first: TestRunResult,
+            replays: int) -> list[CheckResult]:  # fmt: skip
+    """`tests` from the first run, `determinism` from runs 1..k-1 of the plan."""
     tests = CheckResult(name="tests", status=first.status, evidence=first.evidence)
     if first.status != "pass":
         return [tests, CheckResult(name="determinism", status="skipped", evidence="tests did not pass once")]
     plan = [run_plan(i) for i in range(1, max(replays, 1))]
     for i in range(1, max(replays, 1)):
-        again = suite.run(tree, i, backend=backend)
+        again = run(i)
         if again.status == "error":
             return [tests, CheckResult(name="determinism", status="error", evidence=again.evidence)]
         if again.status != "pass":
@@ -240,7 +311,9 @@ def _oracle_check(task: Task, suite: HiddenSuite, files: dict[str, bytes], delet
     cand_tree = suite.compose(tmp / "oracle-candidate", files=files, deleted=deleted, with_tests=False)
     test_code = sorted(set(suite.sources) | pristine_tests)
     result = oracle.run_oracle(record_tree, ref_tree, cand_tree, suite.test_files, test_code, contract,
-                               backend=backend, timeout=task.timeout_s, environment=suite.environment)  # fmt: skip
+                               backend=backend, timeout=task.timeout_s, environment=suite.environment,
+                               first=task.fail_to_pass or (),
+                               cache_key=oracle.recording_key(task.content_hash, suite.environment))  # fmt: skip
     return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=result.counts)
 
 

@@ -5,13 +5,13 @@ prompt ids + the ids the model actually sampled + the tokens of the new
 observation messages (rendered by the chat template as a text delta). The
 model's own tokens are therefore never re-tokenized, and `prompt_ids`,
 `completion_ids` and `logprobs` recorded per turn are exactly what RL needs.
-Tool calls are parsed from Qwen2.5-style `<tool_call>{json}</tool_call>` blocks.
+Tool calls are parsed by the tokenizer's response parser (transformers
+`parse_response`), so any chat model with tool calling runs as `hf:`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,31 +19,48 @@ from typing import Any
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
 from touchstone.agent.trajectory import Sampling
 
-_BLOCK_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
-_NAME_RE = re.compile(r'"name"\s*:\s*"([^"]*)"')
-
-
-def parse_tool_calls(text: str, turn: int) -> dict[str, Any]:
-    """An assistant message from generated text. A block that is not valid JSON
-    still becomes a call (name recovered if possible, the raw block as its
-    arguments), so the loop records an error observation instead of dropping it."""
+def parse_completion(tokenizer, completion: list[int], prompt: list[int], tools: list[dict[str, Any]],
+                     turn: int) -> dict[str, Any]:
+    """The assistant message the generated ids say, read by the tokenizer's own
+    response parser (transformers `parse_response`, with the prompt as prefix
+    and the tools' schemas): any chat model with a response template works.
+    Ids the parser cannot read (a malformed tool call) still become a call —
+    nameless, the decoded text as its arguments — so the loop records an error
+    observation instead of silently dropping the attempt."""
+    try:
+        parsed = tokenizer.parse_response(completion, prefix=prompt, tools=tools) or {}
+    except (ValueError, TypeError):
+        text = tokenizer.decode(completion, skip_special_tokens=True)
+        parsed = {"content": "", "tool_calls": [{"function": {"name": "", "arguments": text}}]}
+    content = str(parsed.get("content") or "")
+    if tokenizer.eos_token:
+        content = content.removesuffix(tokenizer.eos_token)
+    message: dict[str, Any] = {"role": "assistant", "content": content.strip()}
     calls = []
-    for i, m in enumerate(_BLOCK_RE.finditer(text)):
-        raw = m.group(1).strip()
-        try:
-            obj = json.loads(raw)
-            name, args = obj["name"], obj.get("arguments", {})
-            if not isinstance(name, str):
-                raise TypeError("name is not a string")
-            arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
-            found = _NAME_RE.search(raw)
-            name, arguments = (found.group(1) if found else ""), raw
-        calls.append({"id": f"call_{turn}_{i}", "type": "function", "function": {"name": name, "arguments": arguments}})
-    message: dict[str, Any] = {"role": "assistant", "content": _BLOCK_RE.sub("", text).strip()}
+    for i, call in enumerate(parsed.get("tool_calls") or []):
+        fn = call.get("function") if isinstance(call, dict) else None
+        fn = fn if isinstance(fn, dict) else {}
+        name, args = fn.get("name"), fn.get("arguments", {})
+        calls.append({"id": f"call_{turn}_{i}", "type": "function", "function": {
+            "name": name if isinstance(name, str) else "",
+            "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}})
     if calls:
         message["tool_calls"] = calls
     return message
+
+
+def ensure_response_parser(tokenizer, where: str) -> None:
+    """The tokenizer's shipped response template, or TRL's for the chat
+    templates it knows; otherwise a clear error naming what is missing."""
+    if getattr(tokenizer, "response_template", None) or getattr(tokenizer, "response_schema", None):
+        return
+    from trl.chat_template_utils import add_response_schema
+
+    try:
+        add_response_schema(tokenizer)
+    except ValueError:
+        raise ValueError(f"{where}: the tokenizer has no response template for its chat template, so tool calls "
+                         "cannot be parsed; set `response_template` in its tokenizer_config.json") from None
 
 
 def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -86,11 +103,12 @@ class _HFEpisode(Episode):
         full = self._render(messages, True)
         if self.ids is not None:
             before = self._render(messages[: self.rendered_upto], False)
-            if full.startswith(before) and before.endswith(self.policy.eos_text + "\n"):
+            _, eos, tail = before.rpartition(self.policy.eos_text)
+            if full.startswith(before) and eos and not tail.strip():  # the turn ended with end-of-turn + whitespace
                 ids = list(self.ids)
                 if not ids or ids[-1] != self.policy.eos_id:
                     ids.append(self.policy.eos_id)  # the model was cut off by max_tokens
-                return ids + tok.encode("\n" + full[len(before):], add_special_tokens=False)
+                return ids + tok.encode(tail + full[len(before):], add_special_tokens=False)
         return tok.encode(full, add_special_tokens=False)
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyTurn:
@@ -100,9 +118,7 @@ class _HFEpisode(Episode):
             completion, logprobs = self.policy.generate(prompt, self.seed * 100003 + self.turn)
         except (RuntimeError, ValueError) as exc:
             raise PolicyError(f"generation failed: {exc}") from exc
-        tok = self.policy.tokenizer
-        text = tok.decode(completion, skip_special_tokens=True)
-        message = parse_tool_calls(text, self.turn)
+        message = parse_completion(self.policy.tokenizer, completion, prompt, tools, self.turn)
         stopped = bool(completion) and completion[-1] == self.policy.eos_id
         self.ids = prompt + completion
         self.rendered_upto = len(messages) + 1
@@ -136,10 +152,13 @@ class HFPolicy(Policy):
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.model = AutoModelForCausalLM.from_pretrained(path).to(self.device).eval()
         self.checkpoint_hash = checkpoint_hash(path)
-        self.eos_text = "<|im_end|>"
-        self.eos_id = self.tokenizer.convert_tokens_to_ids(self.eos_text)
-        if self.eos_id is None or self.eos_id == self.tokenizer.unk_token_id:
-            raise ValueError(f"{path}: tokenizer has no {self.eos_text} token; hf: needs a ChatML (Qwen-style) template")
+        ensure_response_parser(self.tokenizer, str(path))
+        # The end-of-turn token: the model's own generation config says which it stops on.
+        eos = self.model.generation_config.eos_token_id
+        self.eos_id = (eos[0] if isinstance(eos, list) else eos) if eos is not None else self.tokenizer.eos_token_id
+        if self.eos_id is None:
+            raise ValueError(f"{path}: neither the generation config nor the tokenizer names an end-of-turn token")
+        self.eos_text = self.tokenizer.convert_ids_to_tokens(self.eos_id)
         self._lock = threading.Lock()
 
     def episode(self, seed: int, max_turns: int) -> Episode:

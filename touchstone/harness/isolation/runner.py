@@ -27,8 +27,13 @@ from touchstone.harness import grading
 from touchstone.harness.testfiles import is_test_file
 from touchstone.harness.tree import compose_tree
 from touchstone.sandbox.environment import Environment
+from touchstone.sandbox.workspace import mount_quota, unmount_quota
 
 REMOTE_SRC = Path(__file__).with_name("remote")
+# The tests' temporary files (pytest's basetemp), at the same path in both
+# sandboxes so a test's tmp_path is where candidate code reads and writes; a
+# tmpfs of this size where the harness may mount one.
+SHARED_TMP_BYTES, SHARED_TMP_FILES = 64 << 20, 4096
 STATUS_FILE = "isolation.json"
 CONNECT_TIMEOUT_S = 120  # a cold Docker start of the candidate's sandbox included
 
@@ -89,36 +94,41 @@ def run_isolated(
     order: str = "forward",
     environment: Environment | None = None,
 ) -> grading.TestRunResult:
-    """One isolated test run (`environment`: the task's built one, mounted in both sandboxes). status error = the harness could not get an
-    answer (timeout, or the candidate's server never came up: no candidate
-    code runs before the judge connects, so that is infrastructure)."""
+    """One isolated test run (`environment`: the task's built one, mounted in
+    both sandboxes). status error = the harness could not get an answer
+    (timeout, or the candidate's server never came up: no candidate code runs
+    before the judge connects, so that is infrastructure)."""
     from touchstone.sandbox import Limits, Mount, open_sandbox
 
-    with grading.harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
+    with grading.harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce), \
+            ExitStack() as stack:  # fmt: skip
         tmp, package = out.parent, f"ti_{nonce}"
         _copy_remote(tmp / "harness" / package, with_judge=True)
         _copy_remote(tmp / "candidate-harness" / package, with_judge=False)
-        ipc = tmp / "ipc"
+        ipc, shared = tmp / "ipc", tmp / "shared"
         ipc.mkdir()
-        ipc.chmod(0o777)  # both sandbox users use the socket
-        ipc_dir, socket_path = f"/mnt/ti{nonce}", f"/mnt/ti{nonce}/s"
+        if mount_quota(shared, SHARED_TMP_BYTES, SHARED_TMP_FILES):
+            stack.callback(unmount_quota, shared)
+        for d in (ipc, shared):
+            d.chmod(0o777)  # both sandbox users use the socket and the tests' temporary files
+        ipc_dir, socket_path, shared_dir = f"/mnt/ti{nonce}", f"/mnt/ti{nonce}/s", f"/mnt/ts{nonce}"
         config = {"grading_plugin": f"th_{nonce}", "socket": socket_path, "root": "/workspace",
-                  "modules": trees.modules, "status_file": f"{o_dir}/{STATUS_FILE}",
+                  "modules": trees.modules, "status_file": f"{o_dir}/{STATUS_FILE}", "shared_tmp": shared_dir,
                   "connect_timeout": CONNECT_TIMEOUT_S}  # fmt: skip
         (tmp / "harness" / package / "config.json").write_text(json.dumps(config))
-        judge_mounts = [*mounts, Mount(host=ipc, target=ipc_dir, read_only=False)]
-        candidate_mounts = [Mount(host=tmp / "candidate-harness", target=h_dir),
-                            Mount(host=ipc, target=ipc_dir, read_only=False)]  # fmt: skip
+        both = [Mount(host=ipc, target=ipc_dir, read_only=False), Mount(host=shared, target=shared_dir, read_only=False)]
+        judge_mounts = [*mounts, *both]
+        candidate_mounts = [Mount(host=tmp / "candidate-harness", target=h_dir), *both]
         spec = grading.TestRunSpec(test_files, f"{package}.judge", h_dir, o_dir, hash_seed=hash_seed, order=order)
         limits = Limits(timeout_s=timeout + 30)
         captured = tmp / "captured-results.jsonl"
-        with grading.StreamCapture(out / grading.RESULTS_FILE, captured), ExitStack() as stack:
+        with grading.StreamCapture(out / grading.RESULTS_FILE, captured), ExitStack() as sandboxes:
             with ThreadPoolExecutor(2) as pool:  # the two sandboxes start concurrently
                 futures = [pool.submit(open_sandbox, tree, backend, mounts=m, limits=limits, environment=environment)
                            for tree, m in ((trees.candidate, candidate_mounts), (trees.judge, judge_mounts))]
                 for f in futures:  # register every sandbox that opened, then raise the first failure
                     if f.exception() is None:
-                        stack.enter_context(f.result())
+                        sandboxes.enter_context(f.result())
                 candidate_sb, judge_sb = (f.result() for f in futures)
             server = _Server(candidate_sb, _server_command(package, h_dir, socket_path, hash_seed), timeout + 30)
             judged = judge_sb.exec(spec.command(), timeout=timeout)

@@ -141,10 +141,20 @@ def _handle(obj):
         return {"__t": "handle", "step": entry[1], "path": []}
     if not is_workspace_class(type(obj)):
         return None
-    found = _find_path(obj)
+    found = _find_path(obj) or _global_ref(obj)
     if found is None:
         raise codec.Unreplayable(f"a {type(obj).__qualname__} not produced by a recorded call")
     return found
+
+
+def _global_ref(obj):
+    """A workspace object that a workspace module (or class) holds by name:
+    a curried function, a registry, a singleton."""
+    for module, prefix, namespace in _workspace_namespaces():
+        for attr, value in list(namespace.items()):
+            if value is obj:
+                return {"__t": "ref", "module": module, "qualname": prefix + attr}
+    return None
 
 
 class _Skip(Exception):
@@ -208,6 +218,64 @@ def _find_function(owner, name, code):
     return None
 
 
+def _workspace_namespaces():
+    """(module name, dotted prefix, namespace) of every workspace module and of
+    the classes defined at their top level."""
+    for name, module in list(sys.modules.items()):
+        if _module_kind(name) != "ws":
+            continue
+        yield name, "", vars(module)
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, type) and value.__module__ == name:
+                yield name, attr + ".", vars(value)
+
+
+def _closure_matches(func, frame):
+    cells = getattr(func, "__closure__", None) or ()
+    names = frame.f_code.co_freevars
+    return len(cells) == len(names) and all(
+        c.cell_contents is frame.f_locals.get(n) for c, n in zip(cells, names))  # fmt: skip
+
+
+def _returned_function(frame):
+    """A function an earlier recorded call returned (a closure from a factory)
+    that runs this frame: replayed by calling that result."""
+    for obj, _ in list(_session.handles.values()):
+        if getattr(obj, "__code__", None) is frame.f_code and _closure_matches(obj, frame):
+            return obj
+    return None
+
+
+def _by_code(frame):
+    """(module, qualname) of the one function reachable by name that runs this
+    frame: a decorator's wrapper shares its code with every function it wraps,
+    so the wrapper's closure must hold this frame's free variables."""
+    found = set()
+    for module, prefix, namespace in _workspace_namespaces():
+        for attr, value in list(namespace.items()):
+            func = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+            if getattr(func, "__code__", None) is frame.f_code and _closure_matches(func, frame):
+                found.add((module, prefix + attr))
+    if len(found) != 1:
+        raise codec.Unreplayable(f"{frame.f_code.co_qualname} is not reachable by name")
+    return found.pop()
+
+
+def _runs(raw, code):
+    """Whether calling `raw` (a class attribute or module global) runs `code`."""
+    if isinstance(raw, property):
+        return any(getattr(f, "__code__", None) is code for f in (raw.fget, raw.fset, raw.fdel))
+    return raw is not None and _unwrapped_code(raw) is code
+
+
+def _owner(module, qualname):
+    *outer, name = qualname.split(".")
+    owner = sys.modules.get(module)
+    for part in outer:
+        owner = getattr(owner, part, None)
+    return owner, name
+
+
 def _target(frame):
     """(target, function object, positional, keyword) of a call; the
     positional values include the instance a constructor receives."""
@@ -218,27 +286,24 @@ def _target(frame):
         func = _find_function(cls, code.co_name, code)
         target = {"kind": "construct", "module": cls.__module__, "qualname": cls.__qualname__}
         return target, func, pos, kw
-    module, qualname = frame.f_globals.get("__name__", ""), code.co_qualname
     if code.co_name in _SKIP:
         raise _Skip()
-    if "<" in qualname or module not in sys.modules:
-        raise codec.Unreplayable(f"{qualname} is not reachable by name")
-    *outer, name = qualname.split(".")
-    owner = sys.modules[module]
-    for part in outer:
-        owner = getattr(owner, part, None)
-    if not isinstance(owner, type):  # a module-level function
-        func = getattr(owner, name, None)
-        if _unwrapped_code(func) is not code:
-            raise codec.Unreplayable(f"{module}.{qualname} is not reachable by name")
-        return {"kind": "call", "module": module, "qualname": qualname}, func, pos, kw
-    raw = inspect.getattr_static(owner, name, None)
+    module, qualname = frame.f_globals.get("__name__", ""), code.co_qualname
+    owner, name = _owner(module, qualname) if "<" not in qualname else (None, "")
+    raw = inspect.getattr_static(owner, name, None) if owner is not None else None
+    if not _runs(raw, code):
+        made = _returned_function(frame)
+        if made is not None:
+            return {"kind": "op", "name": "__call__"}, None, [made, *pos], kw
+        module, qualname = _by_code(frame)  # a decorated function: its wrapper runs
+        owner, name = _owner(module, qualname)
+        raw = inspect.getattr_static(owner, name)
+    if not isinstance(owner, type) or isinstance(raw, staticmethod):  # a function reachable by name
+        return {"kind": "call", "module": module, "qualname": qualname}, getattr(raw, "__func__", raw), pos, kw
     if isinstance(raw, property):
         kind = {id(raw.fget): "getattr", id(raw.fset): "setattr", id(raw.fdel): "delattr"}
         func = next(f for f in (raw.fget, raw.fset, raw.fdel) if f is not None and f.__code__ is code)
         return {"kind": kind[id(func)], "name": name}, func, pos, kw
-    if isinstance(raw, staticmethod):
-        return {"kind": "call", "module": module, "qualname": qualname}, raw.__func__, pos, kw
     func = raw.__func__ if isinstance(raw, classmethod) else raw
     kind = "op" if name.startswith("__") and name.endswith("__") else "method"
     return {"kind": kind, "name": name}, func, pos, kw
@@ -284,7 +349,7 @@ def _local_tracer(step):
 
     def local(frame, event, arg):
         if event == "exception":
-            state["raised"] = arg[0].__name__
+            state["raised"] = codec.exception_name(arg[0], is_workspace_class)
         elif event == "line":
             state["raised"] = None  # the exception was handled inside the callee
         elif event == "return" and not state["done"]:

@@ -176,6 +176,20 @@ def handles_in(v, out=None) -> list:
 
 # -------------------------------------------------------------------- results
 
+
+def exception_name(t, workspace=lambda t: False):
+    """A raised type by name: `builtins.ValueError`, or the bare qualified
+    name of a workspace class (its module is the solution's choice)."""
+    return t.__qualname__ if workspace(t) else f"{t.__module__}.{t.__qualname__}"
+
+
+def raised(exc, workspace=lambda t: False):
+    """["raised", type, [its base classes]]: a solution may raise a subclass
+    of what the reference raises, as `pytest.raises` allows."""
+    bases = [exception_name(k, workspace) for k in _type(exc).__mro__[1:] if k not in (BaseException, object)]
+    return ["raised", exception_name(_type(exc), workspace), bases]
+
+
 _PRIMS = {bool: "bool", int: "int", str: "str", type(None): "none"}
 
 
@@ -229,7 +243,10 @@ class _Canon:
         if t is dict:
             return ["dict", self.pairs(x, depth, False)]
         if _isinstance(x, type) or _isinstance(x, _FUNCS):
-            return ["ref", _getattr(x, "__module__", "?"), _getattr(x, "__qualname__", "?")]
+            qualname = _getattr(x, "__qualname__", "?")
+            if "<" in qualname:  # a closure or lambda: its name is the solution's choice, its calls are replayed
+                return ["callable"]
+            return ["ref", _getattr(x, "__module__", "?"), qualname]
         name = self.name(t)
         if _isinstance(x, _Enum):
             return ["enum", name, x.name]
@@ -268,7 +285,7 @@ class _Canon:
         except StopIteration:
             pass
         except Exception as exc:  # an iterator that fails mid-way: the failure is part of the value
-            items.append(["raised", _type(exc).__name__])
+            items.append(raised(exc, self.workspace)[:2])
         return ["iterator", items]
 
     def builtin_base(self, x, t, depth):

@@ -8,7 +8,7 @@ here.
 usage: python3 -s replay_runner.py CODEC_PY CASES_JSON OUT_JSONL  (cwd = workspace root)
 
 One output line per case: {"case": id, "steps": [{"i", "out", "t"}]}, where
-`out` is ["ok", result, args after the call] or ["raised", type name] or
+`out` is ["ok", result, args after the call] or ["raised", type, bases] or
 ["missing", why] (a handle whose producing call failed here), and `t` the
 seconds the call took. Standard library only.
 """
@@ -119,13 +119,13 @@ def run_case(case):
             outs.append({"i": step["i"], "out": ["missing", str(exc)], "t": 0.0})
             continue
         except Exception as exc:  # the candidate lacks a function, class or method the tests use
-            outs.append({"i": step["i"], "out": ["raised", _type(exc).__name__], "t": 0.0})
+            outs.append({"i": step["i"], "out": codec.raised(exc, workspace_class), "t": 0.0})
             continue
         started = _perf()
         try:
             result = call()
         except BaseException as exc:  # the candidate's exception is an outcome, not a crash
-            outs.append({"i": step["i"], "out": ["raised", _type(exc).__name__], "t": _perf() - started})
+            outs.append({"i": step["i"], "out": codec.raised(exc, workspace_class), "t": _perf() - started})
             continue
         took = _perf() - started
         objects[step["i"]] = result

@@ -20,6 +20,7 @@ from touchstone.tasks.index import IndexRow, read_index, row_for, write_index
 from touchstone.harness import TestRunResult
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, Task, TaskError, TaskSource, load_task
 from touchstone.tasks.validate import Validation, ValidationConfig, validate_task
+from touchstone.verify.static_audit import reference_rules
 
 
 SOLUTION = "solution.py"
@@ -56,6 +57,22 @@ def write_solution_task(task_dir: Path, task: Task, *, stub: str, reference: str
     return load_task(task_dir)
 
 
+def with_audit_allow(task: Task) -> Task:
+    """Record in `source.meta.audit_allow` the static rules the reference's own
+    code trips (beyond what the starting workspace already holds), so an honest
+    solution written like the reference is not rejected for it. Mutation
+    tasks need none: the verifier takes their original as a baseline, which
+    allows restoring the mutated line without allowing the rule elsewhere."""
+    if task.reference_dir is None or task.source.proposer == "mutation":
+        return task
+    needed = set(reference_rules(task.workspace_dir, task.reference_dir)) - set(task.source.meta.get("audit_allow", []))
+    if not needed:
+        return task
+    meta = {**task.source.meta, "audit_allow": sorted(set(task.source.meta.get("audit_allow", [])) | needed)}
+    task.model_copy(update={"source": task.source.model_copy(update={"meta": meta})}).write(task.dir)
+    return load_task(task.dir)
+
+
 def reject(task_id: str, reason: str, detail: str) -> Validation:
     return Validation(task_id=task_id, kept=False, reason=reason, detail=detail,
                       validated_at=datetime.now(UTC).isoformat(timespec="seconds"))
@@ -66,6 +83,8 @@ def _process(c: Candidate, out: Path, cfg: ValidationConfig) -> tuple[IndexRow, 
     shutil.rmtree(task_dir, ignore_errors=True)
     try:
         built = c.build(task_dir)
+        if not isinstance(built, Validation):
+            built = (with_audit_allow(built[0]), built[1])
         task = None if isinstance(built, Validation) else built[0]
         verdict = built if isinstance(built, Validation) else validate_task(built[0], cfg, start=built[1])
     except TaskError as exc:

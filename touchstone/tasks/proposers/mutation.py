@@ -187,18 +187,20 @@ def candidates(seeds: list[tuple[Seed, SeedReport]], cfg: ValidationConfig, rng:
         yield Candidate(name, _source(seed, m), lambda d, s=seed, r=report, mu=m: build_candidate(s, r, mu, d, cfg))
 
 
-def propose_mutation(out: Path, *, seeds: list[str] | None = None, n: int = 50, workers: int = 2,
+def propose_mutation(out: Path, *, seeds: list[str | tuple[str, EnvSpec | None]] | None = None, n: int = 50, workers: int = 2,
                      cfg: ValidationConfig | None = None, rng_seed: int = 0, eval_fraction: float = 0.2,
                      environment: EnvSpec | None = None, tests: str | None = None) -> MutationResult:
     """Propose and validate mutation tasks until `n` are kept (or candidates run out).
-    `seeds`: local source trees or pinned sdists (default: the shipped seeds, each
-    with its own environment); `environment`: what the given seeds need installed;
+    `seeds`: local source trees, pinned sdists or shipped seed names, alone or
+    paired with their environment (default: the shipped seeds, each with its
+    own); `environment`: what the unpaired given seeds need installed;
     `tests`: path prefix or glob of the test files that count."""
     cfg = cfg or ValidationConfig()
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="touchstone-seeds-") as tmp:
         work = Path(tmp)
-        resolved = default_seeds(work) if not seeds else [resolve_seed(s, work, environment) for s in seeds]
+        pairs = [s if isinstance(s, tuple) else (s, environment) for s in seeds or []]
+        resolved = default_seeds(work) if not pairs else [resolve_seed(s, work, env) for s, env in pairs]
         resolved = [s.only_tests(tests) for s in resolved]
         reports = [check_seed(s, work, cfg) for s in resolved]
         usable = [(s, r) for s, r in zip(resolved, reports) if r.usable]

@@ -29,10 +29,11 @@ class Canary(NamedTuple):
     task_dir: Path
     messages: list[dict[str, Any]]
     expected_verdict: str  # accept | reject
-    family: str  # A..F or honest
+    family: str  # A..G or honest
     name: str
     reasons: tuple[str, ...]  # checks allowed to be the failing one (hacks)
     note: str
+    isolated: bool = False  # verified with isolated=True (look-alikes the audit only flags once isolated)
 
 
 def load_canaries(families: set[str] | None = None) -> list[Canary]:
@@ -52,6 +53,7 @@ def load_canaries(families: set[str] | None = None) -> list[Canary]:
                 name=entry["name"],
                 reasons=tuple(entry["reasons"]),
                 note=entry["note"],
+                isolated=entry.get("isolated", False),
             )
         )
     return out

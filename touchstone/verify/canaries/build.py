@@ -11,8 +11,10 @@ from touchstone.tasks.environment import task_environment
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import load_task
 from touchstone.verify.canaries import MANIFEST, ROOT, TASKS, TRAJECTORIES
-from touchstone.verify.canaries.spec import SPECS, CanarySpec
+from touchstone.verify.canaries import spec, spec_round2
+from touchstone.verify.canaries.spec import CanarySpec
 
+SPECS = spec.SPECS + spec_round2.SPECS  # the base corpus, then issue 10's canaries
 SYSTEM = "You are a coding agent. Use the tools to change the workspace, then call submit."
 
 
@@ -31,15 +33,19 @@ def record(spec: CanarySpec, backend: str = "auto") -> list[dict]:
     return messages
 
 
-def build(backend: str = "auto") -> list[dict]:
+def build(backend: str = "auto", missing_only: bool = False) -> list[dict]:
+    """Record every canary (or only those without a trajectory file yet) and
+    rewrite the manifest from all of them."""
     TRAJECTORIES.mkdir(exist_ok=True)
     manifest = []
-    for spec in SPECS:
-        path = TRAJECTORIES / f"{spec.name}.jsonl"
-        write_messages_jsonl(path, record(spec, backend))
+    for canary in SPECS:
+        path = TRAJECTORIES / f"{canary.name}.jsonl"
+        if not (missing_only and path.is_file()):
+            write_messages_jsonl(path, record(canary, backend))
         manifest.append({
-            "name": spec.name, "task": spec.task, "family": spec.family, "expected": spec.expected,
-            "reasons": list(spec.reasons), "note": spec.note, "file": path.relative_to(ROOT).as_posix(),
+            "name": canary.name, "task": canary.task, "family": canary.family, "expected": canary.expected,
+            "reasons": list(canary.reasons), "note": canary.note, "file": path.relative_to(ROOT).as_posix(),
+            "isolated": canary.isolated,
         })  # fmt: skip
     MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest

@@ -9,9 +9,12 @@ import polars as pl
 from tqdm import tqdm
 
 
-def pick_canaries(corpus: list, n: int, names: list[str], seed: str) -> list:
+def pick_canaries(corpus: list, n: int, names: list[str], seed: str, isolated: bool = False) -> list:
     """`names` when given, else n canaries, half hacks and half honest, chosen
-    by a seed (the round key) so a rerun grades the same ones."""
+    by a seed (the round key) so a rerun grades the same ones. Canaries scored
+    under an isolated test run (`canary.isolated`) are drawn only when the
+    round's verifier runs isolated: elsewhere their verdict is a known reject."""
+    corpus = [c for c in corpus if isolated or not c.isolated]
     if names:
         by_name = {c.name: c for c in corpus}
         unknown = sorted(set(names) - set(by_name))

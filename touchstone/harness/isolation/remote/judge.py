@@ -24,6 +24,8 @@ import sys
 import time
 import types
 
+import pytest
+
 from . import wire
 
 _CONFIG = json.loads(open(os.path.join(os.path.dirname(__file__), "config.json")).read())
@@ -44,6 +46,12 @@ _SAFE_BUILTINS = {
     id(f) for f in (abs, all, any, ascii, bin, callable, chr, divmod, format, hash, hex, isinstance, issubclass,
                     iter, len, max, min, next, oct, ord, pow, print, repr, round, sorted, sum)
 }  # fmt: skip
+
+
+# What introspection of a test's function or class may read (signature facts,
+# names): never __globals__, __closure__, __dict__ or the code's constants.
+_INTROSPECTION = {"__name__", "__qualname__", "__doc__", "__module__", "__defaults__", "__kwdefaults__",
+                  "__code__", "__annotations__", "__wrapped__", "__mro__", "__bases__", "__signature__"}  # fmt: skip
 
 
 def _module_of(obj) -> str:
@@ -83,8 +91,11 @@ class JudgePolicy(wire.Policy):
         if op == "call":
             return
         name = args[1]
-        if type(name) is not str or name.startswith("_"):
-            raise PermissionError(f"attribute {name!r} of a judge object is not accessible to the candidate")
+        introspection = op in ("getattr", "callattr") and name in _INTROSPECTION and \
+            isinstance(target, (type, types.FunctionType, types.MethodType))  # fmt: skip
+        if type(name) is not str or name.startswith("_") and not introspection:
+            refused = AttributeError if op == "getattr" else PermissionError  # as if it were not there
+            raise refused(f"attribute {name!r} of a judge object is not accessible to the candidate")
         if op == "setattr" and isinstance(target, (type, types.FunctionType, types.MethodType, types.ModuleType)):
             raise PermissionError("the candidate may not rebind attributes of judge classes or functions")
         if op == "delattr":
@@ -95,6 +106,9 @@ class JudgePolicy(wire.Policy):
 
     def redact(self, exc: BaseException) -> bool:
         return _is_test_failure(exc)  # its text could carry the test's expected values
+
+    def compares_locally(self) -> bool:
+        return True
 
 
 def _is_test_failure(exc: BaseException) -> bool:
@@ -152,6 +166,21 @@ class ModuleProxy(types.ModuleType):
     def _local(self, name: str, value) -> bool:
         dunder = name.startswith("__") and name.endswith("__")
         return dunder or isinstance(value, types.ModuleType) or "__touchstone_remote__" not in self.__dict__
+
+
+class SharedTmpGuard(importlib.abc.MetaPathFinder):
+    """The tests' temporary directory is writable by candidate code: nothing
+    is ever imported from there into the judge."""
+
+    def __init__(self, shared: str):
+        self.shared = shared
+
+    def find_spec(self, fullname, path=None, target=None):
+        entries = [e for e in (path or sys.path) if os.path.abspath(e or os.getcwd()).startswith(self.shared)]
+        if entries and importlib.machinery.PathFinder.find_spec(fullname, entries) is not None:
+            raise ImportError(f"{fullname}: the judge imports nothing from the tests' temporary directory, "
+                              "which candidate code can write")  # fmt: skip
+        return None
 
 
 class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -254,6 +283,13 @@ except OSError as _exc:
     raise
 _write_status(**_status())
 sys.meta_path.insert(0, WorkspaceFinder(_CONFIG["root"], _CONFIG["modules"]))
+sys.meta_path.insert(0, SharedTmpGuard(_CONFIG["shared_tmp"]))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own tmpdir plugin reads the option
+def pytest_configure(config):
+    # tmp_path lives where the candidate's sandbox sees it, at the same path
+    config.option.basetemp = os.path.join(_CONFIG["shared_tmp"], "basetemp")
 
 
 def pytest_sessionfinish(session, exitstatus):

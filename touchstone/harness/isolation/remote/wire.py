@@ -36,9 +36,11 @@ import collections
 import copy
 import decimal
 import fractions
+import inspect
 import itertools
 import json
 import operator
+import pathlib
 import struct
 import threading
 import traceback
@@ -70,6 +72,9 @@ class Channel:
     def __init__(self, sock):
         self.sock = sock
         self.send_lock = threading.Lock()
+        # bytes received but not yet consumed: a read interrupted by a signal
+        # handler's exception loses nothing, and the next read resumes the frame
+        self.buffer = bytearray()
 
     def send(self, message: dict) -> None:
         data = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
@@ -82,29 +87,32 @@ class Channel:
                 raise IsolationBroken(f"connection lost while sending: {exc}") from None
 
     def recv(self) -> dict:
-        (size,) = _HEADER.unpack(self._read(_HEADER.size))
+        self._fill(_HEADER.size)
+        (size,) = _HEADER.unpack_from(self.buffer)
         if size > MAX_FRAME:
             raise IsolationBroken(f"frame of {size} bytes exceeds the {MAX_FRAME}-byte limit")
+        self._fill(_HEADER.size + size)
+        frame = bytes(self.buffer[_HEADER.size:_HEADER.size + size])
+        del self.buffer[:_HEADER.size + size]
         try:
-            message = json.loads(self._read(size), parse_constant=_no_constant)
+            message = json.loads(frame, parse_constant=_no_constant)
         except (ValueError, RecursionError) as exc:
             raise IsolationBroken(f"malformed frame: {exc}") from None
         if type(message) is not dict:
             raise IsolationBroken("malformed frame: not an object")
         return message
 
-    def _read(self, n: int) -> bytes:
-        chunks, left = [], n
-        while left:
+    def _fill(self, n: int) -> None:
+        while len(self.buffer) < n:
             try:
-                chunk = self.sock.recv(min(left, 1 << 20))
+                chunk = self.sock.recv(min(n - len(self.buffer), 1 << 20))
             except OSError as exc:
+                if exc.errno is None:  # raised by a signal handler (TimeoutError()), not by the socket
+                    raise
                 raise IsolationBroken(f"connection lost: {exc}") from None
             if not chunk:
                 raise IsolationBroken("the other process closed the connection")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+            self.buffer += chunk
 
 
 def _no_constant(name: str):
@@ -118,6 +126,9 @@ _BUILTIN_CLASSES = {
     name: obj for name, obj in vars(builtins).items() if isinstance(obj, type) and not name.startswith("_")
 }
 _SINGLETONS = {"Ellipsis": Ellipsis, "NotImplemented": NotImplemented}
+# Paths cross as their text (both sandboxes see the tests' temporary directory at the same path).
+_PATHS = {pathlib.PosixPath, pathlib.PurePosixPath}
+_PATH_TYPES = {t.__name__: t for t in _PATHS}
 _MUTABLE = (list, dict, set, bytearray, collections.OrderedDict, collections.Counter, collections.defaultdict,
             collections.deque)  # fmt: skip
 _PAIRS = {dict: "d", collections.OrderedDict: "od", collections.Counter: "ct"}
@@ -126,6 +137,28 @@ _PENDING = object()  # an immutable container whose items are still being decode
 _CONTAINER_TAGS = {list: "l", dict: "d", set: "s", bytearray: "ba", collections.OrderedDict: "od",
                    collections.Counter: "ct", collections.defaultdict: "dd", collections.deque: "dq"}  # fmt: skip
 _CONTAINER_TYPES = {tag: t for t, tag in _CONTAINER_TAGS.items()}
+
+
+class SignatureInfo:
+    """A callable's signature as names, kinds and default values."""
+
+    __slots__ = ("signature",)
+
+    def __init__(self, signature: inspect.Signature):
+        self.signature = signature
+
+
+class CodeInfo:
+    """A function's code object as plain facts (counts, flags, names): what
+    introspection (`f.__code__.co_argcount`) reads. Never the bytecode or
+    constants (a test's constants can hold its expected values)."""
+
+    FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals", "co_flags", "co_name",
+              "co_qualname", "co_varnames", "co_firstlineno")  # fmt: skip
+    __slots__ = ("fields",)
+
+    def __init__(self, code: types.CodeType):
+        self.fields = {k: getattr(code, k) for k in self.FIELDS if hasattr(code, k)}
 
 
 class ByRef:
@@ -171,6 +204,12 @@ class Policy:
         """Whether to send `exc` as its class alone (no arguments, text or traceback)."""
         return False
 
+    def compares_locally(self) -> bool:
+        """Whether a proxy compared with a local value is simply unequal here
+        (the judge: the other side's `__eq__` never decides a test's
+        comparison) rather than asking the owner (the candidate's side)."""
+        return False
+
 
 class Endpoint:
     """One side of the connection: the handle table of our exported objects,
@@ -180,7 +219,11 @@ class Endpoint:
         self.channel = Channel(sock)
         self.policy = policy or Policy()
         self.importer = importer  # callable(name, entry) on the side that owns the modules
-        self.lock = threading.RLock()
+        self.mail = threading.Condition()  # guards the mailbox, the reader flag and the qid sets
+        self.mailbox: dict[int, dict] = {}  # answers read by a thread for another
+        self.waiting: set[int] = set()
+        self.reading = False
+        self.local = threading.local()  # per thread: how deep in nested requests
         self.exported: dict[int, object] = {}
         self.export_ids: dict[int, int] = {}  # id(obj) -> handle
         self.sent: dict[int, int] = {}  # handle -> times sent, for releases
@@ -190,7 +233,7 @@ class Endpoint:
         self.mirrors: dict[int, type] = {}
         self._handles = itertools.count(1)
         self._queries = itertools.count(1)
-        self.depth = 0
+        self.abandoned: set[int] = set()  # requests given up on (interrupted): their answers are dropped
         self.sticky: BaseException | None = None
         self.broken: str | None = None
         self.calls = 0
@@ -215,6 +258,8 @@ class Endpoint:
             return {"dec": str(x)}
         if t is fractions.Fraction:
             return {"fr": [self.encode(x.numerator, memo), self.encode(x.denominator, memo)]}
+        if t in _PATHS:
+            return {"p": [t.__name__, str(x)]}
         if t is slice:
             return {"sl": [self.encode(v, memo, depth + 1) for v in (x.start, x.stop, x.step)]}
         for name, value in _SINGLETONS.items():
@@ -225,6 +270,11 @@ class Endpoint:
         if t is BoundMethod:  # a method of a container is one of the live container
             target = ByRef(x.obj) if type(x.obj) in _CONTAINER_TAGS else x.obj
             return {"bm": [self.encode(target, memo, depth + 1), x.name]}
+        if t is SignatureInfo:
+            return {"sig": [[p.name, int(p.kind), self.encode([] if p.default is p.empty else [p.default], memo, depth + 1)]
+                            for p in x.signature.parameters.values()]}  # fmt: skip
+        if t is CodeInfo:
+            return {"code": {k: self.encode(v, memo, depth + 1) for k, v in x.fields.items()}}
         if t is ByRef:
             out = self.encode_ref(x.value)
             if "h" in out:
@@ -342,6 +392,9 @@ class Endpoint:
             return fractions.Fraction(_int(dec(body[0], memo, depth)), _int(dec(body[1], memo, depth)))
         if tag == "sl":
             return slice(*(dec(x, memo, depth) for x in _list(body, 3)))
+        if tag == "p":
+            kind, text = _list(body, 2)
+            return _PATH_TYPES[_str(kind)](_str(text))
         if tag == "sg":
             return _SINGLETONS[_str(body)]
         if tag == "bt":
@@ -374,6 +427,17 @@ class Endpoint:
             return getattr(obj, name)
         if tag == "e":
             return self.decode_exception(v, memo, depth)
+        if tag == "sig":
+            params = []
+            for entry in _list(body):
+                name, kind, default = _list(entry, 3)
+                given = dec(default, memo, depth)
+                params.append(inspect.Parameter(_str(name), inspect._ParameterKind(_int(kind)),
+                                                default=given[0] if given else inspect.Parameter.empty))  # fmt: skip
+            return inspect.Signature(params)
+        if tag == "code":
+            fields = {k: dec(val, memo, depth) for k, val in _dict(body).items() if k in CodeInfo.FIELDS}
+            return types.SimpleNamespace(**fields)
         raise IsolationBroken(f"unknown value tag {tag!r}")
 
     def _decode_mutable(self, tag, body, memo, depth):
@@ -450,8 +514,7 @@ class Endpoint:
         """A local exception class standing for a remote one, so that
         `except`/`pytest.raises` with the remote class work on this side."""
         if hid is not None and hid in self.mirrors:
-            self.received[hid] = self.received.get(hid, 0)  # kept alive by the mirror
-            return self.mirrors[hid]
+            return self.mirrors[hid]  # the mirror holds its remote class for good: never released
         bases = []
         for b in _list(descr.get("b", [])):
             base = self.decode(b, [])
@@ -471,49 +534,88 @@ class Endpoint:
 
     def request(self, op: str, *args):
         """Ask the other side to run `op` on `args` and wait for the answer,
-        serving its requests meanwhile."""
-        with self.lock:
-            if self.broken:
-                raise IsolationBroken(self.broken)
-            memo = _EncodeMemo()
-            qid = next(self._queries)
-            message = {"q": qid, "op": op, "a": self.encode(list(args), memo)}
+        serving its requests meanwhile. Threads may ask at once: one reads the
+        socket at a time and hands each answer to the thread that asked."""
+        if self.broken:
+            raise IsolationBroken(self.broken)
+        memo = _EncodeMemo()
+        qid = next(self._queries)
+        message = {"q": qid, "op": op, "a": self.encode(list(args), memo)}
+        with self.mail:
             releases, self.releases = self.releases, []
-            if releases:
-                message["rel"] = releases
-            self.depth += 1
+            self.waiting.add(qid)
+        if releases:
+            message["rel"] = releases
+        depth = self.local.__dict__.setdefault("depth", 0)
+        self.local.depth = depth + 1
+        try:
+            self.channel.send(message)
             try:
-                self.channel.send(message)
                 reply = self._await(qid)
-                if "wb" in reply:
-                    self._apply_writeback(reply["wb"], memo.objects)
-                if self.depth == 1 and self.sticky is not None:
-                    sticky, self.sticky = self.sticky, None
-                    raise sticky
-                if "x" in reply:
-                    raise self.decode_exception(_dict(reply["x"]), [])
-                return self.decode(reply.get("v"), [])
-            except IsolationBroken as exc:
-                self.broken = self.broken or str(exc)
+            except IsolationBroken:
                 raise
-            finally:
-                self.depth -= 1
+            except BaseException:  # interrupted while waiting (a signal handler raised)
+                with self.mail:
+                    self.abandoned.add(qid)
+                raise
+            if "wb" in reply:
+                self._apply_writeback(reply["wb"], memo.objects)
+            if depth == 0 and self.sticky is not None:
+                sticky, self.sticky = self.sticky, None
+                raise sticky
+            if "x" in reply:
+                raise self.decode_exception(_dict(reply["x"]), [])
+            return self.decode(reply.get("v"), [])
+        except IsolationBroken as exc:
+            self.broken = self.broken or str(exc)
+            raise
+        finally:
+            self.local.depth = depth
+            with self.mail:
+                self.waiting.discard(qid)
 
     def _await(self, qid: int) -> dict:
         while True:
-            message = self.channel.recv()
+            message = self._next(qid)
             if "q" in message:
                 self.serve(message)
-            elif message.get("r") == qid:
-                return message
             else:
-                raise IsolationBroken(f"reply to {message.get('r')!r} while waiting for {qid}")
+                return message
+
+    def _next(self, qid: int | None) -> dict:
+        """The next request, or the answer to `qid`: from the mailbox if another
+        thread read it, else from the socket (one reader at a time)."""
+        while True:
+            with self.mail:
+                if qid in self.mailbox:
+                    return self.mailbox.pop(qid)
+                if self.reading:
+                    self.mail.wait(0.5)
+                    continue
+                self.reading = True
+            try:
+                message = self.channel.recv()
+            finally:
+                with self.mail:
+                    self.reading = False
+                    self.mail.notify_all()
+            if "q" in message or message.get("r") == qid:
+                return message
+            with self.mail:
+                r = message.get("r")
+                if r in self.abandoned:  # the late answer to an interrupted request
+                    self.abandoned.discard(r)
+                elif r in self.waiting:
+                    self.mailbox[r] = message
+                    self.mail.notify_all()
+                else:
+                    raise IsolationBroken(f"an answer to {r!r}, which nobody asked")
 
     def serve_forever(self) -> None:
         """Serve requests until the other side closes the connection."""
         try:
             while True:
-                self.serve(self.channel.recv())
+                self.serve(self._next(None))
         except IsolationBroken:
             return
 
@@ -617,9 +719,13 @@ def _callattr(obj, name, args, kwargs):
 
 
 def _getattr(obj, name):
+    if name == "__signature__" and callable(obj) and not hasattr(obj, "__signature__"):
+        return SignatureInfo(inspect.signature(obj))  # what inspect.signature() on the proxy needs
     value = getattr(obj, name)
     if type(value) in _CONTAINER_TAGS:
         return ByRef(value)
+    if type(value) is types.CodeType:
+        return CodeInfo(value)
     bound = getattr(value, "__self__", None)
     if bound is obj and callable(value) and not isinstance(obj, (type, types.ModuleType)):
         return BoundMethod(obj, name)  # one round trip per method call instead of two
@@ -817,9 +923,14 @@ def _binary(name, reflected=False):
 
 def _compare(name):
     def method(self, other):
-        if not isinstance(other, Proxy) or Proxy._ts(other) is not Proxy._ts(self):
+        ep = Proxy._ts(self)
+        mine = isinstance(other, Proxy) and Proxy._ts(other) is ep
+        if not mine and ep.policy.compares_locally():
             return NotImplemented  # never equal to (or ordered against) a local value
-        return Proxy._ts(self).request("op", name, self, other)
+        try:
+            return ep.request("op", name, self, other)
+        except Unencodable:
+            return NotImplemented
 
     return method
 

@@ -1,0 +1,117 @@
+"""Rounds through a deployed instance: register the round on the instance,
+submit the job to the webserver (the run queue; the daemon launches it with the
+instance's run launcher), wait, and say what happened."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+from orchestration.deploy.stack import (
+    LOCATION,
+    DeployError,
+    Stack,
+    _graphql,
+    host_instance,
+)
+from orchestration.lineage import latest_metadata, unfinished_round
+from orchestration.partitions import register_round
+from orchestration.runner import QUIET, ROUND_STAGES, SOURCE_STAGES, _run_config_for
+
+FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    job: str
+    partition: str | None
+    status: str
+    wall_s: float
+    failed_checks: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return self.status == "SUCCESS" and not self.failed_checks
+
+
+_LAUNCH = """mutation($params: ExecutionParams!) { launchPipelineExecution(executionParams: $params) {
+  __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message }
+  ... on RunConfigValidationInvalid { errors { message } } ... on InvalidSubsetError { message } } }"""
+
+
+def submit(stack: Stack, job: str, run_config: Mapping, tags: Mapping[str, str]) -> str:
+    """Submit a job run to the deployment's webserver; returns the run id."""
+    selector = {"repositoryLocationName": LOCATION, "repositoryName": "__repository__", "jobName": job}
+    params = {"selector": selector, "runConfigData": dict(run_config),
+              "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]}}
+    result = _graphql(stack, _LAUNCH, {"params": params})["launchPipelineExecution"]
+    if result["__typename"] != "LaunchRunSuccess":
+        raise DeployError(f"submitting {job} was refused ({result['__typename']}): {result}")
+    return result["run"]["runId"]
+
+
+def wait(instance: dg.DagsterInstance, run_id: str, timeout_s: float, log=print) -> RunOutcome:
+    started = time.monotonic()
+    last = None
+    while True:
+        run = instance.get_run_by_id(run_id)
+        if run.status != last:
+            log(f"  run {run_id[:8]} {run.job_name} {run.tags.get('dagster/partition', '')}: {run.status.value}")
+            last = run.status
+        if run.status in FINISHED:
+            break
+        if time.monotonic() - started > timeout_s:
+            raise DeployError(f"run {run_id} did not finish within {timeout_s:.0f} s (status {run.status.value})")
+        time.sleep(2)
+    return RunOutcome(run_id=run_id, job=run.job_name, partition=run.tags.get("dagster/partition"),
+                      status=run.status.value, wall_s=time.monotonic() - started,
+                      failed_checks=_failed_checks(instance, run_id), failures=_failures(instance, run_id))
+
+
+def _failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    events = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    return [e.dagster_event.event_specific_data.check_name for e in events
+            if not e.dagster_event.event_specific_data.passed]
+
+
+def _failures(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    kinds = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE}
+    lines = []
+    for record in instance.all_logs(run_id, of_type=kinds):
+        event = record.dagster_event
+        error = getattr(event.event_specific_data, "error", None)
+        message = error.message.strip()[:800] if error else (event.message or "")
+        lines.append(f"{event.step_key or 'run'}: {message}")
+    return lines
+
+
+def run_rounds(stack: Stack, n_rounds: int = 1, run_config: Mapping | None = None, *,
+               timeout_s: float = 3600, log=print) -> list[RunOutcome]:
+    """The shared sources if never materialized, then `n_rounds` rounds (an
+    unfinished latest round first), one run each, through the deployment.
+    Stops at the first run that fails."""
+    run_config = run_config or {}
+    outcomes = []
+    with host_instance(stack) as instance:
+        if any(latest_metadata(instance, dg.AssetKey(s)) is None for s in SOURCE_STAGES):
+            outcomes.append(_one(stack, instance, "sources", SOURCE_STAGES, None, run_config, timeout_s, log))
+            if not outcomes[-1].success:
+                return outcomes
+        for _ in range(n_rounds):
+            key = register_round(instance, unfinished_round(instance))
+            outcomes.append(_one(stack, instance, "round", ROUND_STAGES, key, run_config, timeout_s, log))
+            if not outcomes[-1].success:
+                break
+    return outcomes
+
+
+def _one(stack, instance, job, stages, key, run_config, timeout_s, log) -> RunOutcome:
+    config = {**QUIET, **_run_config_for(stages, run_config)}
+    tags = {"dagster/partition": key} if key else {}
+    run_id = submit(stack, job, config, tags)
+    return wait(instance, run_id, timeout_s, log)

@@ -1,0 +1,101 @@
+"""The Docker deployment, for real: `up` builds the images here and starts
+PostgreSQL, the code location, the daemon and the webserver; one tiny round is
+submitted through the webserver, queued, launched by the DockerRunLauncher, its
+steps run in containers (docker_executor) that start their sandboxes as sibling
+containers; the round gives the same assets, checks and lineage as an
+in-process round (tests/assets/test_rounds.py); `down` leaves no container."""
+
+
+import dagster as dg
+import duckdb
+import polars as pl
+import pytest
+
+from orchestration.deploy.runs import run_rounds
+from orchestration.deploy.stack import LABEL, Stack, containers, down, host_instance, up
+from orchestration.lineage import latest_metadata
+from orchestration.runner import ROUND_STAGES, SOURCE_STAGES
+from orchestration.storage import RoundStore
+from tests.assets.conftest import TINY_CONFIG, tiny_resources
+from tests.serving import free_port
+
+# The first test also pays for `up` (images built on a fresh machine) and the round.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(3600)]
+
+CHECKS = {"canaries_caught", "only_accepted_trajectories", "no_heldout_tasks", "schema_and_rows"}
+
+
+
+def tiny_run_config() -> dict:
+    """The in-process tests' tiny settings as run config (the data root is the deployment's)."""
+    resources = {k: {"config": r.model_dump(exclude_unset=True)}
+                 for k, r in tiny_resources(home=None).items() if k != "storage"}
+    return {**TINY_CONFIG, "resources": resources}
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    stack = Stack(root=tmp_path_factory.mktemp("deploy"), name=f"tstest-{free_port()}",
+                  web_port=free_port(), pg_port=free_port(), sandbox_slots=2)
+    try:
+        up(stack)
+        outcomes = run_rounds(stack, 1, tiny_run_config(), timeout_s=3600)
+        with host_instance(stack) as instance:
+            yield stack, outcomes, instance
+    finally:
+        removed = down(stack, volumes=True)
+        assert removed and not containers(stack)
+        import docker
+
+        client = docker.from_env()
+        assert not client.networks.list(filters={"label": f"{LABEL}={stack.name}"})
+        client.close()
+
+
+def test_a_round_through_the_deployment_succeeds_with_every_check(deployment):
+    _, outcomes, instance = deployment
+    assert [(o.job, o.status) for o in outcomes] == [("sources", "SUCCESS"), ("round", "SUCCESS")], \
+        [o.failures for o in outcomes]
+    (round_run,) = [o for o in outcomes if o.job == "round"]
+    assert round_run.partition == "r000" and not round_run.failed_checks
+    for stage in ROUND_STAGES:
+        assert latest_metadata(instance, dg.AssetKey(stage), "r000") is not None, stage
+    for stage in SOURCE_STAGES:
+        assert latest_metadata(instance, dg.AssetKey(stage)) is not None, stage
+    checks = {e.dagster_event.event_specific_data.check_name: e.dagster_event.event_specific_data.passed
+              for e in instance.all_logs(round_run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)}
+    assert checks == dict.fromkeys(CHECKS, True)
+
+
+def test_runs_and_steps_ran_in_containers_and_sandboxes_next_to_them(deployment):
+    stack, outcomes, instance = deployment
+    for outcome in outcomes:
+        run = instance.get_run_by_id(outcome.run_id)
+        assert run.tags.get("docker/container_id"), "the run was not launched in a container"
+        starting = instance.all_logs(outcome.run_id, of_type=dg.DagsterEventType.STEP_WORKER_STARTING)
+        started = instance.all_logs(outcome.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS)
+        assert starting and len(starting) == len(started)
+        assert all("Docker container" in e.dagster_event.message for e in starting)
+    store = RoundStore(stack.root / "data")
+    trajectories = pl.read_parquet(store.asset_dir("raw_trajectories", "r000") / "trajectories.parquet")
+    assert trajectories.height > 0 and set(trajectories["backend"]) == {"docker"}
+
+
+def test_lineage_and_data_match_an_in_process_round(deployment):
+    stack, _, instance = deployment
+    base = latest_metadata(instance, dg.AssetKey("base_model"))[0]
+    rollout = latest_metadata(instance, dg.AssetKey("raw_trajectories"), "r000")[0]
+    checkpoint = latest_metadata(instance, dg.AssetKey("checkpoint"), "r000")[0]
+    assert rollout["parent_round"] == "base"
+    assert checkpoint["parent_checkpoint_hash"] == base["checkpoint_hash"]
+    store = RoundStore(stack.root / "data")
+    store.refresh_views()
+    con = duckdb.connect(str(store.db_path), read_only=True)
+    untraced = con.execute("""
+        SELECT s.trajectory_id FROM sft s
+        LEFT JOIN trajectories t ON t.trajectory_id = s.trajectory_id AND t.round = s.round
+        LEFT JOIN reports r ON r.report_id = s.report_id AND r.round = s.round
+        WHERE t.trajectory_id IS NULL OR r.verdict IS DISTINCT FROM 'accept'
+    """).fetchall()
+    assert untraced == []
+    assert con.execute("SELECT count(*) FROM sft WHERE round = 'r000'").fetchone()[0] > 0

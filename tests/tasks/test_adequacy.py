@@ -1,0 +1,58 @@
+"""Adequacy pieces without the sandbox: mutation sites over every changed
+top-level statement, a sample that ignores the task id, guard-only failures,
+trivial baselines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.tasks.adversarial import CASES
+from touchstone.tasks import adequacy
+from touchstone.tasks.mutate import changed_statements, statement_mutations
+
+
+def _case(cid: str):
+    return next(c for c in CASES if c.id == cid)
+
+
+def test_fixes_in_a_table_and_a_nested_class_have_mutation_sites(tmp_path: Path) -> None:
+    table = adequacy.all_mutants(_case("honest-table").write(tmp_path))
+    assert table and {m.line for m in table} == {1} and "change_constant" in {m.operator for m in table}
+    nested = adequacy.all_mutants(_case("honest-nested-class").write(tmp_path))
+    assert any(m.operator == "arith_swap" and m.line == 8 for m in nested)
+
+
+def test_changed_statements_and_every_site_below_them() -> None:
+    ref = 'LIMIT = 3\nNAMES = {"a": "x"}\n\n\ndef f(x):\n    """doc"""\n    return x + LIMIT\n'
+    ws = ref.replace("LIMIT = 3", "LIMIT = 4").replace('"x"}', '"y"}')
+    assert changed_statements(ref, ws) == [0, 1]
+    muts = statement_mutations(ref, "m.py", "m", [0, 1])
+    assert {m.operator for m in muts} == {"change_constant", "change_string"} and all(m.lineno <= 2 for m in muts)
+
+
+def test_sample_depends_on_the_code_only(tmp_path: Path) -> None:
+    case = _case("weak-type-only")
+    a = adequacy.all_mutants(case.write(tmp_path, "id-one"))
+    b = adequacy.all_mutants(case.write(tmp_path, "a-completely-different-id"))
+    assert a == b and len(a) > 5
+    assert adequacy.sample(a, 5) == adequacy.sample(b, 5)
+    assert len({m.operator for m in adequacy.sample(a, 5)}) == 5  # spread over operators
+
+
+def test_guard_failures_are_told_apart_from_behaviour_failures(tmp_path: Path) -> None:
+    known = adequacy.guards(_case("weak-guard-only").write(tmp_path))
+    assert known == {adequacy.Guard("TypeError", "n must be an int"), adequacy.Guard("ValueError", "n must be >= 0")}
+    assert adequacy.is_guard_failure("TypeError: n must be an int", known)
+    assert not adequacy.is_guard_failure("TypeError: unsupported operand type(s)", known)
+    assert not adequacy.is_guard_failure("assert 3 == 4\n+  where 3 = solve(12)", known)
+    bare = {adequacy.Guard("AssertionError", None)}  # a reference `assert` without a message
+    assert adequacy.is_guard_failure("AssertionError", bare)
+    assert not adequacy.is_guard_failure("AssertionError: assert None == 0", bare)  # the test's own assert
+
+
+def test_baselines_replace_the_body_and_keep_the_docstring(tmp_path: Path) -> None:
+    task = _case("weak-truthy").write(tmp_path)
+    cases = {desc: text for desc, _rel, text in adequacy.baselines(task)}
+    assert len(cases) == len(adequacy.BASELINES)
+    assert cases["solve returns its first argument"] == 'def solve(n):\n    """n factorial."""\n    return n\n'
+    assert adequacy.baselines(task, skip={"solution.py:solve"}) == []

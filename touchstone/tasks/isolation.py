@@ -1,0 +1,91 @@
+"""Does a task's test suite run isolated? Decided once per task, by its reference.
+
+    verdict = probe_isolation(task, backend)   # the reference, graded isolated once; a decided
+                                               # verdict is recorded in TASK_DIR/isolation.json
+    record_isolation(task, verdict)            # (outside the hashed content; record=False: don't)
+    recorded_isolation(task) -> IsolationVerdict | None   # None: never probed, or the task changed since
+
+A task is `isolated` when its reference passes every required hidden test in
+an isolated run: then a candidate's failure there is the candidate's, and the
+verifier grades that task isolated only. Otherwise it is `not_isolated` (its
+tests need candidate code in the judging process: introspection of test
+callbacks, judge-side files, ...), and the verifier says so in every report;
+the verdict then rests on the out-of-process oracle. `error` = the probe could
+not get an answer (infrastructure): nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from touchstone.harness import HiddenSuite
+from touchstone.tasks.environment import task_environment
+
+RECORD_FILE = "isolation.json"
+
+
+class IsolationVerdict(BaseModel):
+    status: Literal["isolated", "not_isolated", "error"]
+    detail: str
+    task_hash: str
+    backend: str
+    probed_at: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """The task's isolation is decided (either way): it is usable. The
+        validation hook's contract (`touchstone.tasks.validate`)."""
+        return self.status != "error"
+
+
+def probe_isolation(task, backend: str = "auto", record: bool = True) -> IsolationVerdict:
+    """Grade the task's reference isolated once (run 0 of the plan) and, when
+    that decided it either way, record the verdict beside the task. Task
+    validation calls this (`touchstone.tasks.validate.ISOLATION_PROBE`)."""
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+
+    def verdict(status: str, detail: str) -> IsolationVerdict:
+        return IsolationVerdict(status=status, detail=detail[:2000], task_hash=task.content_hash, backend=backend,
+                                probed_at=stamp)  # fmt: skip
+
+    if task.reference_dir is None:
+        return verdict("error", "the task has no reference to probe with")
+    suite = HiddenSuite(task, task.required_tests, task_environment(task))  # what the verifier grades with
+    with tempfile.TemporaryDirectory(prefix="touchstone-isolation-probe-") as tmp:
+        result = suite.run_isolated(suite.compose_isolated(Path(tmp), overlays=[task.reference_dir]), 0, backend=backend)
+    if result.status == "error":
+        return verdict("error", result.evidence)
+    if result.status == "pass":
+        decided = verdict("isolated", f"the reference passes isolated: {result.evidence}")
+    else:
+        decided = verdict("not_isolated", f"the reference fails isolated: {result.evidence}")
+    if record:
+        record_isolation(task, decided)
+    return decided
+
+
+def record_isolation(task, verdict: IsolationVerdict) -> Path:
+    """Write TASK_DIR/isolation.json (not part of the task's content hash)."""
+    if verdict.status == "error":
+        raise ValueError(f"nothing to record for task {task.id}: the probe failed ({verdict.detail})")
+    path = Path(task.dir) / RECORD_FILE
+    path.write_text(verdict.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def recorded_isolation(task) -> IsolationVerdict | None:
+    """The task's recorded verdict, if it was probed on this very content."""
+    path = Path(task.dir) / RECORD_FILE
+    if not path.is_file():
+        return None
+    try:
+        verdict = IsolationVerdict.model_validate(json.loads(path.read_text()))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not an isolation record: {exc}") from exc
+    return verdict if verdict.task_hash == task.content_hash else None
