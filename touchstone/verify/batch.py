@@ -14,7 +14,6 @@ audit finding). Format: docs/formats/report.md.
 from __future__ import annotations
 
 import json
-import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, Iterable
 import polars as pl
 from tqdm import tqdm
 
+from touchstone import atomic
 from touchstone.agent.trajectory import read_messages_jsonl
 from touchstone.tasks.schema import Task, load_task, load_task_set
 from touchstone.verify.report import CheckResult, VerificationReport
@@ -132,10 +132,7 @@ def verify_batch(
     return write_reports(reports, Path(out))
 
 
-def _atomic_parquet(df: pl.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    df.write_parquet(tmp)
-    os.replace(tmp, path)
+_atomic_parquet = atomic.write_parquet
 
 
 def write_reports(reports: list[VerificationReport], out: Path) -> Path:
