@@ -27,27 +27,32 @@ def publishing(
     store.refresh_views()
 
 
-def table_metadata(path, preview_rows: int = 5) -> dict[str, dg.MetadataValue]:
-    """Row count (plotted over rounds by the UI) and a preview of a Parquet file (local or remote)."""
+def table_metadata(path, preview_rows: int = 5, primary: bool = True) -> dict[str, object]:
+    """Row count (plotted over rounds by the UI), column schema and a preview of
+    a Parquet file (local or remote), as Dagster's table metadata. `primary`:
+    the asset's main table, whose count is the asset's `dagster/row_count`."""
     frame = read_parquet(path)
     preview = frame.head(preview_rows).select(
         [c for c, t in frame.schema.items() if t.is_numeric() or t == pl.String or t == pl.Boolean][:8]
     )
-    return {
+    metadata: dict[str, object] = {
         f"{path.stem}_rows": dg.MetadataValue.int(frame.height),
-        f"{path.stem}_preview": dg.MetadataValue.md(_markdown_table(preview)),
+        f"{path.stem}_preview": dg.MetadataValue.table(
+            records=[dg.TableRecord({c: _cell(v) for c, v in row.items()}) for row in preview.iter_rows(named=True)],
+            schema=_schema(preview),
+        ),
     }
+    if primary:
+        metadata |= {"dagster/row_count": frame.height, "dagster/column_schema": _schema(frame)}
+    return metadata
 
 
-def _markdown_table(frame: pl.DataFrame) -> str:
-    if frame.width == 0:
-        return "(no columns)"
-    cells = [[_cell(v) for v in row] for row in frame.iter_rows()]
-    lines = ["| " + " | ".join(frame.columns) + " |", "|" + " --- |" * frame.width]
-    lines += ["| " + " | ".join(row) + " |" for row in cells]
-    return "\n".join(lines)
+def _schema(frame: pl.DataFrame) -> dg.TableSchema:
+    return dg.TableSchema(columns=[dg.TableColumn(name=c, type=str(t)) for c, t in frame.schema.items()])
 
 
-def _cell(value: object) -> str:
-    text = str(value).replace("|", "\\|").replace("\n", " ")
+def _cell(value: object) -> str | int | float | bool | None:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    text = str(value).replace("\n", " ")
     return text if len(text) <= 60 else text[:57] + "..."
