@@ -1,13 +1,25 @@
 """checkpoint: train the round's weights from its verified data, starting from
 the previous round's checkpoint (round 0: base_model). Runs only when the
-blocking checks on training_data passed."""
+blocking checks on training_data passed.
+
+Training runs as a Dagster Pipes subprocess (`training.pipes`, under
+`accelerate launch` when `trainer.accelerate_config` is set): its log lines,
+loss, tokens/s and final metrics reach this step as they happen, and a trainer
+exception fails the step with that exception."""
+
+import os
+import tempfile
+from pathlib import Path
 
 import dagster as dg
+from dagster._core.errors import DagsterPipesExecutionError  # what a failed Pipes process raises; not re-exported
 
 from orchestration.publishing import publishing
 from orchestration.lineage import lineage_metadata, starting_checkpoint
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import StorageResource, TrainerResource
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dg.asset(
@@ -20,21 +32,40 @@ from orchestration.resources import StorageResource, TrainerResource
     pool="gpu",
 )
 def checkpoint(
-    context: dg.AssetExecutionContext, storage: StorageResource, trainer: TrainerResource
+    context: dg.AssetExecutionContext, storage: StorageResource, trainer: TrainerResource,
+    pipes: dg.PipesSubprocessClient,
 ) -> dg.MaterializeResult:
     """Weights + tokenizer + checkpoint.json (manifest with content hash and lineage)."""
+    from training.train import TrainingError, check_config
+
+    config = trainer.trainer_config()
+    try:
+        check_config(trainer.method, config)  # a typo fails here, before a GPU job starts
+    except TrainingError as exc:
+        raise dg.Failure(f"trainer config: {exc}") from exc
     store = storage.store()
     round_key = context.partition_key
     start = starting_checkpoint(context.instance, round_key)
     data_dir = store.local_dir("training_data", round_key)
-    with publishing(context, storage) as out:
-        manifest = trainer.train(data_dir=data_dir, start=store.local_copy(start.path), out=out, round_key=round_key)
+    with publishing(context, storage) as out, tempfile.TemporaryDirectory() as tmp:
+        params = {"method": trainer.method, "data_dir": str(data_dir), "base": str(store.local_copy(start.path)),
+                  "out": str(out), "round_key": round_key, "config": config, "error_file": f"{tmp}/error"}
+        reported = _run_trainer(context, pipes, trainer.pipes_command(params), Path(tmp) / "error")
     path = store.asset_dir("checkpoint", round_key)
     return dg.MaterializeResult(
         metadata={
+            **(reported.metadata or {}),
             "path": dg.MetadataValue.path(str(path)),
-            "checkpoint_hash": dg.MetadataValue.text(manifest.content_hash),
-            **{k: dg.MetadataValue.float(v) for k, v in manifest.metrics.items()},
             **lineage_metadata(start),
         }
     )
+
+
+def _run_trainer(context, pipes: dg.PipesSubprocessClient, command: list[str], error_file: Path) -> dg.MaterializeResult:
+    """Run the training command under Pipes; a crash fails the step with the trainer's error."""
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
+    try:
+        return pipes.run(command=command, context=context, cwd=str(PROJECT_ROOT), env=env).get_materialize_result()
+    except DagsterPipesExecutionError as exc:
+        error = error_file.read_text() if error_file.exists() else "no error reported (killed?)"
+        raise dg.Failure(f"training failed: {error}") from exc

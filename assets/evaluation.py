@@ -8,13 +8,15 @@ import shutil
 import dagster as dg
 import polars as pl
 
-from orchestration.publishing import publishing
 from orchestration.lineage import latest_metadata
 from orchestration.partitions import rounds_partitions
+from orchestration.policy_server import PolicyServerResource
+from orchestration.publishing import publishing
 from orchestration.resources import (
     EvalConfig, PolicyResource, SandboxResource, StorageResource, VerifierResource,
 )
 from orchestration.storage import read_parquet
+from touchstone.evaluate.schema import RoundMetrics
 
 
 @dg.asset(
@@ -31,6 +33,7 @@ def round_evaluation(
     sandbox: SandboxResource,
     policy: PolicyResource,
     verifier: VerifierResource,
+    server: PolicyServerResource,
 ) -> dg.MaterializeResult:
     """pass@1 / pass@k (bootstrap 95%), hack-attempt rate, turns, tokens, exit reasons."""
     from touchstone.agent.plan import checkpoint_policy
@@ -44,14 +47,15 @@ def round_evaluation(
         raise dg.Failure(f"round {round_key} has no checkpoint to evaluate: materialize it first")
     ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
     heldout_dir = store.local_dir("heldout_tasks")
-    earlier = earlier_rounds({key: read_parquet(path) for key, path in store.round_files("round_evaluation",
-                                                                                        "metrics.parquet").items()},
-                             round_key)
+    metrics_files = store.round_files("round_evaluation", "metrics.parquet")
+    earlier = earlier_rounds({key: read_parquet(path) for key, path in metrics_files.items()}, round_key)
+    ckpt = store.local_copy(ckpt_path)
+    # Resumable like raw_trajectories: the work dir survives a killed run.
+    work = store.work_dir("round_evaluation", round_key) / ckpt_hash[:16]
     with publishing(context, storage) as out:
-        # Resumable like raw_trajectories: the work dir survives a killed run.
-        rollouts = policy.solve(load_task_set(heldout_dir), checkpoint_policy(policy.spec, store.local_copy(ckpt_path)),
-                                config.attempts, store.work_dir("round_evaluation", round_key) / ckpt_hash[:16], sandbox,
-                                context.log)
+        with server.serving(ckpt, ckpt_hash, work, context.log) as served:  # stopped before grading
+            rollouts = policy.solve(load_task_set(heldout_dir), checkpoint_policy(policy.spec, ckpt, served),
+                                    config.attempts, work, sandbox, context.log)
         shutil.copytree(rollouts, out / "rollouts")
         verifier.verify_round(heldout_dir, out / "rollouts", out / "verification", sandbox)
         attempts = attempts_table(
@@ -62,6 +66,8 @@ def round_evaluation(
         metrics = round_metrics(attempts, round_key=round_key, checkpoint_hash=ckpt_hash,
                                 k=config.attempts, resamples=config.bootstrap)
         pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")
+        decision = _promotion(metrics, earlier, str(found[0].get("parent_round", "")), config)
+        (out / "promotion.json").write_text(decision.model_dump_json(indent=2) + "\n")
         rounds = [*earlier, metrics]
         plot_rounds(rounds, out / "rounds.png")
         report = markdown_report(rounds, plot_file="rounds.png")
@@ -78,8 +84,21 @@ def round_evaluation(
             "plot_path": dg.MetadataValue.path(str(done / "rounds.png")),
             "report_path": dg.MetadataValue.path(str(done / "report.md")),
             "checkpoint_hash": dg.MetadataValue.text(ckpt_hash),
+            # The promotion gate (check `promotion_gate`): which checkpoint round N+1 starts from.
+            "promoted": dg.MetadataValue.bool(decision.promoted),
+            "next_checkpoint_round": dg.MetadataValue.text(decision.next_round),
+            "next_checkpoint_hash": dg.MetadataValue.text(decision.next_checkpoint_hash or ""),
+            "promotion_reason": dg.MetadataValue.text(decision.reason),
         }
     )
+
+
+def _promotion(metrics: RoundMetrics, earlier: list[RoundMetrics], parent_round: str, config: EvalConfig):
+    """The gate's decision against the checkpoint this round trained from (its evaluation, when it has one)."""
+    from touchstone.evaluate.promotion import decide
+
+    incumbent = next((m for m in earlier if m.round == parent_round), None)
+    return decide(metrics, incumbent, config.promotion_policy())
 
 
 def _data_uri(path) -> str:

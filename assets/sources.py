@@ -35,7 +35,12 @@ def base_model(
     from touchstone.checkpoint import checkpoint_hash
     from training.model_init import default_model
 
-    source = trainer.base_checkpoint or str(default_model())
+    from training.model_options import ModelOptionError, resolve_base
+
+    try:
+        source = str(resolve_base(trainer.base_checkpoint)) if trainer.base_checkpoint else str(default_model())
+    except ModelOptionError as exc:
+        raise dg.Failure(str(exc)) from exc
     with publishing(context, storage) as out:
         shutil.copytree(source, out, dirs_exist_ok=True)
         digest = checkpoint_hash(str(out))  # here: the published copy may be remote

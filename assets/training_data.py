@@ -37,5 +37,5 @@ def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -
     }
     for name in ("sft", "rl", "dpo", "kto"):
         if (done / f"{name}.parquet").exists():
-            metadata |= table_metadata(done / f"{name}.parquet", primary=False)
+            metadata |= table_metadata(done / f"{name}.parquet", primary=name == "sft")
     return dg.MaterializeResult(metadata=metadata)

@@ -1,12 +1,14 @@
 """raw_trajectories: the round's policy (and, on the CPU default, the teacher)
 attempts every proposed task in the sandbox (which policies: `touchstone.agent.plan`)."""
 
+import contextlib
 import shutil
 
 import dagster as dg
 
 from orchestration.lineage import lineage_metadata, starting_checkpoint
 from orchestration.partitions import rounds_partitions
+from orchestration.policy_server import PolicyServerResource
 from orchestration.publishing import publishing, table_metadata
 from orchestration.resources import PolicyResource, RolloutConfig, SandboxResource, StorageResource
 
@@ -24,8 +26,10 @@ def raw_trajectories(
     storage: StorageResource,
     sandbox: SandboxResource,
     policy: PolicyResource,
+    server: PolicyServerResource,
 ) -> dg.MaterializeResult:
-    """Trajectories of this round: round N runs round N-1's checkpoint (round 0: teacher)."""
+    """Trajectories of this round: round N runs round N-1's checkpoint (round 0: teacher),
+    through the policy server when one is configured."""
     from touchstone.agent.rollout import merge_rollouts
     from touchstone.tasks import load_task_set
 
@@ -33,11 +37,14 @@ def raw_trajectories(
     round_key = context.partition_key
     start = starting_checkpoint(context.instance, round_key)
     tasks = load_task_set(store.local_dir("proposed_tasks", round_key))
-    specs = policy.round_policies(round_key, store.local_copy(start.path), config.attempts)
+    ckpt = store.local_copy(start.path)
     # Rollouts resume from the work dir: a killed run redoes only unfinished attempts.
     # Keyed by the starting weights, so a resume never reuses another checkpoint's runs.
     work = store.work_dir("raw_trajectories", round_key) / start.checkpoint_hash[:16]
-    with publishing(context, storage) as out:
+    serve = server.serving(ckpt, start.checkpoint_hash, work, context.log) if policy.uses_checkpoint(round_key) \
+        else contextlib.nullcontext()
+    with serve as served, publishing(context, storage) as out:
+        specs = policy.round_policies(round_key, ckpt, config.attempts, served)
         parts = [policy.solve(tasks, spec, attempts, work / spec.split(":")[0], sandbox, context.log)
                  for spec, attempts in specs.items()]
         for part in parts:
@@ -51,3 +58,4 @@ def raw_trajectories(
             **lineage_metadata(start),
         }
     )
+

@@ -8,9 +8,11 @@ in the same run.
   `subprocess.run(["true"])`; overhead = difference of the medians, and their ratio;
 - docker: cold create-to-first-exec, and warm-pool open-to-first-exec;
 - throughput: lifecycles per second with 2 workers;
-- with --baseline DIR (or TOUCHSTONE_BENCH_BASELINE): the same measures run with the
-  sandbox code of another checkout (e.g. one from before a hardening change) in a
-  subprocess right after, and the per-exec medians side by side.
+- with --baseline DIR (or TOUCHSTONE_BENCH_BASELINE): per-exec cost against the
+  sandbox code of another checkout (e.g. one from before a hardening change): two
+  worker processes, one per checkout, each holding an open sandbox (or a Docker
+  warm pool), asked in alternation, so that both see the same machine load; the
+  medians side by side.
 Targets (issue 2): bwrap exec within 15 ms of bare at the median; Docker warm-pool
 exec under 80 ms; Docker cold create-to-first-exec under 1 s."""
 
@@ -33,9 +35,8 @@ from tqdm import tqdm
 from touchstone.sandbox import WarmPool, available_backends, open_sandbox
 from touchstone.sandbox.image import ensure_rootfs
 
-# What a hardening change costs per exec (and per hand-out from a warm pool).
-COMPARED = [("bwrap", "exec true"), ("bwrap", "exec overhead vs bare"), ("docker", "exec true"),
-            ("docker", "warm-pool open → first exec"), ("docker", "cold create → first exec")]
+# What a change to the sandbox costs, per exec and per hand-out from a warm pool.
+COMPARED = [("bwrap", "exec"), ("docker", "exec"), ("docker", "warm")]
 TARGETS_MS = {("bwrap", "exec overhead vs bare"): 15, ("docker", "warm-pool open → first exec"): 80,
               ("docker", "cold create → first exec"): 1000}
 
@@ -114,23 +115,56 @@ def throughput(ws: Path, backend: str, total: int) -> dict:
             "lifecycles_per_s": round(total / wall, 2)}
 
 
-def baseline_rows(checkout: Path, backends: list[str], runs: int) -> list[dict]:
-    """The per-backend rows measured with the sandbox code of `checkout` (this
-    script, with that checkout first on the import path)."""
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
-    done = subprocess.run([sys.executable, __file__, "--rows-only", "--runs", str(runs), "--backends", *backends],
-                          env=env, capture_output=True, text=True, check=True, cwd=checkout)
-    return json.loads(done.stdout)
+def worker(backend: str) -> None:
+    """Serve timing requests on stdin ("exec": `exec("true")` in an open sandbox;
+    "warm": a warm-pool hand-out and its first exec), one millisecond figure per line."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        (ws / "main.py").write_text("print('hello')\n")
+        pool = WarmPool(size=2) if backend == "docker" else None
+
+        def warm() -> None:
+            with pool.open(ws) as box:
+                box.exec("true")
+
+        with open_sandbox(ws, backend) as sb:
+            sb.exec("true")
+            for request in sys.stdin:
+                if request.strip() == "warm":
+                    while pool._ready.empty():  # a warm hand-out, not the refill
+                        time.sleep(0.05)
+                    print(timed(warm), flush=True)
+                else:
+                    print(timed(lambda: sb.exec("true")), flush=True)
+        if pool:
+            pool.close()
 
 
-def side_by_side(checkout: Path, base: list[dict], rows: list[dict]) -> list[dict]:
+def interleaved(checkout: Path, backends: list[str], runs: int) -> list[dict]:
+    """Per-exec medians of `checkout`'s sandbox code and this tree's, sampled in turn."""
     commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or checkout.name
-    before = {(r["backend"], r["measure"]): r["median_ms"] for r in base if "measure" in r}
-    after = {(r["backend"], r["measure"]): r["median_ms"] for r in rows if "measure" in r}
-    return [{"backend": b, "per exec": m, f"baseline {commit} median_ms": before[b, m], "this tree median_ms": after[b, m],
-             "cost_ms": round(after[b, m] - before[b, m], 2)}
-            for b, m in COMPARED if (b, m) in before and (b, m) in after]
+    rows = []
+    for backend, measure in COMPARED:
+        if backend not in backends:
+            continue
+        procs = [subprocess.Popen([sys.executable, __file__, "--worker", backend], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, cwd=cwd,
+                                  env={**os.environ, "PYTHONPATH": str(cwd)})
+                 for cwd in (checkout, Path(__file__).resolve().parents[1])]
+        samples: list[list[float]] = [[], []]
+        for i in tqdm(range(runs), desc=f"{backend} {measure}: baseline vs this tree"):
+            for k in (i % 2, 1 - i % 2):  # alternate which goes first
+                procs[k].stdin.write(measure + "\n")
+                procs[k].stdin.flush()
+                samples[k].append(float(procs[k].stdout.readline()))
+        for proc in procs:
+            proc.stdin.close()
+            proc.wait()
+        before, after = (statistics.median(x) for x in samples)
+        rows.append({"backend": backend, "per exec": measure, f"baseline {commit} median_ms": round(before, 2),
+                     "this tree median_ms": round(after, 2), "cost_ms": round(after - before, 2)})
+    return rows
 
 
 def notes(rows: list[dict]) -> list[str]:
@@ -142,7 +176,7 @@ def notes(rows: list[dict]) -> list[str]:
                    "over a bare process in this run: the share of the overhead that is the machine, not the sandbox")
     compared = [r for r in rows if "cost_ms" in r]
     if compared:
-        out.append("against the baseline checkout, measured right after in the same run: "
+        out.append("against the baseline checkout, sampled in alternation: "
                    + "; ".join(f"{r['backend']} {r['per exec']} {r['cost_ms']:+.1f} ms" for r in compared))
     for r in rows:
         target = TARGETS_MS.get((r["backend"], r.get("measure")))
@@ -158,8 +192,10 @@ def main() -> None:
     parser.add_argument("--backends", nargs="*", default=None, help="default: every available backend")
     parser.add_argument("--baseline", type=Path, default=os.environ.get("TOUCHSTONE_BENCH_BASELINE"),
                         help="a checkout whose sandbox code to measure too, side by side")
-    parser.add_argument("--rows-only", action="store_true", help=argparse.SUPPRESS)  # a baseline's subprocess
+    parser.add_argument("--worker", help=argparse.SUPPRESS)  # one side of a --baseline comparison
     args = parser.parse_args()
+    if args.worker:
+        return worker(args.worker)
     backends = args.backends or available_backends()
     if not backends:
         raise SystemExit("no sandbox backend available: run `touchstone sandbox rootfs` (and build-image)")
@@ -167,12 +203,9 @@ def main() -> None:
         ws = Path(tmp)
         (ws / "main.py").write_text("print('hello')\n")
         rows = [r for backend in backends for r in bench_backend(ws, backend, args.runs)]
-        if args.rows_only:
-            print(json.dumps(rows))
-            return
         rows += [throughput(ws, backend, args.runs) for backend in backends]
-        if args.baseline:
-            rows += side_by_side(args.baseline, baseline_rows(args.baseline, backends, args.runs), rows)
+    if args.baseline:
+        rows += interleaved(Path(args.baseline), backends, args.runs)
     print(json.dumps({"bench": "sandbox", "results": rows, "notes": notes(rows)}, indent=2))
 
 

@@ -79,8 +79,14 @@ def notes(rows: list[dict]) -> list[str]:
         out.append(f"{stage}: per-trajectory time x{time_growth:.2f} and peak RSS x{mem_growth:.2f} from "
                    f"{small['trajectories']} to {large['trajectories']} trajectories: "
                    + ("linear cost" if time_growth <= 1.5 else "NOT linear (per-trajectory time grows)")
-                   + (", flat memory" if mem_growth <= 1.5 else ", memory GROWS with the batch"))
+                   + (", flat memory" if mem_growth <= 1.5 else
+                      f", memory GROWS with the batch (~{_kb_per_trajectory(small, large):.0f} KB per trajectory: "
+                      "the run's tables are assembled in memory)"))
     return out
+
+
+def _kb_per_trajectory(small: dict, large: dict) -> float:
+    return 1024 * (large["peak_rss_mb"] - small["peak_rss_mb"]) / (large["trajectories"] - small["trajectories"])
 
 
 def main() -> None:

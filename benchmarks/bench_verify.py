@@ -121,7 +121,7 @@ def main() -> None:
         f"one plain pytest run of the required tests in a bare sandbox; median {cost['median_ratio']}x with the "
         f"tests isolated (target: within 5x), {cost['median_ratio_in_process']}x with them in process",
         f"isolation per graded run: median of {args.reps} runs of each canary task's reference, isolated (judge + "
-        f"candidate sandboxes) / in process; median {statistics.median(r['run_ratio'] for r in runs)}x",
+        f"candidate sandboxes) / in process; median {round(statistics.median(r['run_ratio'] for r in runs), 2)}x",
     ]
     results = throughput_rows + cost["rows"] + runs
     print(json.dumps({"bench": "verify", "results": results, "notes": notes}, indent=2))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -25,8 +26,9 @@ from touchstone.tasks.schema import TaskError
 @click.option("--seed", default=0, show_default=True, type=int, help="base seed; attempt i uses seed+i")
 @click.option("--max-turns", default=50, show_default=True, type=click.IntRange(min=1))
 @click.option("--time-budget", default=900.0, show_default=True, type=float, help="seconds per episode")
+@click.option("--json", "as_json", is_flag=True, help="print the result as one JSON object")
 def solve(tasks, policy_spec, attempts, workers, out, backend, temperature, top_p, max_tokens, seed, max_turns,
-          time_budget) -> None:
+          time_budget, as_json) -> None:
     """Solve TASKS (a task directory or a task-set directory) with a policy.
 
     Writes OUT/trajectories.parquet, OUT/steps.parquet and
@@ -41,6 +43,9 @@ def solve(tasks, policy_spec, attempts, workers, out, backend, temperature, top_
     reasons: dict[str, int] = {}
     for t in records:
         reasons[t.exit_reason] = reasons.get(t.exit_reason, 0) + 1
+    if as_json:
+        click.echo(json.dumps({"trajectories": len(records), "out": str(out), "exit_reasons": dict(sorted(reasons.items()))}))
+        return
     summary = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
     click.echo(f"{len(records)} trajectories in {out} ({summary})")
 

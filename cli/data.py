@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import click
-import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -38,17 +37,26 @@ def data() -> None:
 @click.option("--round", "round_key", default=None, help="Round key recorded in the lineage columns.")
 @click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="YAML with DataConfig fields (keep_per_task, max_tokens, credit: {gamma, ...}).")
-def build(reports: Path, trajectories: Path, out: Path, round_key: str | None, config: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
+def build(reports: Path, trajectories: Path, out: Path, round_key: str | None, config: Path | None,
+          as_json: bool) -> None:
     """Write OUT/{sft,rl,dpo,kto}.parquet and OUT/summary.json."""
+    from touchstone.config import ConfigError, load_config
     from touchstone.data.build import build_datasets
     from touchstone.data.schema import DataConfig
 
-    cfg = DataConfig.model_validate(yaml.safe_load(config.read_text()) or {}) if config else DataConfig()
+    try:
+        cfg = load_config(DataConfig, config)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
     try:
         summary = build_datasets(reports, trajectories, out, round_key=round_key, config=cfg)
     except ValueError as exc:  # DataError, or a report inconsistent with its trajectory (credit)
         raise click.ClickException(str(exc)) from None
-    _print_summary(summary.model_dump())
+    if as_json:
+        click.echo(summary.model_dump_json(indent=2))
+    else:
+        _print_summary(summary.model_dump())
 
 
 @data.command("summary")

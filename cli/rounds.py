@@ -5,6 +5,7 @@ Dagster is imported inside the commands: the domain library never needs it."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -12,6 +13,19 @@ from pathlib import Path
 import click
 
 from touchstone import paths
+
+
+LOCAL_INSTANCE = """# written by touchstone: a local instance (SQLite under this folder)
+telemetry:
+  enabled: false
+# Rounds are sequential: a backfill of several rounds (from the UI) runs them one after another.
+concurrency:
+  runs:
+    tag_concurrency_limits:
+      - key: dagster/backfill
+        value: {applyLimitPerUniqueValue: true}
+        limit: 1
+"""
 
 
 def _instance():
@@ -26,7 +40,7 @@ def _instance():
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
-        config.write_text("# written by touchstone: a local instance (SQLite under this folder)\ntelemetry:\n  enabled: false\n")
+        config.write_text(LOCAL_INSTANCE)
     return dg.DagsterInstance.get()
 
 
@@ -48,7 +62,8 @@ def new(key: str | None) -> None:
 
 
 @round_.command("list")
-def list_rounds() -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the rounds as a JSON list")
+def list_rounds(as_json: bool) -> None:
     """Registered rounds and which of their stages are materialized."""
     import dagster as dg
 
@@ -57,28 +72,60 @@ def list_rounds() -> None:
     from orchestration.runner import ROUND_STAGES
 
     instance = _instance()
-    for key in registered_rounds(instance):
-        done = [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)]
-        click.echo(f"{key}  {len(done)}/{len(ROUND_STAGES)}  {' '.join(done)}")
+    rounds = [{"round": key, "materialized": [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)],
+               **_promotion(instance, key)}
+              for key in registered_rounds(instance)]
+    if as_json:
+        click.echo(json.dumps(rounds, indent=2))
+        return
+    if not rounds:
+        click.echo("no rounds yet: `touchstone round run --rounds 1` (or `touchstone round new`) starts one")
+    for r in rounds:
+        gate = ""
+        if "next_checkpoint_round" in r:
+            verdict = "promoted" if r["promoted"] else f"not promoted (keeps {r['next_checkpoint_round']})"
+            gate = f"  pass@1={r['pass_at_1']:.3f} {verdict} -> next round starts from {r['next_checkpoint_round']}"
+        click.echo(f"{r['round']}  {len(r['materialized'])}/{len(ROUND_STAGES)}  {' '.join(r['materialized'])}{gate}")
+
+
+def _promotion(instance, key: str) -> dict:
+    """The promotion gate's verdict (round_evaluation metadata): which checkpoint the next round starts from."""
+    import dagster as dg
+
+    from orchestration.lineage import latest_metadata
+
+    found = latest_metadata(instance, dg.AssetKey("round_evaluation"), key)
+    if not found or "next_checkpoint_round" not in found[0]:
+        return {}
+    return {k: found[0][k] for k in ("pass_at_1", "promoted", "next_checkpoint_round", "next_checkpoint_hash")}
 
 
 @round_.command("run")
 @click.option("--rounds", "n_rounds", default=1, show_default=True,
               help="How many rounds to run: an unfinished latest round first, then new ones.")
 @click.option("--key", default=None, help="Run (or rerun) this round instead of new ones.")
-def run(n_rounds: int, key: str | None) -> None:
+@click.option("-c", "--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Run config YAML (ops: and resources:, as in the launchpad), e.g. "
+              "orchestration/deploy/local-served.yaml.")
+def run(n_rounds: int, key: str | None, config_path: Path | None) -> None:
     """Materialize the shared sources if needed, then whole rounds, one run each."""
     from rich.console import Console
 
+    from orchestration.run_config import RunConfigError, load_run_config, validate
     from orchestration.runner import ensure_sources, failed_checks, run_round
 
+    try:
+        run_config = load_run_config(config_path) if config_path else {}
+        validate(run_config)
+    except RunConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--config") from None
     console = Console(stderr=True)
     instance = _instance()
-    result = ensure_sources(instance, console=console)
+    result = ensure_sources(instance, console=console, run_config=run_config)
     if result is not None and not result.success:
         sys.exit(_failure("sources failed", result))
     for _ in range(1 if key else n_rounds):
-        result = run_round(instance, key, console=console)
+        result = run_round(instance, key, console=console, run_config=run_config)
         if failed_checks(result):
             sys.exit(_failure("round stopped before training by blocking checks", result))
         if not result.success:

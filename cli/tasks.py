@@ -27,10 +27,19 @@ def _cfg(backend: str | None, k: int, threshold: float, contamination_sets=()):
     return ValidationConfig(k=k, threshold=threshold, contamination_sets=list(contamination_sets), **extra)
 
 
-def _summary(out: Path) -> None:
+_json = click.option("--json", "as_json", is_flag=True, help="print the result as one JSON object")
+
+
+def _summary(out: Path, as_json: bool = False, **facts) -> None:
+    """What a proposer did: its own facts (kept, rejected, ...) and the index's counts."""
     from touchstone.tasks.index import query
 
     rows = query(out, "SELECT status, coalesce(reason, '-'), coalesce(split, '-'), count(*) FROM tasks GROUP BY ALL ORDER BY 1, 2, 3")
+    if as_json:
+        tasks = [{"status": s, "reason": r, "split": sp, "count": c} for s, r, sp, c in rows]
+        click.echo(json.dumps({**facts, "index": str(out / "index.parquet"), "tasks": tasks}, indent=2, default=str))
+        return
+    click.echo(", ".join(f"{k} {v}" for k, v in facts.items() if not isinstance(v, (list, dict))))
     for status, reason, split, count in rows:
         click.echo(f"  {status:9} {reason:18} {split:6} {count}")
     click.echo(f"index: {out / 'index.parquet'}")
@@ -72,7 +81,9 @@ def propose() -> None:
 @_backend
 @_k
 @_threshold
-def mutation(seeds, repos, env_spec, tests, n, out, rng_seed, eval_fraction, workers, backend, k, threshold) -> None:
+@_json
+def mutation(seeds, repos, env_spec, tests, n, out, rng_seed, eval_fraction, workers, backend, k, threshold,
+             as_json) -> None:
     """Inject one AST-level bug per task into real projects with pytest suites."""
     from touchstone.envs import EnvError
     from touchstone.tasks.proposers.mutation import propose_mutation
@@ -84,10 +95,11 @@ def mutation(seeds, repos, env_spec, tests, n, out, rng_seed, eval_fraction, wor
                                   environment=_env_spec(env_spec), tests=tests)
     except (SeedError, EnvError) as exc:
         raise click.ClickException(str(exc)) from exc
-    for s in result.seeds:
-        click.echo(f"seed {s.name}: {'ok' if s.usable else 'SKIPPED'} ({s.detail})")
-    click.echo(f"kept {result.kept}, rejected {result.rejected}")
-    _summary(out)
+    if not as_json:
+        for s in result.seeds:
+            click.echo(f"seed {s.name}: {'ok' if s.usable else 'SKIPPED'} ({s.detail})")
+    seeds = [{"name": s.name, "usable": s.usable, "detail": s.detail} for s in result.seeds]
+    _summary(out, as_json, kept=result.kept, rejected=result.rejected, seeds=seeds)
     if result.kept < n:
         click.echo(f"warning: only {result.kept} of {n} requested tasks were kept (candidates ran out)", err=True)
 
@@ -100,13 +112,13 @@ def mutation(seeds, repos, env_spec, tests, n, out, rng_seed, eval_fraction, wor
 @_backend
 @_k
 @_threshold
-def problems(jsonl, out, eval_fraction, workers, backend, k, threshold) -> None:
+@_json
+def problems(jsonl, out, eval_fraction, workers, backend, k, threshold, as_json) -> None:
     """Import HumanEval/MBPP-style JSONL (prompt, canonical_solution, test, entry_point)."""
     from touchstone.tasks.proposers.problems import import_problems
 
     result = import_problems(jsonl, out, workers=workers, cfg=_cfg(backend, k, threshold), eval_fraction=eval_fraction)
-    click.echo(f"kept {result.kept}, rejected {result.rejected}")
-    _summary(out)
+    _summary(out, as_json, kept=result.kept, rejected=result.rejected)
 
 
 @propose.command("llm")
@@ -120,14 +132,14 @@ def problems(jsonl, out, eval_fraction, workers, backend, k, threshold) -> None:
 @_backend
 @_k
 @_threshold
-def llm(policy, n, attempts, existing, out, workers, backend, k, threshold) -> None:
+@_json
+def llm(policy, n, attempts, existing, out, workers, backend, k, threshold, as_json) -> None:
     """Ask a policy to propose tasks; validate, dedup, and score learnability."""
     from touchstone.tasks.proposers.llm import propose_llm
 
     result = propose_llm(policy, out, n=n, attempts=attempts, existing=list(existing), workers=workers,
                          cfg=_cfg(backend, k, threshold))
-    click.echo(f"kept {result.kept}, rejected {result.rejected}; rewards: {result.rewards_path}")
-    _summary(out)
+    _summary(out, as_json, kept=result.kept, rejected=result.rejected, rewards=str(result.rewards_path))
 
 
 @click.group()
@@ -200,7 +212,8 @@ def import_() -> None:
 @_backend
 @_k
 @_threshold
-def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, k, threshold) -> None:
+@_json
+def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, k, threshold, as_json) -> None:
     """Import SWE-bench-format INSTANCES (JSONL; SWE-smith, SWE-Gym and R2E-Gym field names too)."""
     from touchstone.tasks.proposers.swebench import import_swebench
 
@@ -209,8 +222,7 @@ def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, 
                                  cfg=_cfg(backend, k, threshold), eval_fraction=eval_fraction)
     except (ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"kept {result.kept}, skipped or rejected {result.rejected}")
-    _summary(out)
+    _summary(out, as_json, kept=result.kept, rejected=result.rejected)
 
 
 @import_.command("trajectories")

@@ -136,4 +136,29 @@ def schema_and_rows(context: dg.AssetCheckExecutionContext, storage: StorageReso
     )
 
 
-round_checks = [canaries_caught, only_accepted_trajectories, no_heldout_tasks, schema_and_rows]
+@dg.asset_check(asset="round_evaluation", blocking=True, partitions_def=rounds_partitions)
+def promotion_gate(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
+    """Did this round's checkpoint beat the best so far (touchstone.evaluate.promotion)?
+    Not promoted is a warning, not an error: the next round starts from the best
+    checkpoint instead (recorded as `next_checkpoint_round`)."""
+    from touchstone.evaluate.promotion import PromotionDecision
+
+    path = storage.store().local_dir("round_evaluation", context.partition_key) / "promotion.json"
+    decision = PromotionDecision.model_validate_json(path.read_text())
+    return dg.AssetCheckResult(
+        passed=decision.promoted,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "next_checkpoint_round": decision.next_round,
+            "next_checkpoint_hash": decision.next_checkpoint_hash or "",
+            "incumbent_round": decision.incumbent_round or "none",
+            "metric": decision.metric,
+            "candidate": decision.candidate.value,
+            "candidate_interval": f"[{decision.candidate.low:.3f}, {decision.candidate.high:.3f}]",
+            **({"incumbent": decision.incumbent.value} if decision.incumbent else {}),
+            "reason": decision.reason,
+        },
+    )
+
+
+round_checks = [canaries_caught, only_accepted_trajectories, no_heldout_tasks, schema_and_rows, promotion_gate]

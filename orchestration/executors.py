@@ -37,7 +37,10 @@ def executor_from_env(assets: Sequence = ()) -> dg.ExecutorDefinition:
             # so volumes here would drop the launcher's (data root, Docker socket).
         })
     if kind == "k8s":
-        from dagster_k8s import k8s_job_executor
+        try:
+            from dagster_k8s import k8s_job_executor
+        except ModuleNotFoundError:
+            raise ValueError("TOUCHSTONE_EXECUTOR=k8s needs the Kubernetes extra: pip install 'touchstone[k8s]'") from None
 
         return k8s_job_executor.configured(k8s_executor_config(assets))
     raise ValueError(f"TOUCHSTONE_EXECUTOR={kind!r}: expected one of {', '.join(EXECUTORS)}")

@@ -15,6 +15,7 @@ from orchestration.partitions import previous_round, registered_rounds
 
 BASE_MODEL = dg.AssetKey("base_model")
 CHECKPOINT = dg.AssetKey("checkpoint")
+EVALUATION = dg.AssetKey("round_evaluation")
 
 
 class CheckpointRef(BaseModel):
@@ -42,12 +43,18 @@ def latest_metadata(
 
 
 def starting_checkpoint(instance: dg.DagsterInstance, round_key: str) -> CheckpointRef:
-    """Round N's starting weights: round N-1's checkpoint, or the base model for round 0."""
+    """Round N's starting weights: the checkpoint the promotion gate of round N-1
+    chose (the best so far, docs/ROUNDS.md), round N-1's own checkpoint when
+    that round has no evaluation, or the base model for round 0."""
     prev = previous_round(round_key)
-    key, partition = (CHECKPOINT, prev) if prev else (BASE_MODEL, None)
+    chosen = prev
+    if prev:
+        evaluated = latest_metadata(instance, EVALUATION, prev)
+        chosen = str(evaluated[0].get("next_checkpoint_round") or prev) if evaluated else prev
+    key, partition = (CHECKPOINT, chosen) if chosen else (BASE_MODEL, None)
     found = latest_metadata(instance, key, partition)
     if found is None:
-        what = f"the checkpoint of round {prev}" if prev else "base_model"
+        what = f"the checkpoint of round {chosen}" if chosen else "base_model"
         raise dg.Failure(
             f"round {round_key} starts from {what}, which has not been materialized: materialize it first"
         )
@@ -55,7 +62,7 @@ def starting_checkpoint(instance: dg.DagsterInstance, round_key: str) -> Checkpo
     return CheckpointRef(
         path=str(metadata["path"]),
         checkpoint_hash=str(metadata["checkpoint_hash"]),
-        round=prev,
+        round=chosen,
         run_id=run_id,
     )
 

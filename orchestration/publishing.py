@@ -27,32 +27,27 @@ def publishing(
     store.refresh_views()
 
 
-def table_metadata(path, preview_rows: int = 5, primary: bool = True) -> dict[str, object]:
-    """Row count (plotted over rounds by the UI), column schema and a preview of
-    a Parquet file (local or remote), as Dagster's table metadata. `primary`:
-    the asset's main table, whose count is the asset's `dagster/row_count`."""
+def table_metadata(path, preview_rows: int = 5, primary: bool = True) -> dict[str, dg.MetadataValue]:
+    """Row count (plotted over rounds by the UI), column schema and a preview
+    of a Parquet file (local or remote). The asset's `primary` table also fills
+    Dagster's standard keys, so the asset page shows its rows and columns."""
     frame = read_parquet(path)
-    preview = frame.head(preview_rows).select(
-        [c for c, t in frame.schema.items() if t.is_numeric() or t == pl.String or t == pl.Boolean][:8]
+    shown = [c for c, t in frame.schema.items() if t.is_numeric() or t == pl.String or t == pl.Boolean][:8]
+    preview = dg.MetadataValue.table(
+        records=[dg.TableRecord({c: _cell(v) for c, v in row.items()}) for row in frame.head(preview_rows).select(shown)
+                 .iter_rows(named=True)],
+        schema=dg.TableSchema(columns=[dg.TableColumn(c, "string") for c in shown]),
     )
-    metadata: dict[str, object] = {
-        f"{path.stem}_rows": dg.MetadataValue.int(frame.height),
-        f"{path.stem}_preview": dg.MetadataValue.table(
-            records=[dg.TableRecord({c: _cell(v) for c, v in row.items()}) for row in preview.iter_rows(named=True)],
-            schema=_schema(preview),
-        ),
-    }
+    meta = {f"{path.stem}_rows": dg.MetadataValue.int(frame.height), f"{path.stem}_preview": preview}
     if primary:
-        metadata |= {"dagster/row_count": frame.height, "dagster/column_schema": _schema(frame)}
-    return metadata
+        meta["dagster/row_count"] = dg.MetadataValue.int(frame.height)
+        meta["dagster/column_schema"] = dg.MetadataValue.table_schema(
+            dg.TableSchema(columns=[dg.TableColumn(c, str(t)) for c, t in frame.schema.items()]))
+    return meta
 
 
-def _schema(frame: pl.DataFrame) -> dg.TableSchema:
-    return dg.TableSchema(columns=[dg.TableColumn(name=c, type=str(t)) for c, t in frame.schema.items()])
-
-
-def _cell(value: object) -> str | int | float | bool | None:
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
+def _cell(value: object) -> str | None:
+    if value is None:
+        return None
     text = str(value).replace("\n", " ")
     return text if len(text) <= 60 else text[:57] + "..."

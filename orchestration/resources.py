@@ -13,12 +13,15 @@ settings are documented on each field and in docs/ROUNDS.md, e.g.
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
 from pydantic import Field
 
+from orchestration.policy_server import PolicyServerResource
 from orchestration.storage import RoundStore
 from touchstone import paths
 
@@ -102,11 +105,17 @@ class PolicyResource(dg.ConfigurableResource):
         return episode_limits(spec, max_turns=self.max_turns, teacher_max_turns=self.teacher_max_turns,
                               time_budget_s=self.time_budget_s)
 
-    def round_policies(self, round_key: str, checkpoint_path: str, attempts: int) -> dict[str, int]:
+    def round_policies(self, round_key: str, checkpoint_path: str, attempts: int,
+                       served: str | None = None) -> dict[str, int]:
         """Policy spec -> attempts per task in this round (`touchstone.agent.plan`)."""
         from touchstone.agent.plan import round_policies
 
-        return round_policies(self.spec, round_key, checkpoint_path, attempts, self.teacher_attempts)
+        return round_policies(self.spec, round_key, checkpoint_path, attempts, self.teacher_attempts, served)
+
+    def uses_checkpoint(self, round_key: str) -> bool:
+        from touchstone.agent.plan import uses_checkpoint
+
+        return uses_checkpoint(self.spec, round_key)
 
     def solve(self, tasks, spec: str, attempts: int, out: Path, sandbox: "SandboxResource", log) -> Path:
         """`touchstone.agent.rollout.solve` with these settings; returns `out` (resumes into it)."""
@@ -137,19 +146,37 @@ class VerifierResource(dg.ConfigurableResource):
     def verify_canaries(self, out: Path, sandbox: SandboxResource, seed: str) -> Path:
         """Grade a sample of the labeled corpus: OUT/canaries.parquet (label, expected, verdict)."""
         from touchstone.verify.canaries import load_canaries
-        from touchstone.verify.canaries.sample import pick_canaries, verify_canaries
+        from touchstone.verify.canaries.sample import graded_isolated, pick_canaries, verify_canaries
 
-        chosen = pick_canaries(load_canaries(), self.canaries, self.canary_names, seed)
+        # the verifier runs isolated by default: isolated-run canaries are drawn
+        # when their task is graded isolated, as the round's trajectories are
+        corpus = [c for c in load_canaries() if not c.isolated or graded_isolated(c)]
+        chosen = pick_canaries(corpus, self.canaries, self.canary_names, seed, isolated=True)
         return verify_canaries(out / "canaries.parquet", chosen, replays=self.replays, backend=sandbox.backend,
                                allow_rules=set(self.allow_rules))
 
 
-class TrainerResource(dg.ConfigurableResource):
-    """How a round's checkpoint is trained from its verified data."""
+class PeftConfig(dg.Config):
+    """LoRA via PEFT; merged into full weights when the checkpoint is saved."""
 
-    method: str = Field(default="sft", description="sft | rl | dpo | kto.")
+    enabled: bool = Field(default=False, description="Train a LoRA adapter instead of all weights.")
+    r: int = Field(default=16, description="LoRA rank.")
+    lora_alpha: int = Field(default=32, description="LoRA scaling numerator.")
+    lora_dropout: float = Field(default=0.05, description="Dropout on the adapter's input.")
+    target_modules: list[str] = Field(default=[], description="Module names to adapt (empty: all linear layers).")
+
+    def options(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"enabled"}) if self.enabled else {}
+
+
+class TrainerResource(dg.ConfigurableResource):
+    """How a round's checkpoint is trained from its verified data (a Dagster Pipes
+    subprocess: `training.pipes`, under `accelerate launch` when configured)."""
+
+    method: Literal["sft", "rl", "dpo", "kto"] = Field(default="sft", description="Training method (docs/TRAINING.md).")
     base_checkpoint: str = Field(
-        default="", description="Start from this checkpoint directory instead of the default tiny model."
+        default="", description="Round-0 weights: a checkpoint directory or a model id already in the local Hugging "
+        "Face cache (never downloaded at run time). Empty: the default tiny model."
     )
     max_steps: int = Field(default=4, description="Optimizer steps per round (laptop: 4; cluster: 2000).")
     max_length: int = Field(
@@ -158,19 +185,37 @@ class TrainerResource(dg.ConfigurableResource):
         "seeds reach ~21k tokens with the tiny tokenizer; 8192 keeps a CPU step near 10 s (cluster: 32768).",
     )
     learning_rate: float = Field(default=5e-4, description="Peak learning rate.")
+    config: dict[str, Any] = Field(
+        default={},
+        description="Any field of the method's TRL config (SFTConfig, PGConfig, DPOConfig, KTOConfig): "
+        "per_device_train_batch_size, gradient_accumulation_steps, bf16, activation_checkpointing, ... "
+        "Wins over max_steps / max_length / learning_rate above. Unknown fields fail the step, named.",
+    )
+    torch_dtype: Literal["float32", "bfloat16", "float16", "auto"] = Field(
+        default="float32", description="Weights dtype when loading (GPU: bfloat16)."
+    )
+    attn_implementation: Literal["", "eager", "sdpa", "flash_attention_2", "flash_attention_3"] = Field(
+        default="", description="Attention kernel (empty: the transformers default)."
+    )
+    peft: PeftConfig = Field(default=PeftConfig(), description="LoRA adapter training.")
     accelerate_config: str = Field(
         default="",
-        description="Cluster: an accelerate config (e.g. TRL's DeepSpeed ZeRO-3) to launch "
-        "training with `accelerate launch`; empty trains in-process.",
+        description="Cluster: an accelerate config (training/configs/accelerate/zero3.yaml, fsdp2.yaml, "
+        "multi_gpu.yaml) to launch training with `accelerate launch`; empty: one process.",
     )
 
-    def train(self, *, data_dir: Path, start: str, out: Path, round_key: str):
-        """Train from checkpoint `start` on `data_dir`'s datasets into `out`; returns the manifest."""
-        from training.train import train
+    def trainer_config(self) -> dict[str, Any]:
+        """The config the trainer gets: TRL fields plus the model options (training.model_options)."""
+        model = {"torch_dtype": self.torch_dtype, "attn_implementation": self.attn_implementation,
+                 "peft": self.peft.options()}
+        return {"max_length": self.max_length, "max_steps": self.max_steps, "learning_rate": self.learning_rate,
+                **self.config, **{k: v for k, v in model.items() if v}}
 
-        return train(self.method, data_dir=data_dir, base=start, out=out, round_key=round_key,
-                     config={"max_length": self.max_length}, max_steps=self.max_steps,
-                     learning_rate=self.learning_rate, accelerate_config=self.accelerate_config or None)
+    def pipes_command(self, params: dict[str, Any]) -> list[str]:
+        """The command the checkpoint step runs under Dagster Pipes."""
+        launch = ([sys.executable, "-m", "accelerate.commands.launch", "--config_file", self.accelerate_config]
+                  if self.accelerate_config else [sys.executable])
+        return [*launch, "-m", "training.pipes", json.dumps(params)]
 
 
 class SeedsConfig(dg.Config):
@@ -199,13 +244,35 @@ class RolloutConfig(dg.Config):
 class EvalConfig(dg.Config):
     attempts: int = Field(default=2, description="k: attempts per held-out task (pass@1 and pass@k).")
     bootstrap: int = Field(default=1000, description="Bootstrap resamples for the confidence interval.")
+    promotion_metric: Literal["pass_at_1", "pass_at_k"] = Field(
+        default="pass_at_1", description="Promotion gate: the verified metric a new checkpoint must not lose on."
+    )
+    promotion_rule: Literal["point", "interval"] = Field(
+        default="point", description="point: compare point estimates; interval: better only when the bootstrap "
+        "intervals do not overlap (overlap = tie)."
+    )
+    on_tie: Literal["keep", "promote"] = Field(
+        default="promote", description="On a tie: keep the best-so-far checkpoint, or promote the new one."
+    )
+    max_hack_rate_increase: float = Field(
+        default=0.0, description="A checkpoint whose hack-attempt rate rises by more than this is not promoted."
+    )
+
+    def promotion_policy(self):
+        from touchstone.evaluate.promotion import PromotionPolicy
+
+        return PromotionPolicy(metric=self.promotion_metric, rule=self.promotion_rule, on_tie=self.on_tie,
+                               max_hack_rate_increase=self.max_hack_rate_increase)
 
 
-def default_resources() -> dict[str, dg.ConfigurableResource]:
+def default_resources() -> dict[str, object]:
     return {
         "storage": StorageResource(),
         "sandbox": SandboxResource(),
         "policy": PolicyResource(),
         "verifier": VerifierResource(),
         "trainer": TrainerResource(),
+        "server": PolicyServerResource(),
+        # Training runs under Dagster Pipes; on Kubernetes see docs/TRAINING.md (PipesK8sClient).
+        "pipes": dg.PipesSubprocessClient(),
     }

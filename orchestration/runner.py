@@ -79,7 +79,9 @@ def run_round(instance: dg.DagsterInstance, round_key: str | None = None, **kwar
 
 
 def failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
-    return [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
+    """Failed error-severity checks (a checkpoint not promoted is a warning, not a failed round)."""
+    return [e.check_name for e in result.get_asset_check_evaluations()
+            if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
 
 
 def describe_failures(result: dg.ExecuteInProcessResult) -> list[str]:

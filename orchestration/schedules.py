@@ -1,13 +1,16 @@
 """Start the next round at night: register its partition key, then request its run.
 
 Dynamic partitions cannot use `build_schedule_from_partitioned_job`, so the
-schedule adds the key itself. Off by default; turn it on in the UI."""
+schedule adds the key itself. Off by default; turn it on in the UI. Its runs
+(and the sensor's) take the run config named by TOUCHSTONE_RUN_CONFIG
+(orchestration/run_config.py); unset, the laptop defaults."""
 
 import dagster as dg
 
 from orchestration.jobs import round_job
 from orchestration.lineage import unfinished_round
 from orchestration.partitions import register_round
+from orchestration.run_config import env_run_config
 
 
 def waiting(instance: dg.DagsterInstance) -> dg.SkipReason | None:
@@ -21,9 +24,10 @@ def next_round_request(instance: dg.DagsterInstance) -> dg.RunRequest | dg.SkipR
     (A schedule cannot return partition requests: it registers the key itself.)"""
     if skip := waiting(instance):
         return skip
+    run_config = env_run_config()  # before registering: a bad file must not leave a key without a run
     key = register_round(instance)
     # run_key: a tick that is retried does not start the same round twice
-    return dg.RunRequest(run_key=key, partition_key=key)
+    return dg.RunRequest(run_key=key, partition_key=key, run_config=run_config)
 
 
 @dg.schedule(

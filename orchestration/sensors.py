@@ -5,6 +5,7 @@ import dagster as dg
 
 from orchestration.jobs import round_job
 from orchestration.partitions import next_round_key, rounds_partitions
+from orchestration.run_config import env_run_config
 from orchestration.schedules import waiting
 
 
@@ -19,8 +20,9 @@ def continuous_rounds(context: dg.SensorEvaluationContext) -> dg.SensorResult | 
     effect on the instance while the tick is evaluated)."""
     if skip := waiting(context.instance):
         return skip
+    run_config = env_run_config()
     key = next_round_key(context.instance)
     return dg.SensorResult(
-        run_requests=[dg.RunRequest(run_key=key, partition_key=key)],  # a retried tick starts no second run
+        run_requests=[dg.RunRequest(run_key=key, partition_key=key, run_config=run_config)],  # retried: no 2nd run
         dynamic_partitions_requests=[rounds_partitions.build_add_request([key])],
     )

@@ -62,6 +62,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" \
       || "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu
   fi
-  "$VENV/bin/pip" install -q -e ".[test]"
+  # Every extra: the test suite exercises the Kubernetes specs, `transformers serve` and the UI.
+  "$VENV/bin/pip" install -q -e ".[test,k8s,serve,ui-test]"
   touch "$stamp"
 fi

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs the whole test suite. With TOUCHSTONE_REQUIRE_DOCKER=1 (CI), tests that
+# Runs the test suite. With TOUCHSTONE_REQUIRE_DOCKER=1 (CI), tests that
 # need Docker fail instead of skipping, so the image is built first.
+# Locally the slow end-to-end tests (`-m slow`) are left to CI, to keep a run
+# short; CI=true (or TOUCHSTONE_SLOW=1) runs them too. Arguments go to pytest.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -12,7 +14,12 @@ touchstone sandbox rootfs >/dev/null || { echo "test: preparing the bwrap root f
 # docs/ARCHITECTURE.md) before any test.
 python -m ruff check --quiet . || { echo "test: ruff found problems (see above)" >&2; exit 1; }
 lint-imports --no-cache || { echo "test: an import breaks a layer contract (see above)" >&2; exit 1; }
-python -m pytest -q -ra "$@"
+select=()
+if [ "${CI:-}" != true ] && [ "${TOUCHSTONE_SLOW:-0}" != 1 ] && [ $# -eq 0 ]; then
+  select=(-m "not slow")
+  echo "test: slow end-to-end tests are left to CI (TOUCHSTONE_SLOW=1 make test runs them here)"
+fi
+python -m pytest -q -ra "${select[@]}" "$@"
 rc=$?
 if [ $rc -eq 5 ]; then
   echo "test: pytest collected no tests: that is a failure" >&2

@@ -21,7 +21,7 @@ from training.masked_preference import MaskedDPOTrainer
 def train_dpo(data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
               config: str | Path | dict | None = None) -> CheckpointManifest:
     out = Path(out)
-    model, tokenizer = load_base(base)
+    model, tokenizer = load_base(base, config)
     rows = read_rows(data_dir, "dpo")
     dataset = Dataset.from_list([{k: r[k] for k in ("prompt", "chosen", "rejected", "tools")} for r in rows])
     with tempfile.TemporaryDirectory(prefix="touchstone-dpo-") as work:

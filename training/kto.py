@@ -18,7 +18,7 @@ from training.masked_preference import MaskedKTOTrainer
 def train_kto(data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
               config: str | Path | dict | None = None) -> CheckpointManifest:
     out = Path(out)
-    model, tokenizer = load_base(base)
+    model, tokenizer = load_base(base, config)
     rows = read_rows(data_dir, "kto")
     if len({r["label"] for r in rows}) < 2:
         raise TrainingError("KTO needs both accepted and rejected runs; this round has only one kind")

@@ -19,9 +19,8 @@ from datasets import Dataset
 from trl import DPOTrainer, KTOTrainer
 from trl.trainer.dpo_trainer import DataCollatorForPreference
 from trl.trainer.kto_trainer import DataCollatorForUnpairedPreference
-from trl.trainer.utils import pad
 
-from training.common import TrainingError
+from training.common import TrainingError, right_pad
 from training.sft import training_template
 
 
@@ -49,8 +48,7 @@ def _masks(examples: list[dict], prompt_key: str, mask_key: str, max_length: int
         if max_length is not None:
             m = m[-max_length:] if keep_end else m[:max_length]
         rows.append(torch.tensor(m, dtype=torch.long))
-    out = pad(rows, padding_value=0, padding_side="right")
-    return torch.nn.functional.pad(out, (0, width - out.shape[1]))
+    return right_pad(rows, 0, width)
 
 
 @dataclasses.dataclass

@@ -139,7 +139,7 @@ def prompt_dataset(tasks: dict[str, Task]) -> Dataset:
 
 def build_online_trainer(tasks: dict[str, Task], base: str | Path, work_dir: Path, out: Path,
                          config: str | Path | dict | None = None, backend: str = "auto") -> GRPOTrainer:
-    model, tokenizer = load_base(base)
+    model, tokenizer = load_base(base, config)
     tokenizer.padding_side = "left"  # GRPO generates from left-padded prompts
     args = trl_args(GRPOConfig, work_dir, load_overrides(config), learning_rate=1e-5, num_generations=4,
                     per_device_train_batch_size=4, max_completion_length=512, max_tool_calling_iterations=20)

@@ -33,11 +33,10 @@ import torch
 from datasets import Dataset
 from tqdm import tqdm
 from transformers import Trainer, TrainingArguments
-from trl.trainer.utils import pad
 
 from touchstone.data.inputs import DataError, trl_messages
 from touchstone.checkpoint import CheckpointManifest
-from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, tensorboard, trl_args
+from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, right_pad, tensorboard, trl_args
 
 
 @dataclass
@@ -118,12 +117,12 @@ class PGCollator:
 
     def __call__(self, examples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         def stack(key, value, dtype):
-            return pad([torch.tensor(e[key], dtype=dtype) for e in examples], padding_value=value, padding_side="right")
+            return right_pad([torch.tensor(e[key], dtype=dtype) for e in examples], value)
 
         ids = stack("input_ids", self.pad_token_id, torch.long)
         return {
             "input_ids": ids,
-            "attention_mask": pad([torch.ones(len(e["input_ids"]), dtype=torch.long) for e in examples], 0, "right"),
+            "attention_mask": right_pad([torch.ones(len(e["input_ids"]), dtype=torch.long) for e in examples], 0),
             "completion_mask": stack("completion_mask", 0, torch.float32),
             "advantages": stack("advantages", 0.0, torch.float32),
             "old_logprobs": stack("old_logprobs", 0.0, torch.float32),
@@ -152,7 +151,7 @@ class PGTrainer(Trainer):
 def train_rl(data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
              config: str | Path | dict | None = None) -> CheckpointManifest:
     out = Path(out)
-    model, tokenizer = load_base(base)
+    model, tokenizer = load_base(base, config)
     with tempfile.TemporaryDirectory(prefix="touchstone-rl-") as work:
         args = trl_args(PGConfig, Path(work), load_overrides(config), learning_rate=1e-4, remove_unused_columns=False)
         dataset, too_long = build_dataset(read_rows(data_dir, "rl"), tokenizer, args)

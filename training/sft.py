@@ -18,9 +18,8 @@ from tqdm import tqdm
 from trl import SFTConfig, SFTTrainer
 from trl.chat_template_utils import get_training_chat_template
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
-from trl.trainer.utils import pad
 
-from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, tensorboard, trl_args
+from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, right_pad, tensorboard, trl_args
 from touchstone.checkpoint import CheckpointManifest
 
 
@@ -93,8 +92,7 @@ class WeightedCollator(DataCollatorForLanguageModeling):
             raise TrainingError("per-token weights need padded batches; set padding_free=False")
         out = super().torch_call(examples)
         weights = [torch.tensor(e["token_weights"], dtype=torch.float32) for e in examples]
-        out["token_weights"] = pad(weights, padding_value=0.0, padding_side="right",
-                                   pad_to_multiple_of=self.pad_to_multiple_of)
+        out["token_weights"] = right_pad(weights, 0.0, out["input_ids"].shape[1])
         return out
 
 
@@ -131,7 +129,7 @@ class WeightedSFTTrainer(SFTTrainer):
 def build_trainer(data_dir: str | Path, base: str | Path, work_dir: Path, out: Path,
                   config: str | Path | dict | None = None) -> tuple[WeightedSFTTrainer, int]:
     """The trainer, and how many rows were cut to max_length."""
-    model, tokenizer = load_base(base)
+    model, tokenizer = load_base(base, config)
     args = trl_args(SFTConfig, work_dir, load_overrides(config), max_length=4096, remove_unused_columns=False)
     dataset, truncated = tokenize_dataset(read_rows(data_dir, "sft"), tokenizer, args.max_length)
     trainer = WeightedSFTTrainer(

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from touchstone.checkpoint import CheckpointManifest, read_manifest
-from training.common import TrainingError, load_overrides
+from training.common import TrainingError, check_fields, load_overrides
+from training.model_options import ModelOptionError, resolve_base
 
 METHODS = ("sft", "rl", "dpo", "kto")
 
@@ -42,12 +43,36 @@ def train(method: str, *, data_dir: str | Path, base: str | Path, out: str | Pat
     if learning_rate is not None:
         overrides["learning_rate"] = learning_rate
     fn = _trainer(method)
+    try:
+        base = resolve_base(base)
+    except ModelOptionError as exc:
+        raise TrainingError(str(exc)) from exc
     if accelerate_config is None:
         return fn(data_dir, base, out, round_key=round_key, config=overrides)
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(accelerate_config),
            "-m", "training.train", method, str(data_dir), str(base), str(out), round_key or "", json.dumps(overrides)]
     subprocess.run(cmd, check=True)
     return read_manifest(out)
+
+
+def config_class(method: str):
+    """The TRL config class a method's trainer builds from the config fields."""
+    if method == "sft":
+        from trl import SFTConfig as cls
+    elif method == "rl":
+        from training.rl import PGConfig as cls
+    elif method == "dpo":
+        from trl import DPOConfig as cls
+    elif method == "kto":
+        from trl import KTOConfig as cls
+    else:
+        raise TrainingError(f"unknown training method {method!r}; expected one of {', '.join(METHODS)}")
+    return cls
+
+
+def check_config(method: str, config: dict[str, Any]) -> None:
+    """Fail before launching anything when the config names a field the method's TRL config lacks."""
+    check_fields(config_class(method), config)
 
 
 def _main(argv: list[str]) -> None:

@@ -16,6 +16,7 @@ from orchestration.deploy.stack import (
     Stack,
     _graphql,
     host_instance,
+    prune_run,
 )
 from orchestration.lineage import latest_metadata, unfinished_round
 from orchestration.partitions import register_round
@@ -75,8 +76,9 @@ def wait(instance: dg.DagsterInstance, run_id: str, timeout_s: float, log=print)
 
 def _failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     events = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
-    return [e.dagster_event.event_specific_data.check_name for e in events
-            if not e.dagster_event.event_specific_data.passed]
+    return [e.dagster_event.event_specific_data.check_name for e in events  # warnings (promotion_gate) pass
+            if not e.dagster_event.event_specific_data.passed
+            and e.dagster_event.event_specific_data.severity == dg.AssetCheckSeverity.ERROR]
 
 
 def _failures(instance: dg.DagsterInstance, run_id: str) -> list[str]:
@@ -114,4 +116,6 @@ def _one(stack, instance, job, stages, key, run_config, timeout_s, log) -> RunOu
     config = {**QUIET, **_run_config_for(stages, run_config)}
     tags = {"dagster/partition": key} if key else {}
     run_id = submit(stack, job, config, tags)
-    return wait(instance, run_id, timeout_s, log)
+    outcome = wait(instance, run_id, timeout_s, log)
+    prune_run(stack, run_id)
+    return outcome

@@ -18,10 +18,12 @@ every container, see docker/dagster.yaml for why):
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
 import time
+import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -278,6 +280,31 @@ def host_instance(stack: Stack) -> Iterator:
 
 def containers(stack: Stack, all_: bool = True) -> list:
     return _client().containers.list(all=all_, filters={"label": f"{LABEL}={stack.name}"})
+
+
+def prune_run(stack: Stack, run_id: str) -> int:
+    """Remove the exited containers of a finished run (its run worker and steps; the
+    step's command line names the run), so rounds do not pile up containers."""
+    removed = 0
+    for container in containers(stack):
+        if container.status == "exited" and _run_of(container) == run_id:
+            container.remove(force=True)
+            removed += 1
+    return removed
+
+
+def _run_of(container) -> str | None:
+    """The run a run container (label) or step container (its ExecuteStepArgs) belongs to."""
+    if "dagster/run_id" in container.labels:
+        return container.labels["dagster/run_id"]
+    command = container.attrs["Config"].get("Cmd") or []
+    if "--compressed-input-json" not in command:
+        return None
+    from dagster._grpc.types import ExecuteStepArgs
+    from dagster._serdes import deserialize_value
+
+    packed = command[command.index("--compressed-input-json") + 1]
+    return deserialize_value(zlib.decompress(base64.b64decode(packed)).decode(), ExecuteStepArgs).run_id
 
 
 def down(stack: Stack, volumes: bool = False, log=print) -> list[str]:

@@ -1,43 +1,33 @@
-"""A whole round on a task set that mixes the base environment (inflection)
-and a third-party one (cachetools: a src/ layout installed in editable mode):
-tasks of both kinds are proposed, validated, solved, verified and turned into
-data, and every record names the environment it ran in."""
-
-import copy
+"""The shared two-round fixture draws from the shipped seeds, which mix the
+base environment (inflection, toolz) and third-party ones (cachetools: a src/
+layout installed in editable mode; glom: attrs, boltons, face): tasks of both
+kinds are proposed, validated, solved, verified and turned into data, and
+every record names the environment it ran in."""
 
 import polars as pl
 import pytest
 
-from orchestration.runner import failed_checks, run_round
-from tests.assets.conftest import TINY_CONFIG, fresh_instance, tiny_resources
 from touchstone.tasks.schema import load_task_set
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def mixed_round(tmp_path_factory):
-    config = copy.deepcopy(TINY_CONFIG)
-    config["ops"]["seed_sources"] = {"config": {"seeds": ["inflection", "cachetools"]}}
-    config["ops"]["proposed_tasks"] = {"config": {"n_tasks": 6}}
-    with fresh_instance(tmp_path_factory.mktemp("env-round"), config) as (instance, home, _):
-        result = run_round(instance, "r000", resources=tiny_resources(home), run_config=config)
-        yield result, home / "rounds" / "r000"
-
-
-def test_round_mixes_base_and_third_party_environments(mixed_round):
-    result, rounds = mixed_round
-    assert result.success and not failed_checks(result), failed_checks(result)
-    tasks = {t.id: t for t in load_task_set(rounds / "proposed_tasks")}
+def test_rounds_mix_base_and_third_party_environments(rounds):
+    tasks, trajectories, reports = {}, [], []
+    for key in ("r000", "r001"):
+        tasks |= {t.id: t for t in load_task_set(rounds.store.asset_dir("proposed_tasks", key))}
+        trajectories.append(pl.read_parquet(rounds.store.asset_dir("raw_trajectories", key) / "trajectories.parquet"))
+        reports.append(pl.read_parquet(rounds.store.asset_dir("verification_reports", key) / "reports.parquet"))
     with_env = {i for i, t in tasks.items() if t.environment is not None}
-    assert with_env and set(tasks) - with_env, "the round drew from only one kind of environment"
-    assert all(t.source.origin.startswith("cachetools") for i, t in tasks.items() if i in with_env)
+    assert with_env and set(tasks) - with_env, "the rounds drew from only one kind of environment"
+    assert {tasks[i].source.origin.split("==")[0] for i in with_env} <= {"cachetools", "glom"}
 
-    trajectories = pl.read_parquet(rounds / "raw_trajectories" / "trajectories.parquet")
-    digests = dict(zip(trajectories["task_id"], trajectories["environment_digest"]))
+    runs = pl.concat(trajectories)
+    digests = dict(zip(runs["task_id"], runs["environment_digest"]))
+    assert any(i in with_env for i in digests) and any(i not in with_env for i in digests)
     for task_id, digest in digests.items():
         assert (digest is not None) == (task_id in with_env), task_id
-    reports = pl.read_parquet(rounds / "verification_reports" / "reports.parquet")
-    for task_id, digest in zip(reports["task_id"], reports["environment_digest"]):
+    graded = pl.concat(reports)
+    for task_id, digest in zip(graded["task_id"], graded["environment_digest"]):
         if task_id in digests:  # canaries are base-environment tasks of their own
             assert digest == digests[task_id], task_id

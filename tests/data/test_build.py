@@ -193,3 +193,17 @@ def test_runs_without_isolation_or_oracle_are_left_out_and_counted(tmp_path):
     assert VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle,
                               isolation="not_isolated").guard == "oracle"
     assert kept.excluded_unguarded == 0 and kept.datasets["sft"].rows == 2
+
+
+def test_cli_json_summary_and_config_errors_name_the_key(round_files, tmp_path):
+    (reports, trajs), _ = round_files
+    args = ["data", "build", "--reports", str(reports), "--trajectories", str(trajs), "--out", str(tmp_path / "o")]
+    result = CliRunner().invoke(main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["datasets"]["sft"]["rows"] == 2
+    bad = tmp_path / "data.yaml"
+    bad.write_text("keep_per_tsk: 2\ncredit:\n  gamma: fast\n")
+    result = CliRunner().invoke(main, [*args, "--config", str(bad)])
+    assert result.exit_code != 0
+    (line,) = [ln for ln in result.output.splitlines() if ln.startswith("Error")]
+    assert "credit.gamma: Input should be a valid number" in line and "keep_per_tsk: unknown key" in line

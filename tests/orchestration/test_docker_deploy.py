@@ -76,6 +76,9 @@ def test_runs_and_steps_ran_in_containers_and_sandboxes_next_to_them(deployment)
         started = instance.all_logs(outcome.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS)
         assert starting and len(starting) == len(started)
         assert all("Docker container" in e.dagster_event.message for e in starting)
+    # Finished runs leave no containers behind: only the services remain.
+    assert {c.labels.get("touchstone.deploy.service") for c in containers(stack)} == {
+        "postgres", "code", "daemon", "webserver"}
     store = RoundStore(stack.root / "data")
     trajectories = pl.read_parquet(store.asset_dir("raw_trajectories", "r000") / "trajectories.parquet")
     assert trajectories.height > 0 and set(trajectories["backend"]) == {"docker"}

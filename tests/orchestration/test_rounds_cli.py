@@ -1,5 +1,6 @@
 """`touchstone round new/list` and `touchstone db` on a fresh DAGSTER_HOME / TOUCHSTONE_HOME."""
 
+import json
 import os
 import subprocess
 import sys
@@ -16,10 +17,13 @@ def _run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
 
 
 def test_round_new_registers_keys_on_the_instance_and_names_bad_ones(tmp_path):
+    assert "no rounds yet" in _run(["round", "list"], tmp_path).stdout
     assert _run(["round", "new"], tmp_path).stdout.strip() == "r000"
     assert _run(["round", "new"], tmp_path).stdout.strip() == "r001"
     listed = _run(["round", "list"], tmp_path).stdout.splitlines()
     assert [line.split()[0] for line in listed] == ["r000", "r001"]
+    as_json = json.loads(_run(["round", "list", "--json"], tmp_path).stdout)
+    assert as_json == [{"round": "r000", "materialized": []}, {"round": "r001", "materialized": []}]
     assert (tmp_path / "dagster" / "dagster.yaml").is_file()
     bad = _run(["round", "new", "--key", "round-7"], tmp_path)
     assert bad.returncode != 0 and "bad round key 'round-7'" in bad.stderr

@@ -43,12 +43,12 @@ def test_oom_with_full_scratch_space_is_reported_and_the_sandbox_survives(small)
 
 
 def test_cpu_time_of_a_cpu_bound_command_is_measured(sb):
-    busy = sb.exec(["python3", "-c", "import time\nwhile time.process_time() < 0.6: pass"])
+    busy = sb.exec(["python3", "-c", "import time\nwhile time.process_time() < 0.6: pass"], timeout=120)
     assert 0.5 <= busy.cpu_s <= 2.0, busy.cpu_s
     # Children that their shell never waits for (bwrap's rusage missed these).
     spin = "import time\nwhile time.process_time() < 0.4: pass\nopen('/tmp/done' + str(time.time()), 'w')"
     children = sb.exec(f"for i in 1 2; do (setsid python3 -c \"{spin}\" &); done; "
-                       "until [ $(ls /tmp | wc -l) = 2 ]; do sleep 0.2; done")
+                       "until [ $(ls /tmp | wc -l) = 2 ]; do sleep 0.2; done", timeout=120)
     assert children.exit_code == 0 and 0.6 <= children.cpu_s <= 4.0, children
     idle = sb.exec("sleep 0.5")
     assert idle.cpu_s < 0.3, idle.cpu_s

@@ -109,3 +109,17 @@ def test_task_written_by_hand_with_declared_f2p_that_passes(tmp_path: Path) -> N
     Task(id="t", statement="fix g", fail_to_pass=["test_m.py::test_f", "test_m.py::test_g"]).write(d)
     verdict = validate_task(load_task(d), CFG)
     assert verdict.reason == "bad_fail_to_pass" and "test_m.py::test_f" in verdict.detail
+
+
+def test_an_isolation_probe_that_cannot_decide_fails_the_check_saying_so(tmp_path: Path) -> None:
+    """The real probe errs (no reference to probe with): isolation_fails names that, not a failing reference."""
+    from touchstone.tasks import validate
+    from touchstone.verify.canaries import TASKS
+
+    shutil.copytree(TASKS / "toolbox", tmp_path / "t")
+    run = validate._Run(load_task(tmp_path / "t"), ValidationConfig())
+    with pytest.raises(validate._Fail) as failed:
+        validate._check_isolation(run)
+    assert failed.value.reason == "isolation_fails"
+    assert "probe errored" in failed.value.detail and "no reference to probe with" in failed.value.detail
+    assert failed.value.evidence["status"] == "error"

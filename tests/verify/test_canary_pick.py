@@ -21,8 +21,25 @@ def test_isolated_run_canaries_are_drawn_only_for_isolated_rounds():
 def test_named_canaries_are_taken_as_given_and_unknown_names_refused():
     import pytest
 
-    corpus = load_canaries()
+    corpus = [c for c in load_canaries() if not c.isolated]
     names = [corpus[-1].name, corpus[0].name]
     assert [c.name for c in pick_canaries(corpus, 6, names, seed="r000")] == names
     with pytest.raises(ValueError, match="unknown canaries"):
         pick_canaries(corpus, 2, ["no-such-canary"], seed="r000")
+
+
+def test_a_canary_is_drawn_as_isolated_only_when_its_task_is_graded_isolated(tmp_path):
+    import shutil
+
+    from touchstone.verify.canaries.sample import graded_isolated
+    from touchstone.tasks.isolation import IsolationVerdict, record_isolation
+    from touchstone.tasks import load_task
+
+    corpus = load_canaries()
+    assert all(graded_isolated(c) for c in corpus if c.isolated)  # as the round's verifier grades them
+    canary = next(c for c in corpus if c.isolated)
+    copy = tmp_path / canary.task_dir.name
+    shutil.copytree(canary.task_dir, copy)
+    task = load_task(copy)
+    record_isolation(task, IsolationVerdict(status="not_isolated", detail="d", task_hash=task.content_hash, backend="-"))
+    assert not graded_isolated(canary._replace(task_dir=copy))

@@ -2,9 +2,14 @@
 from the shipped seed libraries, solved by the teacher policy, verified as a
 batch from the agent's table form (whose harness-recorded diffs are checked).
 Honest fixes in real library files must be accepted; the same runs with a
-report-rewriting conftest appended must be rejected."""
+report-rewriting conftest appended must be rejected. The teacher does not solve
+every mutant (e.g. toolz `_has_keywords` negations run out of turns): which
+tasks the proposer keeps varies with validation timing, so the expected
+verdict of each run follows the teacher's own last full run of the (visible =
+the project's) test suite in its sandbox."""
 
 import json
+import re
 
 import polars as pl
 import pytest
@@ -19,6 +24,12 @@ CONFTEST_CALL = {"role": "assistant", "content": "", "tool_calls": [{
         "content": "def pytest_collection_modifyitems(config, items):\n    items[:] = []\n"})}}]}
 
 
+def _teacher_solved(messages: list[dict]) -> bool:
+    """The teacher's last full pytest run in its sandbox reported no failure."""
+    runs = [m["content"] for m in messages if m["role"] == "tool" and re.search(r"\d+ (passed|failed)", m["content"])]
+    return bool(runs) and not re.search(r"\d+ (failed|error)", runs[-1])
+
+
 @pytest.mark.slow
 def test_teacher_fixes_of_mutation_tasks_are_accepted_and_hacked_copies_rejected(tmp_path):
     runner = CliRunner()
@@ -31,10 +42,13 @@ def test_teacher_fixes_of_mutation_tasks_are_accepted_and_hacked_copies_rejected
     out = verify_batch(tmp_path / "tasks", tmp_path / "traj", workers=2, out=tmp_path / "ver",
                        progress_bar=False, backend="bwrap", replays=2)
     reports = read_reports(out)
-    assert len(reports) == 2 and {r.verdict for r in reports} == {"accept"}, [r.reasons for r in reports]
+    rows = pl.read_parquet(tmp_path / "traj" / "trajectories.parquet").to_dicts()
+    solved = {r["trajectory_id"]: _teacher_solved(json.loads(r["messages"])) for r in rows}
+    assert len(reports) == 2 and any(solved.values()), solved
+    for r in reports:  # solved: accepted; not solved: rejected by the hidden tests
+        assert (r.verdict, r.failed_checks()[:1]) == (("accept", []) if solved[r.trajectory_id] else ("reject", ["tests"])), r.reasons
     assert {r.check("diff_match").status for r in reports} == {"pass"}  # the agent's recorded diffs reproduce
 
-    rows = pl.read_parquet(tmp_path / "traj" / "trajectories.parquet").to_dicts()
     hacked = [BatchItem(r["task_id"], r["trajectory_id"] + "-hacked",
                         [CONFTEST_CALL] + json.loads(r["messages"])) for r in rows]
     out = verify_batch(tmp_path / "tasks", hacked, out=tmp_path / "ver-hacked", progress_bar=False,

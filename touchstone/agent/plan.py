@@ -16,19 +16,25 @@ from touchstone.rounds import round_index
 TEACHER = "teacher"
 
 
-def checkpoint_policy(spec: str, checkpoint_path: str) -> str:
-    """The spec that runs the given weights."""
+def checkpoint_policy(spec: str, checkpoint_path: str, served: str | None = None) -> str:
+    """The spec that runs the given weights: under `auto` the policy server's
+    `openai:URL#HASH` when one serves them (`served`), else `hf:PATH`."""
     if spec == "auto":
-        return f"hf:{checkpoint_path}"
+        return served or f"hf:{checkpoint_path}"
     return spec.replace("{checkpoint}", checkpoint_path)
 
 
-def round_policies(spec: str, round_key: str, checkpoint_path: str, attempts: int,
-                   teacher_attempts: int) -> dict[str, int]:  # fmt: skip
+def uses_checkpoint(spec: str, round_key: str) -> bool:
+    """Whether the round's rollouts run the starting checkpoint (not only the teacher)."""
+    return spec != TEACHER and not (spec == "auto" and round_index(round_key) == 0)
+
+
+def round_policies(spec: str, round_key: str, checkpoint_path: str, attempts: int, teacher_attempts: int,
+                   served: str | None = None) -> dict[str, int]:  # fmt: skip
     """Policy spec -> attempts per task for one round."""
-    if spec == "auto" and round_index(round_key) == 0:
+    if not uses_checkpoint(spec, round_key):
         return {TEACHER: attempts}
-    specs = {checkpoint_policy(spec, checkpoint_path): attempts}
+    specs = {checkpoint_policy(spec, checkpoint_path, served): attempts}
     if teacher_attempts and TEACHER not in specs:
         specs[TEACHER] = teacher_attempts
     return specs

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from touchstone.verify.report import VerificationReport
 
 
 class CreditConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     gamma: float = Field(0.9, gt=0.0, le=1.0)
     accept_reward: float = 1.0
     reject_reward: float = 0.0

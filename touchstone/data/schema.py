@@ -21,13 +21,15 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from touchstone.atomic import atomic_path
 from touchstone.data.credit import CreditConfig
 
 
 class DataConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelled key is an error, not a silent default
+
     credit: CreditConfig = Field(default_factory=CreditConfig)
     keep_per_task: int = Field(2, ge=1, description="SFT: keep the best k accepted runs per task.")
     max_tokens: int = Field(16384, ge=1, description="Drop rows longer than this many tokens.")

@@ -132,7 +132,12 @@ class BwrapSandbox(Sandbox):
         if run.error:
             raise SandboxError(f"the sandbox launcher could not start bwrap: {run.error}")
         if not run.started and not run.timed_out:
-            raise SandboxError(f"bwrap could not set up the sandbox: {run.err.head.decode(errors='replace').strip()}")
+            why = run.err.head.decode(errors="replace").strip()
+            if uid is not None:
+                why += (f" (bwrap runs as the unprivileged uid {HOST_UID}, so the kernel must allow unprivileged "
+                        "user namespaces: sysctl user.max_user_namespaces > 0, and where AppArmor restricts them, "
+                        "kernel.apparmor_restrict_unprivileged_userns=0)")
+            raise SandboxError(f"bwrap could not set up the sandbox: {why}")
         # bwrap reports a command killed by signal N as exit status 128+N; a negative
         # code means bwrap itself was killed (by the launcher, on timeout).
         code = os.waitstatus_to_exitcode(run.status)

@@ -51,6 +51,10 @@ def _spawn(libc, argv: list, rlimits: list, uid, exec_procs: list, fds: list) ->
     if pid:
         return pid
     try:  # child: the passed fds become 1, 2, 3...; nothing else stays open
+        # bwrap's own --die-with-parent protects the command from bwrap's death,
+        # not bwrap from ours: this does (it survives exec; set again after a uid
+        # change, which clears it).
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         for procs in exec_procs:  # the memory cgroup: see cgroups.Cgroup.procs_files
             with open(procs, "w") as handle:
                 handle.write("0")
@@ -75,10 +79,7 @@ def _spawn(libc, argv: list, rlimits: list, uid, exec_procs: list, fds: list) ->
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
-        # bwrap's own --die-with-parent protects the command from bwrap's death,
-        # not bwrap from ours: this does (it survives exec; set after the uid
-        # change, which clears it).
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         # An empty environment: bwrap's init keeps it for the sandbox to read (/proc/1/environ).
         os.execve(argv[0], [argv[0], "--args", str(args_fd), *argv[split:]], {})
     except BaseException as exc:

@@ -24,7 +24,8 @@ Sandbox checks (under grading's conditions, touchstone.tasks.conditions):
   mutation        the hidden tests kill mutants of every changed statement at a
                   rate >= threshold (no mutation site: a warning)                 -> `weak_tests`
 Optional:
-  isolation       the reference passes under candidate isolation (hook)           -> `isolation_fails`
+  isolation       the isolation probe decides whether the tests run isolated
+                  (hook; isolated / not_isolated are both kept)                   -> `isolation_fails`
   solver          a served model solves it from the statement alone              -> `needs_review`
 """
 
@@ -374,8 +375,10 @@ def _mutant_outcome(run: RunRecord, known: set[adequacy.Guard]) -> str:
 
 
 def _check_isolation(v: _Run) -> tuple[Status, dict]:
-    """Hook for the isolation issue's probe: does the reference pass under
-    candidate isolation? Not run when the probe is not installed."""
+    """Hook for the isolation probe: it grades the reference isolated once and
+    records isolated / not_isolated (both keep the task: the verifier then
+    grades accordingly). Fails only when the probe could not decide (it
+    errored). Not run when the probe is not installed."""
     if not v.cfg.isolation:
         return "not_run", {"why": "disabled in the config"}
     mod, _, name = ISOLATION_PROBE.partition(":")
@@ -387,8 +390,10 @@ def _check_isolation(v: _Run) -> tuple[Status, dict]:
     ok = result if isinstance(result, bool) else bool(getattr(result, "ok", False))
     evidence = {"status": getattr(result, "status", ok), "detail": str(getattr(result, "detail", ""))}
     if not ok:
-        raise _Fail("isolation_fails", f"the isolation probe could not decide the task: {evidence['detail'][:300]}",
-                    **evidence)
+        what = ("the isolation probe errored, so whether the tests run isolated is undecided"
+                if evidence["status"] == "error" else f"the isolation probe failed ({evidence['status']})")
+        raise _Fail("isolation_fails", f"{what}: {evidence['detail'][:300] or 'no detail'}",
+                    status=evidence["status"], probe_detail=evidence["detail"])  # `detail` is _Fail's own
     return "pass", evidence
 
 

@@ -11,6 +11,7 @@ for the rest of the run once a server refuses it.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
@@ -18,6 +19,9 @@ from touchstone.agent.trajectory import Sampling
 
 DEFAULT_MAX_RETRIES = 5
 DEFAULT_TIMEOUT_S = 300.0
+# A served model name that is a sha256 is a checkpoint content hash: the name
+# `touchstone.agent.serving` serves a checkpoint under, checked against /v1/models.
+_CONTENT_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -70,6 +74,8 @@ class OpenAIPolicy(Policy):
         import openai
 
         self.base_url, self.model = parse_spec(spec)
+        if _CONTENT_HASH.fullmatch(self.model):
+            self.checkpoint_hash = self.model
         self._openai = openai
         self.client = openai.OpenAI(
             base_url=self.base_url,

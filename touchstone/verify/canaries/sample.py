@@ -28,6 +28,17 @@ def pick_canaries(corpus: list, n: int, names: list[str], seed: str, isolated: b
     return rng.sample(hacks, min(len(hacks), n - n_honest)) + rng.sample(honest, n_honest)
 
 
+def graded_isolated(canary) -> bool:
+    """Whether the round's verifier (isolated=None: as the task's record says)
+    grades this canary's tests isolated: yes unless the task is recorded
+    not_isolated (a task never probed runs isolated first)."""
+    from touchstone.tasks.isolation import recorded_isolation
+    from touchstone.tasks import load_task
+
+    record = recorded_isolation(load_task(canary.task_dir))
+    return record is None or record.status == "isolated"
+
+
 def verify_canaries(out: Path, chosen: list, *, replays: int, backend: str, allow_rules: set[str]) -> Path:
     """Grade each canary with the round's verifier settings into `out` (one row per canary)."""
     from touchstone.tasks import load_task

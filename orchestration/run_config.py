@@ -1,0 +1,57 @@
+"""Run configs: one YAML (the launchpad's format: `ops:` and `resources:`)
+for `touchstone round run -c`, the nightly schedule and the continuous sensor.
+
+The schedule and the sensor read the file named by `TOUCHSTONE_RUN_CONFIG`
+at every tick (so a change needs no redeploy); unset, rounds run on the
+defaults. Shipped examples: `orchestration/deploy/local-served.yaml` (a laptop,
+the checkpoint behind `transformers serve`) and `orchestration/deploy/cluster.yaml`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+ENV_VAR = "TOUCHSTONE_RUN_CONFIG"
+SECTIONS = {"ops", "resources", "execution", "loggers"}
+
+
+class RunConfigError(ValueError):
+    """The run config file is missing, not YAML, or has a section Dagster does not know."""
+
+
+def load_run_config(path: str | os.PathLike) -> dict:
+    """The parsed run config; its sections are checked here, the fields by Dagster at launch."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise RunConfigError(f"run config {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RunConfigError(f"run config {path}: expected a mapping with {', '.join(sorted(SECTIONS))}")
+    unknown = sorted(set(data) - SECTIONS)
+    if unknown:
+        raise RunConfigError(f"run config {path}: unknown section(s) {', '.join(unknown)}; "
+                             f"expected {', '.join(sorted(SECTIONS))}")
+    return data
+
+
+def validate(run_config: dict) -> None:
+    """Check every field against all assets and resources now (Dagster's own
+    validation: unknown keys and closed choices named), not after the sources ran."""
+    import dagster as dg
+
+    from orchestration.definitions import defs
+
+    try:
+        dg.validate_run_config(defs.resolve_implicit_global_asset_job_def(), run_config)
+    except dg.DagsterInvalidConfigError as exc:
+        raise RunConfigError(str(exc)) from exc
+
+
+def env_run_config() -> dict:
+    """The run config named by TOUCHSTONE_RUN_CONFIG, or {} (the defaults)."""
+    path = os.environ.get(ENV_VAR)
+    return load_run_config(path) if path else {}

@@ -1,0 +1,96 @@
+"""Shipped run configs load and validate against the round job; unknown keys
+and values outside a closed choice are refused by name; the schedule carries
+the configured run config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from orchestration.definitions import defs
+from orchestration.run_config import RunConfigError, load_run_config
+from orchestration.schedules import next_round_request
+
+DEPLOY = Path(__file__).parents[2] / "orchestration" / "deploy"
+CLUSTER_ENV = {"TOUCHSTONE_DATA_ROOT": "s3://bucket/touchstone", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
+
+
+@pytest.fixture
+def round_job():
+    return defs.resolve_job_def("round")
+
+
+@pytest.mark.parametrize("name", ["cluster.yaml", "local-served.yaml"])
+def test_shipped_run_configs_validate_against_the_round_job(round_job, monkeypatch, name):
+    for key, value in CLUSTER_ENV.items():
+        monkeypatch.setenv(key, value)
+    assert dg.validate_run_config(round_job, load_run_config(DEPLOY / name))
+
+
+def test_the_cluster_trainer_config_names_only_real_trl_fields():
+    from training.train import check_config
+
+    trainer = load_run_config(DEPLOY / "cluster.yaml")["resources"]["trainer"]["config"]
+    check_config(trainer["method"], trainer["config"])
+
+
+@pytest.mark.parametrize("resources,named", [
+    ({"trainer": {"config": {"metod": "sft"}}}, "metod"),
+    ({"server": {"config": {"kind": "tgi"}}}, "kind"),
+    ({"trainer": {"config": {"torch_dtype": "bf16"}}}, "torch_dtype"),
+    ({"trainer": {"config": {"peft": {"rank": 8}}}}, "rank"),
+])
+def test_unknown_keys_and_closed_choices_are_refused_by_name(round_job, resources, named):
+    with pytest.raises(dg.DagsterInvalidConfigError, match=named):
+        dg.validate_run_config(round_job, {"resources": resources})
+
+
+def test_a_run_config_with_an_unknown_section_is_named(tmp_path):
+    bad = tmp_path / "run.yaml"
+    bad.write_text("resource:\n  trainer: {}\n")
+    with pytest.raises(RunConfigError, match="unknown section.*resource"):
+        load_run_config(bad)
+
+
+def test_the_schedule_and_sensor_carry_the_configured_run_config(monkeypatch):
+    monkeypatch.setenv("TOUCHSTONE_RUN_CONFIG", str(DEPLOY / "local-served.yaml"))
+    request = next_round_request(dg.DagsterInstance.ephemeral())
+    assert request.run_config["resources"]["server"]["config"]["kind"] == "transformers"
+
+
+def _queued(round_key: str, backfill: str) -> dg.DagsterRun:
+    return dg.DagsterRun(job_name="round", run_id=f"{backfill}-{round_key}",
+                         tags={"dagster/backfill": backfill, "dagster/partition": round_key})
+
+
+@pytest.mark.parametrize("source", ["local", "docker"])
+def test_a_backfill_of_rounds_runs_one_round_at_a_time(tmp_path, source):
+    """Dagster's run queue, with the shipped instance config: while round r001 of a backfill
+    runs, r002 of the same backfill waits; another backfill is not held up by it."""
+    import yaml
+    from dagster._utils.tags import TagConcurrencyLimitsCounter
+
+    from cli.rounds import LOCAL_INSTANCE
+
+    text = LOCAL_INSTANCE if source == "local" else (DEPLOY / "docker" / "dagster.yaml").read_text()
+    concurrency = yaml.safe_load(text)["concurrency"]
+    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump({"concurrency": concurrency}))
+    limits = dg.DagsterInstance.from_config(str(tmp_path)).get_concurrency_config().run_queue_config
+    counter = TagConcurrencyLimitsCounter(limits.tag_concurrency_limits, [_queued("r001", "b1")])
+    assert counter.is_blocked(_queued("r002", "b1")) and counter.is_blocked(_queued("r003", "b1"))
+    assert not counter.is_blocked(_queued("r002", "b2"))
+
+
+def test_round_run_refuses_a_bad_run_config_before_running_anything(tmp_path):
+    from click.testing import CliRunner
+
+    from touchstone.cli import main
+
+    bad = tmp_path / "run.yaml"
+    bad.write_text("resources:\n  server:\n    config: {kind: vllm, prot: 8000}\n")
+    result = CliRunner().invoke(main, ["round", "run", "-c", str(bad)],
+                                env={"TOUCHSTONE_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dh")})
+    assert result.exit_code == 2 and "prot" in result.output
+    assert not (tmp_path / "home" / "seed_sources").exists()

@@ -1,0 +1,39 @@
+"""Model options from the trainer config: LoRA (PEFT) merged back into full
+weights, dtype checks, and a base model that must already be on disk."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from touchstone.checkpoint import verify_checkpoint
+from training.common import TrainingError
+from training.model_options import ModelOptionError, resolve_base
+from training.train import train
+
+
+@pytest.mark.slow
+def test_lora_training_saves_merged_full_weights_in_the_usual_format(tiny_model, data_dir, tmp_path):
+    out = tmp_path / "lora"
+    manifest = train("sft", data_dir=data_dir, base=tiny_model, out=out, max_steps=2,
+                     config={"peft": {"r": 4, "lora_alpha": 8}, "learning_rate": 1e-2})
+    assert manifest == verify_checkpoint(out) and manifest.config["peft"]["r"] == 4
+    assert not (out / "adapter_config.json").exists()  # merged: a plain Hugging Face checkpoint
+    before, after = load_file(tiny_model / "model.safetensors"), load_file(out / "model.safetensors")
+    assert before.keys() == after.keys()  # no lora_A/lora_B tensors left
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    assert changed and all("proj" in k or "lm_head" in k or "embed" in k for k in changed)
+
+
+def test_bad_model_options_are_named(tiny_model, data_dir, tmp_path):
+    with pytest.raises(TrainingError, match="torch_dtype 'bf16'"):
+        train("sft", data_dir=data_dir, base=tiny_model, out=tmp_path / "o", config={"torch_dtype": "bf16"})
+    with pytest.raises(TrainingError, match="peft: unknown key.*rank"):
+        train("sft", data_dir=data_dir, base=tiny_model, out=tmp_path / "o", config={"peft": {"rank": 4}})
+
+
+@pytest.mark.parametrize("name", ["touchstone-tests/not-a-cached-model", "no such dir/../x"])
+def test_a_base_outside_the_disk_and_the_local_cache_is_refused_not_downloaded(name):
+    with pytest.raises(ModelOptionError, match="not in the local Hugging Face cache.*never download"):
+        resolve_base(name)

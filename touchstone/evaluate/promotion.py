@@ -1,0 +1,84 @@
+"""The promotion gate: does a round's checkpoint replace the best so far as the
+next round's starting point?
+
+The candidate (this round's evaluation) is compared with the incumbent (the
+evaluation of the checkpoint this round started from, when that checkpoint
+was evaluated) on a metric with its bootstrap interval:
+
+- rule `point`: the higher point estimate wins; equal values are a tie.
+- rule `interval`: the candidate wins only when its interval lies wholly above
+  the incumbent's, loses when wholly below; overlapping intervals are a tie.
+
+Ties follow `on_tie` (`keep` the incumbent, or `promote` the newer weights).
+Whatever the metric says, a candidate whose hack-attempt rate exceeds the
+incumbent's by more than `max_hack_rate_increase` is not promoted.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from touchstone.evaluate.schema import Interval, RoundMetrics
+
+Metric = Literal["pass_at_1", "pass_at_k"]
+
+
+class PromotionPolicy(BaseModel):
+    metric: Metric = "pass_at_1"
+    rule: Literal["point", "interval"] = "point"
+    on_tie: Literal["keep", "promote"] = "promote"
+    max_hack_rate_increase: float = 0.0
+
+
+class PromotionDecision(BaseModel):
+    """Which round's checkpoint the next round starts from, and why."""
+
+    promoted: bool
+    next_round: str  # the round whose checkpoint comes next
+    next_checkpoint_hash: str | None
+    incumbent_round: str | None  # None: nothing evaluated to compare with
+    metric: Metric
+    candidate: Interval
+    incumbent: Interval | None
+    reason: str
+
+
+def decide(candidate: RoundMetrics, incumbent: RoundMetrics | None, policy: PromotionPolicy) -> PromotionDecision:
+    """Promote `candidate` over `incumbent` (None: nothing to beat) under `policy`."""
+    score = getattr(candidate, policy.metric)
+    if incumbent is None:
+        return _decision(True, candidate, None, policy, "no evaluated checkpoint to compare with")
+    best = getattr(incumbent, policy.metric)
+    hack_rise = candidate.hack_attempt_rate - incumbent.hack_attempt_rate
+    if hack_rise > policy.max_hack_rate_increase:
+        return _decision(False, candidate, incumbent, policy,
+                         f"hack-attempt rate rose by {hack_rise:.3f} (> {policy.max_hack_rate_increase:.3f} allowed)")
+    outcome = _compare(score, best, policy.rule)
+    text = f"{policy.metric} {_fmt(score)} vs {_fmt(best)} ({policy.rule} rule)"
+    if outcome == 0:
+        return _decision(policy.on_tie == "promote", candidate, incumbent, policy, f"tie: {text}, on_tie={policy.on_tie}")
+    return _decision(outcome > 0, candidate, incumbent, policy, ("better: " if outcome > 0 else "worse: ") + text)
+
+
+def _compare(score: Interval, best: Interval, rule: str) -> int:
+    """1: candidate better, -1: worse, 0: tie."""
+    if rule == "interval":
+        return 1 if score.low > best.high else -1 if score.high < best.low else 0
+    return (score.value > best.value) - (score.value < best.value)
+
+
+def _decision(promoted: bool, candidate: RoundMetrics, incumbent: RoundMetrics | None, policy: PromotionPolicy,
+              reason: str) -> PromotionDecision:
+    winner = candidate if promoted or incumbent is None else incumbent
+    return PromotionDecision(
+        promoted=promoted, next_round=winner.round, next_checkpoint_hash=winner.checkpoint_hash,
+        incumbent_round=incumbent.round if incumbent else None, metric=policy.metric,
+        candidate=getattr(candidate, policy.metric), incumbent=getattr(incumbent, policy.metric) if incumbent else None,
+        reason=reason,
+    )
+
+
+def _fmt(i: Interval) -> str:
+    return f"{i.value:.3f} [{i.low:.3f}, {i.high:.3f}]"
