@@ -28,7 +28,8 @@ def test_round_assets_are_partitioned_by_round_and_checks_block():
         partitions = graph.get(dg.AssetKey(name)).partitions_def
         assert isinstance(partitions, dg.DynamicPartitionsDefinition) and partitions.name == "rounds"
     checks = {key.name: graph.get_check_spec(key) for key in graph.asset_check_keys}
-    assert set(checks) == {"canaries_caught", "only_accepted_trajectories", "no_heldout_tasks", "schema_and_rows"}
+    assert set(checks) == {"canaries_caught", "only_accepted_trajectories", "no_heldout_tasks", "schema_and_rows",
+                           "promotion_gate"}  # blocking with WARN severity: not promoted never fails the run
     assert all(spec.blocking for spec in checks.values())
 
 

@@ -86,7 +86,7 @@ def test_a_backfill_of_rounds_runs_one_round_at_a_time(tmp_path, source):
 def test_round_run_refuses_a_bad_run_config_before_running_anything(tmp_path):
     from click.testing import CliRunner
 
-    from touchstone.cli import main
+    from cli import main
 
     bad = tmp_path / "run.yaml"
     bad.write_text("resources:\n  server:\n    config: {kind: vllm, prot: 8000}\n")
