@@ -17,10 +17,24 @@ EXIT = {"accept": 0, "reject": 1, "inconclusive": 2}
 _BACKEND = click.Choice(["auto", "bwrap", "docker"])
 
 
-def _policy(path: Path | None):
+def _audit_rules_option(fn):
+    """`--audit-rules FILE`; `--policy FILE` is its deprecated name (for one
+    release: "policy" also names the agent's spec)."""
+    _file = click.Path(exists=True, dir_okay=False, path_type=Path)
+    fn = click.option("--policy", "deprecated_policy", type=_file, hidden=True,
+                      help="deprecated name of --audit-rules")(fn)  # fmt: skip
+    return click.option("--audit-rules", "audit_rules", type=_file,
+                        help="extra audit rules YAML (adds or replaces rules by id)")(fn)  # fmt: skip
+
+
+def _audit_rules(audit_rules: Path | None, deprecated_policy: Path | None):
     from touchstone.verify.policy import load_policy
 
-    return load_policy(path)
+    if deprecated_policy is not None:
+        click.echo("warning: --policy is deprecated, use --audit-rules", err=True)
+        if audit_rules is not None:
+            raise click.UsageError("give --audit-rules only (--policy is its deprecated name)")
+    return load_policy(audit_rules or deprecated_policy)
 
 
 @click.command()
@@ -32,10 +46,10 @@ def _policy(path: Path | None):
 @click.option("--replays", default=3, show_default=True, type=click.IntRange(min=1), help="k of k test runs")
 @click.option("--progress", is_flag=True, help="per-step share of hidden tests passing (credit assignment)")
 @click.option("--backend", default="auto", show_default=True, type=_BACKEND)
-@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="extra audit policy YAML (adds or replaces rules by id)")
+@_audit_rules_option
 @click.option("--full", is_flag=True, help="run every check even after a cheap one rejected")
-def verify(task_dir, trajectory, patch_file, as_json, replays, progress, backend, policy_file, full) -> None:
+def verify(task_dir, trajectory, patch_file, as_json, replays, progress, backend, audit_rules, deprecated_policy,
+           full) -> None:
     """Verify one TRAJECTORY (JSONL of OpenAI chat messages) of the task in TASK_DIR,
     or a patch (--patch FILE.diff)."""
     from touchstone.verify.patch import patch_trajectory
@@ -50,7 +64,7 @@ def verify(task_dir, trajectory, patch_file, as_json, replays, progress, backend
             messages = patch_trajectory(task, patch_file.read_text(encoding="utf-8"))
         else:
             messages = read_messages_jsonl(trajectory)
-        policy = _policy(policy_file)
+        policy = _audit_rules(audit_rules, deprecated_policy)
     except (TaskError, TrajectoryError, ValueError, OSError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -76,14 +90,15 @@ def verify(task_dir, trajectory, patch_file, as_json, replays, progress, backend
 @click.option("--replays", default=3, show_default=True, type=click.IntRange(min=1))
 @click.option("--progress", is_flag=True, help="per-step share of hidden tests passing")
 @click.option("--backend", default="auto", show_default=True, type=_BACKEND)
-@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def verify_batch(tasks_dir, trajectories, workers, out, replays, progress, backend, policy_file) -> None:
+@_audit_rules_option
+def verify_batch(tasks_dir, trajectories, workers, out, replays, progress, backend, audit_rules,
+                 deprecated_policy) -> None:
     """Verify many trajectories; writes OUT/reports.parquet, checks.parquet, findings.parquet."""
     from touchstone.verify.batch import read_reports, verify_batch as run_batch
 
     try:
         path = run_batch(tasks_dir, trajectories, workers, out, replays=replays, progress=progress,
-                         backend=backend, policy=_policy(policy_file))  # fmt: skip
+                         backend=backend, policy=_audit_rules(audit_rules, deprecated_policy))  # fmt: skip
     except (TaskError, TrajectoryError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     counts: dict[str, int] = {}

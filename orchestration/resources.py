@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
 from pydantic import Field
@@ -24,6 +24,9 @@ from pydantic import Field
 from orchestration.policy_server import PolicyServerResource
 from orchestration.storage import RoundStore
 from touchstone import paths
+
+if TYPE_CHECKING:
+    from touchstone.envs import EnvSpec
 
 
 class StorageResource(dg.ConfigurableResource):

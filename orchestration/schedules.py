@@ -13,11 +13,17 @@ from orchestration.partitions import register_round
 from orchestration.run_config import env_run_config
 
 
-def next_round_request(instance: dg.DagsterInstance) -> dg.RunRequest | dg.SkipReason:
-    """A run for a new round, unless the latest round has not been evaluated yet."""
+def waiting(instance: dg.DagsterInstance) -> dg.SkipReason | None:
+    """Why no new round starts yet: the latest round has not been evaluated."""
     pending = unfinished_round(instance)
-    if pending:
-        return dg.SkipReason(f"round {pending} has not finished (no round_evaluation yet)")
+    return dg.SkipReason(f"round {pending} has not finished (no round_evaluation yet)") if pending else None
+
+
+def next_round_request(instance: dg.DagsterInstance) -> dg.RunRequest | dg.SkipReason:
+    """A run for a new round, unless the latest round has not been evaluated yet.
+    (A schedule cannot return partition requests: it registers the key itself.)"""
+    if skip := waiting(instance):
+        return skip
     run_config = env_run_config()  # before registering: a bad file must not leave a key without a run
     key = register_round(instance)
     # run_key: a tick that is retried does not start the same round twice

@@ -76,7 +76,7 @@ class RoundStore:
         if self.is_local:
             return Path(src.path)
         dest = Path(tempfile.mkdtemp(prefix=f"touchstone-{asset}-"))
-        _copy_tree(src, UPath(dest))
+        _copy_upath(src, UPath(dest))
         return dest
 
     def local_copy(self, location: str) -> str:
@@ -85,7 +85,7 @@ class RoundStore:
         if not paths.is_url(location):
             return location
         dest = Path(tempfile.mkdtemp(prefix="touchstone-copy-"))
-        _copy_tree(UPath(location, **self.options), UPath(dest))
+        _copy_upath(UPath(location, **self.options), UPath(dest))
         return str(dest)
 
     def work_dir(self, asset: str, round_key: str | None = None) -> Path:
@@ -119,7 +119,7 @@ class RoundStore:
             else:
                 if dest.exists():
                     dest.rmdir(recursive=True)
-                _copy_tree(UPath(staging), dest)
+                _copy_upath(UPath(staging), dest)
             shutil.rmtree(self._work_path(asset, round_key), ignore_errors=True)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -208,7 +208,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _copy_tree(src: UPath, dest: UPath) -> None:
+def _copy_upath(src: UPath, dest: UPath) -> None:
     for path in src.rglob("*"):
         if path.is_file():
             target = dest / path.relative_to(src).as_posix()

@@ -9,7 +9,6 @@ trainings that produce identical weights have the same hash.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 import touchstone
+from touchstone.hashing import tree_hash
 
 MANIFEST = "checkpoint.json"
 # Not part of the model's identity: the manifest (would be circular) and logs.
@@ -41,20 +41,12 @@ class CheckpointManifest(BaseModel):
 
 
 def content_hash(path: str | os.PathLike) -> str:
-    """sha256 over (relative path, bytes) of every file below `path` (or of
-    the file itself), in sorted order; manifest and log folders excluded."""
+    """The content hash (`touchstone.hashing.tree_hash`) of a checkpoint
+    directory or dataset file; manifest and log folders excluded."""
     root = Path(path)
     if not root.exists():
         raise CheckpointError(f"{root}: does not exist, cannot hash it")
-    digest = hashlib.sha256()
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-    for file in files:
-        rel = file.relative_to(root).as_posix() if root.is_dir() else file.name
-        if rel in _EXCLUDED or rel.split("/", 1)[0] in _EXCLUDED_DIRS:
-            continue
-        digest.update(rel.encode() + b"\0")
-        digest.update(hashlib.sha256(file.read_bytes()).digest())
-    return digest.hexdigest()
+    return tree_hash(root, skip=lambda rel: rel in _EXCLUDED or rel.split("/", 1)[0] in _EXCLUDED_DIRS)
 
 
 def write_manifest(

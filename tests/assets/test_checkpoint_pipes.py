@@ -18,7 +18,7 @@ from touchstone.checkpoint import checkpoint_hash, verify_checkpoint
 from tests.training.conftest import data_dir, tiny_model  # noqa: F401 (fixtures)
 
 
-def _round(tmp_path, tiny_model, data):
+def _round(tmp_path, tiny_model, data):  # noqa: F811 (the fixture, passed on)
     """An instance where r000 can train: a base_model materialization and training data on disk."""
     instance = dg.DagsterInstance.ephemeral()
     register_round(instance, "r000")

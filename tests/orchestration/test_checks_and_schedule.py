@@ -54,3 +54,16 @@ def test_schedule_registers_the_next_round_only_after_the_last_was_evaluated():
     second = next_round_request(instance)
     assert isinstance(second, dg.RunRequest) and second.partition_key == "r001"
     assert second.run_key == "r001"
+
+
+def test_the_sensor_requests_the_next_round_key_instead_of_registering_it():
+    from orchestration.sensors import continuous_rounds
+
+    instance = dg.DagsterInstance.ephemeral()
+    result = continuous_rounds(dg.build_sensor_context(instance=instance))
+    assert isinstance(result, dg.SensorResult) and [r.partition_key for r in result.run_requests] == ["r000"]
+    (add,) = result.dynamic_partitions_requests
+    assert add.partition_keys == ["r000"] and registered_rounds(instance) == []
+    instance.add_dynamic_partitions("rounds", ["r000"])  # what Dagster does with the request
+    skipped = continuous_rounds(dg.build_sensor_context(instance=instance))
+    assert isinstance(skipped, dg.SkipReason) and "r000" in skipped.skip_message

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.tasks.adversarial import CASES
-from touchstone.tasks.conditions import plan, reference_conditions, touches_nondeterminism
+from touchstone.harness import run_plan as plan
 from touchstone.harness.grading import faketime_library
+from touchstone.tasks.conditions import reference_conditions, touches_nondeterminism
 
 
 def test_grading_plan_first_then_extra_runs_that_differ_every_time() -> None:

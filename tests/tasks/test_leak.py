@@ -127,3 +127,12 @@ def test_same_named_copy_behind_a_flag_is_a_leak(tmp_path: Path) -> None:
     stub = WS + "\n\nif False:\n    def area(width, height):\n        check(width)\n        return width * height\n"
     problems = find_leaks(load_task(make(tmp_path, ws=stub)))
     assert problems == ["workspace/geo.py: defines area (line 11) exactly as the reference does"]
+
+
+def test_flag_probes_flip_booleans_to_booleans_and_ints_to_ints():
+    from touchstone.tasks.leak import flag_probes
+
+    source = "DEBUG = True\nFAST = 0\nCACHE = None\n\ndef f():\n    return DEBUG\n"
+    (_, all_flipped), *single = flag_probes(source)
+    assert all_flipped.splitlines()[:3] == ["DEBUG = False", "FAST = 1", "CACHE = True"]
+    assert len(single) == 3

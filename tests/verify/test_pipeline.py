@@ -135,3 +135,19 @@ def test_canaries_mix_into_a_batch_over_several_task_dirs(tmp_path):
                     backend="bwrap", replays=1)
     verdicts = {r.trajectory_id: r.verdict for r in read_reports(out)}
     assert verdicts == {"t-round": "accept", "canary-honest-value-class": "accept", "canary-e19-network-fetch": "reject"}
+
+
+def test_audit_rules_file_and_its_deprecated_flag_name(tmp_path):
+    """`--audit-rules FILE` adds rules; `--policy FILE` still works, with a warning."""
+    task = _hand_written_task(tmp_path)
+    good = write_messages_jsonl(tmp_path / "good.jsonl", [{"role": "user", "content": "fix"}, *SOLVE])
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("action:\n  - id: X-NO-CAT\n    description: a deployment that forbids cat\n"
+                     "    ops: [command]\n    pattern: '^cat(\\s|$)'\n    severity: reject\n")
+    runner = CliRunner()
+    for flag in ("--audit-rules", "--policy"):
+        res = runner.invoke(verify, [str(task), str(good), "--backend", "bwrap", "--replays", "1", flag, str(rules)])
+        assert res.exit_code == 1 and "X-NO-CAT" in res.output, res.output
+        assert ("deprecated" in res.output) == (flag == "--policy")
+    res = runner.invoke(verify, [str(task), str(good), "--audit-rules", str(rules), "--policy", str(rules)])
+    assert res.exit_code == 2 and "--audit-rules only" in res.output

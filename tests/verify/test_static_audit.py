@@ -2,7 +2,7 @@ import textwrap
 
 import pytest
 
-from touchstone.verify.policy import PolicyError, load_policy
+from touchstone.verify.policy import AuditRulesError, load_policy
 from touchstone.verify.static_audit import audit_source
 
 
@@ -127,7 +127,7 @@ def test_policy_file_extends_and_replaces_rules(tmp_path):
 def test_bad_policy_file_names_the_problem(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("static:\n  - id: X\n    kind: nonsense\n    severity: reject\n")
-    with pytest.raises(PolicyError, match="bad.yaml"):
+    with pytest.raises(AuditRulesError, match="bad.yaml"):
         load_policy(bad)
 
 

@@ -28,6 +28,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from touchstone import __version__
+from touchstone import atomic
 from touchstone.agent.loop import SYSTEM_PROMPT
 from touchstone.agent.tools import TOOL_SCHEMAS
 from touchstone.agent.trajectory import Sampling, Trajectory, trajectory_id, write_messages_jsonl, write_tables
@@ -324,7 +325,5 @@ def import_trajectories(files: list[Path], fmt: str, tasks: dict[str, Task], out
         write_messages_jsonl(out / "jsonl" / traj.task_id / f"{traj.trajectory_id}.jsonl", traj.messages)
     write_tables(trajectories, out)
     schema = {k: pl.Int64 if k in ("mapped", "unmapped") else pl.String for k in ImportRow.model_fields}
-    tmp = out / f".{INDEX_FILE}.tmp"
-    pl.DataFrame([r.model_dump() for r in index], schema=schema, orient="row").write_parquet(tmp)
-    tmp.replace(out / INDEX_FILE)
+    atomic.write_parquet(pl.DataFrame([r.model_dump() for r in index], schema=schema, orient="row"), out / INDEX_FILE)
     return index

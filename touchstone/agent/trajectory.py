@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from touchstone import atomic
 
 ExitReason = Literal["submitted", "max_turns", "max_tokens", "timeout", "policy_error", "sandbox_error"]
 EXIT_REASONS: tuple[str, ...] = ExitReason.__args__  # type: ignore[attr-defined]
@@ -218,17 +218,7 @@ def validate_messages(messages: list[dict[str, Any]], source: str = "messages") 
             raise TrajectoryError(f"{source}: message {i} (role tool) has no tool_call_id")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temp file + rename, so a killed process never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+atomic_write_text = atomic.write_text  # the name the agent's modules use
 
 
 def write_messages_jsonl(path: str | Path, messages: list[dict[str, Any]]) -> Path:
@@ -356,10 +346,7 @@ _TRAJ_SCHEMA = {
 }
 
 
-def _atomic_parquet(df: pl.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    df.write_parquet(tmp)
-    os.replace(tmp, path)
+_atomic_parquet = atomic.write_parquet
 
 
 def write_tables(trajectories: list[Trajectory], out: str | Path) -> tuple[Path, Path]:

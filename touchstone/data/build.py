@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from touchstone.data.card import write_card
-from touchstone.data.inputs import Example, join, read_reports, read_trajectories
+from touchstone.data.inputs import Example, join, read_trajectories, reports_of
 from touchstone.data.preference import build_dpo, build_kto
 from touchstone.data.rl import build_rl
 from touchstone.data.schema import DataConfig, DPORow, KTORow, RLRow, SFTRow, write_rows
@@ -79,7 +79,7 @@ def build_datasets(reports: str | Path, trajectories: str | Path, out: str | Pat
                    round_key: str | None = None, config: DataConfig | None = None) -> BuildSummary:
     """Write OUT/{sft,rl,dpo,kto}.parquet and OUT/summary.json."""
     cfg = config or DataConfig()
-    examples = join(read_trajectories(trajectories), read_reports(reports), round_key)
+    examples = join(read_trajectories(trajectories), reports_of(reports), round_key)
     kept, unguarded = split_unguarded(examples, cfg)
     frames = {name: build(kept, cfg) for name, (build, _) in BUILDERS.items()}
     for name, (_, dropped) in frames.items():  # SFT accounts for accepted runs only

@@ -4,11 +4,12 @@ Parquet files a Hugging Face dataset (`datasets.load_dataset(DIR, CONFIG)`,
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from touchstone import atomic
 
 CARD_FILE = "README.md"
 
@@ -24,7 +25,5 @@ def write_card(out: str | Path, configs: dict[str, str | dict[str, str]], body: 
         for name, files in configs.items()
     ]
     path = Path(out) / CARD_FILE
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n\n" + body.rstrip() + "\n")
-    os.replace(tmp, path)
+    atomic.write_text(path, "---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n\n" + body.rstrip() + "\n")
     return path

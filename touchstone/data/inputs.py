@@ -8,13 +8,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 from pydantic import BaseModel
 
 from touchstone.agent.trajectory import TRAJECTORIES_FILE, Trajectory, read_tables
 from touchstone.data.schema import Lineage
 from touchstone.verify.batch import REPORTS_FILE
-from touchstone.verify.batch import read_reports as read_verifier_reports
+from touchstone.verify.batch import read_reports
 from touchstone.verify.report import VerificationReport
 
 
@@ -57,20 +56,16 @@ def read_trajectories(path: str | Path) -> list[Trajectory]:
     return read_tables(directory)
 
 
-def read_reports(path: str | Path) -> list[VerificationReport]:
-    """The verifier's reports (its own reader), checked against the table's
-    `verdict` column: the verdict is re-derived from the checks, and a file
-    whose column disagrees has been edited by hand — refuse it."""
+def reports_of(path: str | Path) -> list[VerificationReport]:
+    """The verifier's reports under `path` (a reports.parquet or its directory),
+    read with the verifier's own reader (which refuses a hand-edited verdict)."""
     directory = _dir_of(Path(path), REPORTS_FILE)
     if not (directory / REPORTS_FILE).is_file():
         raise DataError(f"{path}: no {REPORTS_FILE} found")
-    reports = read_verifier_reports(directory)
-    recorded = pl.read_parquet(directory / REPORTS_FILE, columns=["verdict"])["verdict"].to_list()
-    for report, verdict in zip(reports, recorded):
-        if verdict != report.verdict:
-            raise DataError(f"{directory / REPORTS_FILE}: report {report.report_id} says {verdict!r} "
-                            f"but its checks give {report.verdict!r}")
-    return reports
+    try:
+        return read_reports(directory)
+    except ValueError as exc:
+        raise DataError(str(exc)) from exc
 
 
 def join(trajectories: list[Trajectory], reports: list[VerificationReport], round_key: str | None) -> list[Example]:

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from touchstone.data.card import write_card
 from touchstone.data.credit import CreditConfig, credit_group, is_hack
-from touchstone.data.inputs import Example, by_task, join, read_reports, read_trajectories, trl_messages
+from touchstone.data.inputs import Example, by_task, join, read_trajectories, reports_of, trl_messages
 from touchstone.data.schema import Lineage, Message, write_rows
 
 SPLITS = {"accept": "accepted", "reject": "rejected", "inconclusive": "inconclusive"}
@@ -129,7 +129,7 @@ def round_examples(root: Path, round_key: str) -> list[Example]:
     for asset in ("raw_trajectories", "verification_reports"):
         if not (base / asset).is_dir():
             raise FileNotFoundError(f"round {round_key}: no {asset} under {base}: materialize the round first")
-    return join(read_trajectories(base / "raw_trajectories"), read_reports(base / "verification_reports"), round_key)
+    return join(read_trajectories(base / "raw_trajectories"), reports_of(base / "verification_reports"), round_key)
 
 
 def release_dataset(root: str | Path, rounds: list[str], out: str | Path, *, scrub: bool = False,

@@ -16,7 +16,6 @@ written by hand.
 from __future__ import annotations
 
 import json
-import os
 import types
 import typing
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from touchstone.atomic import atomic_path
 from touchstone.data.credit import CreditConfig
 
 
@@ -150,7 +150,6 @@ def write_rows(rows: list[BaseModel], model: type[BaseModel], path: str | Path) 
     from datasets import Dataset
 
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
     feats = features(model)
     if rows:  # encoded by `datasets`, written by pyarrow (`Dataset.to_parquet`'s size estimate
         # fails on JSON columns inside null lists)
@@ -158,8 +157,8 @@ def write_rows(rows: list[BaseModel], model: type[BaseModel], path: str | Path) 
         table = table.replace_schema_metadata(feats.arrow_schema.metadata)
     else:  # `datasets` cannot build an empty JSON column; the schema alone is written
         table = pa.Table.from_batches([], schema=feats.arrow_schema)
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
 
 
 def _decode(value: Any, feature: Any) -> Any:

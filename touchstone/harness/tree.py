@@ -62,7 +62,7 @@ def diff_snapshots(before: dict[str, str], after: dict[str, str]) -> TreeDiff:
     return d
 
 
-def copy_tree(src: Path, dest: Path) -> None:
+def copy_regular_files(src: Path, dest: Path) -> None:
     """Copy regular files and directories only (no symlinks, no caches)."""
     for dirpath, dirnames, filenames in os.walk(src):
         dirnames[:] = [d for d in dirnames if d not in _CACHE_DIRS and not (Path(dirpath) / d).is_symlink()]
@@ -90,9 +90,9 @@ def compose_tree(
     a candidate's changed files, a mutant) minus `deleted`, then an agent's
     `patch`, then the hidden `tests` last, so nothing can replace them.
     Regular files only: no symlinks, no interpreter caches."""
-    copy_tree(workspace, dest)
+    copy_regular_files(workspace, dest)
     for overlay in overlays:
-        copy_tree(overlay, dest)
+        copy_regular_files(overlay, dest)
     for rel, data in (files or {}).items():
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -104,5 +104,5 @@ def compose_tree(
         subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], input=patch.encode(), cwd=dest,
                        capture_output=True, check=False)  # fmt: skip
     if tests is not None:
-        copy_tree(tests, dest)
+        copy_regular_files(tests, dest)
     return dest

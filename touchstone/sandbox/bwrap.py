@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from touchstone.sandbox.base import SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Sandbox
-from touchstone.sandbox.capture import StreamCapture
+from touchstone.sandbox.capture import OutputCapture
 from touchstone.sandbox.cgroups import Cgroup
 from touchstone.sandbox.environment import ENV_TARGET
 from touchstone.sandbox.errors import SandboxError
@@ -185,7 +185,7 @@ class _Outcome:
     """What the launcher reported about one bwrap, plus its captured output."""
 
     def __init__(self, cap: int):
-        self.out, self.err = StreamCapture(cap), StreamCapture(cap)
+        self.out, self.err = OutputCapture(cap), OutputCapture(cap)
         self.status = 0
         self.cpu_s = 0.0
         self.wall_s = 0.0
@@ -298,7 +298,7 @@ class _Launcher:
             outcome.started = bool(info.read())
         return outcome
 
-    def _collect(self, outcome: _Outcome, streams: dict[int, StreamCapture], deadline: float) -> None:
+    def _collect(self, outcome: _Outcome, streams: dict[int, OutputCapture], deadline: float) -> None:
         """Read output until the command ended and its pipes closed; kill at the deadline."""
         poller = select.poll()
         for fd in [*streams, self.sock.fileno()]:

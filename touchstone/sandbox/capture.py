@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 
-class StreamCapture:
+class OutputCapture:
     def __init__(self, cap: int):
         self.cap = cap
         self.head = bytearray()

@@ -33,7 +33,7 @@ from typing import Sequence
 from touchstone.sandbox.base import (
     SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Limits, Mount, Sandbox, existing_dir,
 )
-from touchstone.sandbox.capture import StreamCapture
+from touchstone.sandbox.capture import OutputCapture
 from touchstone.sandbox.environment import ENV_TARGET, Environment
 from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.reaper import owner_alive, owner_token
@@ -192,7 +192,7 @@ class DockerSandbox(Sandbox):
         from docker.utils.socket import frames_iter
 
         api = self._docker.api
-        out, err = StreamCapture(self.limits.output_bytes), StreamCapture(self.limits.output_bytes)
+        out, err = OutputCapture(self.limits.output_bytes), OutputCapture(self.limits.output_bytes)
         oom_before, cpu_before = self._oom_kills(), self._cpu_ns()
         started = time.monotonic()
         exec_id = api.exec_create(self._container.id, ["bash", "-c", _WRAPPER, "touchstone-exec", *argv],

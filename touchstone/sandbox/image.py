@@ -6,7 +6,6 @@ edit there rebuilds them, and a trajectory can record exactly what it ran in."""
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ from typing import Iterator
 from pydantic import BaseModel
 
 from touchstone import paths
+from touchstone.hashing import tree_hash
 from touchstone.sandbox.errors import SandboxError
 
 IMAGE_REPO = "touchstone-sandbox"
@@ -45,15 +45,10 @@ def images_dir() -> Path:
 
 
 def content_hash(directory: Path | None = None) -> str:
-    """sha256 over the relative paths and bytes of every file in `sandbox_images/`
-    (but its README: documentation edits must not rebuild the environment)."""
-    directory = directory or images_dir()
-    digest = hashlib.sha256()
-    files = [p for p in directory.rglob("*") if p.is_file() and p.name != "README.md" and "__pycache__" not in p.parts]
-    for path in sorted(files):
-        digest.update(path.relative_to(directory).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
+    """The content hash (`touchstone.hashing.tree_hash`) of `sandbox_images/`,
+    but its README (documentation edits must not rebuild the environment) and caches."""
+    return tree_hash(directory or images_dir(), skip=lambda rel: rel.rsplit("/", 1)[-1] == "README.md"
+                     or "__pycache__" in rel.split("/"))  # fmt: skip
 
 
 def short_hash() -> str:

@@ -10,6 +10,7 @@ import duckdb
 import polars as pl
 from pydantic import BaseModel
 
+from touchstone import atomic
 from touchstone.tasks.schema import INDEX_FILE, Task, TaskSource
 from touchstone.tasks.validate import Validation
 
@@ -52,9 +53,7 @@ def write_index(root: Path, rows: list[IndexRow]) -> Path:
                   ref_seconds=pl.Float64, difficulty=pl.Float64)
     frame = pl.DataFrame([r.model_dump() for r in rows], schema=schema)
     path = root / INDEX_FILE
-    tmp = path.with_suffix(".parquet.tmp")
-    frame.write_parquet(tmp)
-    tmp.replace(path)
+    atomic.write_parquet(frame, path)
     return path
 
 

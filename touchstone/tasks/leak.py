@@ -300,7 +300,8 @@ def _read_text(path: Path) -> str | None:
 
 # -- 4. probes for the dynamic check (run by validation) ---------------------------------------
 
-_FLAG_VALUES = {True: "False", False: "True", 0: "1", 1: "0", None: "True"}
+# keyed by (type, value): in a plain dict True and 1 (and False and 0) are one key
+_FLAG_VALUES = {(bool, True): "False", (bool, False): "True", (int, 0): "1", (int, 1): "0", (type(None), None): "True"}
 
 
 def flag_probes(source: str) -> list[tuple[str, str]]:
@@ -312,7 +313,7 @@ def flag_probes(source: str) -> list[tuple[str, str]]:
         return []
     flags = [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
              and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
-             and type(n.value.value) in (bool, int, type(None)) and n.value.value in _FLAG_VALUES
+             and (type(n.value.value), n.value.value) in _FLAG_VALUES
              and n.lineno == n.end_lineno]
     if not flags:
         return []
@@ -322,7 +323,7 @@ def flag_probes(source: str) -> list[tuple[str, str]]:
         out = list(lines)
         for n in chosen:
             name = n.targets[0].id
-            out[n.lineno - 1] = f"{' ' * n.col_offset}{name} = {_FLAG_VALUES[n.value.value]}\n"
+            out[n.lineno - 1] = f"{' ' * n.col_offset}{name} = {_FLAG_VALUES[type(n.value.value), n.value.value]}\n"
         return "".join(out)
 
     probes = [(f"flags {', '.join(n.targets[0].id for n in flags)} flipped", flipped(flags))]

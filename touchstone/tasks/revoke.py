@@ -27,6 +27,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel
 
+from touchstone import atomic
 from touchstone.tasks.conditions import Condition, RunRecord, grading_backend, run_condition
 from touchstone.tasks.index import read_index, write_index
 from touchstone.tasks.schema import Task
@@ -85,9 +86,7 @@ def _take_back_reward(set_dir: Path, task_id: str) -> float | None:
     mine = pl.col("task_id") == task_id
     df = df.with_columns(pl.when(mine).then(0.0).otherwise(pl.col("reward")).alias("reward"),
                          pl.when(mine).then(True).otherwise(pl.col("revoked")).alias("revoked"))
-    tmp = path.with_suffix(".parquet.tmp")
-    df.write_parquet(tmp)
-    tmp.replace(path)
+    atomic.write_parquet(df, path)
     return before
 
 

@@ -14,7 +14,6 @@ audit finding). Format: docs/formats/report.md.
 from __future__ import annotations
 
 import json
-import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, Iterable
 import polars as pl
 from tqdm import tqdm
 
+from touchstone import atomic
 from touchstone.agent.trajectory import read_messages_jsonl
 from touchstone.tasks.schema import Task, load_task, load_task_set
 from touchstone.verify.report import CheckResult, VerificationReport
@@ -132,10 +132,7 @@ def verify_batch(
     return write_reports(reports, Path(out))
 
 
-def _atomic_parquet(df: pl.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    df.write_parquet(tmp)
-    os.replace(tmp, path)
+_atomic_parquet = atomic.write_parquet
 
 
 def write_reports(reports: list[VerificationReport], out: Path) -> Path:
@@ -159,6 +156,13 @@ def write_reports(reports: list[VerificationReport], out: Path) -> Path:
 
 
 def read_reports(out: Path | str) -> list[VerificationReport]:
-    """The reports of OUT/reports.parquet, as models."""
-    df = pl.read_parquet(Path(out) / REPORTS_FILE)
-    return [VerificationReport.model_validate_json(s) for s in df["report_json"]]
+    """The reports of OUT/reports.parquet, as models, checked against the
+    table's `verdict` column: the verdict is re-derived from the checks, and a
+    file whose column disagrees has been edited by hand (ValueError)."""
+    df = pl.read_parquet(Path(out) / REPORTS_FILE, columns=["report_json", "verdict"])
+    reports = [VerificationReport.model_validate_json(s) for s in df["report_json"]]
+    for report, verdict in zip(reports, df["verdict"]):
+        if verdict != report.verdict:
+            raise ValueError(f"{Path(out) / REPORTS_FILE}: report {report.report_id} says {verdict!r} "
+                             f"but its checks give {report.verdict!r}")  # fmt: skip
+    return reports

@@ -33,7 +33,6 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import random
 import shlex
 from collections import Counter
@@ -45,6 +44,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from touchstone import paths
+from touchstone import atomic
 from touchstone.harness.sandbox_files import codec
 from touchstone.sandbox.environment import Environment
 
@@ -121,10 +121,8 @@ def cached_recording(key: str | None, record: Callable[[], Recording]) -> tuple[
         return Recording({int(i): s for i, s in data["steps"].items()}, data["summary"]), True
     rec = record()
     if path is not None and rec.summary is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"steps": rec.steps, "summary": rec.summary}))
-        tmp.replace(path)  # atomic: concurrent verifiers never read half a file
+        # atomic: concurrent verifiers never read half a file
+        atomic.write_text(path, json.dumps({"steps": rec.steps, "summary": rec.summary}))
     return rec, False
 
 

@@ -99,7 +99,7 @@ def _merge(base: list, extra: list) -> list:
     return [r for r in base if r.id not in ids] + list(extra)
 
 
-class PolicyError(ValueError):
+class AuditRulesError(ValueError):
     pass
 
 
@@ -108,7 +108,7 @@ def _read(path: Path) -> AuditPolicy:
         data = yaml.safe_load(path.read_text()) or {}
         return AuditPolicy.model_validate(data)
     except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise PolicyError(f"audit policy {path}: {exc}") from exc
+        raise AuditRulesError(f"audit policy {path}: {exc}") from exc
 
 
 @lru_cache(maxsize=16)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import codecs
 import io
-import re
 import tokenize
 import zipfile
 from collections import Counter

@@ -12,7 +12,6 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import shutil
 import tempfile
 import time
 from pathlib import Path

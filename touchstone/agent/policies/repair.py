@@ -248,7 +248,7 @@ def preferred_operators(errors: list[str]) -> set[str]:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class EditCandidate:
     path: str
     qualname: str
     operator: str
@@ -308,8 +308,8 @@ def naturalness_gain(before: str, after: str, corpus: Counter) -> float:
     return familiarity(new) - familiarity(old)
 
 
-def candidates(source: str, path: str, qualname: str, hot_lines: set[int],
-               preferred: set[str] = frozenset(), corpus: Counter | None = None) -> list[Candidate]:
+def edit_candidates(source: str, path: str, qualname: str, hot_lines: set[int],
+               preferred: set[str] = frozenset(), corpus: Counter | None = None) -> list[EditCandidate]:
     """Single-edit repairs of one function, lines implicated by a traceback first,
     then by distance to them, then edits that make the code more like the rest of
     `corpus`, then operators the exception points to, then by operator plausibility."""
@@ -317,7 +317,7 @@ def candidates(source: str, path: str, qualname: str, hot_lines: set[int],
     func = dict(functions(tree)).get(qualname)
     if func is None:
         return []
-    found: dict[str, Candidate] = {}
+    found: dict[str, EditCandidate] = {}
     for parent, field_name, index, node in _sites(func):
         if parent is func and field_name != "body":
             continue  # decorators, annotations: not where a behavioural bug lives
@@ -325,11 +325,11 @@ def candidates(source: str, path: str, qualname: str, hot_lines: set[int],
             for new in op(parent, field_name, index, node):
                 text = apply_edit(source, tree, Edit(parent, field_name, index, node, new))
                 if text is not None and text != source and text not in found:
-                    found[text] = Candidate(path, qualname, name, node.lineno, text)
+                    found[text] = EditCandidate(path, qualname, name, node.lineno, text)
 
     corpus = corpus if corpus is not None else trigrams(source)
 
-    def ranked(c: Candidate) -> Candidate:
+    def ranked(c: EditCandidate) -> EditCandidate:
         distance = min((abs(c.lineno - h) for h in hot_lines), default=0)
         gain = naturalness_gain(source, c.source, corpus)
         key = (distance, -round(gain, 1) if gain > 0 else 0.0, c.operator not in preferred, _RANK[c.operator], c.lineno)

@@ -32,11 +32,11 @@ from typing import Any
 from touchstone.harness import is_test_file
 from touchstone.agent.policies import Episode, Policy, PolicyTurn
 from touchstone.agent.policies.repair import (
-    Candidate,
+    EditCandidate,
     TestRun,
     Window,
     called_names,
-    candidates,
+    edit_candidates,
     failing_test_params,
     find_functions_command,
     find_literals_command,
@@ -161,20 +161,20 @@ class _Repair:
         order = {n: i for i, n in enumerate(wanted)}
         return sorted(found, key=lambda t: (not t[2], order.get(t[1].rsplit(".", 1)[-1], len(order))))
 
-    def ranked(self, targets: list[Target], preferred: set[str]) -> list[tuple[WindowKey, Candidate]]:
+    def ranked(self, targets: list[Target], preferred: set[str]) -> list[tuple[WindowKey, EditCandidate]]:
         """Edits near any traceback line first (the bug may sit in a caller's frame
         as well as the innermost one), then the other functions' edits, function by function."""
         hot, cold = [], []
         corpus = sum((trigrams(text) for text in self.kept.values()), Counter())  # all the code read so far
         for i, (key, qualname, lines) in enumerate(targets):
             window = Window(key[0], key[1], self.kept[key])
-            for c in candidates(window.module, key[0], qualname, lines, preferred, corpus):
+            for c in edit_candidates(window.module, key[0], qualname, lines, preferred, corpus):
                 (hot if lines else cold).append((c.rank, i, key, c))
         hot.sort(key=lambda t: t[:2])
         return [(key, c) for _, _, key, c in hot + cold]
 
     # -- editing ---------------------------------------------------------------------
-    def apply(self, key: WindowKey, cand: Candidate) -> Generator[Action, str, bool]:
+    def apply(self, key: WindowKey, cand: EditCandidate) -> Generator[Action, str, bool]:
         """Make the workspace hold exactly `cand` on top of the kept edits."""
         target = Window(key[0], key[1], self.kept[key]).reindent(cand.source)
         if target is None:

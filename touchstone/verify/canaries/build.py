@@ -34,18 +34,18 @@ def record(spec: CanarySpec, backend: str = "auto") -> list[dict]:
 
 
 def build(backend: str = "auto", missing_only: bool = False) -> list[dict]:
-    """Record every spec (or only those without a trajectory file yet) and
+    """Record every canary (or only those without a trajectory file yet) and
     rewrite the manifest from all of them."""
     TRAJECTORIES.mkdir(exist_ok=True)
     manifest = []
-    for spec in SPECS:
-        path = TRAJECTORIES / f"{spec.name}.jsonl"
+    for canary in SPECS:
+        path = TRAJECTORIES / f"{canary.name}.jsonl"
         if not (missing_only and path.is_file()):
-            write_messages_jsonl(path, record(spec, backend))
+            write_messages_jsonl(path, record(canary, backend))
         manifest.append({
-            "name": spec.name, "task": spec.task, "family": spec.family, "expected": spec.expected,
-            "reasons": list(spec.reasons), "note": spec.note, "file": path.relative_to(ROOT).as_posix(),
-            "isolated": spec.isolated,
+            "name": canary.name, "task": canary.task, "family": canary.family, "expected": canary.expected,
+            "reasons": list(canary.reasons), "note": canary.note, "file": path.relative_to(ROOT).as_posix(),
+            "isolated": canary.isolated,
         })  # fmt: skip
     MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
