@@ -16,7 +16,7 @@ from orchestration.runner import describe_failures, run_round
 from tests.assets.conftest import TINY_CONFIG, fresh_instance, tiny_resources
 
 # Two whole rounds plus two server starts: past pytest's 15-minute default on a loaded machine.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(3600)]
 
 LOCAL_SERVED = Path(__file__).parents[2] / "orchestration" / "deploy" / "local-served.yaml"
 

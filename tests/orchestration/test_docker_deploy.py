@@ -20,7 +20,7 @@ from tests.assets.conftest import TINY_CONFIG, tiny_resources
 from tests.serving import free_port
 
 # The first test also pays for `up` (images built on a fresh machine) and the round.
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(3600)]
 
 CHECKS = {"canaries_caught", "only_accepted_trajectories", "no_heldout_tasks", "schema_and_rows"}
 

@@ -95,6 +95,7 @@ def test_credentials_come_from_env_vars_at_run_time(s3, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.timeout(1800)
 def test_a_round_lives_in_the_object_store_and_rematerializes_idempotently(s3, tmp_path, monkeypatch):
     root = f"s3://{BUCKET}/rounds-root"
