@@ -4,6 +4,7 @@ training/configs/accelerate/)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -17,18 +18,23 @@ from training.model_options import ModelOptionError, resolve_base
 METHODS = ("sft", "rl", "dpo", "kto")
 
 
-def _trainer(method: str):
-    if method == "sft":
-        from training.sft import train_sft as fn
-    elif method == "rl":
-        from training.rl import train_rl as fn
-    elif method == "dpo":
-        from training.dpo import train_dpo as fn
-    elif method == "kto":
-        from training.kto import train_kto as fn
-    else:
+# method -> (module, attribute) of its trainer function and of its TRL config class;
+# imported on use, so `touchstone train sft` does not import the RL code.
+_TRAINERS = {"sft": ("training.sft", "train_sft"), "rl": ("training.rl", "train_rl"),
+             "dpo": ("training.dpo", "train_dpo"), "kto": ("training.kto", "train_kto")}
+_CONFIGS = {"sft": ("trl", "SFTConfig"), "rl": ("training.rl", "PGConfig"),
+            "dpo": ("trl", "DPOConfig"), "kto": ("trl", "KTOConfig")}
+
+
+def _lookup(table: dict[str, tuple[str, str]], method: str):
+    if method not in table:
         raise TrainingError(f"unknown training method {method!r}; expected one of {', '.join(METHODS)}")
-    return fn
+    module, name = table[method]
+    return getattr(importlib.import_module(module), name)
+
+
+def _trainer(method: str):
+    return _lookup(_TRAINERS, method)
 
 
 def train(method: str, *, data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
@@ -57,17 +63,7 @@ def train(method: str, *, data_dir: str | Path, base: str | Path, out: str | Pat
 
 def config_class(method: str):
     """The TRL config class a method's trainer builds from the config fields."""
-    if method == "sft":
-        from trl import SFTConfig as cls
-    elif method == "rl":
-        from training.rl import PGConfig as cls
-    elif method == "dpo":
-        from trl import DPOConfig as cls
-    elif method == "kto":
-        from trl import KTOConfig as cls
-    else:
-        raise TrainingError(f"unknown training method {method!r}; expected one of {', '.join(METHODS)}")
-    return cls
+    return _lookup(_CONFIGS, method)
 
 
 def check_config(method: str, config: dict[str, Any]) -> None:
