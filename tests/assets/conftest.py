@@ -17,12 +17,12 @@ from orchestration.resources import (
 from orchestration.runner import ensure_sources, failed_checks, run_round
 
 # Few tasks, short episodes, one optimizer step: a round in about two minutes.
-# Five tasks, because the teacher cannot invert some mutations (removed
+# Eight tasks, because the teacher cannot invert some mutations (removed
 # statements): with three, a round could hold no accepted run and stop.
 TINY_CONFIG = {
     "ops": {
         "heldout_tasks": {"config": {"n_tasks": 1}},
-        "proposed_tasks": {"config": {"n_tasks": 5}},
+        "proposed_tasks": {"config": {"n_tasks": 8}},
         "raw_trajectories": {"config": {"attempts": 1}},
         "round_evaluation": {"config": {"attempts": 2, "bootstrap": 200}},
     }

@@ -322,11 +322,13 @@ def harness_mounts(*files: tuple[str, str]) -> Iterator[tuple[str, str, list, Pa
 
 
 def faketime_env(harness_dir: str, offset_s: int) -> dict[str, str]:
-    """`TestRunSpec.env` for a run whose wall clock is `offset_s` seconds ahead
-    (monotonic clocks untouched, so timeouts hold); the library must have been
-    copied into the harness dir as FAKETIME_LIB."""
-    return {"LD_PRELOAD": f"{harness_dir}/{FAKETIME_LIB}", "FAKETIME": f"+{offset_s}",
-            "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    """`TestRunSpec.env` for a run whose wall clock is `offset_s` seconds ahead;
+    the library must have been copied into the harness dir as FAKETIME_LIB.
+    Monotonic clocks move by the same constant offset, so durations hold.
+    (FAKETIME_DONT_FAKE_MONOTONIC breaks `time.sleep`: libfaketime's
+    clock_nanosleep then fails with EINVAL, and every honest reference that
+    sleeps would look flaky.)"""
+    return {"LD_PRELOAD": f"{harness_dir}/{FAKETIME_LIB}", "FAKETIME": f"+{offset_s}"}
 
 
 def faketime_library() -> Path | None:
