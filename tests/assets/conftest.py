@@ -16,11 +16,14 @@ from orchestration.resources import (
 )
 from orchestration.runner import ensure_sources, failed_checks, run_round
 
-# Few tasks, short episodes, one optimizer step: a round in about two minutes.
-# Eight tasks, because the teacher cannot invert some mutations (removed
-# statements): with three, a round could hold no accepted run and stop.
+# Few tasks, short episodes, one optimizer step. Eight tasks, because the
+# teacher cannot invert some mutations (removed statements): with fewer, a round
+# could hold no accepted run and stop at the (correct) empty-data check. Seeds:
+# the two base-environment ones and cachetools (a third-party environment); the
+# teacher solves none of glom's mutants, which only made rounds stop.
 TINY_CONFIG = {
     "ops": {
+        "seed_sources": {"config": {"seeds": ["inflection", "toolz", "cachetools"]}},
         "heldout_tasks": {"config": {"n_tasks": 1}},
         "proposed_tasks": {"config": {"n_tasks": 8}},
         "raw_trajectories": {"config": {"attempts": 1}},
