@@ -9,7 +9,7 @@ import pytest
 
 from touchstone.tasks.schema import load_task_set
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # the shared two-round fixture
 
 
 def test_rounds_mix_base_and_third_party_environments(rounds):

@@ -23,7 +23,7 @@ from orchestration.runner import ROUND_STAGES, failed_checks, materialize
 from tests.assets.conftest import TINY_CONFIG, tiny_resources
 from touchstone.checkpoint import read_manifest, verify_checkpoint
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # the shared two-round fixture
 ROOT = Path(__file__).resolve().parents[2]
 
 
