@@ -20,6 +20,13 @@ _contamination = click.option("--contamination-set", "contamination_sets", multi
                               help="held-out / benchmark task set or HumanEval/MBPP JSONL to check against (repeatable)")
 
 
+def _proposer_options(fn):
+    """The options every proposer and importer shares: workers, backend, k, threshold, --json."""
+    for option in (_json, _threshold, _k, _backend, _workers):
+        fn = option(fn)
+    return fn
+
+
 def _cfg(backend: str | None, k: int, threshold: float, contamination_sets=()):
     from touchstone.tasks.validate import ValidationConfig
 
@@ -77,11 +84,7 @@ def propose() -> None:
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 @click.option("--rng-seed", type=int, default=0, show_default=True)
 @click.option("--eval-fraction", type=float, default=0.2, show_default=True, help="share of source units held out")
-@_workers
-@_backend
-@_k
-@_threshold
-@_json
+@_proposer_options
 def mutation(seeds, repos, env_spec, tests, n, out, rng_seed, eval_fraction, workers, backend, k, threshold,
              as_json) -> None:
     """Inject one AST-level bug per task into real projects with pytest suites."""
@@ -108,11 +111,7 @@ def mutation(seeds, repos, env_spec, tests, n, out, rng_seed, eval_fraction, wor
 @click.option("--jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 @click.option("--eval-fraction", type=float, default=0.2, show_default=True)
-@_workers
-@_backend
-@_k
-@_threshold
-@_json
+@_proposer_options
 def problems(jsonl, out, eval_fraction, workers, backend, k, threshold, as_json) -> None:
     """Import HumanEval/MBPP-style JSONL (prompt, canonical_solution, test, entry_point)."""
     from touchstone.tasks.proposers.problems import import_problems
@@ -128,11 +127,7 @@ def problems(jsonl, out, eval_fraction, workers, backend, k, threshold, as_json)
 @click.option("--existing", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
               help="task sets to deduplicate against (repeatable)")
 @click.option("--out", type=click.Path(path_type=Path), required=True)
-@_workers
-@_backend
-@_k
-@_threshold
-@_json
+@_proposer_options
 def llm(policy, n, attempts, existing, out, workers, backend, k, threshold, as_json) -> None:
     """Ask a policy to propose tasks; validate, dedup, and score learnability."""
     from touchstone.tasks.proposers.llm import propose_llm
@@ -208,11 +203,7 @@ def import_() -> None:
 @click.option("--env-spec", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help='JSON {"owner/name": SPEC | {"VERSION": SPEC, "*": SPEC}}; default: pip install -e .')
 @click.option("--eval-fraction", type=float, default=0.2, show_default=True)
-@_workers
-@_backend
-@_k
-@_threshold
-@_json
+@_proposer_options
 def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, k, threshold, as_json) -> None:
     """Import SWE-bench-format INSTANCES (JSONL; SWE-smith, SWE-Gym and R2E-Gym field names too)."""
     from touchstone.tasks.proposers.swebench import import_swebench
