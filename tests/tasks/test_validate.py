@@ -28,11 +28,13 @@ def problem_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_problem_import_verdicts_are_in_the_index(problem_set: Path) -> None:
     rows = dict(query(problem_set, "SELECT id, coalesce(reason, status) FROM tasks"))
+    # the answer depends on set order: right under about one hash seed in four, so whether some
+    # run happens to pass decides between the two (both reject it)
+    assert rows.pop("Demo-3") in ("flaky", "reference_fails")
     assert rows == {
         "Demo-0": "kept",  # good problem
         "Demo-1": "weak_tests",  # test calls the function but asserts nothing
         "Demo-2": "reference_fails",  # canonical solution is wrong
-        "Demo-3": "reference_fails",  # answer depends on set order: wrong under every grading hash seed
         "problems-5": "malformed",  # missing keys
         "problems-6": "malformed",  # bad JSON
     }
