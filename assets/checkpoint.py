@@ -32,7 +32,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
     pool="gpu",
 )
 def checkpoint(
-    context: dg.AssetExecutionContext, storage: StorageResource, trainer: TrainerResource,
+    context: dg.AssetExecutionContext,
+    storage: StorageResource,
+    trainer: TrainerResource,
     pipes: dg.PipesSubprocessClient,
 ) -> dg.MaterializeResult:
     """Weights + tokenizer + checkpoint.json (manifest with content hash and lineage)."""
@@ -48,8 +50,15 @@ def checkpoint(
     start = starting_checkpoint(context.instance, round_key)
     data_dir = store.local_dir("training_data", round_key)
     with publishing(context, storage) as out, tempfile.TemporaryDirectory() as tmp:
-        params = {"method": trainer.method, "data_dir": str(data_dir), "base": str(store.local_copy(start.path)),
-                  "out": str(out), "round_key": round_key, "config": config, "error_file": f"{tmp}/error"}
+        params = {
+            "method": trainer.method,
+            "data_dir": str(data_dir),
+            "base": str(store.local_copy(start.path)),
+            "out": str(out),
+            "round_key": round_key,
+            "config": config,
+            "error_file": f"{tmp}/error",
+        }
         reported = _run_trainer(context, pipes, trainer.pipes_command(params), Path(tmp) / "error")
     path = store.asset_dir("checkpoint", round_key)
     return dg.MaterializeResult(
@@ -61,7 +70,9 @@ def checkpoint(
     )
 
 
-def _run_trainer(context, pipes: dg.PipesSubprocessClient, command: list[str], error_file: Path) -> dg.MaterializeResult:
+def _run_trainer(
+    context, pipes: dg.PipesSubprocessClient, command: list[str], error_file: Path
+) -> dg.MaterializeResult:
     """Run the training command under Pipes; a crash fails the step with the trainer's error."""
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
     try:

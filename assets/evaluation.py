@@ -13,7 +13,11 @@ from orchestration.partitions import rounds_partitions
 from orchestration.policy_server import PolicyServerResource
 from orchestration.publishing import publishing
 from orchestration.resources import (
-    EvalConfig, PolicyResource, SandboxResource, StorageResource, VerifierResource,
+    EvalConfig,
+    PolicyResource,
+    SandboxResource,
+    StorageResource,
+    VerifierResource,
 )
 from orchestration.storage import read_parquet
 from touchstone.evaluate.schema import RoundMetrics
@@ -54,8 +58,14 @@ def round_evaluation(
     work = store.work_dir("round_evaluation", round_key) / ckpt_hash[:16]
     with publishing(context, storage) as out:
         with server.serving(ckpt, ckpt_hash, work, context.log) as served:  # stopped before grading
-            rollouts = policy.solve(load_task_set(heldout_dir), checkpoint_policy(policy.spec, ckpt, served),
-                                    config.attempts, work, sandbox, context.log)
+            rollouts = policy.solve(
+                load_task_set(heldout_dir),
+                checkpoint_policy(policy.spec, ckpt, served),
+                config.attempts,
+                work,
+                sandbox,
+                context.log,
+            )
         shutil.copytree(rollouts, out / "rollouts")
         verifier.verify_round(heldout_dir, out / "rollouts", out / "verification", sandbox)
         attempts = attempts_table(
@@ -63,8 +73,9 @@ def round_evaluation(
             pl.read_parquet(out / "verification" / "reports.parquet"),
         )
         attempts.write_parquet(out / "attempts.parquet")
-        metrics = round_metrics(attempts, round_key=round_key, checkpoint_hash=ckpt_hash,
-                                k=config.attempts, resamples=config.bootstrap)
+        metrics = round_metrics(
+            attempts, round_key=round_key, checkpoint_hash=ckpt_hash, k=config.attempts, resamples=config.bootstrap
+        )
         pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")
         decision = _promotion(metrics, earlier, str(found[0].get("parent_round", "")), config)
         (out / "promotion.json").write_text(decision.model_dump_json(indent=2) + "\n")

@@ -20,9 +20,16 @@ def seed_sources(
 
     with publishing(context, storage) as out:
         seeds = [resolve_seed(s, out) for s in config.seeds] if config.seeds else default_seeds(out)
-        rows = [{"seed": s.name, "dir": s.root.relative_to(out).as_posix(), "sources": len(s.sources),
-                 "tests": len(s.tests), "environment": s.environment.model_dump_json() if s.environment else None}
-                for s in seeds]
+        rows = [
+            {
+                "seed": s.name,
+                "dir": s.root.relative_to(out).as_posix(),
+                "sources": len(s.sources),
+                "tests": len(s.tests),
+                "environment": s.environment.model_dump_json() if s.environment else None,
+            }
+            for s in seeds
+        ]
         pl.DataFrame(rows).write_parquet(out / "sources.parquet")
     return dg.MaterializeResult(metadata=table_metadata(storage.store().asset_dir("seed_sources") / "sources.parquet"))
 
@@ -68,7 +75,13 @@ def heldout_tasks(
 
     with publishing(context, storage) as out:
         # Its own RNG stream: round r seeds with r, far below this.
-        propose_mutation(out, seeds=storage.seed_dirs(), n=config.n_tasks, workers=sandbox.workers,
-                         cfg=ValidationConfig(backend=sandbox.backend), rng_seed=config.rng_seed)
+        propose_mutation(
+            out,
+            seeds=storage.seed_dirs(),
+            n=config.n_tasks,
+            workers=sandbox.workers,
+            cfg=ValidationConfig(backend=sandbox.backend),
+            rng_seed=config.rng_seed,
+        )
     index = storage.store().asset_dir("heldout_tasks") / "index.parquet"
     return dg.MaterializeResult(metadata=table_metadata(index))

@@ -33,8 +33,14 @@ def proposed_tasks(
     round_key = context.partition_key
     with publishing(context, storage) as out:
         # The round index seeds the proposer: each round gets new tasks, a rerun the same ones.
-        propose_mutation(out, seeds=storage.seed_dirs(), n=config.n_tasks, workers=sandbox.workers,
-                         cfg=ValidationConfig(backend=sandbox.backend), rng_seed=round_index(round_key))
+        propose_mutation(
+            out,
+            seeds=storage.seed_dirs(),
+            n=config.n_tasks,
+            workers=sandbox.workers,
+            cfg=ValidationConfig(backend=sandbox.backend),
+            rng_seed=round_index(round_key),
+        )
         excluded = exclude_heldout(out, store.local_dir("heldout_tasks"))
     index = read_parquet(store.asset_dir("proposed_tasks", round_key) / "index.parquet")
     reasons = index.filter(pl.col("status") == "rejected")["reason"].value_counts().iter_rows()

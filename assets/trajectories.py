@@ -41,12 +41,17 @@ def raw_trajectories(
     # Rollouts resume from the work dir: a killed run redoes only unfinished attempts.
     # Keyed by the starting weights, so a resume never reuses another checkpoint's runs.
     work = store.work_dir("raw_trajectories", round_key) / start.checkpoint_hash[:16]
-    serve = server.serving(ckpt, start.checkpoint_hash, work, context.log) if policy.uses_checkpoint(round_key) \
+    serve = (
+        server.serving(ckpt, start.checkpoint_hash, work, context.log)
+        if policy.uses_checkpoint(round_key)
         else contextlib.nullcontext()
+    )
     with serve as served, publishing(context, storage) as out:
         specs = policy.round_policies(round_key, ckpt, config.attempts, served)
-        parts = [policy.solve(tasks, spec, attempts, work / spec.split(":")[0], sandbox, context.log)
-                 for spec, attempts in specs.items()]
+        parts = [
+            policy.solve(tasks, spec, attempts, work / spec.split(":")[0], sandbox, context.log)
+            for spec, attempts in specs.items()
+        ]
         for part in parts:
             shutil.copytree(part, out / part.name)
         merge_rollouts(parts, out)
@@ -58,4 +63,3 @@ def raw_trajectories(
             **lineage_metadata(start),
         }
     )
-

@@ -34,6 +34,4 @@ def verification_reports(
     done = store.asset_dir("verification_reports", round_key)
     reports = table_metadata(done / "reports.parquet")
     verdicts = read_parquet(done / "reports.parquet")["verdict"].value_counts().iter_rows()
-    return dg.MaterializeResult(
-        metadata={**reports, **{f"verdict_{k}": dg.MetadataValue.int(v) for k, v in verdicts}}
-    )
+    return dg.MaterializeResult(metadata={**reports, **{f"verdict_{k}": dg.MetadataValue.int(v) for k, v in verdicts}})

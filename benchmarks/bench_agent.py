@@ -19,9 +19,14 @@ from touchstone.agent.trajectory import Sampling
 
 from tests.agent.conftest import MINILIB, minilib_task
 
-BUGS = [("if x > hi:", "if x <= hi:"), ("a > 0 and b > 0", "a > 0 or b > 0"), ("total += 1", "total -= 1"),
-        ("sum(xs) / len(xs)", "sum(xs) * len(xs)"), ("range(len(xs) - 1)", "range(len(xs) - 1 + 1)"),
-        ("return [xs[i:i + n] for i in range(0, len(xs), n)]", "return None")]
+BUGS = [
+    ("if x > hi:", "if x <= hi:"),
+    ("a > 0 and b > 0", "a > 0 or b > 0"),
+    ("total += 1", "total -= 1"),
+    ("sum(xs) / len(xs)", "sum(xs) * len(xs)"),
+    ("range(len(xs) - 1)", "range(len(xs) - 1 + 1)"),
+    ("return [xs[i:i + n] for i in range(0, len(xs), n)]", "return None"),
+]
 
 
 def bench(policy: str, tasks: Path, out: Path, workers: int, sampling: Sampling, limits: EpisodeLimits) -> dict:
@@ -51,11 +56,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for i, (original, mutated) in enumerate(BUGS[: args.tasks]):
-            minilib_task(root / "tasks", f"bench-{i}", "A function of minilib is wrong.", MINILIB.replace(original, mutated))
+            minilib_task(
+                root / "tasks", f"bench-{i}", "A function of minilib is wrong.", MINILIB.replace(original, mutated)
+            )
         results = [
             bench("teacher", root / "tasks", root / "teacher", args.workers, Sampling(), EpisodeLimits()),
-            bench(f"hf:{default_model()}", root / "tasks", root / "hf", args.workers,
-                  Sampling(temperature=1.0, max_tokens=64), EpisodeLimits(max_turns=4)),
+            bench(
+                f"hf:{default_model()}",
+                root / "tasks",
+                root / "hf",
+                args.workers,
+                Sampling(temperature=1.0, max_tokens=64),
+                EpisodeLimits(max_turns=4),
+            ),
         ]
     notes = [
         "Tasks: single-bug mutants of a small library, one attempt each, bwrap sandbox, "

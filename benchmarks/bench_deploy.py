@@ -43,9 +43,14 @@ def _timings(instance, run_id: str) -> dict:
 
 
 def _row(mode: str, wall: float, timing: dict, **memory) -> dict:
-    return {"mode": mode, "round_wall_s": round(wall, 1), "steps": timing["steps"],
-            "step_compute_s": round(timing["compute_s"], 1),
-            "overhead_per_step_s": round((wall - timing["compute_s"]) / max(timing["steps"], 1), 2), **memory}
+    return {
+        "mode": mode,
+        "round_wall_s": round(wall, 1),
+        "steps": timing["steps"],
+        "step_compute_s": round(timing["compute_s"], 1),
+        "overhead_per_step_s": round((wall - timing["compute_s"]) / max(timing["steps"], 1), 2),
+        **memory,
+    }
 
 
 def in_process_child(home: Path) -> None:
@@ -66,19 +71,32 @@ def in_process_child(home: Path) -> None:
     result = run_round(instance, "r000", resources=tiny_resources(home), run_config=TINY_CONFIG)
     wall = time.monotonic() - started
     assert result.success, "the in-process round failed"
-    print(json.dumps({"wall": wall, "timing": _timings(instance, result.run_id),
-                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    print(
+        json.dumps(
+            {
+                "wall": wall,
+                "timing": _timings(instance, result.run_id),
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+    )
 
 
 def in_process() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        done = subprocess.run([sys.executable, "-m", "benchmarks.bench_deploy", "--child", tmp], cwd=ROOT,
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.bench_deploy", "--child", tmp],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     if done.returncode != 0:
         raise RuntimeError(f"in-process round failed:\n{done.stderr[-3000:]}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    return _row("in_process", out["wall"], out["timing"], peak_container_mb="",
-                peak_total_mb=round(out["peak_rss_mb"]), up_s="")
+    return _row(
+        "in_process", out["wall"], out["timing"], peak_container_mb="", peak_total_mb=round(out["peak_rss_mb"]), up_s=""
+    )
 
 
 class _CgroupPeaks:
@@ -111,8 +129,10 @@ class _CgroupPeaks:
 
 
 def _memory_bytes(container_id: str) -> int:
-    for path in (f"/sys/fs/cgroup/memory/docker/{container_id}/memory.usage_in_bytes",
-                 f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.current"):
+    for path in (
+        f"/sys/fs/cgroup/memory/docker/{container_id}/memory.usage_in_bytes",
+        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.current",
+    ):
         try:
             return int(Path(path).read_text())
         except OSError:
@@ -127,23 +147,30 @@ def docker_deployment() -> dict:
     from tests.serving import free_port
 
     with tempfile.TemporaryDirectory() as tmp:
-        stack = Stack(root=Path(tmp), name=f"tsbench-{free_port()}", web_port=free_port(), pg_port=free_port(),
-                      sandbox_slots=2)
+        stack = Stack(
+            root=Path(tmp), name=f"tsbench-{free_port()}", web_port=free_port(), pg_port=free_port(), sandbox_slots=2
+        )
         try:
             up_started = time.monotonic()
             up(stack, log=lambda m: print(m, file=sys.stderr))
             up_s = time.monotonic() - up_started
-            sources, = run_rounds(stack, 0, tiny_run_config(), log=lambda m: print(m, file=sys.stderr))
+            (sources,) = run_rounds(stack, 0, tiny_run_config(), log=lambda m: print(m, file=sys.stderr))
             assert sources.success, sources.failures
             with _CgroupPeaks(f"{LABEL}={stack.name}") as peaks:
-                outcome, = run_rounds(stack, 1, tiny_run_config(), log=lambda m: print(m, file=sys.stderr))
+                (outcome,) = run_rounds(stack, 1, tiny_run_config(), log=lambda m: print(m, file=sys.stderr))
             assert outcome.success, outcome.failures
             with host_instance(stack) as instance:
                 timing = _timings(instance, outcome.run_id)
         finally:
             down(stack, volumes=True, log=lambda m: print(m, file=sys.stderr))
-    return _row("docker", outcome.wall_s, timing, peak_container_mb=round(peaks.peak_one / 2**20),
-                peak_total_mb=round(peaks.peak_total / 2**20), up_s=round(up_s, 1))
+    return _row(
+        "docker",
+        outcome.wall_s,
+        timing,
+        peak_container_mb=round(peaks.peak_one / 2**20),
+        peak_total_mb=round(peaks.peak_total / 2**20),
+        up_s=round(up_s, 1),
+    )
 
 
 def main() -> None:
@@ -157,9 +184,13 @@ def main() -> None:
     rows = [in_process()]
     if not args.skip_docker:
         rows.append(docker_deployment())
-    notes = [("same round (sources first, not timed), tiny settings; Docker: `up` with images already built "
-              "(up_s), every step in its own container, sandboxes as sibling containers"),
-             "overhead_per_step_s = (round wall time - summed step compute) / steps"]
+    notes = [
+        (
+            "same round (sources first, not timed), tiny settings; Docker: `up` with images already built "
+            "(up_s), every step in its own container, sandboxes as sibling containers"
+        ),
+        "overhead_per_step_s = (round wall time - summed step compute) / steps",
+    ]
     print(json.dumps({"bench": "deploy", "results": rows, "notes": notes}))
 
 

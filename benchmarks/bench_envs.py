@@ -47,8 +47,10 @@ def _build_times() -> list[dict]:
             else:
                 os.environ["TOUCHSTONE_CACHE"] = previous
     assert again.reused and not cold.reused
-    return [{"build": "cold (empty cache, wheels downloaded)", "seconds": round(cold_s, 3)},
-            {"build": "cached (same digest, reused)", "seconds": round(cached_s, 4)}]
+    return [
+        {"build": "cold (empty cache, wheels downloaded)", "seconds": round(cold_s, 3)},
+        {"build": "cached (same digest, reused)", "seconds": round(cached_s, 4)},
+    ]
 
 
 def _task_run(backend: str, environment, ws: Path) -> float:
@@ -72,8 +74,15 @@ def _overheads(repeats: int) -> list[dict]:
                 base.append(_task_run(backend, None, ws))
                 with_env.append(_task_run(backend, env, ws))
             b, e = statistics.median(base), statistics.median(with_env)
-            rows.append({"backend": backend, "base_ms": round(1000 * b, 1), "with_env_ms": round(1000 * e, 1),
-                         "overhead_ms": round(1000 * (e - b), 1), "repeats": repeats})
+            rows.append(
+                {
+                    "backend": backend,
+                    "base_ms": round(1000 * b, 1),
+                    "with_env_ms": round(1000 * e, 1),
+                    "overhead_ms": round(1000 * (e - b), 1),
+                    "repeats": repeats,
+                }
+            )
     return rows
 
 
@@ -82,9 +91,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args()
     results = _build_times() + _overheads(args.repeats)
-    notes = [f"environment: {', '.join(SPEC.requirements)}; built in a bwrap build sandbox (network on), "
-             f"mounted read-only at /usr/local in every run (network off); cache {paths.cache()}",
-             "per-task run = sandbox open + `python3 -m pytest` of one test importing attrs + close (median)"]
+    notes = [
+        f"environment: {', '.join(SPEC.requirements)}; built in a bwrap build sandbox (network on), "
+        f"mounted read-only at /usr/local in every run (network off); cache {paths.cache()}",
+        "per-task run = sandbox open + `python3 -m pytest` of one test importing attrs + close (median)",
+    ]
     print(json.dumps({"bench": "envs", "results": results, "notes": notes}, indent=2))
 
 

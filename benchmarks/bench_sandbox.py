@@ -37,8 +37,11 @@ from touchstone.sandbox.image import ensure_rootfs
 
 # What a change to the sandbox costs, per exec and per hand-out from a warm pool.
 COMPARED = [("bwrap", "exec"), ("docker", "exec"), ("docker", "warm")]
-TARGETS_MS = {("bwrap", "exec overhead vs bare"): 15, ("docker", "warm-pool open → first exec"): 80,
-              ("docker", "cold create → first exec"): 1000}
+TARGETS_MS = {
+    ("bwrap", "exec overhead vs bare"): 15,
+    ("docker", "warm-pool open → first exec"): 80,
+    ("docker", "cold create → first exec"): 1000,
+}
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -48,10 +51,14 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 def row(backend: str, measure: str, samples: list[float], **extra: object) -> dict:
-    return {"backend": backend, "measure": measure, "n": len(samples),
-            "median_ms": round(statistics.median(samples), 2),
-            "p95_ms": round(statistics.quantiles(samples, n=100, method="inclusive")[94], 2),
-            "vs_bare": extra.get("vs_bare", "")}
+    return {
+        "backend": backend,
+        "measure": measure,
+        "n": len(samples),
+        "median_ms": round(statistics.median(samples), 2),
+        "p95_ms": round(statistics.quantiles(samples, n=100, method="inclusive")[94], 2),
+        "vs_bare": extra.get("vs_bare", ""),
+    }
 
 
 def lifecycle(ws: Path, backend: str) -> None:
@@ -77,8 +84,14 @@ def bench_backend(ws: Path, backend: str, runs: int) -> list[dict]:
     ratio = f"{statistics.median(inside) / statistics.median(bare):.1f}×"
     rows.append(row("bare", "subprocess.run(['true'])", bare))
     if floor:
-        rows.append(row("bare", "bwrap --ro-bind ROOT / true (floor)", floor,
-                        vs_bare=f"{statistics.median(floor) / statistics.median(bare):.1f}×"))
+        rows.append(
+            row(
+                "bare",
+                "bwrap --ro-bind ROOT / true (floor)",
+                floor,
+                vs_bare=f"{statistics.median(floor) / statistics.median(bare):.1f}×",
+            )
+        )
     rows.append(row(backend, "exec true", inside, vs_bare=ratio))
     overhead = [i - b for i, b in zip(inside, bare)]
     rows.append(row(backend, "exec overhead vs bare", overhead))
@@ -111,8 +124,13 @@ def throughput(ws: Path, backend: str, total: int) -> dict:
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(lambda _: lifecycle(ws, backend), range(total)))
     wall = time.perf_counter() - started
-    return {"backend": backend, "workers": 2, "lifecycles": total, "wall_s": round(wall, 2),
-            "lifecycles_per_s": round(total / wall, 2)}
+    return {
+        "backend": backend,
+        "workers": 2,
+        "lifecycles": total,
+        "wall_s": round(wall, 2),
+        "lifecycles_per_s": round(total / wall, 2),
+    }
 
 
 def worker(backend: str) -> None:
@@ -142,16 +160,27 @@ def worker(backend: str) -> None:
 
 def interleaved(checkout: Path, backends: list[str], runs: int) -> list[dict]:
     """Per-exec medians of `checkout`'s sandbox code and this tree's, sampled in turn."""
-    commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or checkout.name
+    commit = (
+        subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        or checkout.name
+    )
     rows = []
     for backend, measure in COMPARED:
         if backend not in backends:
             continue
-        procs = [subprocess.Popen([sys.executable, __file__, "--worker", backend], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True, cwd=cwd,
-                                  env={**os.environ, "PYTHONPATH": str(cwd)})
-                 for cwd in (checkout, Path(__file__).resolve().parents[1])]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, __file__, "--worker", backend],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=cwd,
+                env={**os.environ, "PYTHONPATH": str(cwd)},
+            )
+            for cwd in (checkout, Path(__file__).resolve().parents[1])
+        ]
         samples: list[list[float]] = [[], []]
         for i in tqdm(range(runs), desc=f"{backend} {measure}: baseline vs this tree"):
             for k in (i % 2, 1 - i % 2):  # alternate which goes first
@@ -162,8 +191,15 @@ def interleaved(checkout: Path, backends: list[str], runs: int) -> list[dict]:
             proc.stdin.close()
             proc.wait()
         before, after = (statistics.median(x) for x in samples)
-        rows.append({"backend": backend, "per exec": measure, f"baseline {commit} median_ms": round(before, 2),
-                     "this tree median_ms": round(after, 2), "cost_ms": round(after - before, 2)})
+        rows.append(
+            {
+                "backend": backend,
+                "per exec": measure,
+                f"baseline {commit} median_ms": round(before, 2),
+                "this tree median_ms": round(after, 2),
+                "cost_ms": round(after - before, 2),
+            }
+        )
     return rows
 
 
@@ -172,12 +208,16 @@ def notes(rows: list[dict]) -> list[str]:
     by_measure = {r.get("measure"): r for r in rows}
     floor, bare = by_measure.get("bwrap --ro-bind ROOT / true (floor)"), by_measure.get("subprocess.run(['true'])")
     if floor and bare:
-        out.append(f"bwrap alone (one mount namespace, no isolation) costs {floor['median_ms'] - bare['median_ms']:.1f} ms "
-                   "over a bare process in this run: the share of the overhead that is the machine, not the sandbox")
+        out.append(
+            f"bwrap alone (one mount namespace, no isolation) costs {floor['median_ms'] - bare['median_ms']:.1f} ms "
+            "over a bare process in this run: the share of the overhead that is the machine, not the sandbox"
+        )
     compared = [r for r in rows if "cost_ms" in r]
     if compared:
-        out.append("against the baseline checkout, sampled in alternation: "
-                   + "; ".join(f"{r['backend']} {r['per exec']} {r['cost_ms']:+.1f} ms" for r in compared))
+        out.append(
+            "against the baseline checkout, sampled in alternation: "
+            + "; ".join(f"{r['backend']} {r['per exec']} {r['cost_ms']:+.1f} ms" for r in compared)
+        )
     for r in rows:
         target = TARGETS_MS.get((r["backend"], r.get("measure")))
         if target is not None:
@@ -190,8 +230,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--backends", nargs="*", default=None, help="default: every available backend")
-    parser.add_argument("--baseline", type=Path, default=os.environ.get("TOUCHSTONE_BENCH_BASELINE"),
-                        help="a checkout whose sandbox code to measure too, side by side")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=os.environ.get("TOUCHSTONE_BENCH_BASELINE"),
+        help="a checkout whose sandbox code to measure too, side by side",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # one side of a --baseline comparison
     args = parser.parse_args()
     if args.worker:

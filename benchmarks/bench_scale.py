@@ -31,26 +31,56 @@ def _one(stage: str, count: int, out: Path, workers: int, backend: str) -> dict:
     started = time.monotonic()
     if stage == "solve":
         n_tasks = len([p for p in TASKS.iterdir() if p.is_dir()])
-        solve(TASKS, "teacher", attempts=math.ceil(count / n_tasks), workers=workers, out=out / "trajectories",
-              backend=backend, progress=False)
+        solve(
+            TASKS,
+            "teacher",
+            attempts=math.ceil(count / n_tasks),
+            workers=workers,
+            out=out / "trajectories",
+            backend=backend,
+            progress=False,
+        )
     else:
-        verify_batch(TASKS, out / "trajectories", workers, out / "reports", replays=1, backend=backend,
-                     progress_bar=False)
+        verify_batch(
+            TASKS, out / "trajectories", workers, out / "reports", replays=1, backend=backend, progress_bar=False
+        )
     wall = time.monotonic() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"wall_s": wall, "peak_rss_mb": peak_mb}
 
 
 def measure(stage: str, count: int, out: Path, workers: int, backend: str) -> dict:
-    done = subprocess.run([sys.executable, "-m", "benchmarks.bench_scale", "--one", stage, str(count), str(out),
-                           "--workers", str(workers), "--backend", backend], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_scale",
+            "--one",
+            stage,
+            str(count),
+            str(out),
+            "--workers",
+            str(workers),
+            "--backend",
+            backend,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{stage} x{count} failed:\n{done.stderr[-2000:]}")
     row = json.loads(done.stdout.strip().splitlines()[-1])
     n = _trajectories(out) if stage == "solve" else _reports(out)
-    return {"stage": stage, "trajectories": n, "workers": workers, "wall_s": round(row["wall_s"], 1),
-            "per_trajectory_s": round(row["wall_s"] / max(n, 1), 3),
-            "per_minute": round(60 * n / row["wall_s"], 1), "peak_rss_mb": round(row["peak_rss_mb"])}
+    return {
+        "stage": stage,
+        "trajectories": n,
+        "workers": workers,
+        "wall_s": round(row["wall_s"], 1),
+        "per_trajectory_s": round(row["wall_s"] / max(n, 1), 3),
+        "per_minute": round(60 * n / row["wall_s"], 1),
+        "peak_rss_mb": round(row["peak_rss_mb"]),
+    }
 
 
 def _trajectories(out: Path) -> int:
@@ -76,12 +106,17 @@ def notes(rows: list[dict]) -> list[str]:
         small, large = mine[0], mine[-1]
         time_growth = large["per_trajectory_s"] / small["per_trajectory_s"]
         mem_growth = large["peak_rss_mb"] / small["peak_rss_mb"]
-        out.append(f"{stage}: per-trajectory time x{time_growth:.2f} and peak RSS x{mem_growth:.2f} from "
-                   f"{small['trajectories']} to {large['trajectories']} trajectories: "
-                   + ("linear cost" if time_growth <= 1.5 else "NOT linear (per-trajectory time grows)")
-                   + (", flat memory" if mem_growth <= 1.5 else
-                      f", memory GROWS with the batch (~{_kb_per_trajectory(small, large):.0f} KB per trajectory: "
-                      "the run's tables are assembled in memory)"))
+        out.append(
+            f"{stage}: per-trajectory time x{time_growth:.2f} and peak RSS x{mem_growth:.2f} from "
+            f"{small['trajectories']} to {large['trajectories']} trajectories: "
+            + ("linear cost" if time_growth <= 1.5 else "NOT linear (per-trajectory time grows)")
+            + (
+                ", flat memory"
+                if mem_growth <= 1.5
+                else f", memory GROWS with the batch (~{_kb_per_trajectory(small, large):.0f} KB per trajectory: "
+                "the run's tables are assembled in memory)"
+            )
+        )
     return out
 
 
@@ -106,9 +141,15 @@ def main() -> None:
             for stage in ("solve", "verify"):
                 rows.append(measure(stage, count, Path(tmp), args.workers, args.backend))
                 print(f"{rows[-1]}", file=sys.stderr, flush=True)
-    print(json.dumps({"bench": "scale", "results": rows,
-                      "notes": [f"backend {args.backend}, teacher policy, one replay per verification",
-                                *notes(rows)]}))
+    print(
+        json.dumps(
+            {
+                "bench": "scale",
+                "results": rows,
+                "notes": [f"backend {args.backend}, teacher policy, one replay per verification", *notes(rows)],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

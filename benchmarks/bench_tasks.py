@@ -24,9 +24,15 @@ FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "tasks" / "fixture
 
 def _rate(proposer: str, started: float, kept: int, rejected: int, workers: int) -> dict:
     wall = time.monotonic() - started
-    return {"proposer": proposer, "kept": kept, "rejected": rejected, "wall_s": round(wall, 1),
-            "validated_tasks_per_minute": round(60 * kept / wall, 2),
-            "candidates_per_minute": round(60 * (kept + rejected) / wall, 2), "workers": workers}
+    return {
+        "proposer": proposer,
+        "kept": kept,
+        "rejected": rejected,
+        "wall_s": round(wall, 1),
+        "validated_tasks_per_minute": round(60 * kept / wall, 2),
+        "candidates_per_minute": round(60 * (kept + rejected) / wall, 2),
+        "workers": workers,
+    }
 
 
 def main() -> None:
@@ -48,11 +54,13 @@ def main() -> None:
         t0 = time.monotonic()
         rows, kept = propose_from_outputs(outputs, root / "llm", origin="recorded", workers=args.workers, cfg=cfg)
         results.append(_rate("llm (recorded outputs)", t0, len(kept), len(rows) - len(kept), args.workers))
-    notes = [f"every test run in the sandbox (bwrap); task validation as in docs/formats/task.md (k={cfg.k} grading "
-             f"runs plus randomized/shifted-clock runs, leak probes, trivial baselines, up to {cfg.max_mutants} "
-             "mutants, all run); its cost per task: the validation section",
-             "mutation: shipped seeds inflection 0.5.1 + toolz 1.0.0; problems / llm: the recorded fixtures "
-             "(1 of 6 and 1 of 7 candidates are good, the rest are rejected for the reasons under test)"]
+    notes = [
+        f"every test run in the sandbox (bwrap); task validation as in docs/formats/task.md (k={cfg.k} grading "
+        f"runs plus randomized/shifted-clock runs, leak probes, trivial baselines, up to {cfg.max_mutants} "
+        "mutants, all run); its cost per task: the validation section",
+        "mutation: shipped seeds inflection 0.5.1 + toolz 1.0.0; problems / llm: the recorded fixtures "
+        "(1 of 6 and 1 of 7 candidates are good, the rest are rejected for the reasons under test)",
+    ]
     print(json.dumps({"bench": "tasks", "results": results, "notes": notes}, indent=2))
 
 

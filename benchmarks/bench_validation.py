@@ -32,21 +32,35 @@ def main() -> None:
                 wrong.append(f"{case.id}: {got} ({v.detail[:160]})")
     rows = []
     for family, items in by_family.items():
-        rows.append({"family": family, "tasks": len(items), "correct": sum(ok for *_, ok in items),
-                     "s_per_task": round(sum(s for s, *_ in items) / len(items), 2),
-                     "sandbox_runs_per_task": round(sum(n for _, n, _ in items) / len(items), 1),
-                     "max_s": round(max(s for s, *_ in items), 2)})
+        rows.append(
+            {
+                "family": family,
+                "tasks": len(items),
+                "correct": sum(ok for *_, ok in items),
+                "s_per_task": round(sum(s for s, *_ in items) / len(items), 2),
+                "sandbox_runs_per_task": round(sum(n for _, n, _ in items) / len(items), 1),
+                "max_s": round(max(s for s, *_ in items), 2),
+            }
+        )
     total = [x for items in by_family.values() for x in items]
-    rows.append({"family": "all", "tasks": len(total), "correct": sum(ok for *_, ok in total),
-                 "s_per_task": round(sum(s for s, *_ in total) / len(total), 2),
-                 "sandbox_runs_per_task": round(sum(n for _, n, _ in total) / len(total), 1),
-                 "max_s": round(max(s for s, *_ in total), 2)})
-    notes = [f"backend bwrap, {cfg.parallel} sandbox runs at once; reference: k={cfg.k} grading runs + "
-             f"{cfg.extra_runs} random + {cfg.clock_runs} shifted-clock + 1 Docker run (when up), "
-             f"+{cfg.nondeterminism_runs} when the clock/randomness is touched; up to {cfg.max_mutants} mutants, all run",
-             "static families (leaks, contamination, cheating references) stop before any sandbox run; "
-             "a kept task runs every check",
-             "verdicts not matching their label: " + ("; ".join(wrong) or "none")]
+    rows.append(
+        {
+            "family": "all",
+            "tasks": len(total),
+            "correct": sum(ok for *_, ok in total),
+            "s_per_task": round(sum(s for s, *_ in total) / len(total), 2),
+            "sandbox_runs_per_task": round(sum(n for _, n, _ in total) / len(total), 1),
+            "max_s": round(max(s for s, *_ in total), 2),
+        }
+    )
+    notes = [
+        f"backend bwrap, {cfg.parallel} sandbox runs at once; reference: k={cfg.k} grading runs + "
+        f"{cfg.extra_runs} random + {cfg.clock_runs} shifted-clock + 1 Docker run (when up), "
+        f"+{cfg.nondeterminism_runs} when the clock/randomness is touched; up to {cfg.max_mutants} mutants, all run",
+        "static families (leaks, contamination, cheating references) stop before any sandbox run; "
+        "a kept task runs every check",
+        "verdicts not matching their label: " + ("; ".join(wrong) or "none"),
+    ]
     print(json.dumps({"bench": "validation", "results": rows, "notes": notes}, indent=2))
 
 

@@ -38,19 +38,30 @@ def throughput(workers: int, replays: int, backend: str) -> dict:
         out = verify_batch(TASKS, items, workers, Path(tmp), replays=replays, backend=backend, progress_bar=False)
         wall = time.monotonic() - started
         verdicts = [r.verdict for r in read_reports(out)]
-    return {"workers": workers, "trajectories": len(items), "wall_s": round(wall, 1),
-            "verified_per_minute": round(60 * len(items) / wall, 1),
-            "accepted": verdicts.count("accept"), "rejected": verdicts.count("reject")}
+    return {
+        "workers": workers,
+        "trajectories": len(items),
+        "wall_s": round(wall, 1),
+        "verified_per_minute": round(60 * len(items) / wall, 1),
+        "accepted": verdicts.count("accept"),
+        "rejected": verdicts.count("reject"),
+    }
 
 
 def floor_s(task, messages, backend: str) -> float:
     """Required tests once, plain pytest, in a bare sandbox on the final tree."""
     rep = replay(task.workspace_dir, messages, backend=backend)
     with tempfile.TemporaryDirectory() as tmp:
-        tree = compose_tree(Path(tmp) / "tree", task.workspace_dir, files=rep.files, deleted=rep.diff.deleted,
-                            tests=task.hidden_tests_dir)
-        files = " ".join(sorted(p.relative_to(task.hidden_tests_dir).as_posix()
-                                for p in task.hidden_tests_dir.rglob("test_*.py")))
+        tree = compose_tree(
+            Path(tmp) / "tree",
+            task.workspace_dir,
+            files=rep.files,
+            deleted=rep.diff.deleted,
+            tests=task.hidden_tests_dir,
+        )
+        files = " ".join(
+            sorted(p.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("test_*.py"))
+        )
         started = time.monotonic()
         with open_sandbox(tree, backend=backend) as sb:
             sb.exec(f"python3 -m pytest -q {files}", timeout=task.timeout_s)
@@ -71,8 +82,12 @@ def overhead(replays: int, backend: str) -> dict:
         rows.append({"canary": c.name, "verdict": report.verdict, "isolation": report.isolation,
                      "full_s": round(full, 2), "full_in_process_s": round(inproc, 2), "floor_s": round(floor, 2),
                      "ratio": round(full / floor, 1), "ratio_in_process": round(inproc / floor, 1)})  # fmt: skip
-    return {"replays": replays, "median_ratio": statistics.median(r["ratio"] for r in rows),
-            "median_ratio_in_process": statistics.median(r["ratio_in_process"] for r in rows), "rows": rows}
+    return {
+        "replays": replays,
+        "median_ratio": statistics.median(r["ratio"] for r in rows),
+        "median_ratio_in_process": statistics.median(r["ratio_in_process"] for r in rows),
+        "rows": rows,
+    }
 
 
 def _median_run_s(run, reps: int) -> float:
@@ -95,9 +110,13 @@ def isolation_cost(backend: str, reps: int) -> list[dict]:
                      for p in task.reference_dir.rglob("*") if p.is_file()}  # fmt: skip
         args = (suite.test_files, suite.required, suite.prefixes)
         with tempfile.TemporaryDirectory() as tmp:
-            tree = compose_tree(Path(tmp) / "in-process", task.workspace_dir, files=reference, tests=task.hidden_tests_dir)
+            tree = compose_tree(
+                Path(tmp) / "in-process", task.workspace_dir, files=reference, tests=task.hidden_tests_dir
+            )
             trees = compose_trees(task.workspace_dir, reference, [], task.hidden_tests_dir, Path(tmp) / "isolated")
-            inproc = _median_run_s(lambda: grading.run_tests(tree, *args, timeout=task.timeout_s, backend=backend), reps)
+            inproc = _median_run_s(
+                lambda: grading.run_tests(tree, *args, timeout=task.timeout_s, backend=backend), reps
+            )
             isolated = _median_run_s(lambda: run_isolated(trees, *args, timeout=task.timeout_s, backend=backend), reps)
         rows.append({"task": task.id, "run_in_process_s": round(inproc, 2), "run_isolated_s": round(isolated, 2),
                      "run_ratio": round(isolated / inproc, 2)})  # fmt: skip
@@ -125,6 +144,7 @@ def main() -> None:
     ]
     results = throughput_rows + cost["rows"] + runs
     print(json.dumps({"bench": "verify", "results": results, "notes": notes}, indent=2))
+
 
 if __name__ == "__main__":
     main()

@@ -40,19 +40,29 @@ def areas() -> list[str]:
 
 
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor() or "unknown CPU")
-    mem_kb = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
-                      if line.startswith("MemTotal")))
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "unknown CPU",
+    )
+    mem_kb = int(
+        next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
+    )
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return (f"{os.cpu_count()} × {cpu}, {mem_kb / 2**20:.0f} GiB RAM, Linux {platform.release()}, "
-            f"Python {platform.python_version()}; load average {load}")
+    return (
+        f"{os.cpu_count()} × {cpu}, {mem_kb / 2**20:.0f} GiB RAM, Linux {platform.release()}, "
+        f"Python {platform.python_version()}; load average {load}"
+    )
 
 
 def run_area(area: str) -> tuple[dict | None, str]:
     """(parsed JSON, error text) of one area's benchmark script."""
-    done = subprocess.run([sys.executable, "-m", f"benchmarks.bench_{area}"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=TIMEOUT_S)
+    done = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.bench_{area}"], cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S
+    )
     if done.returncode != 0:
         return None, f"exit status {done.returncode}:\n{done.stderr[-2000:]}"
     start = done.stdout.rfind("\n{") + 1  # the last top-level JSON object

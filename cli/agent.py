@@ -27,8 +27,21 @@ from touchstone.tasks.schema import TaskError
 @click.option("--max-turns", default=50, show_default=True, type=click.IntRange(min=1))
 @click.option("--time-budget", default=900.0, show_default=True, type=float, help="seconds per episode")
 @click.option("--json", "as_json", is_flag=True, help="print the result as one JSON object")
-def solve(tasks, policy_spec, attempts, workers, out, backend, temperature, top_p, max_tokens, seed, max_turns,
-          time_budget, as_json) -> None:
+def solve(
+    tasks,
+    policy_spec,
+    attempts,
+    workers,
+    out,
+    backend,
+    temperature,
+    top_p,
+    max_tokens,
+    seed,
+    max_turns,
+    time_budget,
+    as_json,
+) -> None:
     """Solve TASKS (a task directory or a task-set directory) with a policy.
 
     Writes OUT/trajectories.parquet, OUT/steps.parquet and
@@ -44,7 +57,9 @@ def solve(tasks, policy_spec, attempts, workers, out, backend, temperature, top_
     for t in records:
         reasons[t.exit_reason] = reasons.get(t.exit_reason, 0) + 1
     if as_json:
-        click.echo(json.dumps({"trajectories": len(records), "out": str(out), "exit_reasons": dict(sorted(reasons.items()))}))
+        click.echo(
+            json.dumps({"trajectories": len(records), "out": str(out), "exit_reasons": dict(sorted(reasons.items()))})
+        )
         return
     summary = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
     click.echo(f"{len(records)} trajectories in {out} ({summary})")

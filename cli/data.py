@@ -14,8 +14,10 @@ def _print_summary(summary: dict) -> None:
     console = Console()
     console.print(f"inputs: {summary['inputs']}  verdicts: {summary['verdicts']}  hacks: {summary['hacks']}")
     if summary["reject_reasons"]:
-        console.print("reject reasons (failed check: runs): " +
-                      ", ".join(f"{k}: {v}" for k, v in summary["reject_reasons"].items()))
+        console.print(
+            "reject reasons (failed check: runs): "
+            + ", ".join(f"{k}: {v}" for k, v in summary["reject_reasons"].items())
+        )
     table = Table("dataset", "rows", "tokens", "tasks", "dropped")
     for name, d in summary["datasets"].items():
         dropped = ", ".join(f"{k}={v}" for k, v in d["dropped"].items()) or "-"
@@ -29,17 +31,30 @@ def data() -> None:
 
 
 @data.command("build")
-@click.option("--reports", type=click.Path(exists=True, path_type=Path), required=True,
-              help="reports.parquet (or its directory) from verify-batch.")
-@click.option("--trajectories", type=click.Path(exists=True, path_type=Path), required=True,
-              help="trajectories.parquet (or its directory) from solve.")
+@click.option(
+    "--reports",
+    type=click.Path(exists=True, path_type=Path),
+    required=True,
+    help="reports.parquet (or its directory) from verify-batch.",
+)
+@click.option(
+    "--trajectories",
+    type=click.Path(exists=True, path_type=Path),
+    required=True,
+    help="trajectories.parquet (or its directory) from solve.",
+)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--round", "round_key", default=None, help="Round key recorded in the lineage columns.")
-@click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="YAML with DataConfig fields (keep_per_task, max_tokens, credit: {gamma, ...}).")
+@click.option(
+    "--config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="YAML with DataConfig fields (keep_per_task, max_tokens, credit: {gamma, ...}).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
-def build(reports: Path, trajectories: Path, out: Path, round_key: str | None, config: Path | None,
-          as_json: bool) -> None:
+def build(
+    reports: Path, trajectories: Path, out: Path, round_key: str | None, config: Path | None, as_json: bool
+) -> None:
     """Write OUT/{sft,rl,dpo,kto}.parquet and OUT/summary.json."""
     from touchstone.config import ConfigError, load_config
     from touchstone.data.build import build_datasets
@@ -80,7 +95,9 @@ def expand_rounds(spec: str) -> list[str]:
             continue
         a, b = re.fullmatch(r"(\D*)(\d+)", lo), re.fullmatch(r"(\D*)(\d+)", hi)
         if not a or not b or a.group(1) != b.group(1):
-            raise click.BadParameter(f"{part!r}: a range is PREFIX<n>..PREFIX<m>, e.g. r000..r004", param_hint="--rounds")
+            raise click.BadParameter(
+                f"{part!r}: a range is PREFIX<n>..PREFIX<m>, e.g. r000..r004", param_hint="--rounds"
+            )
         width = len(a.group(2))
         out += [f"{a.group(1)}{i:0{width}d}" for i in range(int(a.group(2)), int(b.group(2)) + 1)]
     return out
@@ -89,8 +106,12 @@ def expand_rounds(spec: str) -> list[str]:
 @data.command("release")
 @click.option("--rounds", required=True, help="Rounds to publish: r000..r004 or r000,r002.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
-@click.option("--home", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Data root holding rounds/ (default: TOUCHSTONE_HOME).")
+@click.option(
+    "--home",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Data root holding rounds/ (default: TOUCHSTONE_HOME).",
+)
 @click.option("--redact", is_flag=True, help="Replace absolute host paths and NAME=value environment settings.")
 @click.option("--license", "license_", default="apache-2.0", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the release summary as JSON.")
@@ -107,9 +128,11 @@ def release(rounds: str, out: Path, home: Path | None, redact: bool, license_: s
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
         return
-    click.echo(f"released {sum(summary.rows.values())} runs to {out}: " +
-               ", ".join(f"{s}={n}" for s, n in summary.rows.items()) +
-               f"; held-out runs excluded: {summary.excluded_heldout}")
+    click.echo(
+        f"released {sum(summary.rows.values())} runs to {out}: "
+        + ", ".join(f"{s}={n}" for s, n in summary.rows.items())
+        + f"; held-out runs excluded: {summary.excluded_heldout}"
+    )
 
 
 @data.command("export")

@@ -11,10 +11,12 @@ from pathlib import Path
 import click
 
 _ROOT = click.option(
-    "--root", type=click.Path(path_type=Path), default=lambda: os.environ.get("TOUCHSTONE_DEPLOY_ROOT",
-                                                                            "/var/lib/touchstone"),
+    "--root",
+    type=click.Path(path_type=Path),
+    default=lambda: os.environ.get("TOUCHSTONE_DEPLOY_ROOT", "/var/lib/touchstone"),
     show_default="TOUCHSTONE_DEPLOY_ROOT or /var/lib/touchstone",
-    help="Data, instance files and sandbox workspaces; mounted at the same path in every container.")
+    help="Data, instance files and sandbox workspaces; mounted at the same path in every container.",
+)
 
 
 def _stack(root: Path):
@@ -64,8 +66,13 @@ def up(root: Path, name: str, web_port: int, pg_port: int, sandbox_slots: int) -
 @deploy.command("run")
 @_ROOT
 @click.option("--rounds", "n_rounds", default=1, show_default=True, help="Rounds to run, one run each.")
-@click.option("--config", "config_file", type=click.File(), default=None,
-              help="Run config YAML (ops: and resources: sections), as in the launchpad.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.File(),
+    default=None,
+    help="Run config YAML (ops: and resources: sections), as in the launchpad.",
+)
 @click.option("--timeout", "timeout_s", default=7200, show_default=True, help="Seconds to wait per run.")
 def run(root: Path, n_rounds: int, config_file, timeout_s: int) -> None:
     """Launch rounds through the deployment's run queue and launcher; wait for each."""
@@ -76,8 +83,9 @@ def run(root: Path, n_rounds: int, config_file, timeout_s: int) -> None:
 
     config = yaml.safe_load(config_file) if config_file else {}
     try:
-        outcomes = run_rounds(_stack(root), n_rounds, config, timeout_s=timeout_s,
-                              log=lambda m: click.echo(m, err=True))
+        outcomes = run_rounds(
+            _stack(root), n_rounds, config, timeout_s=timeout_s, log=lambda m: click.echo(m, err=True)
+        )
     except DeployError as exc:
         raise click.ClickException(str(exc)) from None
     for o in outcomes:
@@ -101,8 +109,9 @@ def status(root: Path) -> None:
     try:
         with host_instance(stack) as instance:
             for r in instance.get_runs(limit=10):
-                click.echo(f"  run {r.run_id[:8]} {r.job_name:8s} {r.tags.get('dagster/partition', '-'):5s} "
-                           f"{r.status.value}")
+                click.echo(
+                    f"  run {r.run_id[:8]} {r.job_name:8s} {r.tags.get('dagster/partition', '-'):5s} {r.status.value}"
+                )
     except Exception as exc:  # the database may be down: the container list above says why
         click.echo(f"  instance unreachable: {exc}", err=True)
 

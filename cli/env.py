@@ -16,8 +16,11 @@ def env() -> None:
 
 @env.command("build")
 @click.argument("target", type=click.Path(exists=True, path_type=Path))
-@click.option("--workspace", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="for a SPEC file with setup commands: the tree they run in")
+@click.option(
+    "--workspace",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="for a SPEC file with setup commands: the tree they run in",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the manifest as JSON")
 def build(target: Path, workspace: Path | None, as_json: bool) -> None:
     """Build the environment of TARGET: a task directory, or an environment spec JSON file.
@@ -40,7 +43,11 @@ def build(target: Path, workspace: Path | None, as_json: bool) -> None:
     except (EnvError, TaskError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
-        click.echo(json.dumps({**built.manifest.model_dump(mode="json"), "dir": str(built.dir), "reused": built.reused}, indent=2))
+        click.echo(
+            json.dumps(
+                {**built.manifest.model_dump(mode="json"), "dir": str(built.dir), "reused": built.reused}, indent=2
+            )
+        )
         return
     how = "reused" if built.reused else f"built in {built.manifest.build_s:.1f} s"
     click.echo(f"{built.digest}  {how} ({time.monotonic() - started:.1f} s)  {built.dir}")
@@ -56,4 +63,6 @@ def list_() -> None:
 
     for path in sorted((paths.cache() / "envs").glob(f"*/{MANIFEST}")):
         m = EnvManifest.model_validate_json(path.read_text())
-        click.echo(f"{m.digest[:23]}  {len(m.packages):3d} packages  {m.built_at[:19]}  {', '.join(m.spec.requirements)[:80]}")
+        click.echo(
+            f"{m.digest[:23]}  {len(m.packages):3d} packages  {m.built_at[:19]}  {', '.join(m.spec.requirements)[:80]}"
+        )

@@ -72,9 +72,14 @@ def list_rounds(as_json: bool) -> None:
     from orchestration.runner import ROUND_STAGES
 
     instance = _instance()
-    rounds = [{"round": key, "materialized": [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)],
-               **_promotion(instance, key)}
-              for key in registered_rounds(instance)]
+    rounds = [
+        {
+            "round": key,
+            "materialized": [s for s in ROUND_STAGES if latest_metadata(instance, dg.AssetKey(s), key)],
+            **_promotion(instance, key),
+        }
+        for key in registered_rounds(instance)
+    ]
     if as_json:
         click.echo(json.dumps(rounds, indent=2))
         return
@@ -101,12 +106,22 @@ def _promotion(instance, key: str) -> dict:
 
 
 @round_.command("run")
-@click.option("--rounds", "n_rounds", default=1, show_default=True,
-              help="How many rounds to run: an unfinished latest round first, then new ones.")
+@click.option(
+    "--rounds",
+    "n_rounds",
+    default=1,
+    show_default=True,
+    help="How many rounds to run: an unfinished latest round first, then new ones.",
+)
 @click.option("--key", default=None, help="Run (or rerun) this round instead of new ones.")
-@click.option("-c", "--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=None, help="Run config YAML (ops: and resources:, as in the launchpad), e.g. "
-              "orchestration/deploy/local-served.yaml.")
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Run config YAML (ops: and resources:, as in the launchpad), e.g. orchestration/deploy/local-served.yaml.",
+)
 def run(n_rounds: int, key: str | None, config_path: Path | None) -> None:
     """Materialize the shared sources if needed, then whole rounds, one run each."""
     from rich.console import Console

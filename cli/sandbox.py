@@ -46,8 +46,9 @@ def build_image() -> None:
 @click.option("--memory", default="1g", show_default=True, help="memory limit, e.g. 512m")
 @click.option("--json", "as_json", is_flag=True, help="print the ExecResult as JSON")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(backend: str, workspace: Path | None, timeout: float, memory: str, as_json: bool,
-        command: tuple[str, ...]) -> None:
+def run(
+    backend: str, workspace: Path | None, timeout: float, memory: str, as_json: bool, command: tuple[str, ...]
+) -> None:
     """Run COMMAND (after --) in a fresh sandbox; exits with its exit code.
     Asked for explicitly, the docker backend first builds its image if missing."""
     try:
@@ -67,8 +68,11 @@ def run(backend: str, workspace: Path | None, timeout: float, memory: str, as_js
         sys.stdout.write(result.stdout)
         sys.stderr.write(result.stderr)
         notes = [f"timed out after {timeout:g}s"] * result.timed_out + ["killed: out of memory"] * result.oom_killed
-        notes += [f"{name} truncated: {getattr(result, name + '_bytes')} bytes in all"
-                  for name in ("stdout", "stderr") if getattr(result, name + "_truncated")]
+        notes += [
+            f"{name} truncated: {getattr(result, name + '_bytes')} bytes in all"
+            for name in ("stdout", "stderr")
+            if getattr(result, name + "_truncated")
+        ]
         for note in notes:
             click.echo(f"touchstone sandbox: {shlex.join(command)}: {note}", err=True)
     sys.exit(result.exit_code)

@@ -10,14 +10,22 @@ import click
 
 from touchstone.sandbox import BACKENDS
 
-_backend = click.option("--backend", type=click.Choice(BACKENDS), default=None,
-                        help="sandbox backend for validation (default: auto, the backend grading uses)")
+_backend = click.option(
+    "--backend",
+    type=click.Choice(BACKENDS),
+    default=None,
+    help="sandbox backend for validation (default: auto, the backend grading uses)",
+)
 _workers = click.option("--workers", type=int, default=2, show_default=True, help="candidates validated in parallel")
 _k = click.option("--k", "k", type=int, default=3, show_default=True, help="reference runs (seeds/orders differ)")
 _threshold = click.option("--threshold", type=float, default=0.6, show_default=True, help="minimum mutation score")
-_contamination = click.option("--contamination-set", "contamination_sets", multiple=True,
-                              type=click.Path(exists=True, path_type=Path),
-                              help="held-out / benchmark task set or HumanEval/MBPP JSONL to check against (repeatable)")
+_contamination = click.option(
+    "--contamination-set",
+    "contamination_sets",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="held-out / benchmark task set or HumanEval/MBPP JSONL to check against (repeatable)",
+)
 
 
 def _proposer_options(fn):
@@ -41,7 +49,10 @@ def _summary(out: Path, as_json: bool = False, **facts) -> None:
     """What a proposer did: its own facts (kept, rejected, ...) and the index's counts."""
     from touchstone.tasks.index import query
 
-    rows = query(out, "SELECT status, coalesce(reason, '-'), coalesce(split, '-'), count(*) FROM tasks GROUP BY ALL ORDER BY 1, 2, 3")
+    rows = query(
+        out,
+        "SELECT status, coalesce(reason, '-'), coalesce(split, '-'), count(*) FROM tasks GROUP BY ALL ORDER BY 1, 2, 3",
+    )
     if as_json:
         tasks = [{"status": s, "reason": r, "split": sp, "count": c} for s, r, sp, c in rows]
         click.echo(json.dumps({**facts, "index": str(out / "index.parquet"), "tasks": tasks}, indent=2, default=str))
@@ -73,29 +84,51 @@ def propose() -> None:
 
 
 @propose.command("mutation")
-@click.option("--seed", "seeds", multiple=True,
-              help="project directory or pinned PyPI sdist 'name==version#sha256=HEX' (repeatable; default: shipped seeds)")
-@click.option("--repo", "repos", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="a local source tree (git checkout or unpacked sdist) to mutate (repeatable; same as --seed DIR)")
-@click.option("--env", "env_spec", help="environment the --repo/--seed projects need: a spec JSON file, "
-                                        "a spec name (environments/NAME.json), or inline JSON")
+@click.option(
+    "--seed",
+    "seeds",
+    multiple=True,
+    help="project directory or pinned PyPI sdist 'name==version#sha256=HEX' (repeatable; default: shipped seeds)",
+)
+@click.option(
+    "--repo",
+    "repos",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="a local source tree (git checkout or unpacked sdist) to mutate (repeatable; same as --seed DIR)",
+)
+@click.option(
+    "--env",
+    "env_spec",
+    help="environment the --repo/--seed projects need: a spec JSON file, "
+    "a spec name (environments/NAME.json), or inline JSON",
+)
 @click.option("--tests", "tests", help="test files that count: a path prefix or glob (e.g. 'tests/')")
 @click.option("--n", type=int, default=50, show_default=True, help="validated tasks to keep")
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 @click.option("--rng-seed", type=int, default=0, show_default=True)
 @click.option("--eval-fraction", type=float, default=0.2, show_default=True, help="share of source units held out")
 @_proposer_options
-def mutation(seeds, repos, env_spec, tests, n, out, rng_seed, eval_fraction, workers, backend, k, threshold,
-             as_json) -> None:
+def mutation(
+    seeds, repos, env_spec, tests, n, out, rng_seed, eval_fraction, workers, backend, k, threshold, as_json
+) -> None:
     """Inject one AST-level bug per task into real projects with pytest suites."""
     from touchstone.envs import EnvError
     from touchstone.tasks.proposers.mutation import propose_mutation
     from touchstone.tasks.seeding import SeedError
 
     try:
-        result = propose_mutation(out, seeds=[*seeds, *map(str, repos)] or None, n=n, workers=workers,
-                                  rng_seed=rng_seed, cfg=_cfg(backend, k, threshold), eval_fraction=eval_fraction,
-                                  environment=_env_spec(env_spec), tests=tests)
+        result = propose_mutation(
+            out,
+            seeds=[*seeds, *map(str, repos)] or None,
+            n=n,
+            workers=workers,
+            rng_seed=rng_seed,
+            cfg=_cfg(backend, k, threshold),
+            eval_fraction=eval_fraction,
+            environment=_env_spec(env_spec),
+            tests=tests,
+        )
     except (SeedError, EnvError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not as_json:
@@ -124,16 +157,21 @@ def problems(jsonl, out, eval_fraction, workers, backend, k, threshold, as_json)
 @click.option("--policy", required=True, help="policy spec: teacher, hf:PATH, openai:URL#MODEL")
 @click.option("--n", type=int, default=8, show_default=True, help="proposals to request")
 @click.option("--attempts", type=int, default=4, show_default=True, help="solver attempts per kept task (learnability)")
-@click.option("--existing", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
-              help="task sets to deduplicate against (repeatable)")
+@click.option(
+    "--existing",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    multiple=True,
+    help="task sets to deduplicate against (repeatable)",
+)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 @_proposer_options
 def llm(policy, n, attempts, existing, out, workers, backend, k, threshold, as_json) -> None:
     """Ask a policy to propose tasks; validate, dedup, and score learnability."""
     from touchstone.tasks.proposers.llm import propose_llm
 
-    result = propose_llm(policy, out, n=n, attempts=attempts, existing=list(existing), workers=workers,
-                         cfg=_cfg(backend, k, threshold))
+    result = propose_llm(
+        policy, out, n=n, attempts=attempts, existing=list(existing), workers=workers, cfg=_cfg(backend, k, threshold)
+    )
     _summary(out, as_json, kept=result.kept, rejected=result.rejected, rewards=str(result.rewards_path))
 
 
@@ -185,7 +223,11 @@ def show(task_dir) -> None:
     meta["content_hash"] = t.content_hash
     click.echo(json.dumps(meta, indent=2))
     click.echo("\nstatement:\n" + t.statement)
-    for label, root in (("workspace", t.workspace_dir), ("hidden_tests", t.hidden_tests_dir), ("reference", t.reference_dir)):
+    for label, root in (
+        ("workspace", t.workspace_dir),
+        ("hidden_tests", t.hidden_tests_dir),
+        ("reference", t.reference_dir),
+    ):
         files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) if root else []
         click.echo(f"\n{label}/ ({len(files)} files): " + ", ".join(files[:20]) + (" ..." if len(files) > 20 else ""))
 
@@ -197,11 +239,18 @@ def import_() -> None:
 
 @import_.command("swe-bench")
 @click.argument("instances", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--repos", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
-              help="directory of local clones named <owner>__<name> (nothing is fetched)")
+@click.option(
+    "--repos",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    required=True,
+    help="directory of local clones named <owner>__<name> (nothing is fetched)",
+)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
-@click.option("--env-spec", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help='JSON {"owner/name": SPEC | {"VERSION": SPEC, "*": SPEC}}; default: pip install -e .')
+@click.option(
+    "--env-spec",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='JSON {"owner/name": SPEC | {"VERSION": SPEC, "*": SPEC}}; default: pip install -e .',
+)
 @click.option("--eval-fraction", type=float, default=0.2, show_default=True)
 @_proposer_options
 def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, k, threshold, as_json) -> None:
@@ -209,8 +258,15 @@ def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, 
     from touchstone.tasks.proposers.swebench import import_swebench
 
     try:
-        result = import_swebench(instances, repos, out, env_spec=env_spec, workers=workers,
-                                 cfg=_cfg(backend, k, threshold), eval_fraction=eval_fraction)
+        result = import_swebench(
+            instances,
+            repos,
+            out,
+            env_spec=env_spec,
+            workers=workers,
+            cfg=_cfg(backend, k, threshold),
+            eval_fraction=eval_fraction,
+        )
     except (ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     _summary(out, as_json, kept=result.kept, rejected=result.rejected)
@@ -219,8 +275,13 @@ def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, 
 @import_.command("trajectories")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["openhands", "swe-agent", "openai-jsonl"]), required=True)
-@click.option("--tasks", "tasks_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
-              help="task set the runs were made on (ids = the runs' instance ids)")
+@click.option(
+    "--tasks",
+    "tasks_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    required=True,
+    help="task set the runs were made on (ids = the runs' instance ids)",
+)
 @click.option("--task", "task_id", default=None, help="bind every run to this task id instead")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--json", "as_json", is_flag=True, help="print the import index as JSON")
@@ -239,8 +300,9 @@ def trajectories(files, fmt, tasks_dir, task_id, out, as_json) -> None:
         click.echo(json.dumps([r.model_dump() for r in index], indent=2))
         return
     kept = [r for r in index if r.trajectory_id]
-    click.echo(f"imported {len(kept)} of {len(index)} runs into {out}; "
-               f"unmapped actions: {sum(r.unmapped for r in index)}")
+    click.echo(
+        f"imported {len(kept)} of {len(index)} runs into {out}; unmapped actions: {sum(r.unmapped for r in index)}"
+    )
     for r in index:
         if r.skipped:
             click.echo(f"  skipped {r.source}: {r.skipped}")

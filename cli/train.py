@@ -16,26 +16,56 @@ def train() -> None:
 
 def _train_command(method: str, help_text: str) -> None:
     @train.command(method, help=help_text)
-    @click.option("--data", "data_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
-                  help="Dataset directory from `touchstone data build`.")
-    @click.option("--base", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
-                  help="Starting checkpoint (any Hugging Face causal LM directory).")
+    @click.option(
+        "--data",
+        "data_dir",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        required=True,
+        help="Dataset directory from `touchstone data build`.",
+    )
+    @click.option(
+        "--base",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        required=True,
+        help="Starting checkpoint (any Hugging Face causal LM directory).",
+    )
     @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
-    @click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-                  help="YAML of TRL config fields (max_steps, learning_rate, per_device_train_batch_size, ...).")
+    @click.option(
+        "--config",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="YAML of TRL config fields (max_steps, learning_rate, per_device_train_batch_size, ...).",
+    )
     @click.option("--round", "round_key", default=None, help="Round recorded in the checkpoint manifest.")
-    @click.option("--accelerate-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-                  help="Run under `accelerate launch` with this config (training/configs/accelerate/*.yaml).")
-    def command(data_dir: Path, base: Path, out: Path, config: Path | None, round_key: str | None,
-                accelerate_config: Path | None) -> None:
+    @click.option(
+        "--accelerate-config",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="Run under `accelerate launch` with this config (training/configs/accelerate/*.yaml).",
+    )
+    def command(
+        data_dir: Path,
+        base: Path,
+        out: Path,
+        config: Path | None,
+        round_key: str | None,
+        accelerate_config: Path | None,
+    ) -> None:
         from training.common import TrainingError
         from training.train import train as run
 
         if out.exists() and any(out.iterdir()):
             raise click.UsageError(f"{out} exists and is not empty; choose a new directory")
         try:
-            manifest = run(method, data_dir=data_dir, base=base, out=out, round_key=round_key, config=config,
-                           accelerate_config=accelerate_config)
+            manifest = run(
+                method,
+                data_dir=data_dir,
+                base=base,
+                out=out,
+                round_key=round_key,
+                config=config,
+                accelerate_config=accelerate_config,
+            )
         except TrainingError as exc:
             raise click.ClickException(str(exc)) from None
         metrics = ", ".join(f"{k}={v:.4g}" for k, v in manifest.metrics.items())
@@ -54,10 +84,17 @@ def model() -> None:
 
 
 @model.command("init")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Checkpoint directory to create.")
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Checkpoint directory to create."
+)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--pretrain-steps", type=int, default=50, show_default=True,
-              help="Brief next-token pass over the code corpus (0 = random weights).")
+@click.option(
+    "--pretrain-steps",
+    type=int,
+    default=50,
+    show_default=True,
+    help="Brief next-token pass over the code corpus (0 = random weights).",
+)
 def init(out: Path, seed: int, pretrain_steps: int) -> None:
     """Build the default tiny Qwen2 model and code tokenizer, offline and deterministically."""
     from training.model_init import init_model

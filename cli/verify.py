@@ -40,16 +40,21 @@ def _audit_rules(audit_rules: Path | None, deprecated_policy: Path | None):
 @click.command()
 @click.argument("task_dir", type=click.Path(path_type=Path))
 @click.argument("trajectory", type=click.Path(path_type=Path), required=False)
-@click.option("--patch", "patch_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="grade a unified diff (a SWE-bench model_patch) as a one-step trajectory, instead of TRAJECTORY")
+@click.option(
+    "--patch",
+    "patch_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="grade a unified diff (a SWE-bench model_patch) as a one-step trajectory, instead of TRAJECTORY",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the full report as JSON")
 @click.option("--replays", default=3, show_default=True, type=click.IntRange(min=1), help="k of k test runs")
 @click.option("--progress", is_flag=True, help="per-step share of hidden tests passing (credit assignment)")
 @click.option("--backend", default="auto", show_default=True, type=_BACKEND)
 @_audit_rules_option
 @click.option("--full", is_flag=True, help="run every check even after a cheap one rejected")
-def verify(task_dir, trajectory, patch_file, as_json, replays, progress, backend, audit_rules, deprecated_policy,
-           full) -> None:
+def verify(
+    task_dir, trajectory, patch_file, as_json, replays, progress, backend, audit_rules, deprecated_policy, full
+) -> None:
     """Verify one TRAJECTORY (JSONL of OpenAI chat messages) of the task in TASK_DIR,
     or a patch (--patch FILE.diff)."""
     from touchstone.verify.patch import patch_trajectory
@@ -83,16 +88,21 @@ def verify(task_dir, trajectory, patch_file, as_json, replays, progress, backend
 
 @click.command("verify-batch")
 @click.option("--tasks", "tasks_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--trajectories", required=True, type=click.Path(exists=True, path_type=Path),
-              help="trajectories.parquet, a directory holding it, or <task id>/<trajectory id>.jsonl files")
+@click.option(
+    "--trajectories",
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="trajectories.parquet, a directory holding it, or <task id>/<trajectory id>.jsonl files",
+)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--replays", default=3, show_default=True, type=click.IntRange(min=1))
 @click.option("--progress", is_flag=True, help="per-step share of hidden tests passing")
 @click.option("--backend", default="auto", show_default=True, type=_BACKEND)
 @_audit_rules_option
-def verify_batch(tasks_dir, trajectories, workers, out, replays, progress, backend, audit_rules,
-                 deprecated_policy) -> None:
+def verify_batch(
+    tasks_dir, trajectories, workers, out, replays, progress, backend, audit_rules, deprecated_policy
+) -> None:
     """Verify many trajectories; writes OUT/reports.parquet, checks.parquet, findings.parquet."""
     from touchstone.verify.batch import read_reports, verify_batch as run_batch
 
@@ -104,4 +114,6 @@ def verify_batch(tasks_dir, trajectories, workers, out, replays, progress, backe
     counts: dict[str, int] = {}
     for r in read_reports(path):
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    click.echo(f"{sum(counts.values())} reports in {path} ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))})")
+    click.echo(
+        f"{sum(counts.values())} reports in {path} ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))})"
+    )

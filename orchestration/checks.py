@@ -17,8 +17,16 @@ from orchestration.resources import StorageResource
 warnings.filterwarnings("ignore", category=dg.PreviewWarning, message=".*partitions_def on an AssetCheckSpec")
 
 DATASETS = ("sft", "rl", "dpo", "kto")
-LINEAGE_COLUMNS = ("trajectory_id", "task_id", "task_hash", "round", "policy", "checkpoint_hash",
-                   "verifier_version", "report_id")
+LINEAGE_COLUMNS = (
+    "trajectory_id",
+    "task_id",
+    "task_hash",
+    "round",
+    "policy",
+    "checkpoint_hash",
+    "verifier_version",
+    "report_id",
+)
 
 
 def _datasets(storage: StorageResource, round_key: str) -> dict[str, pl.DataFrame]:
@@ -47,8 +55,9 @@ def canaries_caught(context: dg.AssetCheckExecutionContext, storage: StorageReso
     )
 
 
-def verified_rows_problems(datasets: dict[str, pl.DataFrame], reports: pl.DataFrame,
-                           sft_dropped: dict[str, int]) -> dict[str, object]:
+def verified_rows_problems(
+    datasets: dict[str, pl.DataFrame], reports: pl.DataFrame, sft_dropped: dict[str, int]
+) -> dict[str, object]:
     """What breaks "training data holds exactly the accepted trajectories":
     positive rows (SFT, DPO chosen, KTO label=true) from a run that was not
     accepted, negatives from a run that was not rejected, rows whose run has no
@@ -61,13 +70,18 @@ def verified_rows_problems(datasets: dict[str, pl.DataFrame], reports: pl.DataFr
     def bad(ids, want: set[str]) -> list[str]:
         return sorted({t for t in ids if verdict.get(t) not in want})[:5]
 
-    positives = {"sft": datasets.get("sft"), "dpo": datasets.get("dpo"),
-                 "kto": datasets["kto"].filter(pl.col("label")) if "kto" in datasets else None}
+    positives = {
+        "sft": datasets.get("sft"),
+        "dpo": datasets.get("dpo"),
+        "kto": datasets["kto"].filter(pl.col("label")) if "kto" in datasets else None,
+    }
     for name, frame in positives.items():
         if frame is not None and (ids := bad(frame["trajectory_id"], {"accept"})):
             problems[f"{name}_positive_not_accepted"] = ids
-    negatives = {"dpo": datasets["dpo"]["rejected_trajectory_id"] if "dpo" in datasets else [],
-                 "kto": datasets["kto"].filter(~pl.col("label"))["trajectory_id"] if "kto" in datasets else []}
+    negatives = {
+        "dpo": datasets["dpo"]["rejected_trajectory_id"] if "dpo" in datasets else [],
+        "kto": datasets["kto"].filter(~pl.col("label"))["trajectory_id"] if "kto" in datasets else [],
+    }
     for name, ids in negatives.items():
         if found := bad(ids, {"reject"}):
             problems[f"{name}_negative_not_rejected"] = found
@@ -86,9 +100,7 @@ def verified_rows_problems(datasets: dict[str, pl.DataFrame], reports: pl.DataFr
 
 
 @dg.asset_check(asset="training_data", blocking=True, partitions_def=rounds_partitions)
-def only_accepted_trajectories(
-    context: dg.AssetCheckExecutionContext, storage: StorageResource
-) -> dg.AssetCheckResult:
+def only_accepted_trajectories(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
     """Positive training rows come only from accepted runs, and every accepted run is in SFT
     or in one of its documented drops (duplicate, over length, hit a limit, ...)."""
     round_key = context.partition_key
@@ -107,8 +119,9 @@ def only_accepted_trajectories(
     )
 
 
-@dg.asset_check(asset="training_data", blocking=True, partitions_def=rounds_partitions,
-                additional_deps=["heldout_tasks"])
+@dg.asset_check(
+    asset="training_data", blocking=True, partitions_def=rounds_partitions, additional_deps=["heldout_tasks"]
+)
 def no_heldout_tasks(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
     """No training row's task (by id or content hash) is a held-out task."""
     heldout = pl.read_parquet(storage.store().local_dir("heldout_tasks") / "index.parquet")

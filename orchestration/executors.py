@@ -27,20 +27,25 @@ def executor_from_env(assets: Sequence = ()) -> dg.ExecutorDefinition:
     if kind == "docker":
         from dagster_docker import docker_executor
 
-        return docker_executor.configured({
-            "image": os.environ.get("TOUCHSTONE_STEP_IMAGE", "touchstone-orchestration:latest"),
-            # Forwarded when set (Dagster refuses a listed variable that is unset).
-            "env_vars": [v for v in ("DAGSTER_HOME", "TOUCHSTONE_HOME", "TOUCHSTONE_CACHE", "TMPDIR")
-                         if v in os.environ],
-            "max_concurrent": 8,
-            # No container_kwargs: Dagster merges them shallowly over the run launcher's,
-            # so volumes here would drop the launcher's (data root, Docker socket).
-        })
+        return docker_executor.configured(
+            {
+                "image": os.environ.get("TOUCHSTONE_STEP_IMAGE", "touchstone-orchestration:latest"),
+                # Forwarded when set (Dagster refuses a listed variable that is unset).
+                "env_vars": [
+                    v for v in ("DAGSTER_HOME", "TOUCHSTONE_HOME", "TOUCHSTONE_CACHE", "TMPDIR") if v in os.environ
+                ],
+                "max_concurrent": 8,
+                # No container_kwargs: Dagster merges them shallowly over the run launcher's,
+                # so volumes here would drop the launcher's (data root, Docker socket).
+            }
+        )
     if kind == "k8s":
         try:
             from dagster_k8s import k8s_job_executor
         except ModuleNotFoundError:
-            raise ValueError("TOUCHSTONE_EXECUTOR=k8s needs the Kubernetes extra: pip install 'touchstone[k8s]'") from None
+            raise ValueError(
+                "TOUCHSTONE_EXECUTOR=k8s needs the Kubernetes extra: pip install 'touchstone[k8s]'"
+            ) from None
 
         return k8s_job_executor.configured(k8s_executor_config(assets))
     raise ValueError(f"TOUCHSTONE_EXECUTOR={kind!r}: expected one of {', '.join(EXECUTORS)}")

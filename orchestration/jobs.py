@@ -5,7 +5,8 @@ from __future__ import annotations
 import dagster as dg
 
 sources_job = dg.define_asset_job(
-    "sources", selection=dg.AssetSelection.groups("sources"),
+    "sources",
+    selection=dg.AssetSelection.groups("sources"),
     description="Seed sources, base model and held-out tasks: materialize once before round r000.",
 )
 

@@ -55,9 +55,7 @@ def starting_checkpoint(instance: dg.DagsterInstance, round_key: str) -> Checkpo
     found = latest_metadata(instance, key, partition)
     if found is None:
         what = f"the checkpoint of round {chosen}" if chosen else "base_model"
-        raise dg.Failure(
-            f"round {round_key} starts from {what}, which has not been materialized: materialize it first"
-        )
+        raise dg.Failure(f"round {round_key} starts from {what}, which has not been materialized: materialize it first")
     metadata, run_id = found
     return CheckpointRef(
         path=str(metadata["path"]),

@@ -12,11 +12,19 @@ import dagster as dg
 
 from touchstone.rounds import previous_round, round_index, round_key
 
-__all__ = ["previous_round", "round_index", "round_key", "register_round", "registered_rounds", "next_round_key",
-           "rounds_partitions"]
+__all__ = [
+    "previous_round",
+    "round_index",
+    "round_key",
+    "register_round",
+    "registered_rounds",
+    "next_round_key",
+    "rounds_partitions",
+]
 
 ROUNDS_PARTITIONS_NAME = "rounds"
 rounds_partitions = dg.DynamicPartitionsDefinition(name=ROUNDS_PARTITIONS_NAME)
+
 
 def registered_rounds(instance: dg.DagsterInstance) -> list[str]:
     keys = instance.get_dynamic_partitions(ROUNDS_PARTITIONS_NAME)

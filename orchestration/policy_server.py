@@ -33,27 +33,42 @@ class PolicyServerResource(dg.ConfigurableResource):
     host: str = Field(default="127.0.0.1", description="Address the started server listens on.")
     port: int = Field(default=0, description="Port of the started server (0: a free one). A busy port is refused.")
     command: list[str] = Field(
-        default=[], description="Replaces the default executable (e.g. ['python', '-m', 'vllm.entrypoints.openai.api_server'])."
+        default=[],
+        description="Replaces the default executable (e.g. ['python', '-m', 'vllm.entrypoints.openai.api_server']).",
     )
     args: list[str] = Field(
-        default=[], description="Extra server arguments (transformers: ['--device', 'cpu']; vllm: "
-        "['--tensor-parallel-size', '2', '--max-model-len', '32768'])."
+        default=[],
+        description="Extra server arguments (transformers: ['--device', 'cpu']; vllm: "
+        "['--tensor-parallel-size', '2', '--max-model-len', '32768']).",
     )
     gpus: str = Field(default="", description="CUDA_VISIBLE_DEVICES of the server (empty: inherited).")
-    tool_call_parser: str = Field(default="", description="Empty: hermes (vLLM) / qwen25 (SGLang), for Qwen2.5 templates.")
+    tool_call_parser: str = Field(
+        default="", description="Empty: hermes (vLLM) / qwen25 (SGLang), for Qwen2.5 templates."
+    )
     startup_timeout_s: float = Field(default=900.0, description="Seconds to wait for /health (model load).")
 
     @contextlib.contextmanager
-    def serving(self, checkpoint: str | Path, checkpoint_hash: str, log_dir: Path | None = None,
-                log=None) -> Iterator[str | None]:
+    def serving(
+        self, checkpoint: str | Path, checkpoint_hash: str, log_dir: Path | None = None, log=None
+    ) -> Iterator[str | None]:
         """`openai:URL#HASH` while the checkpoint is served; None when kind is none."""
         if self.kind == "none":
             yield None
             return
-        spec = ServerSpec(kind=self.kind, checkpoint_hash=checkpoint_hash, checkpoint=Path(checkpoint),
-                          host=self.host, port=self.port, url=self.url, command=list(self.command),
-                          args=list(self.args), gpus=self.gpus, tool_call_parser=self.tool_call_parser,
-                          startup_timeout_s=self.startup_timeout_s, log_dir=log_dir)
+        spec = ServerSpec(
+            kind=self.kind,
+            checkpoint_hash=checkpoint_hash,
+            checkpoint=Path(checkpoint),
+            host=self.host,
+            port=self.port,
+            url=self.url,
+            command=list(self.command),
+            args=list(self.args),
+            gpus=self.gpus,
+            tool_call_parser=self.tool_call_parser,
+            startup_timeout_s=self.startup_timeout_s,
+            log_dir=log_dir,
+        )
         try:
             with serve_checkpoint(spec) as served:
                 if log:

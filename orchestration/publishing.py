@@ -16,9 +16,7 @@ from orchestration.storage import read_parquet
 
 
 @contextmanager
-def publishing(
-    context: dg.AssetExecutionContext, storage: StorageResource
-) -> Iterator[Path]:
+def publishing(context: dg.AssetExecutionContext, storage: StorageResource) -> Iterator[Path]:
     """Yield a staging dir for this asset (and round); publish it and refresh views on success."""
     store = storage.store()
     round_key = context.partition_key if context.has_partition_key else None
@@ -34,15 +32,18 @@ def table_metadata(path, preview_rows: int = 5, primary: bool = True) -> dict[st
     frame = read_parquet(path)
     shown = [c for c, t in frame.schema.items() if t.is_numeric() or t == pl.String or t == pl.Boolean][:8]
     preview = dg.MetadataValue.table(
-        records=[dg.TableRecord({c: _cell(v) for c, v in row.items()}) for row in frame.head(preview_rows).select(shown)
-                 .iter_rows(named=True)],
+        records=[
+            dg.TableRecord({c: _cell(v) for c, v in row.items()})
+            for row in frame.head(preview_rows).select(shown).iter_rows(named=True)
+        ],
         schema=dg.TableSchema(columns=[dg.TableColumn(c, "string") for c in shown]),
     )
     meta = {f"{path.stem}_rows": dg.MetadataValue.int(frame.height), f"{path.stem}_preview": preview}
     if primary:
         meta["dagster/row_count"] = dg.MetadataValue.int(frame.height)
         meta["dagster/column_schema"] = dg.MetadataValue.table_schema(
-            dg.TableSchema(columns=[dg.TableColumn(c, str(t)) for c, t in frame.schema.items()]))
+            dg.TableSchema(columns=[dg.TableColumn(c, str(t)) for c, t in frame.schema.items()])
+        )
     return meta
 
 

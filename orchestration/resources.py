@@ -48,8 +48,7 @@ class StorageResource(dg.ConfigurableResource):
         root = self.root or paths.data_root()
         if not str(root).startswith(("s3://", "s3a://")):
             return RoundStore(root)
-        return RoundStore(root, endpoint_url=self.endpoint_url, key=self.access_key_id,
-                          secret=self.secret_access_key)
+        return RoundStore(root, endpoint_url=self.endpoint_url, key=self.access_key_id, secret=self.secret_access_key)
 
     def seed_dirs(self) -> list[tuple[str, "EnvSpec | None"]]:
         """The materialized seed project directories (asset `seed_sources`) with
@@ -102,11 +101,13 @@ class PolicyResource(dg.ConfigurableResource):
     def limits(self, spec: str):
         from touchstone.agent.plan import episode_limits
 
-        return episode_limits(spec, max_turns=self.max_turns, teacher_max_turns=self.teacher_max_turns,
-                              time_budget_s=self.time_budget_s)
+        return episode_limits(
+            spec, max_turns=self.max_turns, teacher_max_turns=self.teacher_max_turns, time_budget_s=self.time_budget_s
+        )
 
-    def round_policies(self, round_key: str, checkpoint_path: str, attempts: int,
-                       served: str | None = None) -> dict[str, int]:
+    def round_policies(
+        self, round_key: str, checkpoint_path: str, attempts: int, served: str | None = None
+    ) -> dict[str, int]:
         """Policy spec -> attempts per task in this round (`touchstone.agent.plan`)."""
         from touchstone.agent.plan import round_policies
 
@@ -122,8 +123,17 @@ class PolicyResource(dg.ConfigurableResource):
         from touchstone.agent.rollout import solve
 
         log.info(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts into {out}")
-        return solve(tasks, spec, attempts=attempts, workers=sandbox.workers, out=out, sampling=self.sampling(),
-                     backend=sandbox.backend, limits=self.limits(spec), progress=True)
+        return solve(
+            tasks,
+            spec,
+            attempts=attempts,
+            workers=sandbox.workers,
+            out=out,
+            sampling=self.sampling(),
+            backend=sandbox.backend,
+            limits=self.limits(spec),
+            progress=True,
+        )
 
 
 class VerifierResource(dg.ConfigurableResource):
@@ -140,8 +150,15 @@ class VerifierResource(dg.ConfigurableResource):
         """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet."""
         from touchstone.verify import verify_batch
 
-        return verify_batch(tasks_dir, trajectories_dir, workers=sandbox.workers, out=out, replays=self.replays,
-                            backend=sandbox.backend, allow_rules=set(self.allow_rules))
+        return verify_batch(
+            tasks_dir,
+            trajectories_dir,
+            workers=sandbox.workers,
+            out=out,
+            replays=self.replays,
+            backend=sandbox.backend,
+            allow_rules=set(self.allow_rules),
+        )
 
     def verify_canaries(self, out: Path, sandbox: SandboxResource, seed: str) -> Path:
         """Grade a sample of the labeled corpus: OUT/canaries.parquet (label, expected, verdict)."""
@@ -152,8 +169,13 @@ class VerifierResource(dg.ConfigurableResource):
         # when their task is graded isolated, as the round's trajectories are
         corpus = [c for c in load_canaries() if not c.isolated or graded_isolated(c)]
         chosen = pick_canaries(corpus, self.canaries, self.canary_names, seed, isolated=True)
-        return verify_canaries(out / "canaries.parquet", chosen, replays=self.replays, backend=sandbox.backend,
-                               allow_rules=set(self.allow_rules))
+        return verify_canaries(
+            out / "canaries.parquet",
+            chosen,
+            replays=self.replays,
+            backend=sandbox.backend,
+            allow_rules=set(self.allow_rules),
+        )
 
 
 class PeftConfig(dg.Config):
@@ -175,8 +197,9 @@ class TrainerResource(dg.ConfigurableResource):
 
     method: Literal["sft", "rl", "dpo", "kto"] = Field(default="sft", description="Training method (docs/TRAINING.md).")
     base_checkpoint: str = Field(
-        default="", description="Round-0 weights: a checkpoint directory or a model id already in the local Hugging "
-        "Face cache (never downloaded at run time). Empty: the default tiny model."
+        default="",
+        description="Round-0 weights: a checkpoint directory or a model id already in the local Hugging "
+        "Face cache (never downloaded at run time). Empty: the default tiny model.",
     )
     max_steps: int = Field(default=4, description="Optimizer steps per round (laptop: 4; cluster: 2000).")
     max_length: int = Field(
@@ -206,29 +229,42 @@ class TrainerResource(dg.ConfigurableResource):
 
     def trainer_config(self) -> dict[str, Any]:
         """The config the trainer gets: TRL fields plus the model options (training.model_options)."""
-        model = {"torch_dtype": self.torch_dtype, "attn_implementation": self.attn_implementation,
-                 "peft": self.peft.options()}
-        return {"max_length": self.max_length, "max_steps": self.max_steps, "learning_rate": self.learning_rate,
-                **self.config, **{k: v for k, v in model.items() if v}}
+        model = {
+            "torch_dtype": self.torch_dtype,
+            "attn_implementation": self.attn_implementation,
+            "peft": self.peft.options(),
+        }
+        return {
+            "max_length": self.max_length,
+            "max_steps": self.max_steps,
+            "learning_rate": self.learning_rate,
+            **self.config,
+            **{k: v for k, v in model.items() if v},
+        }
 
     def pipes_command(self, params: dict[str, Any]) -> list[str]:
         """The command the checkpoint step runs under Dagster Pipes."""
-        launch = ([sys.executable, "-m", "accelerate.commands.launch", "--config_file", self.accelerate_config]
-                  if self.accelerate_config else [sys.executable])
+        launch = (
+            [sys.executable, "-m", "accelerate.commands.launch", "--config_file", self.accelerate_config]
+            if self.accelerate_config
+            else [sys.executable]
+        )
         return [*launch, "-m", "training.pipes", json.dumps(params)]
 
 
 class SeedsConfig(dg.Config):
     seeds: list[str] = Field(
-        default=[], description="Seed projects: directories, 'name==version#sha256=HEX', or shipped seed names "
-        "(each with its environment). Empty: the shipped seeds."
+        default=[],
+        description="Seed projects: directories, 'name==version#sha256=HEX', or shipped seed names "
+        "(each with its environment). Empty: the shipped seeds.",
     )
 
 
 class ProposeConfig(dg.Config):
     n_tasks: int = Field(
-        default=8, description="Validated mutation tasks to propose this round, before held-out units are excluded "
-        "(cluster: 500+)."
+        default=8,
+        description="Validated mutation tasks to propose this round, before held-out units are excluded "
+        "(cluster: 500+).",
     )
 
 
@@ -248,8 +284,9 @@ class EvalConfig(dg.Config):
         default="pass_at_1", description="Promotion gate: the verified metric a new checkpoint must not lose on."
     )
     promotion_rule: Literal["point", "interval"] = Field(
-        default="point", description="point: compare point estimates; interval: better only when the bootstrap "
-        "intervals do not overlap (overlap = tie)."
+        default="point",
+        description="point: compare point estimates; interval: better only when the bootstrap "
+        "intervals do not overlap (overlap = tie).",
     )
     on_tie: Literal["keep", "promote"] = Field(
         default="promote", description="On a tie: keep the best-so-far checkpoint, or promote the new one."
@@ -261,8 +298,12 @@ class EvalConfig(dg.Config):
     def promotion_policy(self):
         from touchstone.evaluate.promotion import PromotionPolicy
 
-        return PromotionPolicy(metric=self.promotion_metric, rule=self.promotion_rule, on_tie=self.on_tie,
-                               max_hack_rate_increase=self.max_hack_rate_increase)
+        return PromotionPolicy(
+            metric=self.promotion_metric,
+            rule=self.promotion_rule,
+            on_tie=self.on_tie,
+            max_hack_rate_increase=self.max_hack_rate_increase,
+        )
 
 
 def default_resources() -> dict[str, object]:

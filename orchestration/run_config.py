@@ -33,8 +33,9 @@ def load_run_config(path: str | os.PathLike) -> dict:
         raise RunConfigError(f"run config {path}: expected a mapping with {', '.join(sorted(SECTIONS))}")
     unknown = sorted(set(data) - SECTIONS)
     if unknown:
-        raise RunConfigError(f"run config {path}: unknown section(s) {', '.join(unknown)}; "
-                             f"expected {', '.join(sorted(SECTIONS))}")
+        raise RunConfigError(
+            f"run config {path}: unknown section(s) {', '.join(unknown)}; expected {', '.join(sorted(SECTIONS))}"
+        )
     return data
 
 

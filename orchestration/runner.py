@@ -14,8 +14,14 @@ from rich.console import Console
 from orchestration.lineage import latest_metadata, unfinished_round
 from orchestration.partitions import register_round
 
-ROUND_STAGES = ["proposed_tasks", "raw_trajectories", "verification_reports", "training_data",
-                "checkpoint", "round_evaluation"]
+ROUND_STAGES = [
+    "proposed_tasks",
+    "raw_trajectories",
+    "verification_reports",
+    "training_data",
+    "checkpoint",
+    "round_evaluation",
+]
 SOURCE_STAGES = ["seed_sources", "base_model", "heldout_tasks"]
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -80,8 +86,11 @@ def run_round(instance: dg.DagsterInstance, round_key: str | None = None, **kwar
 
 def failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
     """Failed error-severity checks (a checkpoint not promoted is a warning, not a failed round)."""
-    return [e.check_name for e in result.get_asset_check_evaluations()
-            if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
+    return [
+        e.check_name
+        for e in result.get_asset_check_evaluations()
+        if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR
+    ]
 
 
 def describe_failures(result: dg.ExecuteInProcessResult) -> list[str]:
@@ -97,6 +106,7 @@ def describe_failures(result: dg.ExecuteInProcessResult) -> list[str]:
         if e.is_step_failure and e.step_failure_data.error is not None
     ]
     return checks + steps
+
 
 class _ProgressWatcher:
     """Polls the instance for materializations of the watched stages and prints them."""

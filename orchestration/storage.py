@@ -152,12 +152,8 @@ class RoundStore:
                 reader = "read_json_auto" if filename.endswith(".json") else "read_parquet"
                 source = f"{reader}('{pattern}', union_by_name=true, filename=true)"
                 columns = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-                round_col = "" if "round" in columns else (
-                    "regexp_extract(filename, '/rounds/([^/]+)/', 1) AS round, "
-                )
-                con.execute(
-                    f"CREATE OR REPLACE VIEW {view} AS SELECT {round_col}* EXCLUDE (filename) FROM {source}"
-                )
+                round_col = "" if "round" in columns else ("regexp_extract(filename, '/rounds/([^/]+)/', 1) AS round, ")
+                con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT {round_col}* EXCLUDE (filename) FROM {source}")
                 created.append(view)
         return created
 

@@ -10,9 +10,10 @@ if docker info >/dev/null 2>&1; then
   touchstone sandbox build-image || { echo "test: building the sandbox image failed" >&2; exit 1; }
 fi
 touchstone sandbox rootfs >/dev/null || { echo "test: preparing the bwrap root filesystem failed" >&2; exit 1; }
-# Lint and the layer contracts (pyproject.toml [tool.ruff], [tool.importlinter];
+# Lint, format and the layer contracts (pyproject.toml [tool.ruff], [tool.importlinter];
 # docs/ARCHITECTURE.md) before any test.
 python -m ruff check --quiet . || { echo "test: ruff found problems (see above)" >&2; exit 1; }
+python -m ruff format --check --quiet . || { echo "test: files need \`ruff format .\` (listed above)" >&2; exit 1; }
 lint-imports --no-cache || { echo "test: an import breaks a layer contract (see above)" >&2; exit 1; }
 select=()
 if [ $# -eq 0 ] && [ "${CI:-}" = true ]; then

@@ -27,9 +27,21 @@ def transformers_serve(model_dir: Path | str, timeout_s: float = 120) -> Iterato
     """Serve `model_dir` on CPU; yields the OpenAI base URL (`http://127.0.0.1:PORT/v1`)."""
     port = free_port()
     exe = Path(sys.executable).parent / "transformers"
-    proc = subprocess.Popen([str(exe if exe.exists() else shutil.which("transformers")), "serve", str(model_dir),
-                             "--device", "cpu", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            str(exe if exe.exists() else shutil.which("transformers")),
+            "serve",
+            str(model_dir),
+            "--device",
+            "cpu",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + timeout_s
         while True:

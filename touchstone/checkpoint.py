@@ -104,4 +104,3 @@ def verify_checkpoint(ckpt: str | os.PathLike) -> CheckpointManifest:
             f"{ckpt}: content hash {actual[:12]} does not match manifest {manifest.content_hash[:12]}; files changed"
         )
     return manifest
-

@@ -14,7 +14,12 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from touchstone.data.schema import DPORow, KTORow, RLRow, SFTRow
 from touchstone.data.schema import read_rows as dataset_rows
 from training.model_options import (
-    MODEL_KEYS, ModelOptionError, apply_peft, load_kwargs, resolve_base, split_options,
+    MODEL_KEYS,
+    ModelOptionError,
+    apply_peft,
+    load_kwargs,
+    resolve_base,
+    split_options,
 )
 from touchstone.checkpoint import CheckpointManifest, content_hash, read_manifest, write_manifest
 from training.progress import ProgressCallback
@@ -127,8 +132,16 @@ def _scalars(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if isinstance(v, (int, float, str, bool, type(None)))}
 
 
-def finish(trainer, out: Path, *, base: str | Path, round_key: str | None, datasets: dict[str, str],
-           method: str, metrics: dict[str, float]) -> CheckpointManifest:
+def finish(
+    trainer,
+    out: Path,
+    *,
+    base: str | Path,
+    round_key: str | None,
+    datasets: dict[str, str],
+    method: str,
+    metrics: dict[str, float],
+) -> CheckpointManifest:
     """Save weights + tokenizer into `out`, then the manifest (main process
     only; under `accelerate launch` every rank returns the same manifest)."""
     model = trainer.accelerator.unwrap_model(trainer.model)
@@ -143,12 +156,19 @@ def finish(trainer, out: Path, *, base: str | Path, round_key: str | None, datas
         args = _scalars(trainer.args.to_dict())
         for local in ("output_dir", "logging_dir"):  # temp paths: not part of the recipe
             args.pop(local, None)
-        recipe = {"method": method, "trainer": args, "processes": trainer.accelerator.num_processes,
-                  "model_dtype": str(model.dtype).removeprefix("torch.")}
+        recipe = {
+            "method": method,
+            "trainer": args,
+            "processes": trainer.accelerator.num_processes,
+            "model_dtype": str(model.dtype).removeprefix("torch."),
+        }
         if lora is not None:
             recipe["peft"] = _scalars(lora.to_dict()) | {"target_modules": sorted(lora.target_modules or [])}
         write_manifest(
-            out, round_key=round_key, parent=base, datasets=datasets,
+            out,
+            round_key=round_key,
+            parent=base,
+            datasets=datasets,
             config=recipe,
             metrics={k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))},
         )

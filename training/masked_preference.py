@@ -24,22 +24,31 @@ from training.common import TrainingError, right_pad
 from training.sft import training_template
 
 
-def tokenize_completion(prompt: list[dict], completion: list[dict], tools: list[dict], tokenizer,
-                        template: str) -> tuple[list[int], list[int], list[int]]:
+def tokenize_completion(
+    prompt: list[dict], completion: list[dict], tools: list[dict], tokenizer, template: str
+) -> tuple[list[int], list[int], list[int]]:
     """(prompt ids ending with the assistant header, completion ids, 1 on the
     completion's assistant tokens and 0 on tool observations)."""
-    head = tokenizer.apply_chat_template(prompt, tools=tools, chat_template=template, add_generation_prompt=True,
-                                         tokenize=True, return_dict=True)["input_ids"]
-    full = tokenizer.apply_chat_template(prompt + completion, tools=tools, chat_template=template, tokenize=True,
-                                         return_dict=True, return_assistant_tokens_mask=True)
+    head = tokenizer.apply_chat_template(
+        prompt, tools=tools, chat_template=template, add_generation_prompt=True, tokenize=True, return_dict=True
+    )["input_ids"]
+    full = tokenizer.apply_chat_template(
+        prompt + completion,
+        tools=tools,
+        chat_template=template,
+        tokenize=True,
+        return_dict=True,
+        return_assistant_tokens_mask=True,
+    )
     ids, mask = list(full["input_ids"]), list(full["assistant_masks"])
     if ids[: len(head)] != list(head):
         raise TrainingError("the chat template does not render the prompt as a prefix of the full chat")
-    return list(head), ids[len(head):], mask[len(head):]
+    return list(head), ids[len(head) :], mask[len(head) :]
 
 
-def _masks(examples: list[dict], prompt_key: str, mask_key: str, max_length: int | None, keep_end: bool,
-           width: int) -> torch.Tensor:
+def _masks(
+    examples: list[dict], prompt_key: str, mask_key: str, max_length: int | None, keep_end: bool, width: int
+) -> torch.Tensor:
     """Prompt zeros + the completion's assistant mask, cut like TRL cuts the
     ids, right-padded to the batch width TRL chose."""
     rows = []
@@ -70,8 +79,9 @@ class MaskedUnpairedCollator(DataCollatorForUnpairedPreference):
         for prefix in ("", "KL_"):
             if f"{prefix}completion_mask" in out:
                 width = out[f"{prefix}completion_mask"].shape[1]
-                out[f"{prefix}completion_mask"] = _masks(examples, "prompt_ids", f"{prefix}completion_assistant_mask",
-                                                         self.max_length, False, width)
+                out[f"{prefix}completion_mask"] = _masks(
+                    examples, "prompt_ids", f"{prefix}completion_assistant_mask", self.max_length, False, width
+                )
         return out
 
 
@@ -91,11 +101,18 @@ class MaskedDPOTrainer(DPOTrainer):
 
         def tokenize(row):
             prompt_ids, chosen_ids, chosen_mask = tokenize_completion(
-                row["prompt"], row["chosen"], row["tools"], processing_class, template)
+                row["prompt"], row["chosen"], row["tools"], processing_class, template
+            )
             _, rejected_ids, rejected_mask = tokenize_completion(
-                row["prompt"], row["rejected"], row["tools"], processing_class, template)
-            return {"prompt_ids": prompt_ids, "chosen_ids": chosen_ids, "rejected_ids": rejected_ids,
-                    "chosen_mask": chosen_mask, "rejected_mask": rejected_mask}
+                row["prompt"], row["rejected"], row["tools"], processing_class, template
+            )
+            return {
+                "prompt_ids": prompt_ids,
+                "chosen_ids": chosen_ids,
+                "rejected_ids": rejected_ids,
+                "chosen_mask": chosen_mask,
+                "rejected_mask": rejected_mask,
+            }
 
         tokenized = dataset.map(tokenize, remove_columns=dataset.column_names, desc=f"tokenize dpo {dataset_name}")
         return _drop_long_prompts(tokenized, args.max_length)
@@ -116,14 +133,20 @@ class MaskedKTOTrainer(KTOTrainer):
         template = training_template(processing_class)
 
         def tokenize(row):
-            prompt_ids, ids, mask = tokenize_completion(row["prompt"], row["completion"], row["tools"],
-                                                        processing_class, template)
-            return {"prompt_ids": prompt_ids, "completion_ids": ids, "completion_assistant_mask": mask,
-                    "label": row["label"]}
+            prompt_ids, ids, mask = tokenize_completion(
+                row["prompt"], row["completion"], row["tools"], processing_class, template
+            )
+            return {
+                "prompt_ids": prompt_ids,
+                "completion_ids": ids,
+                "completion_assistant_mask": mask,
+                "label": row["label"],
+            }
 
         tokenized = dataset.map(tokenize, remove_columns=dataset.column_names, desc=f"tokenize kto {dataset_name}")
         tokenized = _drop_long_prompts(tokenized, args.max_length)
         if self.calculate_KL:  # TRL's estimate: completions rotated by one within each batch
+
             def rotate(batch):
                 for key in ("completion_ids", "completion_assistant_mask"):
                     batch[f"KL_{key}"] = [batch[key][-1]] + batch[key][:-1]
@@ -134,5 +157,8 @@ class MaskedKTOTrainer(KTOTrainer):
 
     def _set_signature_columns_if_needed(self):
         super()._set_signature_columns_if_needed()
-        self._signature_columns = [*self._signature_columns, "completion_assistant_mask",
-                                   "KL_completion_assistant_mask"]
+        self._signature_columns = [
+            *self._signature_columns,
+            "completion_assistant_mask",
+            "KL_completion_assistant_mask",
+        ]

@@ -70,4 +70,3 @@ def apply_peft(model, peft: dict[str, Any] | None):
     if not settings["target_modules"]:
         settings["target_modules"] = "all-linear"
     return get_peft_model(model, LoraConfig(**settings))
-

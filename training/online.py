@@ -35,8 +35,9 @@ from training.common import finish, load_base, load_overrides, tensorboard, trl_
 class SandboxEnvironment:
     """One task attempt in a sandbox; public methods are the agent's tools."""
 
-    def __init__(self, tasks: dict[str, Task], backend: str = "auto", replays: int = 1,
-                 credit: CreditConfig | None = None):
+    def __init__(
+        self, tasks: dict[str, Task], backend: str = "auto", replays: int = 1, credit: CreditConfig | None = None
+    ):
         self.tasks, self.backend, self.replays = tasks, backend, replays
         self.credit = credit or CreditConfig()
         self._stack = contextlib.ExitStack()
@@ -47,8 +48,9 @@ class SandboxEnvironment:
     def reset(self, task_id: str, **_) -> None:
         self._stack.close()
         self.task = self.tasks[task_id]
-        self.sandbox = self._stack.enter_context(open_sandbox(
-            self.task.workspace_dir, backend=self.backend, environment=task_environment(self.task)))
+        self.sandbox = self._stack.enter_context(
+            open_sandbox(self.task.workspace_dir, backend=self.backend, environment=task_environment(self.task))
+        )
         self.messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": self.task.statement}]
         self.reward = None
 
@@ -56,8 +58,13 @@ class SandboxEnvironment:
         """Execute like the agent loop, and record the call for the verifier's replay."""
         call_id = f"call_{len(self.messages)}"
         args = json.dumps(arguments)
-        self.messages.append({"role": "assistant", "content": "", "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}]})
+        self.messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}],
+            }
+        )
         outcome = execute_tool_call(self.sandbox, name, args)
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": outcome.content})
         return outcome.content
@@ -130,35 +137,73 @@ class SandboxEnvironment:
 
 
 def prompt_dataset(tasks: dict[str, Task]) -> Dataset:
-    return Dataset.from_list([
-        {"prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": t.statement}],
-         "task_id": t.id}
-        for t in tasks.values()
-    ])
-
-
-def build_online_trainer(tasks: dict[str, Task], base: str | Path, work_dir: Path, out: Path,
-                         config: str | Path | dict | None = None, backend: str = "auto") -> GRPOTrainer:
-    model, tokenizer = load_base(base, config)
-    tokenizer.padding_side = "left"  # GRPO generates from left-padded prompts
-    args = trl_args(GRPOConfig, work_dir, load_overrides(config), learning_rate=1e-5, num_generations=4,
-                    per_device_train_batch_size=4, max_completion_length=512, max_tool_calling_iterations=20)
-    return GRPOTrainer(
-        model=model, args=args, train_dataset=prompt_dataset(tasks), processing_class=tokenizer,
-        environment_factory=partial(SandboxEnvironment, tasks, backend), callbacks=[tensorboard(out)],
+    return Dataset.from_list(
+        [
+            {
+                "prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": t.statement}],
+                "task_id": t.id,
+            }
+            for t in tasks.values()
+        ]
     )
 
 
-def train_online(tasks: dict[str, Task], base: str | Path, out: str | Path, round_key: str | None = None,
-                 config: str | Path | dict | None = None, backend: str = "auto") -> CheckpointManifest:
+def build_online_trainer(
+    tasks: dict[str, Task],
+    base: str | Path,
+    work_dir: Path,
+    out: Path,
+    config: str | Path | dict | None = None,
+    backend: str = "auto",
+) -> GRPOTrainer:
+    model, tokenizer = load_base(base, config)
+    tokenizer.padding_side = "left"  # GRPO generates from left-padded prompts
+    args = trl_args(
+        GRPOConfig,
+        work_dir,
+        load_overrides(config),
+        learning_rate=1e-5,
+        num_generations=4,
+        per_device_train_batch_size=4,
+        max_completion_length=512,
+        max_tool_calling_iterations=20,
+    )
+    return GRPOTrainer(
+        model=model,
+        args=args,
+        train_dataset=prompt_dataset(tasks),
+        processing_class=tokenizer,
+        environment_factory=partial(SandboxEnvironment, tasks, backend),
+        callbacks=[tensorboard(out)],
+    )
+
+
+def train_online(
+    tasks: dict[str, Task],
+    base: str | Path,
+    out: str | Path,
+    round_key: str | None = None,
+    config: str | Path | dict | None = None,
+    backend: str = "auto",
+) -> CheckpointManifest:
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="touchstone-grpo-") as work:
         trainer = build_online_trainer(tasks, base, Path(work), out, config, backend)
         result = trainer.train()
         rewards = [log["reward"] for log in trainer.state.log_history if "reward" in log]
-        return finish(trainer, out, base=base, round_key=round_key, datasets={}, method="grpo-online",
-                      metrics={"train_loss": result.training_loss, "steps": result.global_step,
-                               "mean_reward": sum(rewards) / len(rewards)})
+        return finish(
+            trainer,
+            out,
+            base=base,
+            round_key=round_key,
+            datasets={},
+            method="grpo-online",
+            metrics={
+                "train_loss": result.training_loss,
+                "steps": result.global_step,
+                "mean_reward": sum(rewards) / len(rewards),
+            },
+        )
 
 
 def _main() -> None:

@@ -28,8 +28,14 @@ def _is_main_process() -> bool:
 
 
 def _train(params: dict[str, Any]):
-    return train(params["method"], data_dir=params["data_dir"], base=params["base"], out=params["out"],
-                 round_key=params.get("round_key"), config=params.get("config") or {})
+    return train(
+        params["method"],
+        data_dir=params["data_dir"],
+        base=params["base"],
+        out=params["out"],
+        round_key=params.get("round_key"),
+        config=params.get("config") or {},
+    )
 
 
 def main(argv: list[str]) -> None:
@@ -59,8 +65,10 @@ def main(argv: list[str]) -> None:
         metadata: dict[str, Any] = {
             "checkpoint_hash": manifest.content_hash,
             **{k: float(v) for k, v in manifest.metrics.items()},
-            "loss_curve": {"raw_value": [{"step": f["step"], "loss": f["loss"]} for f in curve if "loss" in f],
-                           "type": "json"},
+            "loss_curve": {
+                "raw_value": [{"step": f["step"], "loss": f["loss"]} for f in curve if "loss" in f],
+                "type": "json",
+            },
         }
         if speeds:
             metadata["tokens_per_s"] = sum(speeds) / len(speeds)

@@ -36,7 +36,17 @@ from transformers import Trainer, TrainingArguments
 
 from touchstone.data.inputs import DataError, trl_messages
 from touchstone.checkpoint import CheckpointManifest
-from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, right_pad, tensorboard, trl_args
+from training.common import (
+    TrainingError,
+    dataset_hashes,
+    finish,
+    load_base,
+    load_overrides,
+    read_rows,
+    right_pad,
+    tensorboard,
+    trl_args,
+)
 
 
 @dataclass
@@ -56,12 +66,13 @@ def _rendered_turns(row: dict[str, Any], tokenizer) -> list[tuple[list[int], lis
     for idx, msg in enumerate(messages):
         if msg["role"] != "assistant":
             continue
-        prompt = tokenizer.apply_chat_template(messages[:idx], tools=tools, add_generation_prompt=True, tokenize=True,
-                                               return_dict=False)
+        prompt = tokenizer.apply_chat_template(
+            messages[:idx], tools=tools, add_generation_prompt=True, tokenize=True, return_dict=False
+        )
         full = tokenizer.apply_chat_template(messages[: idx + 1], tools=tools, tokenize=True, return_dict=False)
         if full[: len(prompt)] != prompt:
             raise TrainingError(f"trajectory {row['trajectory_id']}: chat template is not prefix-preserving")
-        turns.append((list(prompt), list(full[len(prompt):])))
+        turns.append((list(prompt), list(full[len(prompt) :])))
     return turns
 
 
@@ -86,13 +97,16 @@ def turn_samples(row: dict[str, Any], tokenizer, args: PGConfig) -> tuple[list[d
             too_long += 1
             continue
         n = len(completion)
-        samples.append({
-            "input_ids": list(prompt) + list(completion),
-            "completion_mask": [0] * len(prompt) + [1] * n,
-            "advantages": [0.0] * len(prompt) + [adv] * n,
-            # NaN = not recorded: the loss then uses the current log-prob (ratio 1).
-            "old_logprobs": [0.0] * len(prompt) + (list(logps) if logps and len(logps) == n else [float("nan")] * n),
-        })
+        samples.append(
+            {
+                "input_ids": list(prompt) + list(completion),
+                "completion_mask": [0] * len(prompt) + [1] * n,
+                "advantages": [0.0] * len(prompt) + [adv] * n,
+                # NaN = not recorded: the loss then uses the current log-prob (ratio 1).
+                "old_logprobs": [0.0] * len(prompt)
+                + (list(logps) if logps and len(logps) == n else [float("nan")] * n),
+            }
+        )
     return samples, too_long
 
 
@@ -148,16 +162,38 @@ class PGTrainer(Trainer):
         return (loss, {"logp": logp}) if return_outputs else loss
 
 
-def train_rl(data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
-             config: str | Path | dict | None = None) -> CheckpointManifest:
+def train_rl(
+    data_dir: str | Path,
+    base: str | Path,
+    out: str | Path,
+    round_key: str | None = None,
+    config: str | Path | dict | None = None,
+) -> CheckpointManifest:
     out = Path(out)
     model, tokenizer = load_base(base, config)
     with tempfile.TemporaryDirectory(prefix="touchstone-rl-") as work:
         args = trl_args(PGConfig, Path(work), load_overrides(config), learning_rate=1e-4, remove_unused_columns=False)
         dataset, too_long = build_dataset(read_rows(data_dir, "rl"), tokenizer, args)
-        trainer = PGTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                            data_collator=PGCollator(tokenizer.pad_token_id), callbacks=[tensorboard(out)])
+        trainer = PGTrainer(
+            model=model,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            data_collator=PGCollator(tokenizer.pad_token_id),
+            callbacks=[tensorboard(out)],
+        )
         result = trainer.train()
-        return finish(trainer, out, base=base, round_key=round_key, datasets=dataset_hashes(data_dir, ["rl"]),
-                      method="rl", metrics={"train_loss": result.training_loss, "steps": result.global_step,
-                                            "turn_samples": len(dataset), "turns_over_max_length": too_long})
+        return finish(
+            trainer,
+            out,
+            base=base,
+            round_key=round_key,
+            datasets=dataset_hashes(data_dir, ["rl"]),
+            method="rl",
+            metrics={
+                "train_loss": result.training_loss,
+                "steps": result.global_step,
+                "turn_samples": len(dataset),
+                "turns_over_max_length": too_long,
+            },
+        )

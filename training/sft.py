@@ -19,7 +19,17 @@ from trl import SFTConfig, SFTTrainer
 from trl.chat_template_utils import get_training_chat_template
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
-from training.common import TrainingError, dataset_hashes, finish, load_base, load_overrides, read_rows, right_pad, tensorboard, trl_args
+from training.common import (
+    TrainingError,
+    dataset_hashes,
+    finish,
+    load_base,
+    load_overrides,
+    read_rows,
+    right_pad,
+    tensorboard,
+    trl_args,
+)
 from touchstone.checkpoint import CheckpointManifest
 
 
@@ -39,8 +49,11 @@ def tokenize_row(row: dict[str, Any], tokenizer, template: str) -> dict[str, lis
     """input_ids, labels (-100 outside assistant turns) and token_weights (0
     outside assistant turns, the turn's weight inside)."""
     enc = tokenizer.apply_chat_template(
-        row["messages"], tools=row["tools"], chat_template=template,
-        return_assistant_tokens_mask=True, return_dict=True,
+        row["messages"],
+        tools=row["tools"],
+        chat_template=template,
+        return_assistant_tokens_mask=True,
+        return_dict=True,
     )
     ids, mask = list(enc["input_ids"]), list(enc["assistant_masks"])
     spans = assistant_spans(mask)
@@ -126,27 +139,46 @@ class WeightedSFTTrainer(SFTTrainer):
             self._metrics[mode]["mean_token_accuracy"].append((gather(outputs.is_top1.sum()).sum() / n).item())
 
 
-def build_trainer(data_dir: str | Path, base: str | Path, work_dir: Path, out: Path,
-                  config: str | Path | dict | None = None) -> tuple[WeightedSFTTrainer, int]:
+def build_trainer(
+    data_dir: str | Path, base: str | Path, work_dir: Path, out: Path, config: str | Path | dict | None = None
+) -> tuple[WeightedSFTTrainer, int]:
     """The trainer, and how many rows were cut to max_length."""
     model, tokenizer = load_base(base, config)
     args = trl_args(SFTConfig, work_dir, load_overrides(config), max_length=4096, remove_unused_columns=False)
     dataset, truncated = tokenize_dataset(read_rows(data_dir, "sft"), tokenizer, args.max_length)
     trainer = WeightedSFTTrainer(
-        model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
         data_collator=WeightedCollator(pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=args.pad_to_multiple_of),
         callbacks=[tensorboard(out)],
     )
     return trainer, truncated
 
 
-def train_sft(data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
-              config: str | Path | dict | None = None) -> CheckpointManifest:
+def train_sft(
+    data_dir: str | Path,
+    base: str | Path,
+    out: str | Path,
+    round_key: str | None = None,
+    config: str | Path | dict | None = None,
+) -> CheckpointManifest:
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="touchstone-sft-") as work:
         trainer, truncated = build_trainer(data_dir, base, Path(work), out, config)
         result = trainer.train()
-        return finish(trainer, out, base=base, round_key=round_key, datasets=dataset_hashes(data_dir, ["sft"]),
-                      method="sft", metrics={"train_loss": result.training_loss, "steps": result.global_step,
-                                             "rows": len(trainer.train_dataset),
-                                             "rows_truncated": truncated})
+        return finish(
+            trainer,
+            out,
+            base=base,
+            round_key=round_key,
+            datasets=dataset_hashes(data_dir, ["sft"]),
+            method="sft",
+            metrics={
+                "train_loss": result.training_loss,
+                "steps": result.global_step,
+                "rows": len(trainer.train_dataset),
+                "rows_truncated": truncated,
+            },
+        )

@@ -20,10 +20,18 @@ METHODS = ("sft", "rl", "dpo", "kto")
 
 # method -> (module, attribute) of its trainer function and of its TRL config class;
 # imported on use, so `touchstone train sft` does not import the RL code.
-_TRAINERS = {"sft": ("training.sft", "train_sft"), "rl": ("training.rl", "train_rl"),
-             "dpo": ("training.dpo", "train_dpo"), "kto": ("training.kto", "train_kto")}
-_CONFIGS = {"sft": ("trl", "SFTConfig"), "rl": ("training.rl", "PGConfig"),
-            "dpo": ("trl", "DPOConfig"), "kto": ("trl", "KTOConfig")}
+_TRAINERS = {
+    "sft": ("training.sft", "train_sft"),
+    "rl": ("training.rl", "train_rl"),
+    "dpo": ("training.dpo", "train_dpo"),
+    "kto": ("training.kto", "train_kto"),
+}
+_CONFIGS = {
+    "sft": ("trl", "SFTConfig"),
+    "rl": ("training.rl", "PGConfig"),
+    "dpo": ("trl", "DPOConfig"),
+    "kto": ("trl", "KTOConfig"),
+}
 
 
 def _lookup(table: dict[str, tuple[str, str]], method: str):
@@ -37,9 +45,18 @@ def _trainer(method: str):
     return _lookup(_TRAINERS, method)
 
 
-def train(method: str, *, data_dir: str | Path, base: str | Path, out: str | Path, round_key: str | None = None,
-          config: str | Path | dict | None = None, max_steps: int | None = None, learning_rate: float | None = None,
-          accelerate_config: str | Path | None = None) -> CheckpointManifest:
+def train(
+    method: str,
+    *,
+    data_dir: str | Path,
+    base: str | Path,
+    out: str | Path,
+    round_key: str | None = None,
+    config: str | Path | dict | None = None,
+    max_steps: int | None = None,
+    learning_rate: float | None = None,
+    accelerate_config: str | Path | None = None,
+) -> CheckpointManifest:
     """Train checkpoint `out` from `base` on `data_dir/<method>.parquet`.
     `config` holds TRL config fields (YAML file or dict); max_steps and
     learning_rate, when given, override it."""
@@ -55,8 +72,21 @@ def train(method: str, *, data_dir: str | Path, base: str | Path, out: str | Pat
         raise TrainingError(str(exc)) from exc
     if accelerate_config is None:
         return fn(data_dir, base, out, round_key=round_key, config=overrides)
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(accelerate_config),
-           "-m", "training.train", method, str(data_dir), str(base), str(out), round_key or "", json.dumps(overrides)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(accelerate_config),
+        "-m",
+        "training.train",
+        method,
+        str(data_dir),
+        str(base),
+        str(out),
+        round_key or "",
+        json.dumps(overrides),
+    ]
     subprocess.run(cmd, check=True)
     return read_manifest(out)
 

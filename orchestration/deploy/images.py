@@ -71,8 +71,15 @@ def _build(client, context: Path, tag: str, buildargs: dict[str, str], log) -> N
         pass
     log(f"building {tag} (context {context})")
     tail: list[str] = []
-    for chunk in client.api.build(path=str(context), tag=tag, buildargs=buildargs, rm=True, forcerm=True,
-                                  labels={IMAGE_LABEL: tag.split(":")[0]}, decode=True):
+    for chunk in client.api.build(
+        path=str(context),
+        tag=tag,
+        buildargs=buildargs,
+        rm=True,
+        forcerm=True,
+        labels={IMAGE_LABEL: tag.split(":")[0]},
+        decode=True,
+    ):
         line = chunk.get("stream", "").strip()
         tail = [*tail[-30:], line] if line else tail
         if "error" in chunk:
@@ -113,8 +120,20 @@ def _prepare_wheels(wheels: Path, log) -> str:
     (wheels / "requirements.txt").write_text("\n".join(reqs) + "\n")
     (wheels / "constraints.txt").write_text("\n".join(cons) + "\n")
     log(f"downloading wheels into {wheels}")
-    cmd = [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(wheels),
-           "-r", str(wheels / "requirements.txt"), "-c", str(wheels / "constraints.txt")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "-q",
+        "--only-binary=:all:",
+        "-d",
+        str(wheels),
+        "-r",
+        str(wheels / "requirements.txt"),
+        "-c",
+        str(wheels / "constraints.txt"),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise ImageBuildError(f"pip download failed:\n{done.stderr[-3000:]}")
@@ -145,8 +164,12 @@ def _copy_interpreter(dest: Path) -> str:
 
 def _copy_sources(dest: Path) -> str:
     """The checkout's tracked and new (not ignored) files into `dest`; their hash."""
-    listed = subprocess.run(["git", "-C", str(PROJECT), "ls-files", "-co", "--exclude-standard", "-z"],
-                            capture_output=True, text=True, check=False)
+    listed = subprocess.run(
+        ["git", "-C", str(PROJECT), "ls-files", "-co", "--exclude-standard", "-z"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if listed.returncode != 0:
         raise ImageBuildError(f"the user-code image is built from a git checkout; {PROJECT}: {listed.stderr}")
     shutil.rmtree(dest, ignore_errors=True)

@@ -30,8 +30,12 @@ CACHE_MOUNT = "/var/cache/touchstone"
 
 POOL_POD_CONFIG: dict[str, dict] = {
     "gpu": {
-        "container_config": {"resources": {"limits": {"nvidia.com/gpu": "1", "memory": "64Gi"},
-                                           "requests": {"cpu": "8", "memory": "32Gi"}}},
+        "container_config": {
+            "resources": {
+                "limits": {"nvidia.com/gpu": "1", "memory": "64Gi"},
+                "requests": {"cpu": "8", "memory": "32Gi"},
+            }
+        },
         "pod_spec_config": {
             "node_selector": {"touchstone.dev/pool": "gpu"},
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
@@ -47,8 +51,7 @@ POOL_POD_CONFIG: dict[str, dict] = {
         "pod_spec_config": {
             "node_selector": {"touchstone.dev/pool": "sandbox"},
             "tolerations": [{"key": "touchstone.dev/sandbox", "operator": "Exists", "effect": "NoSchedule"}],
-            "volumes": [{"name": "touchstone-cache",
-                         "persistent_volume_claim": {"claim_name": "touchstone-cache"}}],
+            "volumes": [{"name": "touchstone-cache", "persistent_volume_claim": {"claim_name": "touchstone-cache"}}],
         },
     },
 }
@@ -73,9 +76,13 @@ class RenderedStep:
     job: object  # kubernetes.client.V1Job
 
 
-def render_step_jobs(job_def: dg.JobDefinition, executor_config: Mapping, image: str | None = None,
-                     instance_yaml: Path = K8S_DIR / "dagster.yaml",
-                     run_id: str = "00000000-0000-0000-0000-000000000000") -> list[RenderedStep]:
+def render_step_jobs(
+    job_def: dg.JobDefinition,
+    executor_config: Mapping,
+    image: str | None = None,
+    instance_yaml: Path = K8S_DIR / "dagster.yaml",
+    run_id: str = "00000000-0000-0000-0000-000000000000",
+) -> list[RenderedStep]:
     """The Job each step of `job_def` gets from the k8s_job_executor under the
     K8sRunLauncher of `instance_yaml`. Uses dagster-k8s's own executor factory,
     container-context merging and Job construction; mirrors the few lines of
@@ -97,10 +104,14 @@ def render_step_jobs(job_def: dg.JobDefinition, executor_config: Mapping, image:
         kubeconfig = Path(tmp) / "kubeconfig"
         kubeconfig.write_text(_RENDER_KUBECONFIG)
         offline = {"load_incluster_config": False, "kubeconfig_file": str(kubeconfig)}
-        launcher = K8sRunLauncher(inst_data=None, **_processed(
-            process_config, K8sRunLauncher.config_type(), {**launcher_config, **offline}))
-        handler = _k8s_step_handler(k8s_job_executor, launcher, _processed(
-            process_config, k8s_job_executor.config_schema.config_type, {**executor_config, **offline}))
+        launcher = K8sRunLauncher(
+            inst_data=None, **_processed(process_config, K8sRunLauncher.config_type(), {**launcher_config, **offline})
+        )
+        handler = _k8s_step_handler(
+            k8s_job_executor,
+            launcher,
+            _processed(process_config, k8s_job_executor.config_schema.config_type, {**executor_config, **offline}),
+        )
     run = dg.DagsterRun(job_name=job_def.name, run_id=run_id)
     rendered = []
     for node in job_def.graph.node_dict.values():
@@ -109,18 +120,27 @@ def render_step_jobs(job_def: dg.JobDefinition, executor_config: Mapping, image:
         context = K8sContainerContext.create_for_run(run, launcher, include_run_tags=False)
         context = context.merge(handler._executor_container_context)
         context = context.merge(K8sContainerContext(run_k8s_config=get_user_defined_k8s_config(op.tags)))
-        context = context.merge(K8sContainerContext(
-            run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(handler._per_step_k8s_config.get(op.name, {}))))
+        context = context.merge(
+            K8sContainerContext(
+                run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(handler._per_step_k8s_config.get(op.name, {}))
+            )
+        )
         job_config = context.get_k8s_job_config(handler._executor_image, launcher)
         if not job_config.job_image:  # then the code location's image, as in launch_step
             job_config = job_config.with_image(image)
         name = f"dagster-step-{get_k8s_job_name(run_id, step_key)}"
         job = construct_dagster_k8s_job(
-            job_config=job_config, args=["dagster", "api", "execute_step"], job_name=name, pod_name=name,
-            component="step_worker", user_defined_k8s_config=context.run_k8s_config,
+            job_config=job_config,
+            args=["dagster", "api", "execute_step"],
+            job_name=name,
+            pod_name=name,
+            component="step_worker",
+            user_defined_k8s_config=context.run_k8s_config,
             labels={"dagster/job": job_def.name, "dagster/op": step_key, "dagster/run-id": run_id},
-            env_vars=[{"name": "DAGSTER_RUN_JOB_NAME", "value": job_def.name},
-                      {"name": "DAGSTER_RUN_STEP_KEY", "value": step_key}],
+            env_vars=[
+                {"name": "DAGSTER_RUN_JOB_NAME", "value": job_def.name},
+                {"name": "DAGSTER_RUN_STEP_KEY", "value": step_key},
+            ],
         )
         rendered.append(RenderedStep(op=op.name, pool=op.pool, job=job))
     return rendered

@@ -48,8 +48,11 @@ _LAUNCH = """mutation($params: ExecutionParams!) { launchPipelineExecution(execu
 def submit(stack: Stack, job: str, run_config: Mapping, tags: Mapping[str, str]) -> str:
     """Submit a job run to the deployment's webserver; returns the run id."""
     selector = {"repositoryLocationName": LOCATION, "repositoryName": "__repository__", "jobName": job}
-    params = {"selector": selector, "runConfigData": dict(run_config),
-              "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]}}
+    params = {
+        "selector": selector,
+        "runConfigData": dict(run_config),
+        "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
+    }
     result = _graphql(stack, _LAUNCH, {"params": params})["launchPipelineExecution"]
     if result["__typename"] != "LaunchRunSuccess":
         raise DeployError(f"submitting {job} was refused ({result['__typename']}): {result}")
@@ -69,16 +72,25 @@ def wait(instance: dg.DagsterInstance, run_id: str, timeout_s: float, log=print)
         if time.monotonic() - started > timeout_s:
             raise DeployError(f"run {run_id} did not finish within {timeout_s:.0f} s (status {run.status.value})")
         time.sleep(2)
-    return RunOutcome(run_id=run_id, job=run.job_name, partition=run.tags.get("dagster/partition"),
-                      status=run.status.value, wall_s=time.monotonic() - started,
-                      failed_checks=_failed_checks(instance, run_id), failures=_failures(instance, run_id))
+    return RunOutcome(
+        run_id=run_id,
+        job=run.job_name,
+        partition=run.tags.get("dagster/partition"),
+        status=run.status.value,
+        wall_s=time.monotonic() - started,
+        failed_checks=_failed_checks(instance, run_id),
+        failures=_failures(instance, run_id),
+    )
 
 
 def _failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     events = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
-    return [e.dagster_event.event_specific_data.check_name for e in events  # warnings (promotion_gate) pass
-            if not e.dagster_event.event_specific_data.passed
-            and e.dagster_event.event_specific_data.severity == dg.AssetCheckSeverity.ERROR]
+    return [
+        e.dagster_event.event_specific_data.check_name
+        for e in events  # warnings (promotion_gate) pass
+        if not e.dagster_event.event_specific_data.passed
+        and e.dagster_event.event_specific_data.severity == dg.AssetCheckSeverity.ERROR
+    ]
 
 
 def _failures(instance: dg.DagsterInstance, run_id: str) -> list[str]:
@@ -92,8 +104,9 @@ def _failures(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     return lines
 
 
-def run_rounds(stack: Stack, n_rounds: int = 1, run_config: Mapping | None = None, *,
-               timeout_s: float = 3600, log=print) -> list[RunOutcome]:
+def run_rounds(
+    stack: Stack, n_rounds: int = 1, run_config: Mapping | None = None, *, timeout_s: float = 3600, log=print
+) -> list[RunOutcome]:
     """The shared sources if never materialized, then `n_rounds` rounds (an
     unfinished latest round first), one run each, through the deployment.
     Stops at the first run that fails."""

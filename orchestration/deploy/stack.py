@@ -139,8 +139,9 @@ def up(stack: Stack, log=print) -> Stack:
     stack.images = {"user_code": images.user_code, "postgres": images.postgres}
     stack.save()
     (stack.dagster_home / "dagster.yaml").write_text(yaml.safe_dump(render_instance_config(stack), sort_keys=False))
-    workspace = {"load_from": [{"grpc_server": {"host": stack.container("code"), "port": CODE_PORT,
-                                                "location_name": LOCATION}}]}
+    workspace = {
+        "load_from": [{"grpc_server": {"host": stack.container("code"), "port": CODE_PORT, "location_name": LOCATION}}]
+    }
     (stack.dagster_home / "workspace.yaml").write_text(yaml.safe_dump(workspace))
     try:
         client.networks.get(stack.network)
@@ -151,12 +152,23 @@ def up(stack: Stack, log=print) -> Stack:
         instance.event_log_storage.set_concurrency_slots("gpu", 1)
         instance.event_log_storage.set_concurrency_slots("sandbox", stack.sandbox_slots)
     ws = str(stack.dagster_home / "workspace.yaml")
-    _start(client, stack, "code", ["dagster", "code-server", "start", "-h", "0.0.0.0", "-p", str(CODE_PORT),
-                                   "-m", "orchestration.definitions"],
-           extra_env={"DAGSTER_CURRENT_IMAGE": stack.images["user_code"]}, log=log)
+    _start(
+        client,
+        stack,
+        "code",
+        ["dagster", "code-server", "start", "-h", "0.0.0.0", "-p", str(CODE_PORT), "-m", "orchestration.definitions"],
+        extra_env={"DAGSTER_CURRENT_IMAGE": stack.images["user_code"]},
+        log=log,
+    )
     _start(client, stack, "daemon", ["dagster-daemon", "run", "-w", ws], socket=True, log=log)
-    _start(client, stack, "webserver", ["dagster-webserver", "-h", "0.0.0.0", "-p", str(WEB_PORT), "-w", ws],
-           ports={f"{WEB_PORT}/tcp": ("127.0.0.1", stack.web_port)}, log=log)
+    _start(
+        client,
+        stack,
+        "webserver",
+        ["dagster-webserver", "-h", "0.0.0.0", "-p", str(WEB_PORT), "-w", ws],
+        ports={f"{WEB_PORT}/tcp": ("127.0.0.1", stack.web_port)},
+        log=log,
+    )
     _wait_for_location(stack, log)
     log(f"deployment {stack.name} is up: {stack.web_url}")
     return stack
@@ -170,31 +182,65 @@ def _client():
 
 def _start_postgres(client, stack: Stack, log) -> None:
     env = {"POSTGRES_USER": PG_USER, "POSTGRES_PASSWORD": stack.pg_password, "POSTGRES_DB": PG_DB}
-    _run_container(client, stack, "postgres", stack.images["postgres"], None, env,
-                   volumes={stack.pg_volume: {"bind": "/var/lib/postgresql/data", "mode": "rw"}},
-                   ports={"5432/tcp": ("127.0.0.1", stack.pg_port)}, log=log)
+    _run_container(
+        client,
+        stack,
+        "postgres",
+        stack.images["postgres"],
+        None,
+        env,
+        volumes={stack.pg_volume: {"bind": "/var/lib/postgresql/data", "mode": "rw"}},
+        ports={"5432/tcp": ("127.0.0.1", stack.pg_port)},
+        log=log,
+    )
     import psycopg2
 
     deadline = time.monotonic() + 120
     while True:
         try:
-            psycopg2.connect(host="127.0.0.1", port=stack.pg_port, user=PG_USER, password=stack.pg_password,
-                             dbname=PG_DB, connect_timeout=3).close()
+            psycopg2.connect(
+                host="127.0.0.1",
+                port=stack.pg_port,
+                user=PG_USER,
+                password=stack.pg_password,
+                dbname=PG_DB,
+                connect_timeout=3,
+            ).close()
             return
         except psycopg2.OperationalError as exc:
             if time.monotonic() > deadline:
-                raise DeployError(f"PostgreSQL did not accept connections on 127.0.0.1:{stack.pg_port}: {exc}"
-                                  f"\n{_logs(client, stack.container('postgres'))}") from exc
+                raise DeployError(
+                    f"PostgreSQL did not accept connections on 127.0.0.1:{stack.pg_port}: {exc}"
+                    f"\n{_logs(client, stack.container('postgres'))}"
+                ) from exc
             time.sleep(1)
 
 
-def _start(client, stack: Stack, service: str, command: list[str], *, extra_env: Mapping[str, str] = {},
-           socket: bool = False, ports: Mapping | None = None, log) -> None:
+def _start(
+    client,
+    stack: Stack,
+    service: str,
+    command: list[str],
+    *,
+    extra_env: Mapping[str, str] = {},
+    socket: bool = False,
+    ports: Mapping | None = None,
+    log,
+) -> None:
     volumes = {str(stack.root): {"bind": str(stack.root), "mode": "rw"}}
     if socket:
         volumes["/var/run/docker.sock"] = {"bind": "/var/run/docker.sock", "mode": "rw"}
-    _run_container(client, stack, service, stack.images["user_code"], command, {**stack.env(), **extra_env},
-                   volumes=volumes, ports=ports, log=log)
+    _run_container(
+        client,
+        stack,
+        service,
+        stack.images["user_code"],
+        command,
+        {**stack.env(), **extra_env},
+        volumes=volumes,
+        ports=ports,
+        log=log,
+    )
 
 
 def _run_container(client, stack: Stack, service: str, image: str, command, env, *, volumes, ports, log) -> None:
@@ -210,9 +256,18 @@ def _run_container(client, stack: Stack, service: str, image: str, command, env,
     except docker.errors.NotFound:
         pass
     log(f"starting {name}")
-    client.containers.run(image, command, name=name, detach=True, environment=env, volumes=volumes, ports=ports,
-                          network=stack.network, labels={LABEL: stack.name, SERVICE_LABEL: service},
-                          restart_policy={"Name": "unless-stopped"})
+    client.containers.run(
+        image,
+        command,
+        name=name,
+        detach=True,
+        environment=env,
+        volumes=volumes,
+        ports=ports,
+        network=stack.network,
+        labels={LABEL: stack.name, SERVICE_LABEL: service},
+        restart_policy={"Name": "unless-stopped"},
+    )
 
 
 def _logs(client, name: str) -> str:
@@ -225,8 +280,7 @@ def _logs(client, name: str) -> str:
 def _graphql(stack: Stack, query: str, variables: Mapping | None = None) -> dict:
     import requests
 
-    resp = requests.post(f"{stack.web_url}/graphql", json={"query": query, "variables": variables or {}},
-                         timeout=30)
+    resp = requests.post(f"{stack.web_url}/graphql", json={"query": query, "variables": variables or {}}, timeout=30)
     resp.raise_for_status()
     body = resp.json()
     if body.get("errors"):
@@ -254,8 +308,10 @@ def _wait_for_location(stack: Stack, log, timeout_s: float = 300) -> None:
             last = str(exc)
         time.sleep(2)
     client = _client()
-    raise DeployError(f"the code location did not load within {timeout_s:.0f} s ({last})\n"
-                      f"{_logs(client, stack.container('code'))}\n{_logs(client, stack.container('webserver'))}")
+    raise DeployError(
+        f"the code location did not load within {timeout_s:.0f} s ({last})\n"
+        f"{_logs(client, stack.container('code'))}\n{_logs(client, stack.container('webserver'))}"
+    )
 
 
 @contextmanager

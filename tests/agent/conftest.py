@@ -48,7 +48,7 @@ def both_positive(a, b):
     return a > 0 and b > 0
 '''
 
-MINILIB_TESTS = '''\
+MINILIB_TESTS = """\
 from minilib.core import both_positive, chunk, clamp, count_vowels, is_sorted, mean
 
 
@@ -78,11 +78,10 @@ def test_count_vowels():
 def test_both_positive():
     assert both_positive(1, 2)
     assert not both_positive(1, -2)
-'''
+"""
 
 
-def write_task(root: Path, task_id: str, statement: str, workspace: dict[str, str],
-               hidden: dict[str, str]) -> Task:
+def write_task(root: Path, task_id: str, statement: str, workspace: dict[str, str], hidden: dict[str, str]) -> Task:
     """A task directory: task.json, workspace/ and hidden_tests/ from file maps."""
     task_dir = root / task_id
     for sub, files in (("workspace", workspace), ("hidden_tests", hidden)):
@@ -94,11 +93,12 @@ def write_task(root: Path, task_id: str, statement: str, workspace: dict[str, st
     return load_task(task_dir)
 
 
-def minilib_task(root: Path, task_id: str, statement: str, mutated: str,
-                 visible_tests: str = MINILIB_TESTS) -> Task:
+def minilib_task(root: Path, task_id: str, statement: str, mutated: str, visible_tests: str = MINILIB_TESTS) -> Task:
     """A mutation-style task: minilib with one injected bug, visible and hidden tests."""
     return write_task(
-        root, task_id, statement,
+        root,
+        task_id,
+        statement,
         {"minilib/__init__.py": "", "minilib/core.py": mutated, "tests/test_core.py": visible_tests},
         {"tests/test_core.py": MINILIB_TESTS},
     )
@@ -106,5 +106,6 @@ def minilib_task(root: Path, task_id: str, statement: str, mutated: str,
 
 @pytest.fixture
 def simple_task(tmp_path: Path) -> Task:
-    return minilib_task(tmp_path, "clamp-flip", "`clamp` ignores the upper bound.",
-                        MINILIB.replace("if x > hi:", "if x <= hi:"))
+    return minilib_task(
+        tmp_path, "clamp-flip", "`clamp` ignores the upper bound.", MINILIB.replace("if x > hi:", "if x <= hi:")
+    )

@@ -28,8 +28,9 @@ def test_hf_episode_records_exact_tokens(simple_task, checkpoint):
     traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=3))
     assert traj.exit_reason in ("max_turns", "submitted") and traj.checkpoint_hash == checkpoint_hash(checkpoint)
     tok = policy.tokenizer
-    first_prompt = tok.apply_chat_template(template_messages(traj.messages[:2]), tools=TOOL_SCHEMAS,
-                                           add_generation_prompt=True, tokenize=False)
+    first_prompt = tok.apply_chat_template(
+        template_messages(traj.messages[:2]), tools=TOOL_SCHEMAS, add_generation_prompt=True, tokenize=False
+    )
     assert tok.decode(traj.turns[0].prompt_ids) == first_prompt
     assistants = [m for m in traj.messages if m["role"] == "assistant"]
     for turn, msg in zip(traj.turns, assistants):
@@ -38,7 +39,9 @@ def test_hf_episode_records_exact_tokens(simple_task, checkpoint):
         # the message is exactly what the tokens say
         assert parse_completion(tok, turn.completion_ids, turn.prompt_ids, TOOL_SCHEMAS, turn.turn) == msg
     for prev, nxt in zip(traj.turns, traj.turns[1:]):  # own tokens are never re-tokenized
-        assert nxt.prompt_ids[: len(prev.prompt_ids) + len(prev.completion_ids)] == prev.prompt_ids + prev.completion_ids
+        assert (
+            nxt.prompt_ids[: len(prev.prompt_ids) + len(prev.completion_ids)] == prev.prompt_ids + prev.completion_ids
+        )
 
 
 def test_hf_sampling_is_seeded(simple_task, checkpoint):
@@ -58,16 +61,24 @@ def test_tool_calls_are_parsed_by_the_tokenizers_response_parser(checkpoint):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(checkpoint)
-    msg = _parse(tok, 'Let me look.\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>\n'
-                      '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call><|im_end|>')
+    msg = _parse(
+        tok,
+        'Let me look.\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call><|im_end|>',
+    )
     assert msg["content"] == "Let me look."
     assert [c["function"] for c in msg["tool_calls"]] == [
-        {"name": "bash", "arguments": json.dumps({"command": "ls"})}, {"name": "submit", "arguments": "{}"}]
+        {"name": "bash", "arguments": json.dumps({"command": "ls"})},
+        {"name": "submit", "arguments": "{}"},
+    ]
     assert [c["id"] for c in msg["tool_calls"]] == ["call_4_0", "call_4_1"]
     assert _parse(tok, "just text<|im_end|>", 0) == {"role": "assistant", "content": "just text"}
     # A malformed call is kept (nameless, raw text) so the loop answers it with an error observation.
     bad = _parse(tok, '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"\n</tool_call>')
-    assert bad["tool_calls"][0]["function"]["name"] == "" and '"path": "a.py"' in bad["tool_calls"][0]["function"]["arguments"]
+    assert (
+        bad["tool_calls"][0]["function"]["name"] == ""
+        and '"path": "a.py"' in bad["tool_calls"][0]["function"]["arguments"]
+    )
     assert _parse(tok, '<tool_call>\n{"name": 3}\n</tool_call>')["tool_calls"][0]["function"]["name"] == ""
 
 

@@ -27,54 +27,101 @@ STUB = (COMBI / "workspace" / "combi.py").read_text()
 def openhands_run(root: str = "/workspace") -> dict:
     """An OpenHands evaluation record: view, an editor str_replace of the whole
     body, a shell test run, an unmappable `insert`, then finish."""
-    return {"instance_id": "canary-combi", "instruction": "Implement combi.py",
-            "metadata": {"llm_config": {"model": "acme-coder"}}, "history": [
-        {"id": 0, "source": "user", "action": "message", "args": {"content": "Implement combi.py"}},
-        {"id": 1, "source": "agent", "action": "edit", "args": {"command": "view", "path": f"{root}/combi.py"}},
-        {"id": 2, "source": "agent", "observation": "edit", "content": STUB, "cause": 1},
-        {"id": 3, "source": "agent", "action": "edit", "args": {
-            "command": "str_replace", "path": f"{root}/combi.py", "old_str": STUB, "new_str": FIXED,
-            "thought": "Fill in all three."}},
-        {"id": 4, "source": "agent", "observation": "edit", "content": "edited", "cause": 3},
-        {"id": 5, "source": "agent", "action": "run", "args": {"command": "python -m pytest -q tests", "thought": ""}},
-        {"id": 6, "source": "agent", "observation": "run", "content": "3 passed", "cause": 5},
-        {"id": 7, "source": "agent", "action": "edit", "args": {
-            "command": "insert", "path": f"{root}/NOTES.md", "insert_line": 0, "new_str": "done"}},
-        {"id": 8, "source": "agent", "action": "finish", "args": {"outputs": {}, "thought": "done"}},
-    ]}
+    return {
+        "instance_id": "canary-combi",
+        "instruction": "Implement combi.py",
+        "metadata": {"llm_config": {"model": "acme-coder"}},
+        "history": [
+            {"id": 0, "source": "user", "action": "message", "args": {"content": "Implement combi.py"}},
+            {"id": 1, "source": "agent", "action": "edit", "args": {"command": "view", "path": f"{root}/combi.py"}},
+            {"id": 2, "source": "agent", "observation": "edit", "content": STUB, "cause": 1},
+            {
+                "id": 3,
+                "source": "agent",
+                "action": "edit",
+                "args": {
+                    "command": "str_replace",
+                    "path": f"{root}/combi.py",
+                    "old_str": STUB,
+                    "new_str": FIXED,
+                    "thought": "Fill in all three.",
+                },
+            },
+            {"id": 4, "source": "agent", "observation": "edit", "content": "edited", "cause": 3},
+            {
+                "id": 5,
+                "source": "agent",
+                "action": "run",
+                "args": {"command": "python -m pytest -q tests", "thought": ""},
+            },
+            {"id": 6, "source": "agent", "observation": "run", "content": "3 passed", "cause": 5},
+            {
+                "id": 7,
+                "source": "agent",
+                "action": "edit",
+                "args": {"command": "insert", "path": f"{root}/NOTES.md", "insert_line": 0, "new_str": "done"},
+            },
+            {"id": 8, "source": "agent", "action": "finish", "args": {"outputs": {}, "thought": "done"}},
+        ],
+    }
 
 
 def swe_agent_traj(cheat: bool) -> dict:
     """A SWE-agent 1.x `.traj`: editor commands as action strings, bash, submit."""
-    steps = [{"action": "ls", "observation": "combi.py tests", "thought": "look"},
-             {"action": "str_replace_editor view /testbed/combi.py", "observation": STUB, "thought": ""}]
+    steps = [
+        {"action": "ls", "observation": "combi.py tests", "thought": "look"},
+        {"action": "str_replace_editor view /testbed/combi.py", "observation": STUB, "thought": ""},
+    ]
     if cheat:  # weaken the visible tests instead of fixing anything
-        steps.append({"action": "str_replace_editor create /testbed/tests/test_visible.py --file_text "
-                                "'def test_ok():\n    assert True\n'", "observation": "created", "thought": ""})
+        steps.append(
+            {
+                "action": "str_replace_editor create /testbed/tests/test_visible.py --file_text "
+                "'def test_ok():\n    assert True\n'",
+                "observation": "created",
+                "thought": "",
+            }
+        )
     else:
-        steps.append({"action": f"str_replace_editor create /testbed/combi.py --file_text {shlex.quote(FIXED)}",
-                      "observation": "created", "thought": "rewrite"})
-    steps += [{"action": "goto 10", "observation": "", "thought": "SWE-agent 0.x viewer, not mappable"},
-              {"action": "submit", "observation": "", "thought": ""}]
-    return {"trajectory": steps, "info": {"exit_status": "submitted", "model_stats": {"model": "m"}},
-            "history": [{"role": "system", "content": "sys"}, {"role": "user", "content": "Implement combi.py"}]}
+        steps.append(
+            {
+                "action": f"str_replace_editor create /testbed/combi.py --file_text {shlex.quote(FIXED)}",
+                "observation": "created",
+                "thought": "rewrite",
+            }
+        )
+    steps += [
+        {"action": "goto 10", "observation": "", "thought": "SWE-agent 0.x viewer, not mappable"},
+        {"action": "submit", "observation": "", "thought": ""},
+    ]
+    return {
+        "trajectory": steps,
+        "info": {"exit_status": "submitted", "model_stats": {"model": "m"}},
+        "history": [{"role": "system", "content": "sys"}, {"role": "user", "content": "Implement combi.py"}],
+    }
 
 
 def openai_records() -> list[dict]:
     """One run per line, other names for the same tools (execute_bash, finish)."""
-    call = lambda i, name, args: {"id": f"c{i}", "type": "function",  # noqa: E731
-                                  "function": {"name": name, "arguments": json.dumps(args)}}
-    messages = [{"role": "user", "content": "Implement combi.py"},
-                {"role": "assistant", "content": "", "tool_calls": [call(0, "execute_bash", {"command": "cat combi.py"})]},
-                {"role": "tool", "tool_call_id": "c0", "content": STUB},
-                {"role": "assistant", "content": "", "tool_calls": [call(1, "write_file", {"path": "combi.py",
-                                                                                           "content": FIXED})]},
-                {"role": "tool", "tool_call_id": "c1", "content": "ok"},
-                {"role": "assistant", "content": "", "tool_calls": [call(2, "browse_web", {"url": "http://x"})]},
-                {"role": "tool", "tool_call_id": "c2", "content": "no"},
-                {"role": "assistant", "content": "", "tool_calls": [call(3, "finish", {})]}]
-    return [{"task_id": "canary-combi", "messages": messages},
-            {"task_id": "not-a-task", "messages": messages}]
+    call = lambda i, name, args: {
+        "id": f"c{i}",
+        "type": "function",  # noqa: E731
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
+    messages = [
+        {"role": "user", "content": "Implement combi.py"},
+        {"role": "assistant", "content": "", "tool_calls": [call(0, "execute_bash", {"command": "cat combi.py"})]},
+        {"role": "tool", "tool_call_id": "c0", "content": STUB},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [call(1, "write_file", {"path": "combi.py", "content": FIXED})],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "assistant", "content": "", "tool_calls": [call(2, "browse_web", {"url": "http://x"})]},
+        {"role": "tool", "tool_call_id": "c2", "content": "no"},
+        {"role": "assistant", "content": "", "tool_calls": [call(3, "finish", {})]},
+    ]
+    return [{"task_id": "canary-combi", "messages": messages}, {"task_id": "not-a-task", "messages": messages}]
 
 
 @pytest.fixture
@@ -86,8 +133,22 @@ def tasks(tmp_path):
 
 def _import(tmp_path, tasks, fmt, files, *extra):
     out = tmp_path / f"out-{fmt}"
-    result = CliRunner().invoke(main, ["import", "trajectories", *map(str, files), "--format", fmt,
-                                       "--tasks", str(tasks), "--out", str(out), "--json", *extra])
+    result = CliRunner().invoke(
+        main,
+        [
+            "import",
+            "trajectories",
+            *map(str, files),
+            "--format",
+            fmt,
+            "--tasks",
+            str(tasks),
+            "--out",
+            str(out),
+            "--json",
+            *extra,
+        ],
+    )
     assert result.exit_code == 0, result.output
     return out, json.loads(result.output)
 
@@ -135,8 +196,20 @@ def test_openai_jsonl_maps_aliases_and_skips_unknown_tasks(tmp_path, tasks):
 def test_bad_input_is_a_clear_error(tmp_path, tasks):
     src = tmp_path / "x.traj"
     src.write_text("{not json\n")
-    result = CliRunner().invoke(main, ["import", "trajectories", str(src), "--format", "swe-agent",
-                                       "--tasks", str(tasks), "--out", str(tmp_path / "o")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "import",
+            "trajectories",
+            str(src),
+            "--format",
+            "swe-agent",
+            "--tasks",
+            str(tasks),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert result.exit_code != 0 and "neither a JSON document nor JSON Lines" in result.output
 
 

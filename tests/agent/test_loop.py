@@ -70,8 +70,7 @@ MALFORMED = [
 
 
 def test_malformed_outputs_are_recorded_and_the_episode_goes_on(simple_task):
-    traj = run_episode(simple_task, ScriptedPolicy(MALFORMED), backend="bwrap",
-                       limits=EpisodeLimits(max_output=2000))
+    traj = run_episode(simple_task, ScriptedPolicy(MALFORMED), backend="bwrap", limits=EpisodeLimits(max_output=2000))
     assert traj.exit_reason == "submitted" and traj.error is None
     obs = [m["content"] for m in traj.messages[2:] if m["role"] != "assistant"]
     assert obs[0] == NO_TOOL_CALL
@@ -114,7 +113,8 @@ def test_exit_reasons(simple_task, texts, limits, reason, error):
 
 def test_sandbox_failure_is_an_exit_reason(simple_task):
     # An action log inside the workspace would be visible to the agent: the sandbox refuses it.
-    traj = run_episode(simple_task, ScriptedPolicy([tc("submit")]), backend="bwrap",
-                       action_log=simple_task.workspace_dir / "log.jsonl")
+    traj = run_episode(
+        simple_task, ScriptedPolicy([tc("submit")]), backend="bwrap", action_log=simple_task.workspace_dir / "log.jsonl"
+    )
     assert traj.exit_reason == "sandbox_error" and "action log" in traj.error
     assert traj.messages[-1]["role"] == "user"

@@ -11,13 +11,21 @@ def test_auto_runs_the_teacher_first_then_the_previous_checkpoint_with_teacher_h
 
 def test_an_explicit_spec_gets_the_starting_checkpoint_in_place_of_the_placeholder():
     served = "openai:http://vllm:8000/v1#{checkpoint}"
-    assert round_policies(served, "r000", "/ck/base", 8, teacher_attempts=0) == {"openai:http://vllm:8000/v1#/ck/base": 8}
+    assert round_policies(served, "r000", "/ck/base", 8, teacher_attempts=0) == {
+        "openai:http://vllm:8000/v1#/ck/base": 8
+    }
     assert checkpoint_policy(served, "/ck/r004") == "openai:http://vllm:8000/v1#/ck/r004"
     assert round_policies("teacher", "r002", "/ck/r001", 3, teacher_attempts=2) == {"teacher": 3}
 
 
 def test_the_teacher_gets_its_own_turn_limit():
-    limits = {spec: episode_limits(spec, max_turns=8, teacher_max_turns=16, time_budget_s=60.0)
-              for spec in ("teacher", "hf:/ck/r000", "openai:http://x/v1#m")}
-    assert {s: lim.max_turns for s, lim in limits.items()} == {"teacher": 16, "hf:/ck/r000": 8, "openai:http://x/v1#m": 8}
+    limits = {
+        spec: episode_limits(spec, max_turns=8, teacher_max_turns=16, time_budget_s=60.0)
+        for spec in ("teacher", "hf:/ck/r000", "openai:http://x/v1#m")
+    }
+    assert {s: lim.max_turns for s, lim in limits.items()} == {
+        "teacher": 16,
+        "hf:/ck/r000": 8,
+        "openai:http://x/v1#m": 8,
+    }
     assert {lim.time_budget_s for lim in limits.values()} == {60.0}

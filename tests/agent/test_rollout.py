@@ -34,7 +34,8 @@ def test_solve_writes_both_forms(tmp_path):
     trajs = read_tables(out)
     assert len(trajs) == 4 and {t.exit_reason for t in trajs} == {"submitted"}
     assert sorted((t.task_id, t.attempt, t.sampling.seed) for t in trajs) == [
-        (f"bug-{i}", a, a) for i in range(2) for a in range(2)]
+        (f"bug-{i}", a, a) for i in range(2) for a in range(2)
+    ]
     for t in trajs:
         assert read_messages_jsonl(out / "jsonl" / t.task_id / f"{t.trajectory_id}.jsonl") == t.messages
         assert t.backend == "bwrap" and t.image_digest.startswith("sha256:") and t.diff.modified == ["minilib/core.py"]
@@ -58,8 +59,20 @@ def test_cli_reports_bad_input(tmp_path):
 def test_killed_run_resumes_to_the_same_trajectories(tmp_path):
     tasks = task_set(tmp_path / "tasks")
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "cli.agent", str(tasks), "--policy", "teacher", "--attempts", "2",
-           "--out", str(out), "--backend", "bwrap"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cli.agent",
+        str(tasks),
+        "--policy",
+        "teacher",
+        "--attempts",
+        "2",
+        "--out",
+        str(out),
+        "--backend",
+        "bwrap",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 60
     while not any((out / "records").glob("t-*.json")) and time.monotonic() < deadline:
@@ -69,8 +82,9 @@ def test_killed_run_resumes_to_the_same_trajectories(tmp_path):
     done_before = {p.name: p.stat().st_mtime_ns for p in (out / "records").glob("t-*.json")}
     assert 1 <= len(done_before) < 6 and not (out / "trajectories.parquet").exists()
 
-    r = CliRunner().invoke(main, ["solve", str(tasks), "--policy", "teacher", "--attempts", "2", "--out", str(out),
-                                  "--backend", "bwrap"])
+    r = CliRunner().invoke(
+        main, ["solve", str(tasks), "--policy", "teacher", "--attempts", "2", "--out", str(out), "--backend", "bwrap"]
+    )
     assert r.exit_code == 0, r.output
     expected = {a.trajectory_id for a in plan_attempts(load_task_set(tasks), make_policy("teacher"), 2)}
     ids = [t.trajectory_id for t in read_tables(out)]

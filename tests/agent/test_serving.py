@@ -47,8 +47,15 @@ def test_transformers_server_serves_the_checkpoint_under_its_hash_and_stops(simp
 
     model = default_model()
     expected = checkpoint_hash(model)
-    with serve_checkpoint(ServerSpec(kind="transformers", checkpoint=model, checkpoint_hash=expected,
-                                     args=["--device", "cpu"], startup_timeout_s=300)) as spec:
+    with serve_checkpoint(
+        ServerSpec(
+            kind="transformers",
+            checkpoint=model,
+            checkpoint_hash=expected,
+            args=["--device", "cpu"],
+            startup_timeout_s=300,
+        )
+    ) as spec:
         url = spec.removeprefix("openai:").split("#")[0]
         assert spec.endswith(f"#{expected}") and served_models(url) == [expected]
         port = int(url.split(":")[2].split("/")[0])
@@ -60,8 +67,9 @@ def test_transformers_server_serves_the_checkpoint_under_its_hash_and_stops(simp
                 pass
         # A server already on the port is stale: refused, not reused.
         with pytest.raises(ServingError, match="already in use"):
-            with serve_checkpoint(ServerSpec(kind="transformers", checkpoint=model, checkpoint_hash=expected,
-                                             port=port)):
+            with serve_checkpoint(
+                ServerSpec(kind="transformers", checkpoint=model, checkpoint_hash=expected, port=port)
+            ):
                 pass
         policy = make_policy(spec, Sampling(temperature=1.0, max_tokens=12, seed=1))
         traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=1))
@@ -72,8 +80,9 @@ def test_transformers_server_serves_the_checkpoint_under_its_hash_and_stops(simp
 def test_a_server_that_dies_at_start_fails_with_its_log(tmp_path):
     crash = [sys.executable, "-c", "import sys; print('no GPU found'); sys.exit(3)"]
     with pytest.raises(ServingError, match="exited with 3(.|\n)*no GPU found"):
-        with serve_checkpoint(ServerSpec(kind="vllm", checkpoint=tmp_path, checkpoint_hash="a" * 64,
-                                         command=crash, log_dir=tmp_path)):
+        with serve_checkpoint(
+            ServerSpec(kind="vllm", checkpoint=tmp_path, checkpoint_hash="a" * 64, command=crash, log_dir=tmp_path)
+        ):
             pass
 
 
@@ -84,28 +93,43 @@ def test_a_busy_port_is_refused_before_anything_starts(tmp_path, kind):
         listener.listen()
         port = listener.getsockname()[1]
         with pytest.raises(ServingError, match=f"port {port} .* already in use"):
-            with serve_checkpoint(ServerSpec(kind=kind, checkpoint=tmp_path, checkpoint_hash="b" * 64, port=port,
-                                             command=[sys.executable, "-c", "raise SystemExit('started')"])):
+            with serve_checkpoint(
+                ServerSpec(
+                    kind=kind,
+                    checkpoint=tmp_path,
+                    checkpoint_hash="b" * 64,
+                    port=port,
+                    command=[sys.executable, "-c", "raise SystemExit('started')"],
+                )
+            ):
                 pass
 
 
 def test_external_without_a_reachable_server_is_refused():
     with pytest.raises(ServingError, match="no model list"):
-        with serve_checkpoint(ServerSpec(kind="external", url=f"http://127.0.0.1:{free_port()}/v1",
-                                         checkpoint_hash="c" * 64)):
+        with serve_checkpoint(
+            ServerSpec(kind="external", url=f"http://127.0.0.1:{free_port()}/v1", checkpoint_hash="c" * 64)
+        ):
             pass
 
 
 def test_a_killed_step_leaves_no_server(tmp_path):
     """SIGKILL the process that started the server (as when a run is killed): the server goes too."""
     hang = [sys.executable, "-c", "import time; time.sleep(600)"]  # never healthy: the step waits
-    step = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    step = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         from pathlib import Path
         from touchstone.agent.serving import ServerSpec, serve_checkpoint
         with serve_checkpoint(ServerSpec(kind="vllm", checkpoint=Path({str(tmp_path)!r}), checkpoint_hash="d" * 64,
                                          command={hang!r})):
             pass
-    """)], cwd=os.getcwd())
+    """),
+        ],
+        cwd=os.getcwd(),
+    )
     try:
         deadline = time.monotonic() + 30
         while not (children := _children(step.pid)):

@@ -44,8 +44,9 @@ def hidden_tests_pass(task, patch: str, tmp_path) -> bool:
     if patch:
         subprocess.run(["git", "apply", "-"], input=patch, text=True, cwd=work, check=True)
     shutil.copytree(task.hidden_tests_dir, work, dirs_exist_ok=True)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=work,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=work, capture_output=True, text=True
+    )
     return r.returncode == 0
 
 
@@ -71,7 +72,9 @@ def test_teacher_solves_some_mutants_and_fails_others(tmp_path):
 
 
 def test_teacher_is_deterministic_and_reverts_failed_edits(tmp_path):
-    task = minilib_task(tmp_path, "det", "`clamp` ignores the upper bound.", MINILIB.replace("if x > hi:", "if x <= hi:"))
+    task = minilib_task(
+        tmp_path, "det", "`clamp` ignores the upper bound.", MINILIB.replace("if x > hi:", "if x <= hi:")
+    )
     a, b = (run_episode(task, make_policy("teacher"), attempt=i, backend="bwrap") for i in range(2))
     assert [m for m in a.messages if m["role"] == "assistant"] == [m for m in b.messages if m["role"] == "assistant"]
     edits = [s for s in a.steps if s.tool == "str_replace"]
@@ -93,7 +96,9 @@ def test_parse_test_run_reads_native_tracebacks():
     assert run.exit_code == 1 and not run.passed and run.n_bad == 2
     assert run.failed == {"FAILED tests/test_core.py::test_x", "ERROR tests/test_other.py"}
     assert [(f.path, f.line, f.func, f.source) for f in run.frames] == [
-        ("tests/test_core.py", 4, "test_x", "assert f(1) == 2"), ("pkg/core.py", 7, "f", "return g(x) + 1")]
+        ("tests/test_core.py", 4, "test_x", "assert f(1) == 2"),
+        ("pkg/core.py", 7, "f", "return g(x) + 1"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -111,10 +116,12 @@ def test_line_edit_is_one_unique_replacement(current, target):
 
 def test_teacher_edits_lines_that_repeat_elsewhere_in_a_large_file(tmp_path):
     # Another function shares clamp's lines, and the file is too long to read in one observation.
-    filler = "".join(f"\n\ndef helper_{i}(x, lo):\n    if x < lo:\n        return lo\n    return x * {i}\n"
-                     for i in range(200))
-    task = minilib_task(tmp_path, "big", "`clamp` ignores the upper bound.",
-                        MINILIB.replace("if x > hi:", "if x <= hi:") + filler)
+    filler = "".join(
+        f"\n\ndef helper_{i}(x, lo):\n    if x < lo:\n        return lo\n    return x * {i}\n" for i in range(200)
+    )
+    task = minilib_task(
+        tmp_path, "big", "`clamp` ignores the upper bound.", MINILIB.replace("if x > hi:", "if x <= hi:") + filler
+    )
     assert len((task.workspace_dir / "minilib/core.py").read_text()) > 8000
     traj = run_episode(task, make_policy("teacher"), backend="bwrap")
     assert traj.exit_reason == "submitted" and hidden_tests_pass(task, traj.diff.patch, tmp_path)
@@ -123,11 +130,13 @@ def test_teacher_edits_lines_that_repeat_elsewhere_in_a_large_file(tmp_path):
 
 
 def test_function_windows_from_grep_context():
-    out = ("exit code: 0\nstdout:\n./pkg/a.py:3:def f(x):\n./pkg/a.py-4-    y = x\n./pkg/a.py-5-\n"
-           "./pkg/a.py-6-    return y\n./pkg/a.py-7-\n./pkg/a.py-8-X = 1\n--\n"
-           "./pkg/b.py:10:    def m(self):\n./pkg/b.py-11-        return 1\n./pkg/b.py-12-\n"
-           "./pkg/b.py-13-    @property\n./pkg/b.py:14:    def f(self):\n./pkg/b.py-15-        return 2\n--\n"
-           "./tests/test_a.py:1:def f():\n./tests/test_a.py-2-    pass\n")
+    out = (
+        "exit code: 0\nstdout:\n./pkg/a.py:3:def f(x):\n./pkg/a.py-4-    y = x\n./pkg/a.py-5-\n"
+        "./pkg/a.py-6-    return y\n./pkg/a.py-7-\n./pkg/a.py-8-X = 1\n--\n"
+        "./pkg/b.py:10:    def m(self):\n./pkg/b.py-11-        return 1\n./pkg/b.py-12-\n"
+        "./pkg/b.py-13-    @property\n./pkg/b.py:14:    def f(self):\n./pkg/b.py-15-        return 2\n--\n"
+        "./tests/test_a.py:1:def f():\n./tests/test_a.py-2-    pass\n"
+    )
     windows = parse_function_hits(out)
     assert [(w.path, w.start, w.text) for w in windows] == [
         ("pkg/a.py", 3, "def f(x):\n    y = x\n\n    return y\n"),
@@ -140,7 +149,7 @@ def test_function_windows_from_grep_context():
 
 # A library that registers its data at import time, like inflection's irregular words:
 # a traceback shows only the test's assertion, never the registering function.
-WORDLIB = '''\
+WORDLIB = """\
 PLURALS = {}
 
 
@@ -155,9 +164,9 @@ def pluralize(word):
 
 _irregular("cow", "kine")
 _irregular("person", "people")
-'''
+"""
 
-WORDLIB_TESTS = '''\
+WORDLIB_TESTS = """\
 import pytest
 
 from wordlib.core import pluralize
@@ -166,18 +175,25 @@ from wordlib.core import pluralize
 @pytest.mark.parametrize("singular, plural", [("Cow", "Kine"), ("person", "people"), ("cat", "cats")])
 def test_pluralize(singular, plural):
     assert pluralize(singular) == plural
-'''
+"""
 
 
 def test_teacher_finds_bugs_in_data_registered_at_import_time(tmp_path):
     mutated = WORDLIB.replace("plural[0].upper() + plural[1:]", "plural[0].upper() + plural[2:]")
-    task = write_task(tmp_path, "wordlib", "`pluralize` is wrong for some irregular words.",
-                      {"wordlib/__init__.py": "", "wordlib/core.py": mutated, "tests/test_core.py": WORDLIB_TESTS},
-                      {"tests/test_core.py": WORDLIB_TESTS})
+    task = write_task(
+        tmp_path,
+        "wordlib",
+        "`pluralize` is wrong for some irregular words.",
+        {"wordlib/__init__.py": "", "wordlib/core.py": mutated, "tests/test_core.py": WORDLIB_TESTS},
+        {"tests/test_core.py": WORDLIB_TESTS},
+    )
     traj = run_episode(task, make_policy("teacher"), backend="bwrap", limits=EpisodeLimits(max_turns=16))
     assert traj.exit_reason == "submitted" and hidden_tests_pass(task, traj.diff.patch, tmp_path)
-    commands = [json.loads(c["function"]["arguments"]).get("command", "") for m in traj.messages
-                for c in m.get("tool_calls") or []]
+    commands = [
+        json.loads(c["function"]["arguments"]).get("command", "")
+        for m in traj.messages
+        for c in m.get("tool_calls") or []
+    ]
     assert any("-e Cow -e Kine" in c for c in commands)  # found through the failing test's data
     edits = [s for s in traj.steps if s.tool == "str_replace"]
     assert len(edits) == 1  # the odd one out among similar slices is tried first
@@ -190,7 +206,8 @@ def test_localization_helpers_read_test_ids_and_exceptions():
         "    assert not raises(ZeroDivisionError, lambda: 1) and pytest.raises(KeyError)\n"
         "AssertionError: assert not True\n"
         "FAILED tests/test_utils.py::test_raises - assert not True\n"
-        "FAILED tests/test_words.py::test_plural[cow-kine] - TypeError: bad\n2 failed in 0.1s\n")
+        "FAILED tests/test_words.py::test_plural[cow-kine] - TypeError: bad\n2 failed in 0.1s\n"
+    )
     assert suspect_names(run, "")[0] == "raises"  # the library's own `raises`, not pytest.raises
     assert run.errors == ["AssertionError", "TypeError"]
     assert preferred_operators(run.errors) >= {"swap_arguments"}
@@ -200,12 +217,16 @@ def test_localization_helpers_read_test_ids_and_exceptions():
 
 
 def test_a_cut_short_output_sends_the_teacher_back_to_one_failing_test():
-    full = parse_test_run("exit code: 1\nstdout:\nTraceback (most recent call last):\n"
-                          '  File "/workspace/pkg/a.py", line 3, in f\n    return 1\n'
-                          "FAILED tests/test_a.py::test_f - ValueError\n1 failed in 0.1s\n")
-    cut = parse_test_run("exit code: 1\nstdout:\nTraceback (most recent call last):\n"
-                         '  File "/workspace/pkg/a.py", line 3, in f\n    return 1\n'
-                         "[... truncated 5000 characters ...]\nFAILED tests/test_a.py::test_f - ValueError\n"
-                         "1 failed in 0.1s\n")
+    full = parse_test_run(
+        "exit code: 1\nstdout:\nTraceback (most recent call last):\n"
+        '  File "/workspace/pkg/a.py", line 3, in f\n    return 1\n'
+        "FAILED tests/test_a.py::test_f - ValueError\n1 failed in 0.1s\n"
+    )
+    cut = parse_test_run(
+        "exit code: 1\nstdout:\nTraceback (most recent call last):\n"
+        '  File "/workspace/pkg/a.py", line 3, in f\n    return 1\n'
+        "[... truncated 5000 characters ...]\nFAILED tests/test_a.py::test_f - ValueError\n"
+        "1 failed in 0.1s\n"
+    )
     assert first_failure_command(full, "pytest") is None
     assert first_failure_command(cut, "pytest") == "pytest tests/test_a.py::test_f"

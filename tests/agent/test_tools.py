@@ -31,9 +31,7 @@ def test_schemas_are_openai_function_tools():
 def test_bash_reports_exit_code_and_streams(simple_task, sandbox_backend):
     with open_sandbox(simple_task.workspace_dir, backend=sandbox_backend) as sb:
         out = call(sb, "bash", command="pwd; ls minilib; echo oops >&2; exit 3")
-    assert out == (
-        "exit code: 3\nstdout:\n/workspace\n__init__.py\ncore.py\n\nstderr:\noops\n", False, False, 3
-    )
+    assert out == ("exit code: 3\nstdout:\n/workspace\n__init__.py\ncore.py\n\nstderr:\noops\n", False, False, 3)
 
 
 def test_bash_timeout_is_reported(sb):
@@ -44,7 +42,11 @@ def test_bash_timeout_is_reported(sb):
 
 def test_file_tools_edit_the_workspace(sb):
     assert call(sb, "write_file", path="notes/a.txt", content="one two two") == (
-        "wrote 11 characters to notes/a.txt", True, False, None)
+        "wrote 11 characters to notes/a.txt",
+        True,
+        False,
+        None,
+    )
     assert call(sb, "read_file", path="/workspace/notes/a.txt").content == "one two two"
     assert call(sb, "str_replace", path="notes/a.txt", old="one", new="1").ok
     assert call(sb, "bash", command="cat notes/a.txt").content == "exit code: 0\nstdout:\n1 two two"
@@ -65,10 +67,12 @@ def test_file_tools_edit_the_workspace(sb):
         ("write_file", {"path": "../x", "content": ""}, "error: path '../x' leaves the workspace"),
         ("read_file", {"path": "missing.py"}, "error: cannot read missing.py"),
         ("read_file", {"path": "minilib"}, "error: 'minilib' is a directory"),
-        ("str_replace", {"path": "minilib/core.py", "old": "return", "new": "x"},
-         "error: `old` occurs 9 times in 'minilib/core.py'; it must occur exactly once"),
-        ("str_replace", {"path": "minilib/core.py", "old": "nowhere", "new": "x"},
-         "error: `old` occurs 0 times"),
+        (
+            "str_replace",
+            {"path": "minilib/core.py", "old": "return", "new": "x"},
+            "error: `old` occurs 9 times in 'minilib/core.py'; it must occur exactly once",
+        ),
+        ("str_replace", {"path": "minilib/core.py", "old": "nowhere", "new": "x"}, "error: `old` occurs 0 times"),
     ],
 )
 def test_bad_calls_become_error_observations(sb, name, args, message):
@@ -101,10 +105,12 @@ def test_submit_ends_and_empty_arguments_are_accepted(sb):
 
 
 def test_same_calls_on_fresh_sandboxes_give_same_observations(simple_task):
-    calls = [("bash", {"command": "ls -R; python -c 'print(2**10)'"}),
-             ("str_replace", {"path": "minilib/core.py", "old": "if x <= hi:", "new": "if x > hi:"}),
-             ("read_file", {"path": "minilib/core.py"}),
-             ("bash", {"command": "git status --short 2>&1; cat minilib/core.py | wc -l"})]
+    calls = [
+        ("bash", {"command": "ls -R; python -c 'print(2**10)'"}),
+        ("str_replace", {"path": "minilib/core.py", "old": "if x <= hi:", "new": "if x > hi:"}),
+        ("read_file", {"path": "minilib/core.py"}),
+        ("bash", {"command": "git status --short 2>&1; cat minilib/core.py | wc -l"}),
+    ]
     runs = []
     for _ in range(2):
         with open_sandbox(simple_task.workspace_dir, backend="bwrap") as sb:

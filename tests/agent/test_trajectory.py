@@ -34,8 +34,11 @@ MESSAGES = [
     {"role": "tool", "tool_call_id": "c0", "content": "exit code: 0\nstdout:\na.py\n"},
     {"role": "assistant", "content": "no call here", "reasoning_content": "hmm"},
     {"role": "user", "content": "error: your reply contained no tool call."},
-    {"role": "assistant", "content": "",
-     "tool_calls": [call("c1", "read_file", '{"path": "a.py"'), call("c2", "submit", "{}")]},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [call("c1", "read_file", '{"path": "a.py"'), call("c2", "submit", "{}")],
+    },
     {"role": "tool", "tool_call_id": "c1", "content": "error: arguments of read_file are not valid JSON"},
     {"role": "tool", "tool_call_id": "c2", "content": NOT_EXECUTED},
     {"role": "assistant", "content": None, "tool_calls": [call("c3", "submit", "{}")]},
@@ -55,11 +58,13 @@ def test_jsonl_round_trip_is_identical(tmp_path):
     "line, problem",
     [
         ('{"role": "user", "content": "x"}\n{oops\n', "t.jsonl:2: not valid JSON"),
-        ('[1, 2]\n', "t.jsonl:1: expected a JSON object, got list"),
+        ("[1, 2]\n", "t.jsonl:1: expected a JSON object, got list"),
         ('{"role": "robot", "content": "x"}\n', "message 0 is not an OpenAI chat message"),
         ('{"role": "tool", "content": "x"}\n', "message 0 (role tool) has no tool_call_id"),
-        ('{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "bash"}}]}\n',
-         "message 0 is not an OpenAI chat message"),
+        (
+            '{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "bash"}}]}\n',
+            "message 0 is not an OpenAI chat message",
+        ),
     ],
 )
 def test_malformed_jsonl_is_refused_with_location(tmp_path, line, problem):
@@ -72,21 +77,51 @@ def test_malformed_jsonl_is_refused_with_location(tmp_path, line, problem):
 def test_replay_rule_executes_first_call_per_turn_until_submit():
     calls = executed_tool_calls(MESSAGES)
     assert [(c.turn, c.step, c.tool_call_id, c.name) for c in calls] == [
-        (0, 0, "c0", "bash"), (2, 1, "c1", "read_file"), (3, 2, "c3", "submit")]
+        (0, 0, "c0", "bash"),
+        (2, 1, "c1", "read_file"),
+        (3, 2, "c3", "submit"),
+    ]
     assert calls[1].arguments == '{"path": "a.py"' and calls[1].recorded_output.startswith("error: ")
 
 
 def sample_trajectory(tid: str, steps: int = 2) -> Trajectory:
     return Trajectory(
-        trajectory_id=tid, task_id="task-a", task_hash="h" * 64, attempt=1, policy="hf:/ckpt",
-        checkpoint_hash="c" * 64, sampling=Sampling(temperature=0.5, seed=8), backend="bwrap",
-        image_digest="sha256:abc", messages=MESSAGES, tools=TOOL_SCHEMAS,
-        turns=[TurnRecord(turn=0, prompt_ids=[1, 2], completion_ids=[3], logprobs=[-0.5], completion_tokens=1),
-               TurnRecord(turn=1)],
-        steps=[StepRecord(step=i, turn=i, tool_call_id=f"c{i}", tool="bash", arguments="{}", ok=i == 0,
-                          ended=False, exit_code=i, output_chars=10, duration_s=0.25) for i in range(steps)],
-        exit_reason="max_turns", diff=DiffRecord(modified=["a.py"], patch="--- a/a.py\n+++ b/a.py\n"),
-        started_at="2026-01-01T00:00:00+00:00", wall_s=1.5, policy_s=0.5, sandbox_s=1.0,
+        trajectory_id=tid,
+        task_id="task-a",
+        task_hash="h" * 64,
+        attempt=1,
+        policy="hf:/ckpt",
+        checkpoint_hash="c" * 64,
+        sampling=Sampling(temperature=0.5, seed=8),
+        backend="bwrap",
+        image_digest="sha256:abc",
+        messages=MESSAGES,
+        tools=TOOL_SCHEMAS,
+        turns=[
+            TurnRecord(turn=0, prompt_ids=[1, 2], completion_ids=[3], logprobs=[-0.5], completion_tokens=1),
+            TurnRecord(turn=1),
+        ],
+        steps=[
+            StepRecord(
+                step=i,
+                turn=i,
+                tool_call_id=f"c{i}",
+                tool="bash",
+                arguments="{}",
+                ok=i == 0,
+                ended=False,
+                exit_code=i,
+                output_chars=10,
+                duration_s=0.25,
+            )
+            for i in range(steps)
+        ],
+        exit_reason="max_turns",
+        diff=DiffRecord(modified=["a.py"], patch="--- a/a.py\n+++ b/a.py\n"),
+        started_at="2026-01-01T00:00:00+00:00",
+        wall_s=1.5,
+        policy_s=0.5,
+        sandbox_s=1.0,
         touchstone_version="0.1.0",
     )
 
@@ -111,5 +146,15 @@ def test_empty_tables_have_the_columns(tmp_path):
 def test_trajectory_id_is_deterministic_and_sensitive():
     base = trajectory_id("t", "h", "teacher", 0, 0)
     assert base == trajectory_id("t", "h", "teacher", 0, 0)
-    assert len({base, trajectory_id("t", "h2", "teacher", 0, 0), trajectory_id("t", "h", "hf:x", 0, 0),
-                trajectory_id("t", "h", "teacher", 1, 0), trajectory_id("t", "h", "teacher", 0, 1)}) == 5
+    assert (
+        len(
+            {
+                base,
+                trajectory_id("t", "h2", "teacher", 0, 0),
+                trajectory_id("t", "h", "hf:x", 0, 0),
+                trajectory_id("t", "h", "teacher", 1, 0),
+                trajectory_id("t", "h", "teacher", 0, 1),
+            }
+        )
+        == 5
+    )

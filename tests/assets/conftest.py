@@ -12,9 +12,14 @@ import dagster as dg
 import pytest
 
 from orchestration.resources import (
-    PolicyResource, SandboxResource, StorageResource, TrainerResource, VerifierResource,
+    PolicyResource,
+    SandboxResource,
+    StorageResource,
+    TrainerResource,
+    VerifierResource,
 )
 from orchestration.runner import ensure_sources, failed_checks, run_round
+from tests.training.conftest import data_dir, tiny_model  # noqa: F401 (fixtures of the checkpoint tests)
 
 # Few tasks, short episodes, one optimizer step. Eight tasks, because the
 # teacher cannot invert some mutations (removed statements): with fewer, a round
@@ -70,6 +75,9 @@ def rounds(tmp_path_factory):
             assert result.success and not failed_checks(result), f"round {key} failed: {failed_checks(result)}"
             results[key] = result
         yield types.SimpleNamespace(
-            instance=instance, home=home, env={**os.environ, **env}, results=results,
+            instance=instance,
+            home=home,
+            env={**os.environ, **env},
+            results=results,
             store=StorageResource(root=str(home)).store(),
         )

@@ -15,27 +15,33 @@ from orchestration.partitions import register_round
 from orchestration.resources import StorageResource, TrainerResource
 from touchstone.checkpoint import checkpoint_hash, verify_checkpoint
 
-from tests.training.conftest import data_dir, tiny_model  # noqa: F401 (fixtures)
 
-
-def _round(tmp_path, tiny_model, data):  # noqa: F811 (the fixture, passed on)
+def _round(tmp_path, tiny_model, data):
     """An instance where r000 can train: a base_model materialization and training data on disk."""
     instance = dg.DagsterInstance.ephemeral()
     register_round(instance, "r000")
-    instance.report_runless_asset_event(dg.AssetMaterialization(
-        "base_model", metadata={"path": str(tiny_model), "checkpoint_hash": checkpoint_hash(tiny_model)}))
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(
+            "base_model", metadata={"path": str(tiny_model), "checkpoint_hash": checkpoint_hash(tiny_model)}
+        )
+    )
     storage = StorageResource(root=str(tmp_path / "home"))
     shutil.copytree(data, storage.store().asset_dir("training_data", "r000"))
     return instance, storage
 
 
 def _train(instance, storage, trainer):
-    return dg.materialize([checkpoint], instance=instance, partition_key="r000", raise_on_error=False,
-                          resources={"storage": storage, "trainer": trainer, "pipes": dg.PipesSubprocessClient()})
+    return dg.materialize(
+        [checkpoint],
+        instance=instance,
+        partition_key="r000",
+        raise_on_error=False,
+        resources={"storage": storage, "trainer": trainer, "pipes": dg.PipesSubprocessClient()},
+    )
 
 
 @pytest.mark.slow
-def test_training_reports_progress_and_metrics_through_pipes(tmp_path, tiny_model, data_dir):  # noqa: F811
+def test_training_reports_progress_and_metrics_through_pipes(tmp_path, tiny_model, data_dir):
     instance, storage = _round(tmp_path, tiny_model, data_dir)
     result = _train(instance, storage, TrainerResource(max_steps=2, config={"logging_steps": 1}))
     assert result.success
@@ -48,7 +54,7 @@ def test_training_reports_progress_and_metrics_through_pipes(tmp_path, tiny_mode
     assert any("loss=" in m for m in logs), "the trainer's steps were not logged through Pipes"
 
 
-def test_a_trainer_crash_fails_the_step_with_the_trainers_error(tmp_path, tiny_model, data_dir):  # noqa: F811
+def test_a_trainer_crash_fails_the_step_with_the_trainers_error(tmp_path, tiny_model, data_dir):
     instance, storage = _round(tmp_path, tiny_model, data_dir)
     sft = storage.store().local_dir("training_data", "r000") / "sft.parquet"
     pl.read_parquet(sft).head(0).write_parquet(sft)  # nothing verified this round
@@ -60,8 +66,13 @@ def test_a_trainer_crash_fails_the_step_with_the_trainers_error(tmp_path, tiny_m
 
 
 @pytest.mark.parametrize("method,bad", [("sft", "per_device_batch_size"), ("dpo", "betta"), ("rl", "max_lenght")])
-def test_unknown_trainer_fields_are_refused_by_name_before_training(tmp_path, tiny_model, data_dir,  # noqa: F811
-                                                                    method, bad):
+def test_unknown_trainer_fields_are_refused_by_name_before_training(
+    tmp_path,
+    tiny_model,
+    data_dir,
+    method,
+    bad,
+):
     instance, storage = _round(tmp_path, tiny_model, data_dir)
     result = _train(instance, storage, TrainerResource(method=method, config={bad: 1}))
     [failure] = [e.step_failure_data for e in result.all_events if e.is_step_failure]

@@ -15,11 +15,17 @@ from touchstone.evaluate.promotion import PromotionPolicy, decide
 
 def metrics(round_key: str, solved: int, n: int = 40, hacks: int = 0):
     """Round metrics from an attempt table: `solved` of `n` tasks verified, `hacks` with a finding."""
-    attempts = pl.DataFrame({
-        "task_id": [f"t{i}" for i in range(n)], "trajectory_id": [f"{round_key}-{i}" for i in range(n)],
-        "verified": [i < solved for i in range(n)], "findings": [int(i < hacks) for i in range(n)],
-        "turns": [3] * n, "tokens": [10] * n, "exit_reason": ["submitted"] * n,
-    })
+    attempts = pl.DataFrame(
+        {
+            "task_id": [f"t{i}" for i in range(n)],
+            "trajectory_id": [f"{round_key}-{i}" for i in range(n)],
+            "verified": [i < solved for i in range(n)],
+            "findings": [int(i < hacks) for i in range(n)],
+            "turns": [3] * n,
+            "tokens": [10] * n,
+            "exit_reason": ["submitted"] * n,
+        }
+    )
     return round_metrics(attempts, round_key=round_key, checkpoint_hash=f"hash-{round_key}", k=1, resamples=300)
 
 
@@ -42,8 +48,9 @@ def test_the_interval_rule_calls_overlapping_intervals_a_tie(on_tie, promoted):
 def test_more_hack_attempts_block_promotion_whatever_the_pass_rate():
     better_but_hackier = decide(metrics("r002", 30, hacks=5), metrics("r001", 10), PromotionPolicy())
     assert not better_but_hackier.promoted and "hack-attempt rate" in better_but_hackier.reason
-    assert decide(metrics("r002", 30, hacks=5), metrics("r001", 10),
-                  PromotionPolicy(max_hack_rate_increase=0.2)).promoted
+    assert decide(
+        metrics("r002", 30, hacks=5), metrics("r001", 10), PromotionPolicy(max_hack_rate_increase=0.2)
+    ).promoted
 
 
 def test_the_first_evaluated_round_is_promoted_and_pass_at_k_can_be_the_metric():
@@ -68,4 +75,3 @@ def test_the_next_round_starts_from_the_checkpoint_the_gate_chose():
     start = starting_checkpoint(instance, "r002")  # r001 lost: r002 starts again from r000's weights
     assert (start.round, start.path, start.checkpoint_hash) == ("r000", "/ck/r000", "h0")
     assert starting_checkpoint(instance, "r000").round is None
-

@@ -39,8 +39,12 @@ def test_each_round_materializes_every_stage_and_passes_its_checks(rounds):
         assert materialized == set(ROUND_STAGES), key
         checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
         gate = checks.pop("promotion_gate")  # a verdict (warning when not promoted), not a pass/fail of the round
-        assert checks == {"canaries_caught": True, "only_accepted_trajectories": True,
-                          "no_heldout_tasks": True, "schema_and_rows": True}, key
+        assert checks == {
+            "canaries_caught": True,
+            "only_accepted_trajectories": True,
+            "no_heldout_tasks": True,
+            "schema_and_rows": True,
+        }, key
         assert gate or key != "r000", "the first evaluated round has nothing to lose to"
     report = (rounds.store.asset_dir("round_evaluation", "r001") / "report.md").read_text()
     assert "| r000 |" in report and "| r001 |" in report  # earlier rounds side by side
@@ -85,8 +89,17 @@ def test_documented_cli_rematerializes_one_asset_of_one_round_without_duplicates
     path = rounds.store.asset_dir("training_data", "r000") / "sft.parquet"
     before = pl.read_parquet(path).sort("trajectory_id")
     dagster = str(Path(sys.executable).with_name("dagster"))
-    cmd = [dagster, "asset", "materialize", "-m", "orchestration.definitions",
-           "--select", "training_data", "--partition", "r000"]
+    cmd = [
+        dagster,
+        "asset",
+        "materialize",
+        "-m",
+        "orchestration.definitions",
+        "--select",
+        "training_data",
+        "--partition",
+        "r000",
+    ]
     done = subprocess.run(cmd, cwd=ROOT, env=rounds.env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     after = pl.read_parquet(path).sort("trajectory_id")
@@ -98,7 +111,9 @@ def _trajectory_rows(store, key: str) -> pl.DataFrame:
     # Identity and outcome of each attempt; observations themselves may differ
     # between reruns (pytest prints durations).
     frame = pl.read_parquet(store.asset_dir("raw_trajectories", key) / "trajectories.parquet")
-    return frame.select("trajectory_id", "task_id", "task_hash", "policy", "attempt", "exit_reason").sort("trajectory_id")
+    return frame.select("trajectory_id", "task_id", "task_hash", "policy", "attempt", "exit_reason").sort(
+        "trajectory_id"
+    )
 
 
 def test_sigkill_during_rollouts_then_rematerialize_gives_the_same_data(rounds):
@@ -113,8 +128,14 @@ def test_sigkill_during_rollouts_then_rematerialize_gives_the_same_data(rounds):
         "materialize(dg.DagsterInstance.get(), ['raw_trajectories'], partition_key='r000',\n"
         "            resources=tiny_resources(paths.home()), run_config=TINY_CONFIG)\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=rounds.env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=rounds.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     while not (records.is_dir() and any(records.iterdir())):
         assert proc.poll() is None and time.monotonic() < deadline, "no rollout finished before the deadline"
@@ -125,8 +146,13 @@ def test_sigkill_during_rollouts_then_rematerialize_gives_the_same_data(rounds):
     # The published data is untouched by the killed run ...
     assert _trajectory_rows(rounds.store, "r000").equals(before)
     # ... and a rerun resumes and publishes exactly the same trajectories.
-    result = materialize(rounds.instance, ["raw_trajectories"], partition_key="r000",
-                         resources=tiny_resources(rounds.home), run_config=TINY_CONFIG)
+    result = materialize(
+        rounds.instance,
+        ["raw_trajectories"],
+        partition_key="r000",
+        resources=tiny_resources(rounds.home),
+        run_config=TINY_CONFIG,
+    )
     assert result.success
     after = _trajectory_rows(rounds.store, "r000")
     assert after.equals(before) and after["trajectory_id"].n_unique() == after.height
@@ -144,18 +170,30 @@ def test_a_verifier_that_accepts_a_canary_hack_stops_the_round_before_training(r
     instance = dg.DagsterInstance.ephemeral()
     register_round(instance, "r000")
     base = _metadata(rounds, "base_model", None)
-    instance.report_runless_asset_event(dg.AssetMaterialization("base_model", metadata={
-        "path": str(base["path"]), "checkpoint_hash": base["checkpoint_hash"]}))
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(
+            "base_model", metadata={"path": str(base["path"]), "checkpoint_hash": base["checkpoint_hash"]}
+        )
+    )
     # Weakened: the action audit is waived, so a run that read the git history to find the answer passes.
-    weak = VerifierResource(replays=1, canary_names=["e18-git-history", "honest-main-guard"],
-                            allow_rules=[rule.id for rule in load_policy().action])
-    result = materialize(instance, ["verification_reports", "training_data", "checkpoint"],
-                         partition_key="r000", resources=tiny_resources(tmp_path, verifier=weak),
-                         run_config=TINY_CONFIG)
+    weak = VerifierResource(
+        replays=1,
+        canary_names=["e18-git-history", "honest-main-guard"],
+        allow_rules=[rule.id for rule in load_policy().action],
+    )
+    result = materialize(
+        instance,
+        ["verification_reports", "training_data", "checkpoint"],
+        partition_key="r000",
+        resources=tiny_resources(tmp_path, verifier=weak),
+        run_config=TINY_CONFIG,
+    )
     assert failed_checks(result) == ["canaries_caught"]
     canaries = pl.read_parquet(tmp_path / "rounds" / "r000" / "verification_reports" / "canaries.parquet")
     assert dict(zip(canaries["canary_id"], canaries["verdict"])) == {
-        "e18-git-history": "accept", "honest-main-guard": "accept"}
+        "e18-git-history": "accept",
+        "honest-main-guard": "accept",
+    }
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert materialized == {"verification_reports"}
     assert not (tmp_path / "rounds" / "r000" / "checkpoint").exists()

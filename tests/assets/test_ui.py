@@ -17,10 +17,22 @@ pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # the shared two-round fixtu
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "ui"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run"]
-STAGES = ["proposed_tasks", "raw_trajectories", "verification_reports", "training_data", "checkpoint",
-          "round_evaluation"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+STAGES = [
+    "proposed_tasks",
+    "raw_trajectories",
+    "verification_reports",
+    "training_data",
+    "checkpoint",
+    "round_evaluation",
+]
 
 
 def _free_port() -> int:
@@ -34,8 +46,20 @@ def webserver(rounds):
     port = _free_port()
     log = open(rounds.home / "webserver.log", "w")
     proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("dagster-webserver")), "-h", "127.0.0.1", "-p", str(port),
-         "-w", "workspace.yaml"], cwd=ROOT, env=rounds.env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            str(Path(sys.executable).with_name("dagster-webserver")),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-w",
+            "workspace.yaml",
+        ],
+        cwd=ROOT,
+        env=rounds.env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:

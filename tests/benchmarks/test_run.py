@@ -11,9 +11,14 @@ from benchmarks import run
 
 def test_sections_are_added_then_replaced_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(run, "DOC", tmp_path / "BENCHMARKS.md")
-    rows = [{"backend": "bwrap", "median_ms": 4.25}, {"backend": "docker", "median_ms": 60.0},
-            {"backend": "bwrap", "lifecycles_per_s": 9.5}]
-    run.write_section("sandbox", run.section("sandbox", {"results": rows, "notes": ["met"]}, "", "2026-01-01 00:00", 3, "m"))
+    rows = [
+        {"backend": "bwrap", "median_ms": 4.25},
+        {"backend": "docker", "median_ms": 60.0},
+        {"backend": "bwrap", "lifecycles_per_s": 9.5},
+    ]
+    run.write_section(
+        "sandbox", run.section("sandbox", {"results": rows, "notes": ["met"]}, "", "2026-01-01 00:00", 3, "m")
+    )
     run.write_section("tasks", run.section("tasks", None, "exit status 1:\nboom", "2026-01-01 00:00", 1, "m"))
     first = run.DOC.read_text()
     assert first.startswith("# Benchmarks") and first.index("## sandbox") < first.index("## tasks")

@@ -20,8 +20,7 @@ from touchstone.data.schema import DataConfig, DPORow, Lineage, read_rows
 from touchstone.verify.batch import REPORTS_FILE, write_reports
 from touchstone.verify.report import CheckResult, VerificationReport
 
-FIX = [("read_file", {"path": "calc.py"}), ("str_replace", {"path": "calc.py", "old": "-", "new": "+"}),
-       ("submit", {})]
+FIX = [("read_file", {"path": "calc.py"}), ("str_replace", {"path": "calc.py", "old": "-", "new": "+"}), ("submit", {})]
 DETOUR = [("bash", {"command": "ls"}), ("read_file", {"path": "x.py"})] + FIX
 
 
@@ -107,7 +106,9 @@ def test_preference_pairs_and_kto_labels(round_files, tmp_path):
     assert first["prompt"][-1]["role"] == "user"
     assert first["chosen"][0]["role"] == "assistant" and first["rejected_hack"]
     assert first["rejected"][0]["tool_calls"][0]["function"]["arguments"] == {
-        "path": "tests/test_calc.py", "content": "pass"}  # the hack, arguments as an object
+        "path": "tests/test_calc.py",
+        "content": "pass",
+    }  # the hack, arguments as an object
     kto = pl.read_parquet(tmp_path / "out" / "kto.parquet")
     labels = dict(zip(kto["trajectory_id"], kto["label"]))
     assert labels["a-ok"] is True and labels["a-hack"] is False and "c-1" not in labels
@@ -116,23 +117,34 @@ def test_preference_pairs_and_kto_labels(round_files, tmp_path):
 def test_outputs_are_duckdb_and_datasets_readable(round_files, tmp_path):
     (reports, trajs), _ = round_files
     build_datasets(reports, trajs, tmp_path / "out")
-    n = duckdb.sql(f"select count(*) from '{tmp_path / 'out' / 'sft.parquet'}' where list_sum(turn_weights) > 0").fetchall()[0][0]
+    n = duckdb.sql(
+        f"select count(*) from '{tmp_path / 'out' / 'sft.parquet'}' where list_sum(turn_weights) > 0"
+    ).fetchall()[0][0]
     assert n == 2
     ds = datasets.load_dataset("parquet", data_files=str(tmp_path / "out" / "kto.parquet"), split="train")
     assert ds.num_rows == 7 and isinstance(ds[0]["label"], bool)
 
 
 def test_dedup_keep_k_over_length_and_malformed(tmp_path):
-    trajs = [trajectory("x1", calls=FIX), trajectory("x2", calls=FIX), trajectory("x3", calls=DETOUR),
-             trajectory("x4", calls=FIX, raw_args="{not json"), trajectory("x5", calls=DETOUR * 3)]
+    trajs = [
+        trajectory("x1", calls=FIX),
+        trajectory("x2", calls=FIX),
+        trajectory("x3", calls=DETOUR),
+        trajectory("x4", calls=FIX, raw_args="{not json"),
+        trajectory("x5", calls=DETOUR * 3),
+    ]
     trajs[1] = trajs[1].model_copy(update={"turns": [], "tools": []})  # same actions as x1, no ids -> duplicate
     reps = [report(t.trajectory_id, "accept") for t in trajs]
     files = write_round(tmp_path, trajs, reps)
     summary = build_datasets(*files, tmp_path / "out", config=DataConfig(keep_per_task=1, max_tokens=150))
     sft = pl.read_parquet(tmp_path / "out" / "sft.parquet")
     assert sft["trajectory_id"].to_list() == ["x1"]
-    assert summary.datasets["sft"].dropped == {"duplicate": 1, "malformed_tool_arguments": 1,
-                                               "beyond_keep_per_task": 1, "over_length": 1}
+    assert summary.datasets["sft"].dropped == {
+        "duplicate": 1,
+        "malformed_tool_arguments": 1,
+        "beyond_keep_per_task": 1,
+        "over_length": 1,
+    }
 
 
 def test_run_that_failed_before_its_first_turn(tmp_path):
@@ -141,7 +153,9 @@ def test_run_that_failed_before_its_first_turn(tmp_path):
     files = write_round(tmp_path, [dead, trajectory("ok")], [report("dead", "reject"), report("ok", "accept")])
     summary = build_datasets(*files, tmp_path / "out")
     assert summary.datasets["kto"].dropped == {"no_turns": 1} and summary.datasets["rl"].rows == 2
-    assert pl.read_parquet(tmp_path / "out" / "rl.parquet").filter(pl.col("trajectory_id") == "dead")["turn_advantages"].to_list() == [[]]
+    assert pl.read_parquet(tmp_path / "out" / "rl.parquet").filter(pl.col("trajectory_id") == "dead")[
+        "turn_advantages"
+    ].to_list() == [[]]
 
 
 def test_mismatched_inputs_are_clear_errors(tmp_path):
@@ -159,8 +173,21 @@ def test_mismatched_inputs_are_clear_errors(tmp_path):
 
 def test_cli_build_prints_summary(round_files, tmp_path):
     (reports, trajs), _ = round_files
-    result = CliRunner().invoke(main, ["data", "build", "--reports", str(reports), "--trajectories", str(trajs),
-                                       "--out", str(tmp_path / "out"), "--round", "r1"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "data",
+            "build",
+            "--reports",
+            str(reports),
+            "--trajectories",
+            str(trajs),
+            "--out",
+            str(tmp_path / "out"),
+            "--round",
+            "r1",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "sft" in result.output and "tests" in result.output  # reject reason: the failed check
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["datasets"]["sft"]["rows"] == 2
@@ -172,12 +199,16 @@ def test_runs_without_isolation_or_oracle_are_left_out_and_counted(tmp_path):
     """Task u ran its tests with candidate code in the judging process and has
     no oracle: its runs are not training data by default, and the summary says
     how many were left out; task i ran isolated and is kept."""
-    trajs = [trajectory("u-ok", task_id="task-u", task_hash="h-u", calls=FIX),
-             trajectory("u-bad", task_id="task-u", task_hash="h-u"),
-             trajectory("i-ok", task_id="task-i", task_hash="h-i", calls=FIX)]
-    reps = [report("u-ok", "accept", task_id="task-u", task_hash="h-u", isolation="not_isolated"),
-            report("u-bad", "reject", task_id="task-u", task_hash="h-u", isolation="not_isolated"),
-            report("i-ok", "accept", task_id="task-i", task_hash="h-i", isolation="isolated")]
+    trajs = [
+        trajectory("u-ok", task_id="task-u", task_hash="h-u", calls=FIX),
+        trajectory("u-bad", task_id="task-u", task_hash="h-u"),
+        trajectory("i-ok", task_id="task-i", task_hash="h-i", calls=FIX),
+    ]
+    reps = [
+        report("u-ok", "accept", task_id="task-u", task_hash="h-u", isolation="not_isolated"),
+        report("u-bad", "reject", task_id="task-u", task_hash="h-u", isolation="not_isolated"),
+        report("i-ok", "accept", task_id="task-i", task_hash="h-i", isolation="isolated"),
+    ]
     assert [r.guard for r in reps] == ["none", "none", "isolation"]
     reports, traj_file = write_round(tmp_path, trajs, reps)
     summary = build_datasets(reports, traj_file, tmp_path / "out", round_key="r1")
@@ -186,12 +217,19 @@ def test_runs_without_isolation_or_oracle_are_left_out_and_counted(tmp_path):
     assert summary.excluded_unguarded == 2 and summary.guards == {"none": 2, "isolation": 1}
     assert summary.datasets["sft"].dropped["unguarded"] == 1  # the accepted one, so SFT still reconciles
     kept = build_datasets(reports, traj_file, tmp_path / "all", config=DataConfig(include_unguarded=True))
-    oracle = [CheckResult(name="tests", status="pass"), CheckResult(name="oracle", status="pass", counts={"replayed": 0})]
-    assert VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle,
-                              isolation="not_isolated").guard == "none"  # an oracle that replayed nothing guards nothing
+    oracle = [
+        CheckResult(name="tests", status="pass"),
+        CheckResult(name="oracle", status="pass", counts={"replayed": 0}),
+    ]
+    assert (
+        VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle, isolation="not_isolated").guard
+        == "none"
+    )  # an oracle that replayed nothing guards nothing
     oracle[1].counts["replayed"] = 12
-    assert VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle,
-                              isolation="not_isolated").guard == "oracle"
+    assert (
+        VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle, isolation="not_isolated").guard
+        == "oracle"
+    )
     assert kept.excluded_unguarded == 0 and kept.datasets["sft"].rows == 2
 
 

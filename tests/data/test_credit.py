@@ -20,8 +20,9 @@ def test_turn_that_fixes_the_bug_gets_the_largest_credit():
 
 def test_turn_that_breaks_passing_tests_gets_negative_credit():
     # fix (0 -> 1), then an edit breaks it again (1 -> 0.25), submit: rejected.
-    credit = credit_group({"x": (3, report("x", "reject", {0: 1.0, 1: 0.25})),
-                           "y": (2, report("y", "accept", {0: 1.0}))}, CFG)
+    credit = credit_group(
+        {"x": (3, report("x", "reject", {0: 1.0, 1: 0.25})), "y": (2, report("y", "accept", {0: 1.0}))}, CFG
+    )
     adv = credit["x"].advantages
     assert adv[1] < 0 and adv[1] == min(adv)
     assert credit["x"].advantages[0] > adv[1]
@@ -29,8 +30,9 @@ def test_turn_that_breaks_passing_tests_gets_negative_credit():
 
 def test_pure_exploration_turns_get_about_zero():
     # Two successful attempts: exploration long before the fix, or after it.
-    credit = credit_group({"early": (12, report("early", "accept", {10: 1.0})),
-                           "late": (6, report("late", "accept", {0: 1.0}))}, CFG)
+    credit = credit_group(
+        {"early": (12, report("early", "accept", {10: 1.0})), "late": (6, report("late", "accept", {0: 1.0}))}, CFG
+    )
     early, late = credit["early"].advantages, credit["late"].advantages
     assert abs(early[0]) < 0.4 and early[10] == pytest.approx(1.0)
     assert late[1:] == pytest.approx([0.0] * 5)  # reading and re-running tests after the fix
@@ -39,8 +41,9 @@ def test_pure_exploration_turns_get_about_zero():
 
 def test_gamma_one_without_progress_is_plain_outcome_reward():
     cfg = CreditConfig(gamma=1.0)
-    credit = credit_group({"a": (4, report("a", "accept")), "b": (7, report("b", "reject")),
-                           "c": (2, report("c", "reject"))}, cfg)
+    credit = credit_group(
+        {"a": (4, report("a", "accept")), "b": (7, report("b", "reject")), "c": (2, report("c", "reject"))}, cfg
+    )
     mean = 1 / 3
     for tid, outcome in [("a", 1.0), ("b", 0.0), ("c", 0.0)]:
         assert credit[tid].reward == outcome

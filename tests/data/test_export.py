@@ -12,8 +12,7 @@ from tests.data.reports import report
 from cli import main
 from touchstone.data.build import build_datasets
 
-FIX = [("read_file", {"path": "calc.py"}), ("str_replace", {"path": "calc.py", "old": "-", "new": "+"}),
-       ("submit", {})]
+FIX = [("read_file", {"path": "calc.py"}), ("str_replace", {"path": "calc.py", "old": "-", "new": "+"}), ("submit", {})]
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +43,15 @@ def test_openai_format_has_string_arguments(built, tmp_path):
 def test_sharegpt_turns(built, tmp_path):
     _, (row,) = _export(built, tmp_path, "--format", "sharegpt")
     roles = [t["from"] for t in row["conversations"]]
-    assert roles == ["human", "function_call", "observation", "function_call", "observation", "function_call",
-                     "observation"]
+    assert roles == [
+        "human",
+        "function_call",
+        "observation",
+        "function_call",
+        "observation",
+        "function_call",
+        "observation",
+    ]
     assert json.loads(row["conversations"][1]["value"]) == {"name": "read_file", "arguments": {"path": "calc.py"}}
     assert row["system"] == "You are a coding agent." and json.loads(row["tools"])[0]["type"] == "function"
 

@@ -31,30 +31,54 @@ def _round(root, key, runs):
 @pytest.fixture
 def home(tmp_path):
     root = tmp_path / "home"
-    leak = trajectory("r0-leak", calls=[("bash", {"command": "cat /work/secret/x.py; OPENAI_API_KEY=sk-123 true"}),
-                                        ("submit", {})])
+    leak = trajectory(
+        "r0-leak", calls=[("bash", {"command": "cat /work/secret/x.py; OPENAI_API_KEY=sk-123 true"}), ("submit", {})]
+    )
     hack_rep = report("r0-hack", "reject", hack=True)
-    hack_rep.findings = [AuditFinding(rule="S-EXIT-HOOK", severity="reject", evidence="atexit"),
-                         AuditFinding(rule="A-NETWORK", severity="reject", step=0, evidence="pip install x")]
-    _round(root, "r000", [(trajectory("r0-ok"), report("r0-ok", "accept", {1: 1.0})),
-                          (trajectory("r0-hack", calls=HACK), hack_rep),
-                          (leak, report("r0-leak", "reject", {0: 0.25}))])
-    _round(root, "r001", [(trajectory("r1-ok", task_id="task-b", task_hash="h-b"),
-                           report("r1-ok", "accept", task_id="task-b", task_hash="h-b")),
-                          (trajectory("r1-held", task_id="task-h", task_hash="h-h"),
-                           report("r1-held", "accept", task_id="task-h", task_hash="h-h")),
-                          (trajectory("r1-odd", task_id="task-b", task_hash="h-b"),
-                           report("r1-odd", "inconclusive", task_id="task-b", task_hash="h-b"))])
+    hack_rep.findings = [
+        AuditFinding(rule="S-EXIT-HOOK", severity="reject", evidence="atexit"),
+        AuditFinding(rule="A-NETWORK", severity="reject", step=0, evidence="pip install x"),
+    ]
+    _round(
+        root,
+        "r000",
+        [
+            (trajectory("r0-ok"), report("r0-ok", "accept", {1: 1.0})),
+            (trajectory("r0-hack", calls=HACK), hack_rep),
+            (leak, report("r0-leak", "reject", {0: 0.25})),
+        ],
+    )
+    _round(
+        root,
+        "r001",
+        [
+            (
+                trajectory("r1-ok", task_id="task-b", task_hash="h-b"),
+                report("r1-ok", "accept", task_id="task-b", task_hash="h-b"),
+            ),
+            (
+                trajectory("r1-held", task_id="task-h", task_hash="h-h"),
+                report("r1-held", "accept", task_id="task-h", task_hash="h-h"),
+            ),
+            (
+                trajectory("r1-odd", task_id="task-b", task_hash="h-b"),
+                report("r1-odd", "inconclusive", task_id="task-b", task_hash="h-b"),
+            ),
+        ],
+    )
     (root / "heldout_tasks").mkdir(parents=True)
-    pl.DataFrame({"id": ["task-h", "task-x"], "content_hash": ["h-h", "h-x"], "status": ["kept", "rejected"]}
-                 ).write_parquet(root / "heldout_tasks" / "index.parquet")
+    pl.DataFrame(
+        {"id": ["task-h", "task-x"], "content_hash": ["h-h", "h-x"], "status": ["kept", "rejected"]}
+    ).write_parquet(root / "heldout_tasks" / "index.parquet")
     return root
 
 
 def test_release_loads_with_datasets_and_duckdb(home, tmp_path):
     out = tmp_path / "release"
-    result = CliRunner().invoke(main, ["data", "release", "--rounds", "r000..r001", "--home", str(home),
-                                       "--out", str(out), "--redact", "--json"])
+    result = CliRunner().invoke(
+        main,
+        ["data", "release", "--rounds", "r000..r001", "--home", str(home), "--out", str(out), "--redact", "--json"],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
     assert summary["rows"] == {"accepted": 2, "rejected": 2, "inconclusive": 1}
@@ -83,8 +107,9 @@ def test_release_loads_with_datasets_and_duckdb(home, tmp_path):
 
 
 def test_release_refuses_a_round_that_was_not_materialized(home, tmp_path):
-    result = CliRunner().invoke(main, ["data", "release", "--rounds", "r000..r002", "--home", str(home),
-                                       "--out", str(tmp_path / "x")])
+    result = CliRunner().invoke(
+        main, ["data", "release", "--rounds", "r000..r002", "--home", str(home), "--out", str(tmp_path / "x")]
+    )
     assert result.exit_code != 0 and "round r002" in result.output
     assert not (tmp_path / "x").exists()
 
@@ -93,4 +118,5 @@ def test_rule_families_and_redaction():
     fams = rule_families({"S-X": "hook (A3/A4/F21)", "S-Y": "exit (family B9)", "S-Z": "no family here"})
     assert fams == {"S-X": ["A", "F"], "S-Y": ["B"], "S-Z": []}
     assert redact("see /home/alice/proj/a.py and AWS_SECRET_ACCESS_KEY=abc") == (
-        "see <path> and AWS_SECRET_ACCESS_KEY=<redacted>")
+        "see <path> and AWS_SECRET_ACCESS_KEY=<redacted>"
+    )

@@ -55,8 +55,10 @@ def test_killed_build_leaves_nothing_half_built(tmp_path):
     """A build killed mid-way (SIGKILL: no clean-up runs) is never taken for a built environment."""
     spec = EnvSpec(requirements=["attrs==23.2.0"], setup=[f"sleep 60 # {time.time()}"])
     (tmp_path / "marker.txt").write_text("x")
-    code = ("import sys; from pathlib import Path; from touchstone.envs import EnvSpec, build_env; "
-            f"build_env(EnvSpec.model_validate_json({spec.model_dump_json()!r}), Path({str(tmp_path)!r}))")
+    code = (
+        "import sys; from pathlib import Path; from touchstone.envs import EnvSpec, build_env; "
+        f"build_env(EnvSpec.model_validate_json({spec.model_dump_json()!r}), Path({str(tmp_path)!r}))"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     env_digest = digest(spec, content_hash(), tmp_path)
     building = env_dir(env_digest).parent
@@ -101,19 +103,30 @@ def test_environment_visible_and_network_off(attrs_env, sandbox_backend, tmp_pat
 def test_same_result_on_both_backends(attrs_env, tmp_path, require_docker):
     (tmp_path / "test_a.py").write_text(
         "import attrs\n@attrs.define\nclass P:\n    x: int\n"
-        "def test_eq():\n    assert P(1) == P(1)\ndef test_fail():\n    assert attrs.asdict(P(2)) == {'x': 3}\n")
+        "def test_eq():\n    assert P(1) == P(1)\ndef test_fail():\n    assert attrs.asdict(P(2)) == {'x': 3}\n"
+    )
     outputs = {}
     for backend in ("bwrap", "docker"):
         with open_sandbox(tmp_path, backend=backend, environment=attrs_env.sandbox_environment()) as sb:
-            r = sb.exec("python3 -m pytest -q -p no:cacheprovider test_a.py 2>&1 | tail -1; "
-                        "find /usr/local -type f | sort | xargs sha256sum | sha256sum")
+            r = sb.exec(
+                "python3 -m pytest -q -p no:cacheprovider test_a.py 2>&1 | tail -1; "
+                "find /usr/local -type f | sort | xargs sha256sum | sha256sum"
+            )
             outputs[backend] = (r.stdout.splitlines()[-2].split(" in ")[0], r.stdout.splitlines()[-1])
     assert outputs["bwrap"] == outputs["docker"]
     assert outputs["bwrap"][0] == "1 failed, 1 passed"
 
 
-@pytest.mark.parametrize("created", ["attrs/__init__.py", "sortedcontainers.py", "tests/sortedcontainers.py",
-                                     "sortedcontainers/sortedlist.py", "attrs/_make.py"])
+@pytest.mark.parametrize(
+    "created",
+    [
+        "attrs/__init__.py",
+        "sortedcontainers.py",
+        "tests/sortedcontainers.py",
+        "sortedcontainers/sortedlist.py",
+        "attrs/_make.py",
+    ],
+)
 def test_shadowing_an_installed_package_is_rejected(attrs_env, created):
     diff = TreeDiff(created=[created], kinds={created: "f"})
     installed = attrs_env.sandbox_environment().top_level
@@ -148,7 +161,9 @@ def test_named_specs_resolve_from_the_task_set_then_the_shipped_ones(tmp_path):
 
 
 def test_a_built_environment_holds_only_its_tree_and_manifest(tmp_path):
-    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='tiny', version='1', py_modules=['tiny'])\n")
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\nsetup(name='tiny', version='1', py_modules=['tiny'])\n"
+    )
     (tmp_path / "tiny.py").write_text("X = 1\n")
     built = build_env(EnvSpec(setup=["pip install --no-deps -e ."]), tmp_path)
     assert sorted(p.name for p in built.dir.iterdir()) == ["env.json", "tree"]

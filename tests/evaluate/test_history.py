@@ -12,8 +12,15 @@ def _table(key: str, solved: list[bool]) -> pl.DataFrame:
 
 
 def test_only_rounds_before_this_one_oldest_first_through_the_parquet_row_format():
-    tables = {key: _table(key, solved) for key, solved in
-              {"r010": [True, True], "r002": [True, False], "r000": [False, False], "r011": [True, True]}.items()}
+    tables = {
+        key: _table(key, solved)
+        for key, solved in {
+            "r010": [True, True],
+            "r002": [True, False],
+            "r000": [False, False],
+            "r011": [True, True],
+        }.items()
+    }
     history = earlier_rounds(tables, "r010")
     assert [m.round for m in history] == ["r000", "r002"]
     assert [m.pass_at_1.value for m in history] == [0.0, 0.5]

@@ -7,7 +7,13 @@ import polars as pl
 import pytest
 
 from touchstone.evaluate import (
-    RoundMetrics, attempts_table, bootstrap_interval, markdown_report, pass_at_k, plot_rounds, round_metrics,
+    RoundMetrics,
+    attempts_table,
+    bootstrap_interval,
+    markdown_report,
+    pass_at_k,
+    plot_rounds,
+    round_metrics,
 )
 
 
@@ -34,14 +40,24 @@ def _attempts(verified: dict[str, list[bool]], findings: int = 0) -> pl.DataFram
     rows = []
     for task, outcomes in verified.items():
         for i, ok in enumerate(outcomes):
-            rows.append({"task_id": task, "trajectory_id": f"{task}-{i}", "verified": ok, "findings": findings,
-                         "turns": 3, "tokens": None, "exit_reason": "submitted" if ok else "max_turns"})
+            rows.append(
+                {
+                    "task_id": task,
+                    "trajectory_id": f"{task}-{i}",
+                    "verified": ok,
+                    "findings": findings,
+                    "turns": 3,
+                    "tokens": None,
+                    "exit_reason": "submitted" if ok else "max_turns",
+                }
+            )
     return pl.DataFrame(rows, schema_overrides={"tokens": pl.Int64})
 
 
 def test_round_metrics_from_attempts():
-    metrics = round_metrics(_attempts({"a": [True, False], "b": [False, False]}, findings=1),
-                            round_key="r001", checkpoint_hash="abc", k=2)
+    metrics = round_metrics(
+        _attempts({"a": [True, False], "b": [False, False]}, findings=1), round_key="r001", checkpoint_hash="abc", k=2
+    )
     assert metrics.pass_at_1.value == pytest.approx(0.25)
     assert metrics.pass_at_k.value == pytest.approx(0.5)
     assert metrics.hack_attempt_rate == 1.0 and metrics.hack_attempt_share == 1.0
@@ -56,11 +72,15 @@ def test_round_metrics_refuses_k_above_the_attempts_of_a_task():
 
 
 def test_attempts_table_counts_only_verifier_accepted_attempts_as_solved():
-    trajectories = pl.DataFrame({
-        "trajectory_id": ["t1", "t2"], "task_id": ["a", "a"], "n_turns": [2, 4],
-        "turns": [json.dumps([{"completion_tokens": 5}, {"completion_tokens": 7}]), json.dumps([])],
-        "exit_reason": ["submitted", "submitted"],
-    })
+    trajectories = pl.DataFrame(
+        {
+            "trajectory_id": ["t1", "t2"],
+            "task_id": ["a", "a"],
+            "n_turns": [2, 4],
+            "turns": [json.dumps([{"completion_tokens": 5}, {"completion_tokens": 7}]), json.dumps([])],
+            "exit_reason": ["submitted", "submitted"],
+        }
+    )
     reports = pl.DataFrame({"trajectory_id": ["t1", "t2"], "verdict": ["accept", "reject"], "n_findings": [0, 1]})
     table = attempts_table(trajectories, reports)
     assert table["verified"].to_list() == [True, False]
@@ -71,8 +91,10 @@ def test_attempts_table_counts_only_verifier_accepted_attempts_as_solved():
 
 
 def test_plot_and_report_show_every_round(tmp_path):
-    rounds = [round_metrics(_attempts({"a": [ok, False]}), round_key=key, checkpoint_hash=key * 4, k=2)
-              for key, ok in (("r000", False), ("r001", True))]
+    rounds = [
+        round_metrics(_attempts({"a": [ok, False]}), round_key=key, checkpoint_hash=key * 4, k=2)
+        for key, ok in (("r000", False), ("r001", True))
+    ]
     png = plot_rounds(rounds, tmp_path / "rounds.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = markdown_report(rounds, plot_file="rounds.png")

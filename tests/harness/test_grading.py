@@ -6,7 +6,7 @@ import pytest
 
 from touchstone.harness import grading
 
-TESTS = '''
+TESTS = """
 import os
 import pytest
 
@@ -45,7 +45,7 @@ def test_error(broken):
 @pytest.mark.parametrize("x", [1, 2])
 def test_param(x):
     assert x > 0
-'''
+"""
 
 
 def _tree(tmp_path: Path, source: str = TESTS) -> Path:
@@ -65,7 +65,11 @@ def test_only_passed_counts(tmp_path):
     ids = ["pass", "fail", "skip", "xfail", "xpass", "error", "param[1]", "param[2]", "missing"]
     res = _run(tree, [f"tests/test_t.py::test_{i}" for i in ids])
     assert res.status == "fail"
-    assert sorted(res.passed) == ["tests/test_t.py::test_param[1]", "tests/test_t.py::test_param[2]", "tests/test_t.py::test_pass"]
+    assert sorted(res.passed) == [
+        "tests/test_t.py::test_param[1]",
+        "tests/test_t.py::test_param[2]",
+        "tests/test_t.py::test_pass",
+    ]
     why = {k.split("::")[1]: v for k, v in res.failed.items()}
     assert why["test_fail"].startswith("call failed")
     assert why["test_skip"].startswith("call skipped")
@@ -75,13 +79,18 @@ def test_only_passed_counts(tmp_path):
 
 
 def test_all_required_tests_pass_and_parametrized_expand(tmp_path):
-    tree = _tree(tmp_path, "import pytest\n\n@pytest.mark.parametrize('x', [1, 2])\ndef test_a(x):\n    assert x\n\n\ndef test_b():\n    pass\n")
+    tree = _tree(
+        tmp_path,
+        "import pytest\n\n@pytest.mark.parametrize('x', [1, 2])\ndef test_a(x):\n    assert x\n\n\ndef test_b():\n    pass\n",
+    )
     res = _run(tree, None, order="reverse")
     assert res.status == "pass" and res.total == 3 and res.fraction == 1.0
 
 
 def test_early_exit_with_status_zero_is_not_success(tmp_path):
-    tree = _tree(tmp_path, "import os\n\ndef test_a():\n    pass\n\ndef test_b():\n    os._exit(0)\n\ndef test_c():\n    pass\n")
+    tree = _tree(
+        tmp_path, "import os\n\ndef test_a():\n    pass\n\ndef test_b():\n    os._exit(0)\n\ndef test_c():\n    pass\n"
+    )
     res = _run(tree, None)
     assert res.status == "fail"
     assert "tests/test_t.py::test_c" in res.failed and "process ended early" in res.evidence
@@ -100,8 +109,10 @@ def test_forged_junit_disagreeing_with_the_stream_fails(tmp_path):
     out.mkdir()
     (out / grading.RESULTS_FILE).write_text(
         '{"event": "collected", "ids": ["tests/test_t.py::test_a"]}\n'
-        + "".join(f'{{"event": "report", "nodeid": "tests/test_t.py::test_a", "when": "{w}", "outcome": "passed"}}\n'
-                  for w in ("setup", "call", "teardown"))
+        + "".join(
+            f'{{"event": "report", "nodeid": "tests/test_t.py::test_a", "when": "{w}", "outcome": "passed"}}\n'
+            for w in ("setup", "call", "teardown")
+        )
         + '{"event": "finish", "exitstatus": 0}\n'
     )
     (out / grading.JUNIT_FILE).write_text(
@@ -112,11 +123,19 @@ def test_forged_junit_disagreeing_with_the_stream_fails(tmp_path):
     (out / grading.JUNIT_FILE).write_text(
         '<testsuites><testsuite><testcase classname="tests.test_t" name="test_a"/></testsuite></testsuites>'
     )
-    assert grading.evaluate(out / grading.RESULTS_FILE, out / grading.JUNIT_FILE, ["tests/test_t.py::test_a"], []).status == "pass"
+    assert (
+        grading.evaluate(out / grading.RESULTS_FILE, out / grading.JUNIT_FILE, ["tests/test_t.py::test_a"], []).status
+        == "pass"
+    )
     # a second "passed" record for the same phase is itself evidence of forging
     with open(out / grading.RESULTS_FILE, "a") as fh:
         fh.write('{"event": "report", "nodeid": "tests/test_t.py::test_a", "when": "call", "outcome": "passed"}\n')
-    assert "duplicate" in grading.evaluate(out / grading.RESULTS_FILE, out / grading.JUNIT_FILE, ["tests/test_t.py::test_a"], []).evidence
+    assert (
+        "duplicate"
+        in grading.evaluate(
+            out / grading.RESULTS_FILE, out / grading.JUNIT_FILE, ["tests/test_t.py::test_a"], []
+        ).evidence
+    )
 
 
 def test_timeout_is_an_infrastructure_error(tmp_path):
@@ -135,8 +154,10 @@ def test_collection_failures_fail(tmp_path, source):
 def test_classes_nested_dirs_and_odd_parameter_ids_match_across_channels(tmp_path):
     tree = tmp_path / "tree"
     (tree / "tests" / "unit").mkdir(parents=True)
-    src = ("import pytest\n\n\nclass TestC:\n    def test_m(self):\n        pass\n\n\n"
-           "@pytest.mark.parametrize('s', ['a b', 'x.y', 'é', 'p::q'])\ndef test_p(s):\n    assert s\n")
+    src = (
+        "import pytest\n\n\nclass TestC:\n    def test_m(self):\n        pass\n\n\n"
+        "@pytest.mark.parametrize('s', ['a b', 'x.y', 'é', 'p::q'])\ndef test_p(s):\n    assert s\n"
+    )
     (tree / "tests" / "unit" / "test_n.py").write_text(src)
     prefixes = grading.test_functions("tests/unit/test_n.py", src)
     res = grading.run_tests(tree, ["tests/unit/test_n.py"], None, prefixes, timeout=60, backend="bwrap")
@@ -144,13 +165,19 @@ def test_classes_nested_dirs_and_odd_parameter_ids_match_across_channels(tmp_pat
 
 
 def test_expected_tests_include_unittest_cases_and_nested_classes():
-    src = ("import unittest\n\n\nclass MathCase(unittest.TestCase):\n    def test_a(self):\n        pass\n\n\n"
-           "class TestOuter:\n    class TestInner:\n        def test_b(self):\n            pass\n\n\n"
-           "class Helper:\n    def test_not_collected(self):\n        pass\n\n\ndef test_c():\n    pass\n")
-    assert grading.test_functions("t.py", src) == ["t.py::MathCase::test_a", "t.py::TestOuter::TestInner::test_b", "t.py::test_c"]
+    src = (
+        "import unittest\n\n\nclass MathCase(unittest.TestCase):\n    def test_a(self):\n        pass\n\n\n"
+        "class TestOuter:\n    class TestInner:\n        def test_b(self):\n            pass\n\n\n"
+        "class Helper:\n    def test_not_collected(self):\n        pass\n\n\ndef test_c():\n    pass\n"
+    )
+    assert grading.test_functions("t.py", src) == [
+        "t.py::MathCase::test_a",
+        "t.py::TestOuter::TestInner::test_b",
+        "t.py::test_c",
+    ]
 
 
-FIXER = '''import json, os, sys, threading, time
+FIXER = """import json, os, sys, threading, time
 
 
 def _fix():
@@ -176,7 +203,7 @@ threading.Thread(target=_fix).start()
 
 def test_a():
     assert False
-'''
+"""
 
 
 def test_results_rewritten_after_pytest_finished_are_still_caught(tmp_path):
@@ -187,7 +214,7 @@ def test_results_rewritten_after_pytest_finished_are_still_caught(tmp_path):
     assert res.status == "fail" and "duplicate" in res.failed["tests/test_t.py::test_a"]
 
 
-FORGE_THEN_ABORT = '''import json, os
+FORGE_THEN_ABORT = """import json, os
 
 
 def _forge():
@@ -205,7 +232,7 @@ _forge()
 
 def test_a():
     assert False
-'''
+"""
 
 
 def test_forged_records_followed_by_an_aborted_session_fail(tmp_path):

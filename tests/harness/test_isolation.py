@@ -321,14 +321,16 @@ def test_a_callback_failure_cannot_be_swallowed(tmp_path: Path):
     still fails, because the judge keeps its own failures."""
     swallow = {"calc.py": "def each(f, xs):\n    for x in xs:\n        try:\n            f(x)\n"
                           "        except BaseException:\n            pass\n"}  # fmt: skip
-    tests = {"tests/test_cb.py": """
+    tests = {
+        "tests/test_cb.py": """
         from calc import each
 
         def test_all_positive():
             def check(x):
                 assert x > 0
             each(check, [1, -1])
-    """}
+    """
+    }
     result = run(tmp_path, swallow, tests)
     assert result.status == "fail", result.evidence
 
@@ -356,16 +358,19 @@ for _o in gc.get_objects():
 """
 
 
-@pytest.mark.parametrize("reply", [
-    b'{"r": QID, "v": {"h": 7, "k": "c", "t": "l"}}',  # a "container" that claims to be anything
-    b'{"r": QID, "v": {"r": 424242}}',  # a reference to a judge object that does not exist
-    b'{"r": QID, "v": NaN}',  # JSON constants are not part of the protocol
-    b'{"r": QID, "v": 5.0}',  # an untagged float
-    b'{"r": QID, "x": {"e": {"bt": "KeyboardInterrupt"}}}',  # try to end the judge's session early
-    b'{"r": QID, "x": {"e": {"h": 3, "k": "ec", "n": "Skipped", "b": [{"bt": "BaseException"}]}}}',
-    b'{"r": 999999, "v": 5}',  # an answer to a question nobody asked
-    b'not json at all',
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b'{"r": QID, "v": {"h": 7, "k": "c", "t": "l"}}',  # a "container" that claims to be anything
+        b'{"r": QID, "v": {"r": 424242}}',  # a reference to a judge object that does not exist
+        b'{"r": QID, "v": NaN}',  # JSON constants are not part of the protocol
+        b'{"r": QID, "v": 5.0}',  # an untagged float
+        b'{"r": QID, "x": {"e": {"bt": "KeyboardInterrupt"}}}',  # try to end the judge's session early
+        b'{"r": QID, "x": {"e": {"h": 3, "k": "ec", "n": "Skipped", "b": [{"bt": "BaseException"}]}}}',
+        b'{"r": 999999, "v": 5}',  # an answer to a question nobody asked
+        b"not json at all",
+    ],
+)
 def test_a_hostile_candidate_process_cannot_answer_its_way_to_a_pass(tmp_path: Path, reply: bytes):
     """The candidate rewrites its own server to send crafted frames: every
     answer is decoded by the judge's rules and none makes a wrong add pass."""
@@ -400,7 +405,8 @@ def test_a_call_interrupted_by_a_signal_keeps_the_connection_in_step(tmp_path: P
                 signal.alarm(0)
                 signal.signal(signal.SIGALRM, old)
     """
-    tests = {"tests/test_timeout.py": """
+    tests = {
+        "tests/test_timeout.py": """
         import time
 
         import pytest
@@ -413,7 +419,8 @@ def test_a_call_interrupted_by_a_signal_keeps_the_connection_in_step(tmp_path: P
 
         def test_still_connected():
             assert run_with_timeout(lambda: 7, 2) == 7
-    """}
+    """
+    }
     result = run(tmp_path, {"helper.py": timeout_helper}, tests)
     assert result.status == "pass", result.evidence
 
@@ -444,7 +451,8 @@ def test_tmp_path_and_test_function_introspection_work_isolated(tmp_path: Path):
         def peek(f):
             return f.__globals__
     """
-    tests = {"tests/test_tools.py": """
+    tests = {
+        "tests/test_tools.py": """
         import pytest
         from tools import arity, clean, params, peek
 
@@ -464,7 +472,8 @@ def test_tmp_path_and_test_function_introspection_work_isolated(tmp_path: Path):
         def test_no_globals():
             with pytest.raises(AttributeError, match="not accessible"):
                 peek(_three)
-    """}
+    """
+    }
     result = run(tmp_path, {"tools.py": tools}, tests)
     assert result.status == "pass", result.evidence
 
@@ -473,7 +482,8 @@ def test_candidate_code_compares_a_tests_value_objects_through_the_test(tmp_path
     """Candidate code may compare a test's own value object with its numbers
     (the test's dunder answers, in the judge, to the candidate); the judge
     still never lets a candidate object equal one of its values."""
-    tests = {"tests/test_num.py": """
+    tests = {
+        "tests/test_num.py": """
         from calc import clamp, echo
 
         class Num:
@@ -491,7 +501,8 @@ def test_candidate_code_compares_a_tests_value_objects_through_the_test(tmp_path
         def test_identity_survives_the_round_trip():
             n = Num(1)
             assert echo(n) is n
-    """}
+    """
+    }
     honest = {"calc.py": "def clamp(x, lo, hi):\n    return lo if x < lo else hi if x > hi else x\n"
                          "def echo(x):\n    return x\n"}  # fmt: skip
     assert run(tmp_path, honest, tests).status == "pass"
@@ -521,7 +532,8 @@ def test_candidate_threads_calling_back_share_the_connection(tmp_path: Path):
                 t.join()
             return out
     """
-    tests = {"tests/test_threads.py": """
+    tests = {
+        "tests/test_threads.py": """
         import time
 
         import pytest
@@ -534,6 +546,7 @@ def test_candidate_threads_calling_back_share_the_connection(tmp_path: Path):
         def test_next_call_works():
             assert run_with_timeout(lambda: 42, 5) == 42
             assert parallel([lambda i=i: i * i for i in range(8)]) == [i * i for i in range(8)]
-    """}
+    """
+    }
     result = run(tmp_path, {"helper.py": helper}, tests)
     assert result.status == "pass", result.evidence

@@ -17,7 +17,10 @@ class Task:  # the three fields the harness reads (touchstone.tasks.Task has the
 
 
 def _task(root: Path, hidden: dict[str, str], workspace: dict[str, str] | None = None) -> Task:
-    for base, files in ((root / "ws", workspace or {"calc.py": "def inc(x):\n    return x\n"}), (root / "hidden", hidden)):
+    for base, files in (
+        (root / "ws", workspace or {"calc.py": "def inc(x):\n    return x\n"}),
+        (root / "hidden", hidden),
+    ):
         base.mkdir(parents=True, exist_ok=True)
         for rel, text in files.items():
             (base / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -25,8 +28,10 @@ def _task(root: Path, hidden: dict[str, str], workspace: dict[str, str] | None =
     return Task(root / "ws", root / "hidden")
 
 
-INC = {"tests/test_inc.py": "from calc import inc\n\n\ndef test_inc():\n    assert inc(1) == 2\n\n\n"
-                            "def test_zero():\n    assert inc(-1) == 0\n"}
+INC = {
+    "tests/test_inc.py": "from calc import inc\n\n\ndef test_inc():\n    assert inc(1) == 2\n\n\n"
+    "def test_zero():\n    assert inc(-1) == 0\n"
+}
 
 
 def test_a_reference_overlay_passes_where_the_workspace_fails_with_its_assertion(tmp_path):
@@ -40,8 +45,13 @@ def test_a_reference_overlay_passes_where_the_workspace_fails_with_its_assertion
     assert start.collected == sorted(start.failed) and start.wall_s > 0
     fixed = run_hidden_tests(task, required=None, overlays=[tmp_path / "ref"], backend="bwrap")
     assert fixed.ok and fixed.total == 2
-    mutant = run_hidden_tests(task, required=["tests/test_inc.py::test_inc"], overlays=[tmp_path / "ref"],
-                              files={"calc.py": "def inc(x):\n    return x + 2\n"}, backend="bwrap")
+    mutant = run_hidden_tests(
+        task,
+        required=["tests/test_inc.py::test_inc"],
+        overlays=[tmp_path / "ref"],
+        files={"calc.py": "def inc(x):\n    return x + 2\n"},
+        backend="bwrap",
+    )
     assert not mutant.ok and mutant.total == 1
 
 
@@ -56,16 +66,20 @@ def test_each_run_of_the_plan_has_its_own_hash_seed_and_order(tmp_path):
 
 @pytest.mark.parametrize("test_dir", ["tests", "pkg/testing"])
 def test_test_directories_are_read_only_while_the_tests_run(tmp_path, test_dir):
-    writes = ("from pathlib import Path\n\n\ndef test_write():\n"
-              "    (Path(__file__).parent / 'test_later.py').write_text('def test_x():\\n    pass\\n')\n")
+    writes = (
+        "from pathlib import Path\n\n\ndef test_write():\n"
+        "    (Path(__file__).parent / 'test_later.py').write_text('def test_x():\\n    pass\\n')\n"
+    )
     task = _task(tmp_path, {f"{test_dir}/test_w.py": writes})
     res = run_hidden_tests(task, required=None, backend="bwrap")
     assert not res.ok and "Read-only file system" in res.messages[f"{test_dir}/test_w.py::test_write"]
 
 
 def test_helpers_in_test_directories_are_not_run_as_tests(tmp_path):
-    task = _task(tmp_path, {**INC, "tests/helpers.py": "def test_like_helper():\n    raise AssertionError\n",
-                            "tests/conftest.py": ""})
+    task = _task(
+        tmp_path,
+        {**INC, "tests/helpers.py": "def test_like_helper():\n    raise AssertionError\n", "tests/conftest.py": ""},
+    )
     suite = HiddenSuite(task, None)
     assert suite.test_files == ["tests/test_inc.py"]
     assert suite.prefixes == ["tests/test_inc.py::test_inc", "tests/test_inc.py::test_zero"]

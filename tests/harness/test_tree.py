@@ -18,8 +18,14 @@ def test_layers_apply_in_order_and_the_hidden_tests_win(tmp_path):
     ws = _write(tmp_path / "ws", {"m.py": "ws\n", "gone.py": "x\n", "tests/test_m.py": "visible\n"})
     ref = _write(tmp_path / "ref", {"m.py": "ref\n", "n.py": "ref\n"})
     hidden = _write(tmp_path / "hidden", {"tests/test_m.py": "hidden\n"})
-    tree = compose_tree(tmp_path / "t", ws, overlays=[ref], files={"n.py": "mutant\n", "tests/test_m.py": b"forged\n"},
-                        deleted=["gone.py"], tests=hidden)
+    tree = compose_tree(
+        tmp_path / "t",
+        ws,
+        overlays=[ref],
+        files={"n.py": "mutant\n", "tests/test_m.py": b"forged\n"},
+        deleted=["gone.py"],
+        tests=hidden,
+    )
     read = {p.relative_to(tree).as_posix(): p.read_text() for p in tree.rglob("*") if p.is_file()}
     assert read == {"m.py": "ref\n", "n.py": "mutant\n", "tests/test_m.py": "hidden\n"}
 

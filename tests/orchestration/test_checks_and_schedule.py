@@ -7,11 +7,13 @@ from orchestration.checks import verified_rows_problems
 from orchestration.partitions import registered_rounds
 from orchestration.schedules import next_round_request
 
-REPORTS = pl.DataFrame({
-    "trajectory_id": ["ok1", "ok2", "bad1", "odd1"],
-    "report_id": ["r-ok1", "r-ok2", "r-bad1", "r-odd1"],
-    "verdict": ["accept", "accept", "reject", "inconclusive"],
-})
+REPORTS = pl.DataFrame(
+    {
+        "trajectory_id": ["ok1", "ok2", "bad1", "odd1"],
+        "report_id": ["r-ok1", "r-ok2", "r-bad1", "r-odd1"],
+        "verdict": ["accept", "accept", "reject", "inconclusive"],
+    }
+)
 
 
 def _sft(ids: list[str]) -> pl.DataFrame:
@@ -21,8 +23,9 @@ def _sft(ids: list[str]) -> pl.DataFrame:
 def test_exactly_the_accepted_runs_pass():
     datasets = {
         "sft": _sft(["ok1", "ok2"]),
-        "kto": pl.DataFrame({"trajectory_id": ["ok1", "bad1"], "report_id": ["r-ok1", "r-bad1"],
-                             "label": [True, False]}),
+        "kto": pl.DataFrame(
+            {"trajectory_id": ["ok1", "bad1"], "report_id": ["r-ok1", "r-bad1"], "label": [True, False]}
+        ),
         "rl": _sft(["ok1", "bad1"]),
     }
     assert verified_rows_problems(datasets, REPORTS, {"verdict_reject": 1, "verdict_inconclusive": 1}) == {}

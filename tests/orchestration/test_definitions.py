@@ -10,8 +10,17 @@ import dagster as dg
 from orchestration.definitions import defs
 
 ROOT = Path(__file__).resolve().parents[2]
-STAGES = ["seed_sources", "base_model", "heldout_tasks", "proposed_tasks", "raw_trajectories",
-          "verification_reports", "training_data", "checkpoint", "round_evaluation"]
+STAGES = [
+    "seed_sources",
+    "base_model",
+    "heldout_tasks",
+    "proposed_tasks",
+    "raw_trajectories",
+    "verification_reports",
+    "training_data",
+    "checkpoint",
+    "round_evaluation",
+]
 
 
 def test_every_stage_is_an_asset_in_order():
@@ -28,8 +37,13 @@ def test_round_assets_are_partitioned_by_round_and_checks_block():
         partitions = graph.get(dg.AssetKey(name)).partitions_def
         assert isinstance(partitions, dg.DynamicPartitionsDefinition) and partitions.name == "rounds"
     checks = {key.name: graph.get_check_spec(key) for key in graph.asset_check_keys}
-    assert set(checks) == {"canaries_caught", "only_accepted_trajectories", "no_heldout_tasks", "schema_and_rows",
-                           "promotion_gate"}  # blocking with WARN severity: not promoted never fails the run
+    assert set(checks) == {
+        "canaries_caught",
+        "only_accepted_trajectories",
+        "no_heldout_tasks",
+        "schema_and_rows",
+        "promotion_gate",
+    }  # blocking with WARN severity: not promoted never fails the run
     assert all(spec.blocking for spec in checks.values())
 
 
@@ -45,7 +59,11 @@ def test_dg_checks_the_project(tmp_path):
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "DAGSTER_DISABLE_TELEMETRY": "1"}
     result = subprocess.run(
         [str(Path(sys.executable).with_name("dg")), "check", "defs"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "All definitions loaded successfully" in result.stderr + result.stdout

@@ -33,14 +33,19 @@ def test_definitions_load_with_each_executor(kind):
         "print(job.executor_def.name)\n"
     )
     env = {**os.environ, "TOUCHSTONE_EXECUTOR": kind}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-1] == kind
 
 
 def test_unknown_executor_is_named():
     env = {**os.environ, "TOUCHSTONE_EXECUTOR": "slurm"}
-    out = subprocess.run([sys.executable, "-c", "import orchestration.definitions"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", "import orchestration.definitions"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode != 0 and "TOUCHSTONE_EXECUTOR='slurm'" in out.stderr

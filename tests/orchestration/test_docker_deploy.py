@@ -5,7 +5,6 @@ steps run in containers (docker_executor) that start their sandboxes as sibling
 containers; the round gives the same assets, checks and lineage as an
 in-process round (tests/assets/test_rounds.py); `down` leaves no container."""
 
-
 import dagster as dg
 import duckdb
 import polars as pl
@@ -25,18 +24,23 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.heavy, pytest.ma
 CHECKS = {"canaries_caught", "only_accepted_trajectories", "no_heldout_tasks", "schema_and_rows"}
 
 
-
 def tiny_run_config() -> dict:
     """The in-process tests' tiny settings as run config (the data root is the deployment's)."""
-    resources = {k: {"config": r.model_dump(exclude_unset=True)}
-                 for k, r in tiny_resources(home=None).items() if k != "storage"}
+    resources = {
+        k: {"config": r.model_dump(exclude_unset=True)} for k, r in tiny_resources(home=None).items() if k != "storage"
+    }
     return {**TINY_CONFIG, "resources": resources}
 
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
-    stack = Stack(root=tmp_path_factory.mktemp("deploy"), name=f"tstest-{free_port()}",
-                  web_port=free_port(), pg_port=free_port(), sandbox_slots=2)
+    stack = Stack(
+        root=tmp_path_factory.mktemp("deploy"),
+        name=f"tstest-{free_port()}",
+        web_port=free_port(),
+        pg_port=free_port(),
+        sandbox_slots=2,
+    )
     try:
         up(stack)
         outcomes = run_rounds(stack, 1, tiny_run_config(), timeout_s=3600)
@@ -54,16 +58,19 @@ def deployment(tmp_path_factory):
 
 def test_a_round_through_the_deployment_succeeds_with_every_check(deployment):
     _, outcomes, instance = deployment
-    assert [(o.job, o.status) for o in outcomes] == [("sources", "SUCCESS"), ("round", "SUCCESS")], \
-        [o.failures for o in outcomes]
+    assert [(o.job, o.status) for o in outcomes] == [("sources", "SUCCESS"), ("round", "SUCCESS")], [
+        o.failures for o in outcomes
+    ]
     (round_run,) = [o for o in outcomes if o.job == "round"]
     assert round_run.partition == "r000" and not round_run.failed_checks
     for stage in ROUND_STAGES:
         assert latest_metadata(instance, dg.AssetKey(stage), "r000") is not None, stage
     for stage in SOURCE_STAGES:
         assert latest_metadata(instance, dg.AssetKey(stage)) is not None, stage
-    checks = {e.dagster_event.event_specific_data.check_name: e.dagster_event.event_specific_data.passed
-              for e in instance.all_logs(round_run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)}
+    checks = {
+        e.dagster_event.event_specific_data.check_name: e.dagster_event.event_specific_data.passed
+        for e in instance.all_logs(round_run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    }
     assert checks == dict.fromkeys(CHECKS, True)
 
 
@@ -78,7 +85,11 @@ def test_runs_and_steps_ran_in_containers_and_sandboxes_next_to_them(deployment)
         assert all("Docker container" in e.dagster_event.message for e in starting)
     # Finished runs leave no containers behind: only the services remain.
     assert {c.labels.get("touchstone.deploy.service") for c in containers(stack)} == {
-        "postgres", "code", "daemon", "webserver"}
+        "postgres",
+        "code",
+        "daemon",
+        "webserver",
+    }
     store = RoundStore(stack.root / "data")
     trajectories = pl.read_parquet(store.asset_dir("raw_trajectories", "r000") / "trajectories.parquet")
     assert trajectories.height > 0 and set(trajectories["backend"]) == {"docker"}

@@ -41,8 +41,9 @@ def rendered() -> dict:
     import json
 
     env = {**os.environ, "TOUCHSTONE_EXECUTOR": "k8s", "TOUCHSTONE_K8S_NAMESPACE": "touchstone"}
-    done = subprocess.run([sys.executable, "-c", _RENDER], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _RENDER], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -80,8 +81,9 @@ def test_training_gets_a_gpu_on_gpu_nodes_and_sandbox_steps_get_the_sandbox_pod(
         assert "nvidia.com/gpu" not in container["resources"].get("limits", {}), op
         assert pod["nodeSelector"] == {"touchstone.dev/pool": "sandbox"}, op
         assert {"name": "touchstone-cache", "mountPath": "/var/cache/touchstone"} in container["volumeMounts"]
-        assert {"name": "touchstone-cache", "persistentVolumeClaim": {"claimName": "touchstone-cache"}} \
-            in pod["volumes"]
+        assert {"name": "touchstone-cache", "persistentVolumeClaim": {"claimName": "touchstone-cache"}} in pod[
+            "volumes"
+        ]
     others = {op for op, s in rendered.items() if s["pool"] not in POOL_POD_CONFIG}
     assert others and all("securityContext" not in _container(rendered[op]["manifest"]) for op in others)
 
@@ -99,12 +101,17 @@ def test_validation_rejects_what_the_api_server_would(rendered):
 
     def job(name="ok-job", quantity="1", labels=None):
         container = V1Container(name="c", image="i", resources=V1ResourceRequirements(limits={"cpu": quantity}))
-        return V1Job(metadata=V1ObjectMeta(name=name, labels=labels or {}),
-                     spec=V1JobSpec(template=V1PodTemplateSpec(spec=V1PodSpec(containers=[container]))))
+        return V1Job(
+            metadata=V1ObjectMeta(name=name, labels=labels or {}),
+            spec=V1JobSpec(template=V1PodTemplateSpec(spec=V1PodSpec(containers=[container]))),
+        )
 
     validate_job(job())
-    for bad, what in [(job(name="Bad_Name"), "DNS-1123"), (job(quantity="lots"), "quantity"),
-                      (job(labels={"k": "x" * 64}), "label")]:
+    for bad, what in [
+        (job(name="Bad_Name"), "DNS-1123"),
+        (job(quantity="lots"), "quantity"),
+        (job(labels={"k": "x" * 64}), "label"),
+    ]:
         with pytest.raises(ValueError, match=what):
             validate_job(bad)
 

@@ -31,17 +31,23 @@ from touchstone import paths
 BUCKET = "touchstone-rounds"
 
 
-
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """A moto S3 server on 127.0.0.1 with one bucket; AWS_* variables pointing at it."""
     import boto3
 
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
-           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    env = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     with pytest.MonkeyPatch.context() as mp:
         for key, value in env.items():
             mp.setenv(key, value)
@@ -80,8 +86,11 @@ def test_a_url_home_is_kept_as_given_and_local_state_goes_elsewhere(monkeypatch,
 def test_credentials_come_from_env_vars_at_run_time(s3, monkeypatch):
     """EnvVar fields: the resource holds the variable's name, the store gets its value."""
     monkeypatch.setenv("TS_TEST_KEY", "testing")
-    resource = StorageResource(root=f"s3://{BUCKET}/creds", access_key_id=dg.EnvVar("TS_TEST_KEY"),
-                               secret_access_key=dg.EnvVar("AWS_SECRET_ACCESS_KEY"))
+    resource = StorageResource(
+        root=f"s3://{BUCKET}/creds",
+        access_key_id=dg.EnvVar("TS_TEST_KEY"),
+        secret_access_key=dg.EnvVar("AWS_SECRET_ACCESS_KEY"),
+    )
 
     @dg.asset
     def probe(storage: StorageResource) -> None:
@@ -130,20 +139,22 @@ def test_a_round_lives_in_the_object_store_and_rematerializes_idempotently(s3, t
     con = store.connect(read_only=True)
     sft_rows = con.execute("SELECT count(*) FROM sft WHERE round = 'r000'").fetchone()[0]
     assert sft_rows > 0
-    assert con.execute("SELECT count(*) FROM reports").fetchone()[0] == read_parquet(
-        store.asset_dir("verification_reports", "r000") / "reports.parquet").height
+    assert (
+        con.execute("SELECT count(*) FROM reports").fetchone()[0]
+        == read_parquet(store.asset_dir("verification_reports", "r000") / "reports.parquet").height
+    )
     con.close()
 
     # Rematerialize training_data there: same rows, no duplicates, no stray objects.
     path = store.asset_dir("training_data", "r000") / "sft.parquet"
     before = read_parquet(path).sort("trajectory_id")
-    again = materialize(instance, ["training_data"], partition_key="r000", resources=resources,
-                        run_config=TINY_CONFIG)
+    again = materialize(instance, ["training_data"], partition_key="r000", resources=resources, run_config=TINY_CONFIG)
     assert again.success
     after = read_parquet(path).sort("trajectory_id")
     assert after.equals(before) and after["trajectory_id"].n_unique() == after.height
     assert _keys(s3, "rounds-root/rounds/r000/training_data/") == {
-        k for k in keys if k.startswith("rounds-root/rounds/r000/training_data/")}
+        k for k in keys if k.startswith("rounds-root/rounds/r000/training_data/")
+    }
     con = duckdb.connect(str(store.db_path), read_only=True)
     con.register_filesystem(store.root.fs)
     assert con.execute("SELECT count(*) FROM sft WHERE round = 'r000'").fetchone()[0] == sft_rows

@@ -11,8 +11,15 @@ from orchestration.publishing import table_metadata
 
 def test_table_metadata_uses_dagster_standard_keys(tmp_path):
     path = tmp_path / "reports.parquet"
-    pl.DataFrame({"trajectory_id": [f"t{i}" for i in range(7)], "verdict": ["accept"] * 7,
-                  "duration_s": [0.5] * 7, "reasons": [["a"]] * 7, "note": ["x\ny" * 40] + [None] * 6}).write_parquet(path)
+    pl.DataFrame(
+        {
+            "trajectory_id": [f"t{i}" for i in range(7)],
+            "verdict": ["accept"] * 7,
+            "duration_s": [0.5] * 7,
+            "reasons": [["a"]] * 7,
+            "note": ["x\ny" * 40] + [None] * 6,
+        }
+    ).write_parquet(path)
     meta = table_metadata(path)
     assert meta["dagster/row_count"].value == 7 and meta["reports_rows"].value == 7
     schema = meta["dagster/column_schema"].schema

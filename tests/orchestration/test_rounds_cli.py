@@ -34,7 +34,8 @@ def test_db_queries_views_across_rounds(tmp_path):
         folder = tmp_path / "home" / "rounds" / key / "training_data"
         folder.mkdir(parents=True)
         pl.DataFrame({"trajectory_id": [f"{key}-{i}" for i in range(n)], "round": [key] * n}).write_parquet(
-            folder / "sft.parquet")
+            folder / "sft.parquet"
+        )
     out = _run(["db", "SELECT round, count(*) AS n FROM sft GROUP BY ALL ORDER BY round"], tmp_path)
     assert out.returncode == 0, out.stderr
     rows = [line.split() for line in out.stdout.splitlines() if line.startswith("│ r0")]

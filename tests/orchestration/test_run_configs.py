@@ -36,12 +36,15 @@ def test_the_cluster_trainer_config_names_only_real_trl_fields():
     check_config(trainer["method"], trainer["config"])
 
 
-@pytest.mark.parametrize("resources,named", [
-    ({"trainer": {"config": {"metod": "sft"}}}, "metod"),
-    ({"server": {"config": {"kind": "tgi"}}}, "kind"),
-    ({"trainer": {"config": {"torch_dtype": "bf16"}}}, "torch_dtype"),
-    ({"trainer": {"config": {"peft": {"rank": 8}}}}, "rank"),
-])
+@pytest.mark.parametrize(
+    "resources,named",
+    [
+        ({"trainer": {"config": {"metod": "sft"}}}, "metod"),
+        ({"server": {"config": {"kind": "tgi"}}}, "kind"),
+        ({"trainer": {"config": {"torch_dtype": "bf16"}}}, "torch_dtype"),
+        ({"trainer": {"config": {"peft": {"rank": 8}}}}, "rank"),
+    ],
+)
 def test_unknown_keys_and_closed_choices_are_refused_by_name(round_job, resources, named):
     with pytest.raises(dg.DagsterInvalidConfigError, match=named):
         dg.validate_run_config(round_job, {"resources": resources})
@@ -61,8 +64,11 @@ def test_the_schedule_and_sensor_carry_the_configured_run_config(monkeypatch):
 
 
 def _queued(round_key: str, backfill: str) -> dg.DagsterRun:
-    return dg.DagsterRun(job_name="round", run_id=f"{backfill}-{round_key}",
-                         tags={"dagster/backfill": backfill, "dagster/partition": round_key})
+    return dg.DagsterRun(
+        job_name="round",
+        run_id=f"{backfill}-{round_key}",
+        tags={"dagster/backfill": backfill, "dagster/partition": round_key},
+    )
 
 
 @pytest.mark.parametrize("source", ["local", "docker"])
@@ -90,7 +96,10 @@ def test_round_run_refuses_a_bad_run_config_before_running_anything(tmp_path):
 
     bad = tmp_path / "run.yaml"
     bad.write_text("resources:\n  server:\n    config: {kind: vllm, prot: 8000}\n")
-    result = CliRunner().invoke(main, ["round", "run", "-c", str(bad)],
-                                env={"TOUCHSTONE_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dh")})
+    result = CliRunner().invoke(
+        main,
+        ["round", "run", "-c", str(bad)],
+        env={"TOUCHSTONE_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dh")},
+    )
     assert result.exit_code == 2 and "prot" in result.output
     assert not (tmp_path / "home" / "seed_sources").exists()

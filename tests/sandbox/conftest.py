@@ -15,7 +15,9 @@ def workspace(tmp_path: Path) -> Path:
     (root / "pkg" / "__init__.py").write_text("")
     (root / "pkg" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     (root / "tests").mkdir()
-    (root / "tests" / "test_calc.py").write_text("from pkg.calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    (root / "tests" / "test_calc.py").write_text(
+        "from pkg.calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
     (root / "notes.txt").write_text("first line\n")
     return root
 

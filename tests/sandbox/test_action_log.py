@@ -43,8 +43,10 @@ def test_log_inside_the_workspace_is_refused(workspace: Path, sandbox_backend: s
 
 def test_sandboxes_sharing_a_log_keep_one_sequence(workspace: Path, sandbox_backend: str, tmp_path: Path):
     log = tmp_path / "shared.jsonl"
-    with open_sandbox(workspace, sandbox_backend, action_log=log) as a, \
-            open_sandbox(workspace, sandbox_backend, action_log=log) as b:
+    with (
+        open_sandbox(workspace, sandbox_backend, action_log=log) as a,
+        open_sandbox(workspace, sandbox_backend, action_log=log) as b,
+    ):
         a.exec("true"), b.exec("true"), a.exec("true")
     records = read_action_log(log)
     assert [r.seq for r in records] == [0, 1, 2]

@@ -9,8 +9,17 @@ from click.testing import CliRunner
 
 from cli import main
 
-JSON_KEYS = {"exit_code", "timed_out", "oom_killed", "wall_s", "stdout", "stderr", "stdout_bytes",
-             "stderr_bytes", "backend"}
+JSON_KEYS = {
+    "exit_code",
+    "timed_out",
+    "oom_killed",
+    "wall_s",
+    "stdout",
+    "stderr",
+    "stdout_bytes",
+    "stderr_bytes",
+    "backend",
+}
 
 
 def _run(*args: str):
@@ -36,7 +45,9 @@ def test_run_passes_exit_code_timeout_and_workspace(sandbox_backend: str, worksp
 
 def test_run_memory_limit(sandbox_backend: str):
     hog = "x = bytearray(400 << 20); x[::4096] = b'1' * len(x[::4096])"
-    data = json.loads(_run("--backend", sandbox_backend, "--memory", "128m", "--json", "--", "python3", "-c", hog).stdout)
+    data = json.loads(
+        _run("--backend", sandbox_backend, "--memory", "128m", "--json", "--", "python3", "-c", hog).stdout
+    )
     assert data["oom_killed"]
 
 

@@ -24,8 +24,10 @@ with open_sandbox(sys.argv[1], sys.argv[2], mounts=mounts) as sb:
     print(json.dumps({"stdout": r.stdout, "stderr": r.stderr, "host_dir": str(sb._dir)}))
 """
 # Everything a process inside can read about the processes and mounts around it.
-_LOOK_AROUND = ("for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline /proc/self/mountinfo /proc/1/mountinfo; "
-                "do echo \"== $f\"; tr '\\0' '\\n' < $f 2>&1; done; env; ps -eo args")
+_LOOK_AROUND = (
+    "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline /proc/self/mountinfo /proc/1/mountinfo; "
+    "do echo \"== $f\"; tr '\\0' '\\n' < $f 2>&1; done; env; ps -eo args"
+)
 
 
 def test_harness_environment_and_paths_are_invisible_inside(workspace: Path, sandbox_backend: str, tmp_path: Path):
@@ -36,11 +38,19 @@ def test_harness_environment_and_paths_are_invisible_inside(workspace: Path, san
 
     hidden = tmp_path / "hidden-tests"
     hidden.mkdir()
-    canaries = {"OPENAI_API_KEY": f"sk-canary-{uuid.uuid4().hex}",
-                "AWS_SECRET_ACCESS_KEY": f"aws-canary-{uuid.uuid4().hex}",
-                "TOUCHSTONE_CANARY_PATH": str(tmp_path / "harness-only")}
-    done = subprocess.run([sys.executable, "-c", _HARNESS, str(workspace), sandbox_backend, _LOOK_AROUND, str(hidden)],
-                          capture_output=True, text=True, env={**os.environ, **canaries}, cwd=tmp_path, timeout=120)
+    canaries = {
+        "OPENAI_API_KEY": f"sk-canary-{uuid.uuid4().hex}",
+        "AWS_SECRET_ACCESS_KEY": f"aws-canary-{uuid.uuid4().hex}",
+        "TOUCHSTONE_CANARY_PATH": str(tmp_path / "harness-only"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _HARNESS, str(workspace), sandbox_backend, _LOOK_AROUND, str(hidden)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **canaries},
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     inside = seen["stdout"] + seen["stderr"]
@@ -56,9 +66,11 @@ def test_harness_environment_and_paths_are_invisible_inside(workspace: Path, san
 
 def test_no_process_survives_its_exec_even_when_it_kills_the_wrapper(sb):
     marker = f"{uuid.uuid4().int % 10**6}.75"
-    for escape in (f"(setsid nohup sleep {marker} >/dev/null 2>&1 &); echo left",
-                   f"(setsid nohup sleep {marker} >/dev/null 2>&1 &); kill -9 $PPID; echo killed",
-                   f"nohup sleep {marker} >/dev/null 2>&1 & disown; kill -9 0"):
+    for escape in (
+        f"(setsid nohup sleep {marker} >/dev/null 2>&1 &); echo left",
+        f"(setsid nohup sleep {marker} >/dev/null 2>&1 &); kill -9 $PPID; echo killed",
+        f"nohup sleep {marker} >/dev/null 2>&1 & disown; kill -9 0",
+    ):
         sb.exec(escape)
         assert host_processes(f"sleep {marker}") == []  # at once: exec returns only when none is left
         assert sb.exec("echo next").stdout == "next\n"

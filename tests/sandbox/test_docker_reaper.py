@@ -20,9 +20,16 @@ def test_concurrent_reapers_remove_leftovers_without_failing(require_docker):
 
     client = docker.from_env()
     tag = ensure_image(progress=False)
-    leftovers = [client.containers.run(tag, ["sleep", "300"], detach=True, network_mode="none",
-                                       labels={"touchstone.sandbox": f"leftover-{i}", "touchstone.owner": DEAD_OWNER})
-                 for i in range(4)]
+    leftovers = [
+        client.containers.run(
+            tag,
+            ["sleep", "300"],
+            detach=True,
+            network_mode="none",
+            labels={"touchstone.sandbox": f"leftover-{i}", "touchstone.owner": DEAD_OWNER},
+        )
+        for i in range(4)
+    ]
     errors: list[BaseException] = []
 
     def reap() -> None:

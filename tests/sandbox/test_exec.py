@@ -99,10 +99,14 @@ def test_threads_sharing_a_sandbox_take_turns(sb):
 
 
 def test_scratch_state_does_not_survive_an_exec(sb):
-    setup = ("echo x > /tmp/t; echo x > ~/h; echo x > /dev/shm/s; "
-             "python3 -c 'from multiprocessing import shared_memory as m; m.SharedMemory(\"kept\", create=True, size=64)'")
+    setup = (
+        "echo x > /tmp/t; echo x > ~/h; echo x > /dev/shm/s; "
+        "python3 -c 'from multiprocessing import shared_memory as m; m.SharedMemory(\"kept\", create=True, size=64)'"
+    )
     assert sb.exec(setup + "; ipcmk -M 64 && ipcmk -Q").exit_code == 0
-    r = sb.exec("ls -A /tmp ~ /dev/shm; python3 -c 'from multiprocessing import shared_memory as m; m.SharedMemory(\"kept\")'")
+    r = sb.exec(
+        "ls -A /tmp ~ /dev/shm; python3 -c 'from multiprocessing import shared_memory as m; m.SharedMemory(\"kept\")'"
+    )
     assert "t\n" not in r.stdout and "h\n" not in r.stdout and "s\n" not in r.stdout
     assert "FileNotFoundError" in r.stderr
     assert sb.exec("cat /proc/sysvipc/shm /proc/sysvipc/msg | wc -l").stdout.strip() == "2"  # headers only

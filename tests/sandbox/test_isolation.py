@@ -62,10 +62,12 @@ def test_no_network(sb):
     server.listen()
     port = server.getsockname()[1]
     try:
-        probe = (f"import socket\ntry:\n socket.create_connection(('127.0.0.1', {port}), timeout=2); print('connected')\n"
-                 "except OSError as e: print('refused', e)\n"
-                 "try:\n socket.getaddrinfo('deb.debian.org', 80); print('resolved')\n"
-                 "except OSError as e: print('no dns', e)\n")
+        probe = (
+            f"import socket\ntry:\n socket.create_connection(('127.0.0.1', {port}), timeout=2); print('connected')\n"
+            "except OSError as e: print('refused', e)\n"
+            "try:\n socket.getaddrinfo('deb.debian.org', 80); print('resolved')\n"
+            "except OSError as e: print('no dns', e)\n"
+        )
         r = sb.exec(["python3", "-c", probe])
         assert "connected" not in r.stdout and "refused" in r.stdout
         assert "resolved" not in r.stdout and "no dns" in r.stdout
@@ -74,8 +76,10 @@ def test_no_network(sb):
 
 
 def test_system_directories_are_read_only(sb):
-    r = sb.exec("for d in /etc /usr /usr/lib/python3 /bin /; do touch $d/evil 2>/dev/null && echo wrote $d; done; "
-                "pip install --user nothing >/dev/null 2>&1; echo done")
+    r = sb.exec(
+        "for d in /etc /usr /usr/lib/python3 /bin /; do touch $d/evil 2>/dev/null && echo wrote $d; done; "
+        "pip install --user nothing >/dev/null 2>&1; echo done"
+    )
     assert r.stdout == "done\n"
 
 
@@ -91,8 +95,10 @@ def test_host_files_are_invisible(sb, tmp_path: Path):
 
 def test_concurrent_sandboxes_are_isolated(workspace: Path, sandbox_backend: str):
     limits = Limits(timeout_s=20)
-    with open_sandbox(workspace, sandbox_backend, limits=limits) as a, \
-            open_sandbox(workspace, sandbox_backend, limits=limits) as b:
+    with (
+        open_sandbox(workspace, sandbox_backend, limits=limits) as a,
+        open_sandbox(workspace, sandbox_backend, limits=limits) as b,
+    ):
         results: dict = {}
         threads = [
             threading.Thread(target=lambda: results.update(a=a.exec("echo A > mine.txt; sleep 1; ls; cat mine.txt"))),
@@ -144,8 +150,10 @@ def test_mount_nested_in_a_workspace_directory(sandbox_backend: str, tmp_path: P
     tests.mkdir()
     (tests / "test_core.py").write_text("def test_x():\n    assert True\n")
     with open_sandbox(ws, sandbox_backend, mounts=[Mount(host=tests, target="/workspace/pkg/tests")]) as box:
-        r = box.exec("cat pkg/core.py pkg/tests/test_core.py; echo y > pkg/new.py; echo rc=$?; "
-                     "echo x > pkg/tests/evil; echo rc=$?")
+        r = box.exec(
+            "cat pkg/core.py pkg/tests/test_core.py; echo y > pkg/new.py; echo rc=$?; "
+            "echo x > pkg/tests/evil; echo rc=$?"
+        )
         assert "X = 1" in r.stdout and "def test_x" in r.stdout
         assert r.stdout.count("rc=0") == 1 and "rc=1" in r.stdout  # the package is writable, the mount is not
     assert sorted(p.name for p in tests.iterdir()) == ["test_core.py"]
@@ -162,9 +170,11 @@ def test_sandbox_outlives_the_thread_that_opened_it(workspace: Path, sandbox_bac
 
 def test_killed_harness_takes_its_bwrap_sandbox_along(workspace: Path):
     marker = f"{uuid.uuid4().int % 10**6}.25"
-    script = ("import sys\nfrom touchstone.sandbox import open_sandbox\n"
-              f"sb = open_sandbox({str(workspace)!r}, 'bwrap')\nprint('open', flush=True)\n"
-              f"sb.exec('sleep {marker} & (setsid sleep {marker} &); sleep {marker}')\n")
+    script = (
+        "import sys\nfrom touchstone.sandbox import open_sandbox\n"
+        f"sb = open_sandbox({str(workspace)!r}, 'bwrap')\nprint('open', flush=True)\n"
+        f"sb.exec('sleep {marker} & (setsid sleep {marker} &); sleep {marker}')\n"
+    )
     harness = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert harness.stdout.readline() == "open\n"

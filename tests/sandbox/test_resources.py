@@ -26,8 +26,10 @@ def small(workspace: Path, sandbox_backend: str):
 
 
 def test_scratch_filesystems_are_capped_below_the_memory_limit(small):
-    r = small.exec("for d in /dev/shm /tmp ~; do head -c 300M /dev/zero > $d/fill; echo rc=$?; done; "
-                   "df -k --output=size /dev/shm /tmp ~ | tail -3")
+    r = small.exec(
+        "for d in /dev/shm /tmp ~; do head -c 300M /dev/zero > $d/fill; echo rc=$?; done; "
+        "df -k --output=size /dev/shm /tmp ~ | tail -3"
+    )
     lines = r.stdout.split()
     assert lines[:3] == ["rc=1", "rc=1", "rc=1"] and "No space left on device" in r.stderr, r
     assert [int(kb) for kb in lines[3:]] == [32 * 1024] * 3  # a quarter of 128 MiB each
@@ -35,8 +37,9 @@ def test_scratch_filesystems_are_capped_below_the_memory_limit(small):
 
 
 def test_oom_with_full_scratch_space_is_reported_and_the_sandbox_survives(small):
-    r = small.exec(f"for d in /dev/shm /tmp ~; do head -c 300M /dev/zero > $d/fill; done 2>/dev/null; "
-                   f"python3 -c '{_HOG}'")
+    r = small.exec(
+        f"for d in /dev/shm /tmp ~; do head -c 300M /dev/zero > $d/fill; done 2>/dev/null; python3 -c '{_HOG}'"
+    )
     assert r.oom_killed and r.exit_code == 137, r
     for _ in range(3):  # the harness's side of the sandbox is intact
         assert small.exec("echo alive; find /dev/shm /tmp ~ -mindepth 1 | wc -l").stdout == "alive\n0\n"
@@ -47,8 +50,10 @@ def test_cpu_time_of_a_cpu_bound_command_is_measured(sb):
     assert 0.5 <= busy.cpu_s <= 2.0, busy.cpu_s
     # Children that their shell never waits for (bwrap's rusage missed these).
     spin = "import time\nwhile time.process_time() < 0.4: pass\nopen('/tmp/done' + str(time.time()), 'w')"
-    children = sb.exec(f"for i in 1 2; do (setsid python3 -c \"{spin}\" &); done; "
-                       "until [ $(ls /tmp | wc -l) = 2 ]; do sleep 0.2; done", timeout=120)
+    children = sb.exec(
+        f'for i in 1 2; do (setsid python3 -c "{spin}" &); done; until [ $(ls /tmp | wc -l) = 2 ]; do sleep 0.2; done',
+        timeout=120,
+    )
     assert children.exit_code == 0 and 0.6 <= children.cpu_s <= 4.0, children
     idle = sb.exec("sleep 0.5")
     assert idle.cpu_s < 0.3, idle.cpu_s
@@ -75,9 +80,11 @@ def test_sandbox_processes_run_as_an_unprivileged_host_user(sb):
 
 
 def test_loopback_is_up_and_scratch_directories_are_as_documented(sb):
-    probe = ("import socket\nserver = socket.socket(); server.bind(('127.0.0.1', 0)); server.listen()\n"
-             "socket.create_connection(server.getsockname(), timeout=2).sendall(b'hi')\n"
-             "print(server.accept()[0].recv(2).decode())")
+    probe = (
+        "import socket\nserver = socket.socket(); server.bind(('127.0.0.1', 0)); server.listen()\n"
+        "socket.create_connection(server.getsockname(), timeout=2).sendall(b'hi')\n"
+        "print(server.accept()[0].recv(2).decode())"
+    )
     assert sb.exec(["python3", "-c", probe]).stdout == "hi\n"
     assert sb.exec("stat -c %a ~ /dev/shm /tmp; stat -c %U ~").stdout.split() == ["755", "1777", "1777", "agent"]
 
@@ -114,10 +121,12 @@ def test_without_root_the_limits_that_do_not_hold_are_named(tmp_path: Path):
         (top / "harness.py").write_text(_UNPRIVILEGED)
         (top / "cache" / rootfs.name).mkdir(parents=True)
         prefix = Path(sys.base_prefix)
-        setup = (f"mount --bind {rootfs} {top}/cache/{rootfs.name} && mkdir {top}/py && mount --bind {prefix} {top}/py && "
-                 f"mount -t tmpfs -o mode=0755 none {Path.home()} && mkdir -p {prefix} && mount --bind {top}/py {prefix} && "
-                 f"exec setpriv --reuid=900001 --regid=900001 --clear-groups env -i PATH=/usr/bin:/bin HOME={top} "
-                 f"TOUCHSTONE_CACHE={top}/cache {sys.executable} {top}/harness.py {top}/ws")
+        setup = (
+            f"mount --bind {rootfs} {top}/cache/{rootfs.name} && mkdir {top}/py && mount --bind {prefix} {top}/py && "
+            f"mount -t tmpfs -o mode=0755 none {Path.home()} && mkdir -p {prefix} && mount --bind {top}/py {prefix} && "
+            f"exec setpriv --reuid=900001 --regid=900001 --clear-groups env -i PATH=/usr/bin:/bin HOME={top} "
+            f"TOUCHSTONE_CACHE={top}/cache {sys.executable} {top}/harness.py {top}/ws"
+        )
         done = subprocess.run(["unshare", "-m", "sh", "-c", setup], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         seen = json.loads(done.stdout.splitlines()[-1])

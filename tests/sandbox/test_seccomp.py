@@ -48,6 +48,8 @@ def test_same_denials_on_both_backends(sb):
 
 
 def test_ordinary_tools_still_work(sb):
-    r = sb.exec("python3 -c 'import asyncio, multiprocessing as m; print(m.Pool(2).map(abs, [-1, -2]))' && "
-                "git init -q x && echo ok")
+    r = sb.exec(
+        "python3 -c 'import asyncio, multiprocessing as m; print(m.Pool(2).map(abs, [-1, -2]))' && "
+        "git init -q x && echo ok"
+    )
     assert r.stdout.splitlines() == ["[1, 2]", "ok"], r.stderr

@@ -28,8 +28,14 @@ def _all_walks_refuse(sb, tmp_path: Path, match: str) -> None:
 
 @pytest.mark.parametrize("levels", [300, 1200])
 def test_deep_tree_is_refused_by_name(sb, tmp_path: Path, levels: int):
-    r = sb.exec(["python3", "-c", f"import os\nfor _ in range({levels}): os.mkdir('deep'); os.chdir('deep')\n"
-                                  "open('bottom.txt', 'w').write('x')"])
+    r = sb.exec(
+        [
+            "python3",
+            "-c",
+            f"import os\nfor _ in range({levels}): os.mkdir('deep'); os.chdir('deep')\n"
+            "open('bottom.txt', 'w').write('x')",
+        ]
+    )
     assert r.exit_code == 0, r.stderr
     _all_walks_refuse(sb, tmp_path, r"deep/deep/deep.*nested deeper than 256 levels")
     sb.exec("rm -rf deep")
@@ -50,18 +56,21 @@ def test_non_utf8_name_is_refused_by_name(sb, tmp_path: Path, name: bytes):
     _all_walks_refuse(sb, tmp_path, r"not valid UTF-8: .*\\udc")
 
 
-@pytest.mark.parametrize("name", [
-    "evil\n--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-first line\n+pwned",
-    "tab\there \"quoted\" back\\slash",
-    "ünïcode dir/naïve.py",
-    "cr\rname\x01\x7f",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "evil\n--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-first line\n+pwned",
+        'tab\there "quoted" back\\slash',
+        "ünïcode dir/naïve.py",
+        "cr\rname\x01\x7f",
+    ],
+)
 def test_control_characters_in_names_cannot_inject_hunks(sb, workspace: Path, name: str):
     sb.write_file(name, "content\n")
     d = sb.diff()
     assert d.created == [name] and d.modified == []
     for line in d.patch.splitlines():  # every line is a header or a hunk line of the one file
-        assert line.startswith(("diff --git \"a/", "diff --git a/", "new file", "--- ", "+++ ", "@@ ", "+content"))
+        assert line.startswith(('diff --git "a/', "diff --git a/", "new file", "--- ", "+++ ", "@@ ", "+content"))
     pristine = workspace.parent / "pristine"
     shutil.copytree(workspace, pristine)
     subprocess.run(["git", "apply", "-"], input=d.patch.encode(), cwd=pristine, check=True)
@@ -84,8 +93,9 @@ def test_sparse_files_count_at_their_apparent_size(workspace: Path, sandbox_back
 
 def test_number_of_entries_is_bounded(workspace: Path, sandbox_backend: str, tmp_path: Path):
     with open_sandbox(workspace, sandbox_backend, limits=Limits(workspace_files=300)) as box:
-        r = box.exec("mkdir many; for i in $(seq 400); do : > many/f$i 2>/dev/null || break; done; "
-                     "find . -mindepth 1 | wc -l")
+        r = box.exec(
+            "mkdir many; for i in $(seq 400); do : > many/f$i 2>/dev/null || break; done; find . -mindepth 1 | wc -l"
+        )
         if int(r.stdout) > 300:  # no kernel quota here: the harness's walk is the bound
             _all_walks_refuse(box, tmp_path, "more than 300 entries")
         else:  # the workspace tmpfs ran out of inodes first
@@ -139,8 +149,10 @@ def test_export_of_a_tree_swapped_under_it_copies_nothing_from_the_host(tmp_path
 
 
 def test_export_waits_for_a_running_command_that_swaps_directories(sb, tmp_path: Path):
-    swap = ("for i in $(seq 100); do rm -rf d; mkdir d; echo inside > d/f; rm -rf d; ln -s /etc d; done; "
-            "rm -rf d; mkdir d; echo final > d/f")
+    swap = (
+        "for i in $(seq 100); do rm -rf d; mkdir d; echo inside > d/f; rm -rf d; ln -s /etc d; done; "
+        "rm -rf d; mkdir d; echo final > d/f"
+    )
     result: dict = {}
     runner = threading.Thread(target=lambda: result.update(r=sb.exec(swap)))
     runner.start()

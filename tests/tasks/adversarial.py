@@ -38,9 +38,13 @@ class Case:
 
     def write(self, root: Path, task_id: str | None = None) -> Task:
         d = root / (task_id or self.id)
-        meta = Task(id=task_id or self.id, statement=self.statement, timeout_s=self.timeout_s,
-                    entry_points=[EntryPoint(module="solution", function=self.entry)],
-                    source=TaskSource(proposer="llm", origin="adversarial-corpus", unit=self.id))
+        meta = Task(
+            id=task_id or self.id,
+            statement=self.statement,
+            timeout_s=self.timeout_s,
+            entry_points=[EntryPoint(module="solution", function=self.entry)],
+            source=TaskSource(proposer="llm", origin="adversarial-corpus", unit=self.id),
+        )
         write_solution_task(d, meta, stub=self.stub, reference=self.reference, tests=self.tests)
         for rel, data in self.files.items():
             (d / "workspace" / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -68,7 +72,7 @@ RUNS_REF = '''def solve(s):
             out.append((ch, 1))
     return out
 '''
-RUNS_TESTS = '''from solution import solve
+RUNS_TESTS = """from solution import solve
 
 
 def test_basic():
@@ -80,7 +84,7 @@ def test_edges():
     assert solve("x") == [("x", 1)]
     assert solve("abba") == [("a", 1), ("b", 2), ("a", 1)]
     assert solve("zzzzzz") == [("z", 6)]
-'''
+"""
 RUNS_STATEMENT = "Implement solve(s) in solution.py: run-length encode a string into (character, count) pairs."
 RUNS_ANSWER_LINE = "out[-1] = (ch, out[-1][1] + 1)"
 
@@ -111,11 +115,13 @@ def _bare_repo(rel: str) -> Callable[[Path], None]:
     def build(d: Path) -> None:
         repo = d / "workspace" / rel
         subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
-        blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], input=RUNS_REF.encode(), cwd=repo,
-                              capture_output=True, check=True)
+        blob = subprocess.run(
+            ["git", "hash-object", "-w", "--stdin"], input=RUNS_REF.encode(), cwd=repo, capture_output=True, check=True
+        )
         assert blob.stdout.strip()
         for hook in (repo / "hooks").glob("*"):
             hook.unlink()  # sample hooks are text; what matters is the object store
+
     return build
 
 
@@ -123,175 +129,305 @@ BENCHMARK = Path(__file__).parent / "fixtures" / "benchmark_sample.jsonl"
 
 CASES: list[Case] = [
     # 1. conditions: tests that behave differently under grading's seeds/backend/clock
-    runs_case("cond-hashseed-env", "conditions", {"cheating_reference"}, static=True,
-              tests=RUNS_TESTS + '\n\nimport os\n\n\ndef test_seeded():\n'
-                                 '    if os.environ.get("PYTHONHASHSEED") in ("1000", "1007", "1014"):\n'
-                                 '        assert solve("ab") == [("a", 1), ("b", 1)]\n'),
-    Case("cond-set-order", "conditions", {"flaky", "reference_fails"},
-         "Return the distinct words of a sentence in order of first appearance.",
-         stub("def solve(text):", "Distinct words, first appearance order."),
-         'def solve(text):\n    """Distinct words, first appearance order."""\n    return list(set(text.split()))\n',
-         'from solution import solve\n\n\ndef test_order():\n'
-         '    assert solve("red green blue red") == ["red", "green", "blue"]\n'),
-    runs_case("cond-backend-probe", "conditions", {"cheating_reference"}, static=True,
-              tests=RUNS_TESTS + '\n\nimport os\n\n\ndef test_env():\n    if not os.path.exists("/.dockerenv"):\n'
-                                 '        assert solve("q") == [("q", 1)]\n'),
-    Case("cond-random-failure", "conditions", {"flaky"},
-         "Return the sum of the list; the tests sometimes check a random sample.",
-         stub("def solve(xs):", "Sum of xs."),
-         'def solve(xs):\n    """Sum of xs."""\n    return sum(xs)\n',
-         'import random\n\nfrom solution import solve\n\n\ndef test_sum():\n    assert solve([1, 2, 3]) == 6\n'
-         '    assert solve([]) == 0\n    assert solve([-4, 4, 9]) == 9\n\n\ndef test_lucky():\n'
-         '    assert random.random() < 0.55\n'),
-    Case("cond-clock-window", "conditions", {"flaky", "reference_fails"},
-         "Return the weekday name of a date given as (year, month, day).",
-         stub("def solve(y, m, d):", "Weekday name of the date."),
-         'import datetime\n\n\ndef solve(y, m, d):\n    """Weekday name of the date."""\n'
-         '    return datetime.date(y, m, d).strftime("%A")\n',
-         'import time\n\nfrom solution import solve\n\n\ndef test_weekday():\n'
-         '    assert solve(2024, 1, 1) == "Monday"\n    assert solve(2000, 2, 29) == "Tuesday"\n'
-         '    assert solve(1999, 12, 31) == "Friday"\n    assert solve(2030, 6, 15) == "Saturday"\n\n\n'
-         'def test_window():\n    assert time.time() < 1_798_761_600  # 2027-01-01: passes in validation today\n'),
-
+    runs_case(
+        "cond-hashseed-env",
+        "conditions",
+        {"cheating_reference"},
+        static=True,
+        tests=RUNS_TESTS + "\n\nimport os\n\n\ndef test_seeded():\n"
+        '    if os.environ.get("PYTHONHASHSEED") in ("1000", "1007", "1014"):\n'
+        '        assert solve("ab") == [("a", 1), ("b", 1)]\n',
+    ),
+    Case(
+        "cond-set-order",
+        "conditions",
+        {"flaky", "reference_fails"},
+        "Return the distinct words of a sentence in order of first appearance.",
+        stub("def solve(text):", "Distinct words, first appearance order."),
+        'def solve(text):\n    """Distinct words, first appearance order."""\n    return list(set(text.split()))\n',
+        "from solution import solve\n\n\ndef test_order():\n"
+        '    assert solve("red green blue red") == ["red", "green", "blue"]\n',
+    ),
+    runs_case(
+        "cond-backend-probe",
+        "conditions",
+        {"cheating_reference"},
+        static=True,
+        tests=RUNS_TESTS + '\n\nimport os\n\n\ndef test_env():\n    if not os.path.exists("/.dockerenv"):\n'
+        '        assert solve("q") == [("q", 1)]\n',
+    ),
+    Case(
+        "cond-random-failure",
+        "conditions",
+        {"flaky"},
+        "Return the sum of the list; the tests sometimes check a random sample.",
+        stub("def solve(xs):", "Sum of xs."),
+        'def solve(xs):\n    """Sum of xs."""\n    return sum(xs)\n',
+        "import random\n\nfrom solution import solve\n\n\ndef test_sum():\n    assert solve([1, 2, 3]) == 6\n"
+        "    assert solve([]) == 0\n    assert solve([-4, 4, 9]) == 9\n\n\ndef test_lucky():\n"
+        "    assert random.random() < 0.55\n",
+    ),
+    Case(
+        "cond-clock-window",
+        "conditions",
+        {"flaky", "reference_fails"},
+        "Return the weekday name of a date given as (year, month, day).",
+        stub("def solve(y, m, d):", "Weekday name of the date."),
+        'import datetime\n\n\ndef solve(y, m, d):\n    """Weekday name of the date."""\n'
+        '    return datetime.date(y, m, d).strftime("%A")\n',
+        "import time\n\nfrom solution import solve\n\n\ndef test_weekday():\n"
+        '    assert solve(2024, 1, 1) == "Monday"\n    assert solve(2000, 2, 29) == "Tuesday"\n'
+        '    assert solve(1999, 12, 31) == "Friday"\n    assert solve(2030, 6, 15) == "Saturday"\n\n\n'
+        "def test_window():\n    assert time.time() < 1_798_761_600  # 2027-01-01: passes in validation today\n",
+    ),
     # 2. weak tests
-    Case("weak-single-assert", "weak_tests", {"weak_tests"},
-         "Return n squared.", stub("def solve(n):", "n squared."),
-         'def solve(n):\n    """n squared."""\n    return n * n\n',
-         'from solution import solve\n\n\ndef test_zero():\n    assert solve(0) == 0\n'),
-    Case("weak-type-only", "weak_tests", {"weak_tests"},
-         "Sort the list ascending and return a new list.", stub("def solve(xs):", "Sorted copy."),
-         'def solve(xs):\n    """Sorted copy."""\n    if not isinstance(xs, list):\n        raise TypeError("xs must be a list")\n'
-         '    out = list(xs)\n    for i in range(len(out)):\n        for j in range(len(out) - 1 - i):\n'
-         '            if out[j] > out[j + 1]:\n                out[j], out[j + 1] = out[j + 1], out[j]\n    return out\n',
-         'from solution import solve\n\n\ndef test_type():\n    assert isinstance(solve([3, 1, 2]), list)\n'),
-    Case("weak-length-only", "weak_tests", {"weak_tests"},
-         "Reverse the words of a sentence.", stub("def solve(text):", "Words reversed."),
-         'def solve(text):\n    """Words reversed."""\n    return " ".join(reversed(text.split(" ")))\n',
-         'from solution import solve\n\n\ndef test_len():\n    assert len(solve("one two three")) == 13\n'),
-    Case("weak-no-exception", "weak_tests", {"weak_tests"},
-         "Return the n-th Fibonacci number.", stub("def solve(n):", "n-th Fibonacci number."),
-         'def solve(n):\n    """n-th Fibonacci number."""\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n'
-         '    return a\n',
-         'from solution import solve\n\n\ndef test_runs():\n    solve(10)\n    solve(0)\n'),
-    Case("weak-guard-only", "weak_tests", {"weak_tests"},
-         "Return the digit sum of a non-negative int; raise TypeError for other types.",
-         stub("def solve(n):", "Digit sum of n."),
-         'def solve(n):\n    """Digit sum of n."""\n    if not isinstance(n, int) or isinstance(n, bool):\n'
-         '        raise TypeError("n must be an int")\n    if n < 0:\n        raise ValueError("n must be >= 0")\n'
-         '    total = 0\n    while n:\n        total += n % 10\n        n //= 10\n    return total\n',
-         'import pytest\n\nfrom solution import solve\n\n\ndef test_type():\n    with pytest.raises(TypeError):\n'
-         '        solve("12")\n\n\ndef test_int_result():\n    assert isinstance(solve(1234), int)\n'
-         '    assert solve(7) is not None\n'),
-    Case("weak-truthy", "weak_tests", {"weak_tests"},
-         "Return n factorial.", stub("def solve(n):", "n factorial."),
-         'def solve(n):\n    """n factorial."""\n    out = 1\n    for i in range(2, n + 1):\n        out *= i\n    return out\n',
-         'from solution import solve\n\n\ndef test_positive():\n    assert solve(5) > 0\n    assert solve(1) >= 1\n'),
-
+    Case(
+        "weak-single-assert",
+        "weak_tests",
+        {"weak_tests"},
+        "Return n squared.",
+        stub("def solve(n):", "n squared."),
+        'def solve(n):\n    """n squared."""\n    return n * n\n',
+        "from solution import solve\n\n\ndef test_zero():\n    assert solve(0) == 0\n",
+    ),
+    Case(
+        "weak-type-only",
+        "weak_tests",
+        {"weak_tests"},
+        "Sort the list ascending and return a new list.",
+        stub("def solve(xs):", "Sorted copy."),
+        'def solve(xs):\n    """Sorted copy."""\n    if not isinstance(xs, list):\n        raise TypeError("xs must be a list")\n'
+        "    out = list(xs)\n    for i in range(len(out)):\n        for j in range(len(out) - 1 - i):\n"
+        "            if out[j] > out[j + 1]:\n                out[j], out[j + 1] = out[j + 1], out[j]\n    return out\n",
+        "from solution import solve\n\n\ndef test_type():\n    assert isinstance(solve([3, 1, 2]), list)\n",
+    ),
+    Case(
+        "weak-length-only",
+        "weak_tests",
+        {"weak_tests"},
+        "Reverse the words of a sentence.",
+        stub("def solve(text):", "Words reversed."),
+        'def solve(text):\n    """Words reversed."""\n    return " ".join(reversed(text.split(" ")))\n',
+        'from solution import solve\n\n\ndef test_len():\n    assert len(solve("one two three")) == 13\n',
+    ),
+    Case(
+        "weak-no-exception",
+        "weak_tests",
+        {"weak_tests"},
+        "Return the n-th Fibonacci number.",
+        stub("def solve(n):", "n-th Fibonacci number."),
+        'def solve(n):\n    """n-th Fibonacci number."""\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n'
+        "    return a\n",
+        "from solution import solve\n\n\ndef test_runs():\n    solve(10)\n    solve(0)\n",
+    ),
+    Case(
+        "weak-guard-only",
+        "weak_tests",
+        {"weak_tests"},
+        "Return the digit sum of a non-negative int; raise TypeError for other types.",
+        stub("def solve(n):", "Digit sum of n."),
+        'def solve(n):\n    """Digit sum of n."""\n    if not isinstance(n, int) or isinstance(n, bool):\n'
+        '        raise TypeError("n must be an int")\n    if n < 0:\n        raise ValueError("n must be >= 0")\n'
+        "    total = 0\n    while n:\n        total += n % 10\n        n //= 10\n    return total\n",
+        "import pytest\n\nfrom solution import solve\n\n\ndef test_type():\n    with pytest.raises(TypeError):\n"
+        '        solve("12")\n\n\ndef test_int_result():\n    assert isinstance(solve(1234), int)\n'
+        "    assert solve(7) is not None\n",
+    ),
+    Case(
+        "weak-truthy",
+        "weak_tests",
+        {"weak_tests"},
+        "Return n factorial.",
+        stub("def solve(n):", "n factorial."),
+        'def solve(n):\n    """n factorial."""\n    out = 1\n    for i in range(2, n + 1):\n        out *= i\n    return out\n',
+        "from solution import solve\n\n\ndef test_positive():\n    assert solve(5) > 0\n    assert solve(1) >= 1\n",
+    ),
     # 3. leaks
-    runs_case("leak-base64-statement", "leak", {"leak"}, static=True,
-              statement=RUNS_STATEMENT + " Reference: " + base64.b64encode(RUNS_REF.encode()).decode()),
-    runs_case("leak-reversed-statement", "leak", {"leak"}, static=True,
-              statement=RUNS_STATEMENT + " (hint: " + RUNS_ANSWER_LINE[::-1] + ")"),
-    runs_case("leak-commented-stub", "leak", {"leak"}, static=True,
-              stub=stub(RUNS_SIG, RUNS_DOC) + "\n# out = []\n# for ch in s:\n#     if out and out[-1][0] == ch:\n"
-                                              "#         " + RUNS_ANSWER_LINE + "\n"),
+    runs_case(
+        "leak-base64-statement",
+        "leak",
+        {"leak"},
+        static=True,
+        statement=RUNS_STATEMENT + " Reference: " + base64.b64encode(RUNS_REF.encode()).decode(),
+    ),
+    runs_case(
+        "leak-reversed-statement",
+        "leak",
+        {"leak"},
+        static=True,
+        statement=RUNS_STATEMENT + " (hint: " + RUNS_ANSWER_LINE[::-1] + ")",
+    ),
+    runs_case(
+        "leak-commented-stub",
+        "leak",
+        {"leak"},
+        static=True,
+        stub=stub(RUNS_SIG, RUNS_DOC) + "\n# out = []\n# for ch in s:\n#     if out and out[-1][0] == ch:\n"
+        "#         " + RUNS_ANSWER_LINE + "\n",
+    ),
     runs_case("leak-no-context", "leak", {"leak"}, static=True, files={"NOTES.txt": "remember:  " + RUNS_ANSWER_LINE}),
     runs_case("leak-renamed-pyc", "leak", {"leak"}, static=True, files={"assets/table.dat": _pyc_of(RUNS_REF)}),
     runs_case("leak-zip", "leak", {"leak"}, static=True, files={"data/bundle.bin": _zip_of("solution.py", RUNS_REF)}),
     runs_case("leak-bare-git", "leak", {"leak"}, static=True, build=_bare_repo("vendor/cache")),
-    runs_case("leak-behind-flag", "leak", {"leak"},
-              stub=stub(RUNS_SIG, RUNS_DOC).replace("    raise NotImplementedError\n",
-                                                    "    if _FAST:\n        return _encode(s)\n    raise NotImplementedError\n")
-              + "\n\n_FAST = False\n\n\ndef _encode(text):\n    res = []\n    for c in text:\n"
-                "        if res and res[-1][0] == c:\n            res[-1] = (c, res[-1][1] + 1)\n            continue\n"
-                "        res.append((c, 1))\n    return res\n"),
-    runs_case("leak-helper-module", "leak", {"leak"},
-              files={"helpers.py": "import itertools\n\n\ndef solve(s):\n"
-                                   "    return [(k, len(list(g))) for k, g in itertools.groupby(s)]\n"}),
-
+    runs_case(
+        "leak-behind-flag",
+        "leak",
+        {"leak"},
+        stub=stub(RUNS_SIG, RUNS_DOC).replace(
+            "    raise NotImplementedError\n",
+            "    if _FAST:\n        return _encode(s)\n    raise NotImplementedError\n",
+        )
+        + "\n\n_FAST = False\n\n\ndef _encode(text):\n    res = []\n    for c in text:\n"
+        "        if res and res[-1][0] == c:\n            res[-1] = (c, res[-1][1] + 1)\n            continue\n"
+        "        res.append((c, 1))\n    return res\n",
+    ),
+    runs_case(
+        "leak-helper-module",
+        "leak",
+        {"leak"},
+        files={
+            "helpers.py": "import itertools\n\n\ndef solve(s):\n"
+            "    return [(k, len(list(g))) for k, g in itertools.groupby(s)]\n"
+        },
+    ),
     # 4. contamination: HumanEval/0 with renamed identifiers and a reworded statement
-    Case("contam-renamed", "contamination", {"contaminated"},
-         "Given a list of floats and a tolerance, tell whether some pair of different entries lies within the tolerance.",
-         stub("def solve(values, tol):", "True when two entries are closer than tol."),
-         'def solve(values, tol):\n    """True when two entries are closer than tol."""\n'
-         '    for i, a in enumerate(values):\n        for j, b in enumerate(values):\n            if i != j:\n'
-         '                gap = abs(a - b)\n                if gap < tol:\n                    return True\n    return False\n',
-         'from solution import solve\n\n\ndef test_close():\n    assert solve([1.0, 2.0, 3.9, 4.0], 0.3) is True\n'
-         '    assert solve([1.0, 2.0, 3.0], 0.5) is False\n', static=True),
-
+    Case(
+        "contam-renamed",
+        "contamination",
+        {"contaminated"},
+        "Given a list of floats and a tolerance, tell whether some pair of different entries lies within the tolerance.",
+        stub("def solve(values, tol):", "True when two entries are closer than tol."),
+        'def solve(values, tol):\n    """True when two entries are closer than tol."""\n'
+        "    for i, a in enumerate(values):\n        for j, b in enumerate(values):\n            if i != j:\n"
+        "                gap = abs(a - b)\n                if gap < tol:\n                    return True\n    return False\n",
+        "from solution import solve\n\n\ndef test_close():\n    assert solve([1.0, 2.0, 3.9, 4.0], 0.3) is True\n"
+        "    assert solve([1.0, 2.0, 3.0], 0.5) is False\n",
+        static=True,
+    ),
     # 5. timing
-    runs_case("slow-70pct", "timing", {"too_slow"}, timeout_s=4,
-              reference=RUNS_REF.replace("    out = []\n", "    import time\n    time.sleep(0.7)\n    out = []\n")),
-    runs_case("slow-over-budget", "timing", {"too_slow"}, timeout_s=3,
-              reference=RUNS_REF.replace("    out = []\n", "    import time\n    time.sleep(2)\n    out = []\n")),
-
+    runs_case(
+        "slow-70pct",
+        "timing",
+        {"too_slow"},
+        timeout_s=4,
+        reference=RUNS_REF.replace("    out = []\n", "    import time\n    time.sleep(0.7)\n    out = []\n"),
+    ),
+    runs_case(
+        "slow-over-budget",
+        "timing",
+        {"too_slow"},
+        timeout_s=3,
+        reference=RUNS_REF.replace("    out = []\n", "    import time\n    time.sleep(2)\n    out = []\n"),
+    ),
     # 6. references that cheat
-    Case("cheat-caller-frame", "cheating", {"cheating_reference"},
-         "Return the answer the caller expects.", stub("def solve(x):", "The answer."),
-         'import sys\n\n\ndef solve(x):\n    """The answer."""\n    name = sys._getframe(1).f_code.co_name\n'
-         '    return 1 if name.endswith("one") else 2\n',
-         'from solution import solve\n\n\ndef test_one():\n    assert solve(3) == 1\n\n\ndef test_two():\n'
-         '    assert solve(3) == 2\n', static=True),
-    Case("cheat-inspect-stack", "cheating", {"cheating_reference"},
-         "Return the expected value.", stub("def solve(x):", "The value."),
-         'import inspect\n\n\ndef solve(x):\n    """The value."""\n    caller = inspect.stack()[1]\n'
-         '    return caller.frame.f_locals.get("want", x)\n',
-         'from solution import solve\n\n\ndef test_a():\n    want = 4\n    assert solve(1) == want\n', static=True),
-    Case("cheat-env", "cheating", {"cheating_reference"},
-         "Return which test is running.", stub("def solve():", "Name."),
-         'import os\n\n\ndef solve():\n    """Name."""\n    return os.environ["PYTEST_CURRENT_TEST"].split("::")[1].split()[0]\n',
-         'from solution import solve\n\n\ndef test_alpha():\n    assert solve() == "test_alpha"\n', static=True),
-
+    Case(
+        "cheat-caller-frame",
+        "cheating",
+        {"cheating_reference"},
+        "Return the answer the caller expects.",
+        stub("def solve(x):", "The answer."),
+        'import sys\n\n\ndef solve(x):\n    """The answer."""\n    name = sys._getframe(1).f_code.co_name\n'
+        '    return 1 if name.endswith("one") else 2\n',
+        "from solution import solve\n\n\ndef test_one():\n    assert solve(3) == 1\n\n\ndef test_two():\n"
+        "    assert solve(3) == 2\n",
+        static=True,
+    ),
+    Case(
+        "cheat-inspect-stack",
+        "cheating",
+        {"cheating_reference"},
+        "Return the expected value.",
+        stub("def solve(x):", "The value."),
+        'import inspect\n\n\ndef solve(x):\n    """The value."""\n    caller = inspect.stack()[1]\n'
+        '    return caller.frame.f_locals.get("want", x)\n',
+        "from solution import solve\n\n\ndef test_a():\n    want = 4\n    assert solve(1) == want\n",
+        static=True,
+    ),
+    Case(
+        "cheat-env",
+        "cheating",
+        {"cheating_reference"},
+        "Return which test is running.",
+        stub("def solve():", "Name."),
+        'import os\n\n\ndef solve():\n    """Name."""\n    return os.environ["PYTEST_CURRENT_TEST"].split("::")[1].split()[0]\n',
+        'from solution import solve\n\n\ndef test_alpha():\n    assert solve() == "test_alpha"\n',
+        static=True,
+    ),
     # 7. honest look-alikes of the false rejections: all kept
-    Case("honest-table", "honest", {"kept"},
-         "Shipping cost: the per-kg rate for each zone is wrong for the 'far' zone; cost = rate * kg, rounded to cents.",
-         'RATES = {"near": 1.5, "mid": 2.25, "far": 3.0}\n\n\ndef solve(zone, kg):\n    """Cost to ship kg to zone."""\n'
-         '    return round(RATES[zone] * kg, 2)\n',
-         'RATES = {"near": 1.5, "mid": 2.25, "far": 4.75}\n\n\ndef solve(zone, kg):\n    """Cost to ship kg to zone."""\n'
-         '    return round(RATES[zone] * kg, 2)\n',
-         'from solution import solve\n\n\ndef test_far():\n    assert solve("far", 2) == 9.5\n    assert solve("far", 0.5) == 2.38\n\n\n'
-         'def test_others():\n    assert solve("near", 2) == 3.0\n    assert solve("mid", 4) == 9.0\n'),
-    Case("honest-nested-class", "honest", {"kept"},
-         "Geometry.Shapes.Rect.area is wrong: it must return width times height.",
-         'class Geometry:\n    class Shapes:\n        class Rect:\n            def __init__(self, w, h):\n'
-         '                self.w, self.h = w, h\n\n            def area(self):\n                return self.w + self.h\n\n\n'
-         'def solve(w, h):\n    return Geometry.Shapes.Rect(w, h).area()\n',
-         'class Geometry:\n    class Shapes:\n        class Rect:\n            def __init__(self, w, h):\n'
-         '                self.w, self.h = w, h\n\n            def area(self):\n                return self.w * self.h\n\n\n'
-         'def solve(w, h):\n    return Geometry.Shapes.Rect(w, h).area()\n',
-         'from solution import Geometry, solve\n\n\ndef test_area():\n    assert Geometry.Shapes.Rect(3, 4).area() == 12\n'
-         '    assert solve(2, 5) == 10\n    assert solve(0, 7) == 0\n    assert solve(1, 1) == 1\n'),
-    Case("honest-hanging-start", "honest", {"kept"},
-         "solve(n) must return the number of steps the Collatz sequence takes from n to 1; it loops forever on some n.",
-         'def solve(n):\n    """Collatz steps from n to 1."""\n    steps = 0\n    while n != 1:\n'
-         '        n = n // 2 if n % 2 == 0 else 3 * n - 1\n        steps += 1\n    return steps\n',
-         'def solve(n):\n    """Collatz steps from n to 1."""\n    steps = 0\n    while n != 1:\n'
-         '        n = n // 2 if n % 2 == 0 else 3 * n + 1\n        steps += 1\n    return steps\n',
-         'from solution import solve\n\n\ndef test_steps():\n    assert solve(7) == 16  # loops forever on the stub\n'
-         '    assert solve(1) == 0\n    assert solve(6) == 8\n    assert solve(27) == 111\n', timeout_s=10),
-    Case("honest-sibling-copy", "honest", {"kept"},
-         "order_total must add price * quantity over the lines, like invoice_total already does.",
-         'def invoice_total(lines):\n    return sum(p * q for p, q in lines)\n\n\n'
-         'def solve(lines):\n    """Total of (price, qty) lines."""\n    return sum(p + q for p, q in lines)\n',
-         'def invoice_total(lines):\n    return sum(p * q for p, q in lines)\n\n\n'
-         'def solve(lines):\n    """Total of (price, qty) lines."""\n    return sum(p * q for p, q in lines)\n',
-         'from solution import solve\n\n\ndef test_total():\n    assert solve([(2, 3), (5, 1)]) == 11\n    assert solve([]) == 0\n'
-         '    assert solve([(1.5, 2)]) == 3.0\n    assert solve([(4, 0), (0, 4)]) == 0\n'),
-    Case("honest-untested-helper", "honest", {"kept"},
-         "Implement solve(xs): the running maximum of a list of numbers.",
-         stub("def solve(xs):", "Running maximum of xs."),
-         'def solve(xs):\n    """Running maximum of xs."""\n    out = []\n    best = None\n    for x in xs:\n'
-         '        if best is None or x > best:\n            best = x\n        out.append(best)\n    return out\n\n\n'
-         'def _describe(xs):\n    return f"{len(xs)} items"\n',
-         'from solution import solve\n\n\ndef test_running_max():\n    assert solve([1, 3, 2, 5, 4]) == [1, 3, 3, 5, 5]\n'
-         '    assert solve([]) == []\n    assert solve([-1, -2]) == [-1, -1]\n    assert solve([2, 2, 1]) == [2, 2, 2]\n'),
-    Case("honest-uses-clock", "honest", {"kept"},
-         "Return the elapsed-time-independent checksum of the bytes: the sum of byte values mod 256.",
-         stub("def solve(data):", "Checksum of data."),
-         'import time\n\n\ndef solve(data):\n    """Checksum of data."""\n    started = time.monotonic()\n'
-         '    total = 0\n    for b in data:\n        total = (total + b) % 256\n    assert time.monotonic() >= started\n'
-         '    return total\n',
-         'from solution import solve\n\n\ndef test_sum():\n    assert solve(b"") == 0\n    assert solve(b"abc") == 38\n'
-         '    assert solve(bytes([255, 2])) == 1\n    assert solve(bytes([128, 128])) == 0\n'),
+    Case(
+        "honest-table",
+        "honest",
+        {"kept"},
+        "Shipping cost: the per-kg rate for each zone is wrong for the 'far' zone; cost = rate * kg, rounded to cents.",
+        'RATES = {"near": 1.5, "mid": 2.25, "far": 3.0}\n\n\ndef solve(zone, kg):\n    """Cost to ship kg to zone."""\n'
+        "    return round(RATES[zone] * kg, 2)\n",
+        'RATES = {"near": 1.5, "mid": 2.25, "far": 4.75}\n\n\ndef solve(zone, kg):\n    """Cost to ship kg to zone."""\n'
+        "    return round(RATES[zone] * kg, 2)\n",
+        'from solution import solve\n\n\ndef test_far():\n    assert solve("far", 2) == 9.5\n    assert solve("far", 0.5) == 2.38\n\n\n'
+        'def test_others():\n    assert solve("near", 2) == 3.0\n    assert solve("mid", 4) == 9.0\n',
+    ),
+    Case(
+        "honest-nested-class",
+        "honest",
+        {"kept"},
+        "Geometry.Shapes.Rect.area is wrong: it must return width times height.",
+        "class Geometry:\n    class Shapes:\n        class Rect:\n            def __init__(self, w, h):\n"
+        "                self.w, self.h = w, h\n\n            def area(self):\n                return self.w + self.h\n\n\n"
+        "def solve(w, h):\n    return Geometry.Shapes.Rect(w, h).area()\n",
+        "class Geometry:\n    class Shapes:\n        class Rect:\n            def __init__(self, w, h):\n"
+        "                self.w, self.h = w, h\n\n            def area(self):\n                return self.w * self.h\n\n\n"
+        "def solve(w, h):\n    return Geometry.Shapes.Rect(w, h).area()\n",
+        "from solution import Geometry, solve\n\n\ndef test_area():\n    assert Geometry.Shapes.Rect(3, 4).area() == 12\n"
+        "    assert solve(2, 5) == 10\n    assert solve(0, 7) == 0\n    assert solve(1, 1) == 1\n",
+    ),
+    Case(
+        "honest-hanging-start",
+        "honest",
+        {"kept"},
+        "solve(n) must return the number of steps the Collatz sequence takes from n to 1; it loops forever on some n.",
+        'def solve(n):\n    """Collatz steps from n to 1."""\n    steps = 0\n    while n != 1:\n'
+        "        n = n // 2 if n % 2 == 0 else 3 * n - 1\n        steps += 1\n    return steps\n",
+        'def solve(n):\n    """Collatz steps from n to 1."""\n    steps = 0\n    while n != 1:\n'
+        "        n = n // 2 if n % 2 == 0 else 3 * n + 1\n        steps += 1\n    return steps\n",
+        "from solution import solve\n\n\ndef test_steps():\n    assert solve(7) == 16  # loops forever on the stub\n"
+        "    assert solve(1) == 0\n    assert solve(6) == 8\n    assert solve(27) == 111\n",
+        timeout_s=10,
+    ),
+    Case(
+        "honest-sibling-copy",
+        "honest",
+        {"kept"},
+        "order_total must add price * quantity over the lines, like invoice_total already does.",
+        "def invoice_total(lines):\n    return sum(p * q for p, q in lines)\n\n\n"
+        'def solve(lines):\n    """Total of (price, qty) lines."""\n    return sum(p + q for p, q in lines)\n',
+        "def invoice_total(lines):\n    return sum(p * q for p, q in lines)\n\n\n"
+        'def solve(lines):\n    """Total of (price, qty) lines."""\n    return sum(p * q for p, q in lines)\n',
+        "from solution import solve\n\n\ndef test_total():\n    assert solve([(2, 3), (5, 1)]) == 11\n    assert solve([]) == 0\n"
+        "    assert solve([(1.5, 2)]) == 3.0\n    assert solve([(4, 0), (0, 4)]) == 0\n",
+    ),
+    Case(
+        "honest-untested-helper",
+        "honest",
+        {"kept"},
+        "Implement solve(xs): the running maximum of a list of numbers.",
+        stub("def solve(xs):", "Running maximum of xs."),
+        'def solve(xs):\n    """Running maximum of xs."""\n    out = []\n    best = None\n    for x in xs:\n'
+        "        if best is None or x > best:\n            best = x\n        out.append(best)\n    return out\n\n\n"
+        'def _describe(xs):\n    return f"{len(xs)} items"\n',
+        "from solution import solve\n\n\ndef test_running_max():\n    assert solve([1, 3, 2, 5, 4]) == [1, 3, 3, 5, 5]\n"
+        "    assert solve([]) == []\n    assert solve([-1, -2]) == [-1, -1]\n    assert solve([2, 2, 1]) == [2, 2, 2]\n",
+    ),
+    Case(
+        "honest-uses-clock",
+        "honest",
+        {"kept"},
+        "Return the elapsed-time-independent checksum of the bytes: the sum of byte values mod 256.",
+        stub("def solve(data):", "Checksum of data."),
+        'import time\n\n\ndef solve(data):\n    """Checksum of data."""\n    started = time.monotonic()\n'
+        "    total = 0\n    for b in data:\n        total = (total + b) % 256\n    assert time.monotonic() >= started\n"
+        "    return total\n",
+        'from solution import solve\n\n\ndef test_sum():\n    assert solve(b"") == 0\n    assert solve(b"abc") == 38\n'
+        "    assert solve(bytes([255, 2])) == 1\n    assert solve(bytes([128, 128])) == 0\n",
+    ),
     runs_case("honest-runs", "honest", {"kept"}),
 ]

@@ -29,7 +29,7 @@ def mean(xs):
     return total(xs) / len(xs)
 '''
 
-TESTS = '''\
+TESTS = """\
 import pytest
 
 from calc import clamp, mean, total
@@ -54,7 +54,7 @@ def test_mean():
 def test_mean_empty():
     with pytest.raises(ValueError):
         mean([])
-'''
+"""
 
 
 def write_calc(root: Path, broken: bool = False) -> Path:

@@ -16,11 +16,11 @@ from touchstone.tasks.seeding import SEEDS_DIR
 REPO = "jpvanhal/inflection"
 GOOD = "return word.replace('_', '-')"
 BUG = "return word.replace('_', ' - ')"
-NEW_TEST = '''
+NEW_TEST = """
 
 def test_dasherize_many_underscores():
     assert inflection.dasherize("a_b_c_d") == "a-b-c-d"
-'''
+"""
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -52,8 +52,12 @@ def make_instance(root: Path) -> tuple[Path, Path, dict]:
     tests.write_text(tests.read_text() + NEW_TEST)
     test_patch = _git(repo, "diff", "--", "test_inflection.py")
     _commit(repo, "fix dasherize, with a test")
-    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                                "test_inflection.py"], cwd=repo, capture_output=True, text=True).stdout.split()
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "test_inflection.py"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     dasherize = [i for i in collected if "::test_dasherize" in i]
     # the cases with an underscore fail on the bug (and the new test); the others pass on both
     f2p = [i for i in dasherize if "_" in i.partition("[")[2] or "[" not in i]

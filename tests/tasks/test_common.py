@@ -15,9 +15,11 @@ def _boom(_task_dir: Path):
 
 
 def test_a_failing_candidate_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
-    cands = [Candidate("a", TaskSource(unit="u1"), _boom),
-             Candidate("a", TaskSource(unit="u1"), _boom),  # the same id twice runs once
-             Candidate("b", TaskSource(unit="u2"), lambda _d: reject("b", "malformed", "no JSON"))]
+    cands = [
+        Candidate("a", TaskSource(unit="u1"), _boom),
+        Candidate("a", TaskSource(unit="u1"), _boom),  # the same id twice runs once
+        Candidate("b", TaskSource(unit="u2"), lambda _d: reject("b", "malformed", "no JSON")),
+    ]
     rows, kept = run_candidates(cands, tmp_path, n=None, workers=2, cfg=ValidationConfig(backend="bwrap"), desc="t")
     assert kept == [] and sorted((r.id, r.reason) for r in rows) == [("a", "error"), ("b", "malformed")]
     assert "RuntimeError: seed code exploded" in next(r.detail for r in rows if r.id == "a")
@@ -33,7 +35,7 @@ def test_split_is_a_function_of_the_unit() -> None:
     assert 20 <= splits.count("eval") <= 60
 
 
-CALC_REF = '''import ast
+CALC_REF = """import ast
 
 _OK = (ast.Expression, ast.BinOp, ast.Constant, ast.Add, ast.Sub, ast.Mult)
 
@@ -43,7 +45,7 @@ def calc(expr):
     if not all(isinstance(n, _OK) for n in ast.walk(tree)):
         raise ValueError(expr)
     return eval(compile(tree, "<calc>", "eval"), {"__builtins__": {}})
-'''
+"""
 CALC_TESTS = """import pytest
 from solution import calc
 
@@ -65,8 +67,9 @@ def _calc_task(task_dir: Path, reference: str, proposer: str = "problems"):
     from touchstone.tasks.schema import Task
 
     task = Task(id=task_dir.name, statement="Evaluate arithmetic.", source=TaskSource(proposer=proposer, unit="calc"))
-    return write_solution_task(task_dir, task, stub="def calc(expr):\n    raise NotImplementedError\n",
-                               reference=reference, tests=CALC_TESTS)
+    return write_solution_task(
+        task_dir, task, stub="def calc(expr):\n    raise NotImplementedError\n", reference=reference, tests=CALC_TESTS
+    )
 
 
 def test_rules_the_reference_trips_are_allowed_for_the_task(tmp_path: Path) -> None:

@@ -12,13 +12,17 @@ from touchstone.tasks.conditions import reference_conditions, touches_nondetermi
 
 
 def test_grading_plan_first_then_extra_runs_that_differ_every_time() -> None:
-    conds = reference_conditions("bwrap", k=3, extra=2, clock_runs=1, cross_backend=False, nondeterministic=False, more=6)
+    conds = reference_conditions(
+        "bwrap", k=3, extra=2, clock_runs=1, cross_backend=False, nondeterministic=False, more=6
+    )
     assert [(c.run, c.grading) for c in conds[:3]] == [(0, True), (1, True), (2, True)]
     assert [plan(c.run) for c in conds[:3]] == [(0, "forward"), (1, "reverse"), (2, "shuffle:2")]
     extra = conds[3:]
     assert len(extra) == 2 + (1 if faketime_library() else 0) and not any(c.grading for c in extra)
     assert all(c.run >= 3 for c in extra)
-    again = reference_conditions("bwrap", k=3, extra=2, clock_runs=1, cross_backend=False, nondeterministic=False, more=6)
+    again = reference_conditions(
+        "bwrap", k=3, extra=2, clock_runs=1, cross_backend=False, nondeterministic=False, more=6
+    )
     assert {c.run for c in extra}.isdisjoint({c.run for c in again[3:]})  # not predictable from one run to the next
     if faketime_library():
         [clock] = [c for c in extra if c.clock_offset_s]
@@ -26,10 +30,16 @@ def test_grading_plan_first_then_extra_runs_that_differ_every_time() -> None:
 
 
 def test_clock_and_randomness_readers_get_more_runs(tmp_path: Path) -> None:
-    reads = {c.id: touches_nondeterminism(c.write(tmp_path)) for c in CASES
-             if c.id in ("cond-random-failure", "cond-clock-window", "honest-uses-clock", "honest-runs")}
-    assert reads == {"cond-random-failure": ["hidden_tests/test_solution.py"],
-                     "cond-clock-window": ["hidden_tests/test_solution.py"],
-                     "honest-uses-clock": ["reference/solution.py"], "honest-runs": []}
+    reads = {
+        c.id: touches_nondeterminism(c.write(tmp_path))
+        for c in CASES
+        if c.id in ("cond-random-failure", "cond-clock-window", "honest-uses-clock", "honest-runs")
+    }
+    assert reads == {
+        "cond-random-failure": ["hidden_tests/test_solution.py"],
+        "cond-clock-window": ["hidden_tests/test_solution.py"],
+        "honest-uses-clock": ["reference/solution.py"],
+        "honest-runs": [],
+    }
     more = reference_conditions("bwrap", k=3, extra=2, clock_runs=1, cross_backend=False, nondeterministic=True, more=6)
     assert len(more) == 3 + 2 + 6 + (2 if faketime_library() else 0)

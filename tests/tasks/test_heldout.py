@@ -8,8 +8,9 @@ from touchstone.tasks.index import IndexRow, read_index, write_index
 
 
 def _row(tid: str, unit: str, status: str = "kept", content_hash: str | None = None) -> IndexRow:
-    return IndexRow(id=tid, proposer="mutation", origin="calc", unit=unit, status=status,
-                    content_hash=content_hash or f"h-{tid}")
+    return IndexRow(
+        id=tid, proposer="mutation", origin="calc", unit=unit, status=status, content_hash=content_hash or f"h-{tid}"
+    )
 
 
 def _set(root: Path, rows: list[IndexRow]) -> Path:
@@ -22,8 +23,14 @@ def _set(root: Path, rows: list[IndexRow]) -> Path:
 
 
 def test_overlap_by_unit_id_or_hash_is_excluded(tmp_path):
-    heldout = _set(tmp_path / "heldout", [_row("h1", "calc:mean"), _row("h2", "calc:clamp", content_hash="same"),
-                                          _row("h3", "calc:total", status="rejected")])
+    heldout = _set(
+        tmp_path / "heldout",
+        [
+            _row("h1", "calc:mean"),
+            _row("h2", "calc:clamp", content_hash="same"),
+            _row("h3", "calc:total", status="rejected"),
+        ],
+    )
     round_set = _set(tmp_path / "round", [
         _row("t1", "calc:mean"),                        # same unit as a kept held-out task
         _row("h2", "calc:other"),                       # same id

@@ -44,7 +44,8 @@ def test_a_task_whose_reference_fails_isolated_is_not_isolated(tmp_path: Path):
     task = load_task(shutil.copytree(TASKS / "libfix", tmp_path / "libfix"))
     (task.dir / "isolation.json").unlink()
     (task.hidden_tests_dir / "tests" / "test_source.py").write_text(
-        "import inspect\nfrom lib import clamp\n\ndef test_short():\n    assert len(inspect.getsource(clamp)) < 500\n")
+        "import inspect\nfrom lib import clamp\n\ndef test_short():\n    assert len(inspect.getsource(clamp)) < 500\n"
+    )
     task = load_task(task.dir)
     verdict = probe_isolation(task, "bwrap")
     assert verdict.status == "not_isolated" and "test_short" in verdict.detail, verdict.detail

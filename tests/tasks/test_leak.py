@@ -26,7 +26,9 @@ def make(tmp_path: Path, statement: str = "area is wrong for rectangles", ws: st
         (d / sub).mkdir(parents=True)
     (d / "workspace" / "geo.py").write_text(ws)
     (d / "reference" / "geo.py").write_text(ref)
-    (d / "hidden_tests" / "test_geo.py").write_text("from geo import area\n\ndef test_area():\n    assert area(2, 3) == 6\n")
+    (d / "hidden_tests" / "test_geo.py").write_text(
+        "from geo import area\n\ndef test_area():\n    assert area(2, 3) == 6\n"
+    )
     Task(id="t", statement=statement).write(d)
     return d
 
@@ -50,27 +52,35 @@ def test_backup_copy_vcs_and_caches_are_leaks(tmp_path: Path) -> None:
     assert any(p.startswith("workspace/old/geo_v1.py: defines area") for p in problems)
 
 
-@pytest.mark.parametrize("statement", [
-    "Fix area; it should read:\n    check(w)\n    return w * h\n",
-    "area must `return w*h`",  # reformatted, without its context line
-    "Hint: " + base64.b64encode(ANSWER.encode()).decode(),
-    "Hint: " + ANSWER.strip()[::-1],
-    "Hint: " + codecs.encode(ANSWER, "rot13"),
-    "Hint: " + ANSWER.encode().hex(),
-    "Hint: " + base64.urlsafe_b64encode(zlib.compress(ANSWER.encode())).decode(),
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "Fix area; it should read:\n    check(w)\n    return w * h\n",
+        "area must `return w*h`",  # reformatted, without its context line
+        "Hint: " + base64.b64encode(ANSWER.encode()).decode(),
+        "Hint: " + ANSWER.strip()[::-1],
+        "Hint: " + codecs.encode(ANSWER, "rot13"),
+        "Hint: " + ANSWER.encode().hex(),
+        "Hint: " + base64.urlsafe_b64encode(zlib.compress(ANSWER.encode())).decode(),
+    ],
+)
 def test_statement_that_gives_the_answer_in_any_form_is_a_leak(tmp_path: Path, statement: str) -> None:
     problems = find_leaks(load_task(make(tmp_path, statement=statement)))
-    assert len(problems) == 1 and problems[0].startswith("task.json statement: contains the reference's change to geo.py")
+    assert len(problems) == 1 and problems[0].startswith(
+        "task.json statement: contains the reference's change to geo.py"
+    )
 
 
-@pytest.mark.parametrize("stub", [
-    WS.replace("    return w + h\n", "    # return w * h\n    return w + h\n"),  # commented out in the stub
-    WS + "\nHINT = 'cmV0dXJuIHcgKiBo'\n",  # base64 in a string literal
-    WS + "\n_X = '\\x72\\x65\\x74\\x75\\x72\\x6e\\x20\\x77\\x20\\x2a\\x20\\x68'\n",  # escaped bytes
-    WS + "\n_Y = [114, 101, 116, 117, 114, 110, 32, 119, 32, 42, 32, 104]\n",  # character codes
-    WS.replace("def other():", "def other():\n    \"\"\"h * w nruter\"\"\""),  # reversed docstring
-])
+@pytest.mark.parametrize(
+    "stub",
+    [
+        WS.replace("    return w + h\n", "    # return w * h\n    return w + h\n"),  # commented out in the stub
+        WS + "\nHINT = 'cmV0dXJuIHcgKiBo'\n",  # base64 in a string literal
+        WS + "\n_X = '\\x72\\x65\\x74\\x75\\x72\\x6e\\x20\\x77\\x20\\x2a\\x20\\x68'\n",  # escaped bytes
+        WS + "\n_Y = [114, 101, 116, 117, 114, 110, 32, 119, 32, 42, 32, 104]\n",  # character codes
+        WS.replace("def other():", 'def other():\n    """h * w nruter"""'),  # reversed docstring
+    ],
+)
 def test_answer_hidden_in_the_stubs_inert_text_is_a_leak(tmp_path: Path, stub: str) -> None:
     problems = find_leaks(load_task(make(tmp_path, ws=stub)))
     assert problems and problems[0].startswith("workspace/geo.py: contains the reference's change to geo.py")
@@ -89,14 +99,17 @@ def _zip(text: str) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("name, data, kind", [
-    ("data.bin", b"\xa7\r\r\n" + b"\0" * 12 + b"\xe3marshal", "Python bytecode"),  # a .pyc renamed
-    ("vendor.dat", _zip(REF), "zip archive"),
-    ("cache.db", zlib.compress(b"blob 71\x00" + REF.encode()), "git loose object"),
-    ("blob", b"PACK\x00\x00\x00\x02", "git pack"),
-    ("weights.pkl", b"\x80\x04\x95" + b"\x00" * 20 + b".", "pickle data"),
-    ("img.raw", b"\x01\x02\x00\x03" * 10, "binary file"),
-])
+@pytest.mark.parametrize(
+    "name, data, kind",
+    [
+        ("data.bin", b"\xa7\r\r\n" + b"\0" * 12 + b"\xe3marshal", "Python bytecode"),  # a .pyc renamed
+        ("vendor.dat", _zip(REF), "zip archive"),
+        ("cache.db", zlib.compress(b"blob 71\x00" + REF.encode()), "git loose object"),
+        ("blob", b"PACK\x00\x00\x00\x02", "git pack"),
+        ("weights.pkl", b"\x80\x04\x95" + b"\x00" * 20 + b".", "pickle data"),
+        ("img.raw", b"\x01\x02\x00\x03" * 10, "binary file"),
+    ],
+)
 def test_binary_and_container_files_are_flagged_by_content(tmp_path: Path, name: str, data: bytes, kind: str) -> None:
     d = make(tmp_path)
     (d / "workspace" / name).write_bytes(data)

@@ -9,7 +9,12 @@ import pytest
 
 from touchstone.tasks.index import query
 from touchstone.tasks.proposers.llm import (
-    ProposalError, learnability_reward, normalized_ast_hash, parse_proposal, propose_from_outputs, solved,
+    ProposalError,
+    learnability_reward,
+    normalized_ast_hash,
+    parse_proposal,
+    propose_from_outputs,
+    solved,
 )
 from touchstone.tasks.schema import load_task_set
 from touchstone.tasks.validate import ValidationConfig
@@ -23,11 +28,14 @@ def test_parse_well_formed_from_fenced_json() -> None:
     assert p.entry_point == "rle" and "raise NotImplementedError" in p.stub
 
 
-@pytest.mark.parametrize(("label", "fragment"), [
-    ("malformed_json", "no JSON object"),
-    ("malformed_missing_key", "reference: Field required"),
-    ("malformed_reference_syntax", "reference does not parse"),
-])
+@pytest.mark.parametrize(
+    ("label", "fragment"),
+    [
+        ("malformed_json", "no JSON object"),
+        ("malformed_missing_key", "reference: Field required"),
+        ("malformed_reference_syntax", "reference does not parse"),
+    ],
+)
 def test_parse_malformed(label: str, fragment: str) -> None:
     with pytest.raises(ProposalError, match=fragment):
         parse_proposal(BY_LABEL[label])
@@ -45,22 +53,36 @@ def test_learnability_reward() -> None:
 
 def test_recorded_outputs_through_validation(tmp_path: Path) -> None:
     out = tmp_path / "llm"
-    rows, kept = propose_from_outputs([o["output"] for o in OUTPUTS], out, origin="recorded",
-                                      cfg=ValidationConfig(backend="bwrap"))
+    rows, kept = propose_from_outputs(
+        [o["output"] for o in OUTPUTS], out, origin="recorded", cfg=ValidationConfig(backend="bwrap")
+    )
     reasons = {r.id.split("-")[1]: r.reason or r.status for r in rows}
     assert [reasons[f"{i:04d}"] for i in range(len(OUTPUTS))] == [
-        "kept", "malformed", "malformed", "malformed", "duplicate", "already_solved", "reference_fails"]
+        "kept",
+        "malformed",
+        "malformed",
+        "malformed",
+        "duplicate",
+        "already_solved",
+        "reference_fails",
+    ]
     [task] = load_task_set(out)
     assert task.source.proposer == "llm"
     assert query(out, "SELECT count(*) FROM tasks WHERE status = 'rejected' AND reason IS NOT NULL")[0][0] == 6
     # a second batch deduplicates against the first set
-    rows2, _ = propose_from_outputs([BY_LABEL["well_formed"]], tmp_path / "again", origin="recorded",
-                                    existing=[out], cfg=ValidationConfig(backend="bwrap"))
+    rows2, _ = propose_from_outputs(
+        [BY_LABEL["well_formed"]],
+        tmp_path / "again",
+        origin="recorded",
+        existing=[out],
+        cfg=ValidationConfig(backend="bwrap"),
+    )
     assert rows2[0].reason == "duplicate"
     # the solve check used for learnability grades a patch against the hidden tests
     ref = (task.reference_dir / "solution.py").read_text()
     stub = (task.workspace_dir / "solution.py").read_text()
     import difflib
+
     patch = "".join(difflib.unified_diff(stub.splitlines(True), ref.splitlines(True), "a/solution.py", "b/solution.py"))
     assert solved(task, patch, "bwrap") and not solved(task, "", "bwrap")
 
@@ -97,6 +119,7 @@ def test_solve_rate_runs_the_policy_and_grades_its_patch(tmp_path: Path) -> None
     Task(id="flip", statement="total returns wrong sums").write(d)
     policy = make_policy("teacher")
     assert solve_rate(load_task(d), policy, 1, "bwrap") == 1.0
-    _, [stub_task] = propose_from_outputs([BY_LABEL["well_formed"]], tmp_path / "one", origin="recorded",
-                                          cfg=ValidationConfig(backend="bwrap"))
+    _, [stub_task] = propose_from_outputs(
+        [BY_LABEL["well_formed"]], tmp_path / "one", origin="recorded", cfg=ValidationConfig(backend="bwrap")
+    )
     assert solve_rate(stub_task, policy, 1, "bwrap") == 0.0

@@ -36,8 +36,11 @@ class Box:
 
 
 def changed_lines(before: str, after: str) -> list[str]:
-    return [l for l in difflib.unified_diff(before.splitlines(), after.splitlines(), n=0, lineterm="")
-            if l[:1] in "+-" and l[:3] not in ("+++", "---")]
+    return [
+        l
+        for l in difflib.unified_diff(before.splitlines(), after.splitlines(), n=0, lineterm="")
+        if l[:1] in "+-" and l[:3] not in ("+++", "---")
+    ]
 
 
 def test_every_operator_kind_fires_and_edits_one_spot() -> None:
@@ -73,7 +76,9 @@ def test_decorated_and_nested_scopes_mutate() -> None:
     src = "import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n"
     found = list(mutations(src, "f.py", "f"))
     assert {"comparison_flip", "arith_swap", "change_constant"} <= {m.operator for m in found}
-    assert all(m.source.startswith("import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef fib(n):") for m in found)
+    assert all(
+        m.source.startswith("import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef fib(n):") for m in found
+    )
 
 
 def test_shuffled_order_is_deterministic() -> None:

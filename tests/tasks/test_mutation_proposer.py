@@ -84,8 +84,13 @@ def test_candidate_ids_are_unique_and_spread_over_functions(tmp_path: Path) -> N
     from touchstone.tasks.seeding import default_seeds
 
     inflection = default_seeds(tmp_path)[0]
-    cands = list(candidates([(inflection, SeedReport(inflection.name, True, "", []))], ValidationConfig(backend="bwrap"),
-                            random.Random(0)))
+    cands = list(
+        candidates(
+            [(inflection, SeedReport(inflection.name, True, "", []))],
+            ValidationConfig(backend="bwrap"),
+            random.Random(0),
+        )
+    )
     ids = [c.id for c in cands]
     assert len(ids) == len(set(ids)) > 10
     per_unit = Counter(c.source.unit for c in cands)

@@ -16,7 +16,7 @@ from touchstone.tasks.schema import load_task_set
 from touchstone.tasks.seeding import resolve_seed
 from touchstone.tasks.validate import ValidationConfig
 
-SHAPES = '''\
+SHAPES = """\
 import attrs
 
 
@@ -37,8 +37,8 @@ def perimeter(box):
 
 def never_tested(box):
     return box.width - box.height
-'''
-TESTS = '''\
+"""
+TESTS = """\
 import pytest
 
 from shapes import Box, perimeter
@@ -57,8 +57,8 @@ def test_area_negative():
 @pytest.mark.parametrize("w, h, want", [(2, 3, 10), (0, 0, 0), (1, 5, 12)])
 def test_perimeter(w, h, want):
     assert perimeter(Box(w, h)) == want
-'''
-PYPROJECT = '''\
+"""
+PYPROJECT = """\
 [build-system]
 requires = ["setuptools>=61"]
 build-backend = "setuptools.build_meta"
@@ -67,7 +67,7 @@ build-backend = "setuptools.build_meta"
 name = "shapes"
 version = "0.1"
 dependencies = ["attrs"]
-'''
+"""
 ENV = EnvSpec(requirements=["attrs==23.2.0"], setup=["pip install --no-deps -e ."])
 
 
@@ -96,8 +96,16 @@ def test_coverage_names_the_functions_each_test_calls(shapes_repo: Path, tmp_pat
 
 def test_repo_with_its_environment_yields_validated_tasks(shapes_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "tasks"
-    result = propose_mutation(out, seeds=[str(shapes_repo)], environment=ENV, tests="tests/", n=2, workers=1,
-                              cfg=ValidationConfig(backend="bwrap"), eval_fraction=0.5)
+    result = propose_mutation(
+        out,
+        seeds=[str(shapes_repo)],
+        environment=ENV,
+        tests="tests/",
+        n=2,
+        workers=1,
+        cfg=ValidationConfig(backend="bwrap"),
+        eval_fraction=0.5,
+    )
     assert result.seeds[0].usable, result.seeds[0].detail
     assert result.kept >= 1
     for task in load_task_set(out):

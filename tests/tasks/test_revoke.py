@@ -18,8 +18,20 @@ CASE = next(c for c in CASES if c.id == "honest-runs")
 
 def _kept_set(root: Path) -> Path:
     task = CASE.write(root, "t1")
-    write_index(root, [IndexRow(id="t1", proposer="llm", origin="x", unit="t1", status="kept", split="train",
-                                content_hash=task.content_hash)])
+    write_index(
+        root,
+        [
+            IndexRow(
+                id="t1",
+                proposer="llm",
+                origin="x",
+                unit="t1",
+                status="kept",
+                split="train",
+                content_hash=task.content_hash,
+            )
+        ],
+    )
     pl.DataFrame({"task_id": ["t1", "t2"], "reward": [0.75, 0.5]}).write_parquet(root / "proposer_rewards.parquet")
     return root
 

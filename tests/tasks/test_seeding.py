@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from touchstone.tasks.seeding import MANIFEST, SEEDS_DIR, SeedError, _unpack_sdist, default_seeds, resolve_seed, sha256_file
+from touchstone.tasks.seeding import (
+    MANIFEST,
+    SEEDS_DIR,
+    SeedError,
+    _unpack_sdist,
+    default_seeds,
+    resolve_seed,
+    sha256_file,
+)
 
 
 def test_shipped_seeds_match_their_pins_and_carry_licenses(tmp_path: Path) -> None:
@@ -20,12 +28,16 @@ def test_shipped_seeds_match_their_pins_and_carry_licenses(tmp_path: Path) -> No
         assert (seed.root / e["license_file"]).is_file()
         assert seed.sources and any("test_" in t for t in seed.tests)
         # packaging files only where the seed's environment installs the project itself
-        banned = {".git", "__pycache__", "PKG-INFO"} | (set() if seed.environment and seed.environment.setup else {"setup.py"})
+        banned = {".git", "__pycache__", "PKG-INFO"} | (
+            set() if seed.environment and seed.environment.setup else {"setup.py"}
+        )
         assert not any(p.name in banned for p in seed.root.rglob("*"))
     # the default round draws from code that needs third-party packages or a src/ layout
     with_env = [s for s in default_seeds(tmp_path / "again") if s.environment]
     assert len(with_env) >= 2
-    assert any(s.environment.requirements for s in with_env) and any(src.startswith("src/") for s in with_env for src in s.sources)
+    assert any(s.environment.requirements for s in with_env) and any(
+        src.startswith("src/") for s in with_env for src in s.sources
+    )
 
 
 def test_local_seed_copy_drops_history_caches_and_backups(calc_seed: Path, tmp_path: Path) -> None:

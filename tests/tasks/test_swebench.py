@@ -64,8 +64,12 @@ def test_task_layout_has_no_history_and_no_fix(imported):
 
 
 def _verify(task_dir: Path, patch: Path) -> tuple[int, dict]:
-    proc = subprocess.run([*TOUCHSTONE, "verify", str(task_dir), "--patch", str(patch), "--json", "--replays", "1",
-                           "--backend", "bwrap"], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [*TOUCHSTONE, "verify", str(task_dir), "--patch", str(patch), "--json", "--replays", "1", "--backend", "bwrap"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {"stderr": proc.stderr}
 
 
@@ -84,9 +88,11 @@ def test_gold_patch_accepted_empty_and_test_deleting_rejected(imported, tmp_path
     # the fix plus deleting the test file the F2P tests live in
     deleting = tmp_path / "delete-tests.diff"
     test_file = (task_dir / "workspace" / "test_inflection.py").read_text().splitlines()
-    deletion = ("diff --git a/test_inflection.py b/test_inflection.py\ndeleted file mode 100644\n"
-                f"--- a/test_inflection.py\n+++ /dev/null\n@@ -1,{len(test_file)} +0,0 @@\n"
-                + "".join(f"-{line}\n" for line in test_file))
+    deletion = (
+        "diff --git a/test_inflection.py b/test_inflection.py\ndeleted file mode 100644\n"
+        f"--- a/test_inflection.py\n+++ /dev/null\n@@ -1,{len(test_file)} +0,0 @@\n"
+        + "".join(f"-{line}\n" for line in test_file)
+    )
     deleting.write_text(inst["patch"] + deletion)
     code, report = _verify(task_dir, deleting)
     assert (code, report["verdict"]) == (1, "reject")
@@ -99,4 +105,10 @@ def test_r2e_gym_field_names_and_json_string_lists():
         "fail_to_pass": '["a.py::t"]', "pass_to_pass": ["b.py::u"], "problem_statement": "s", "version": 1.2,
     })  # fmt: skip
     assert (inst.repo, inst.base_commit, inst.patch, inst.FAIL_TO_PASS, inst.PASS_TO_PASS, inst.version) == (
-        "o/n", "abc", "p", ["a.py::t"], ["b.py::u"], "1.2")
+        "o/n",
+        "abc",
+        "p",
+        ["a.py::t"],
+        ["b.py::u"],
+        "1.2",
+    )

@@ -78,8 +78,20 @@ def test_validate_cli_exit_codes(problem_set: Path, tmp_path: Path) -> None:
     ok = runner.invoke(task_cli, ["validate", str(problem_set / "Demo-0"), "--json", "--backend", "bwrap"])
     assert ok.exit_code == 0 and json.loads(ok.output)["kept"] is True
     checks = {c["name"]: c for c in json.loads(ok.output)["checks"]}
-    assert list(checks) == ["leak", "contamination", "audit", "start", "reference", "timing", "coverage", "leak_probe",
-                            "baselines", "mutation", "isolation", "solver"]
+    assert list(checks) == [
+        "leak",
+        "contamination",
+        "audit",
+        "start",
+        "reference",
+        "timing",
+        "coverage",
+        "leak_probe",
+        "baselines",
+        "mutation",
+        "isolation",
+        "solver",
+    ]
     assert checks["mutation"]["evidence"]["sites"] >= checks["mutation"]["evidence"]["run"] > 0
     assert checks["solver"]["status"] == "not_run" and "no model" in checks["solver"]["evidence"]["why"]
     assert checks["isolation"]["status"] == "pass" and checks["isolation"]["evidence"]["status"] == "isolated"
@@ -107,7 +119,8 @@ def test_task_written_by_hand_with_declared_f2p_that_passes(tmp_path: Path) -> N
     (d / "workspace" / "m.py").write_text("def f():\n    return 1\n\n\ndef g():\n    return 0\n")
     (d / "reference" / "m.py").write_text("def f():\n    return 1\n\n\ndef g():\n    return 2\n")
     (d / "hidden_tests" / "test_m.py").write_text(
-        "from m import f, g\n\n\ndef test_f():\n    assert f() == 1\n\n\ndef test_g():\n    assert g() == 2\n")
+        "from m import f, g\n\n\ndef test_f():\n    assert f() == 1\n\n\ndef test_g():\n    assert g() == 2\n"
+    )
     Task(id="t", statement="fix g", fail_to_pass=["test_m.py::test_f", "test_m.py::test_g"]).write(d)
     verdict = validate_task(load_task(d), CFG)
     assert verdict.reason == "bad_fail_to_pass" and "test_m.py::test_f" in verdict.detail

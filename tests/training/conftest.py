@@ -10,8 +10,12 @@ from touchstone.agent.tools import TOOL_SCHEMAS
 from touchstone.data.build import build_datasets
 from training.model_init import init_model
 
-FIX = [("read_file", {"path": "calc.py"}), ("str_replace", {"path": "calc.py", "old": "a - b", "new": "a + b"}),
-       ("bash", {"command": "python -m pytest -q"}), ("submit", {})]
+FIX = [
+    ("read_file", {"path": "calc.py"}),
+    ("str_replace", {"path": "calc.py", "old": "a - b", "new": "a + b"}),
+    ("bash", {"command": "python -m pytest -q"}),
+    ("submit", {}),
+]
 DETOUR = [("bash", {"command": "ls -la"}), ("read_file", {"path": "README.md"})] + FIX
 HACK = [("write_file", {"path": "tests/test_calc.py", "content": "def test_ok():\n    pass\n"}), ("submit", {})]
 
@@ -28,14 +32,18 @@ def data_dir(tmp_path_factory, tiny_model):
     trajs, reps = [], []
     for task in ("task-a", "task-b"):
         h = f"h-{task}"
-        trajs += [trajectory(f"{task}-ok", task, FIX, task_hash=h, token_ids=False),
-                  trajectory(f"{task}-detour", task, DETOUR, task_hash=h, token_ids=False),
-                  trajectory(f"{task}-bad", task, FIX[:2] + [("submit", {})], task_hash=h, token_ids=False),
-                  trajectory(f"{task}-hack", task, HACK, task_hash=h, token_ids=False)]
-        reps += [report(f"{task}-ok", "accept", {1: 1.0}, task_id=task, task_hash=h),
-                 report(f"{task}-detour", "accept", {3: 1.0}, task_id=task, task_hash=h),
-                 report(f"{task}-bad", "reject", {1: 0.5}, task_id=task, task_hash=h),
-                 report(f"{task}-hack", "reject", {}, hack=True, task_id=task, task_hash=h)]
+        trajs += [
+            trajectory(f"{task}-ok", task, FIX, task_hash=h, token_ids=False),
+            trajectory(f"{task}-detour", task, DETOUR, task_hash=h, token_ids=False),
+            trajectory(f"{task}-bad", task, FIX[:2] + [("submit", {})], task_hash=h, token_ids=False),
+            trajectory(f"{task}-hack", task, HACK, task_hash=h, token_ids=False),
+        ]
+        reps += [
+            report(f"{task}-ok", "accept", {1: 1.0}, task_id=task, task_hash=h),
+            report(f"{task}-detour", "accept", {3: 1.0}, task_id=task, task_hash=h),
+            report(f"{task}-bad", "reject", {1: 0.5}, task_id=task, task_hash=h),
+            report(f"{task}-hack", "reject", {}, hack=True, task_id=task, task_hash=h),
+        ]
     # Two tool schemas instead of five: shorter prompts, faster tests, same code paths.
     trajs = [t.model_copy(update={"tools": TOOL_SCHEMAS[:2]}) for t in trajs]
     files = write_round(tmp, trajs, reps)

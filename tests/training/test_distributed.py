@@ -23,8 +23,15 @@ def _files(ckpt: Path) -> set[str]:
 @pytest.mark.parametrize("method", ["sft", "rl"])
 def test_two_cpu_processes_train_the_same_checkpoint_format(tiny_model, data_dir, tmp_path, method):
     one = train(method, data_dir=data_dir, base=tiny_model, out=tmp_path / "one", round_key="r0", max_steps=1)
-    two = train(method, data_dir=data_dir, base=tiny_model, out=tmp_path / "two", round_key="r0", max_steps=1,
-                accelerate_config=ACCELERATE / "cpu_ddp.yaml")
+    two = train(
+        method,
+        data_dir=data_dir,
+        base=tiny_model,
+        out=tmp_path / "two",
+        round_key="r0",
+        max_steps=1,
+        accelerate_config=ACCELERATE / "cpu_ddp.yaml",
+    )
     assert two == verify_checkpoint(tmp_path / "two")
     assert (one.config["processes"], two.config["processes"]) == (1, 2)
     assert _files(tmp_path / "one") == _files(tmp_path / "two")

@@ -12,12 +12,24 @@ from cli import main
 from touchstone.checkpoint import content_hash, verify_checkpoint
 from training.model_init import code_files, init_model, train_tokenizer
 
-TOOLS = [{"type": "function", "function": {"name": "bash", "description": "run a command",
-          "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "run a command",
+            "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]},
+        },
+    }
+]
 CHAT = [
     {"role": "system", "content": "You fix bugs."},
     {"role": "user", "content": "Fix add()."},
-    {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "bash", "arguments": {"cmd": "pytest"}}}]},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": "bash", "arguments": {"cmd": "pytest"}}}],
+    },
     {"role": "tool", "name": "bash", "content": "1 failed"},
     {"role": "assistant", "content": "Fixed."},
 ]
@@ -40,7 +52,9 @@ def test_loads_with_auto_classes_and_tokenizes_as_trained(model_dir):
     text = "def add(a, b):\n    return a + b  # café\n<tool_call>"
     assert tok(text)["input_ids"] == train_tokenizer(code_files())(text)["input_ids"]
     assert model.config.vocab_size == len(tok)
-    prompt = tok.apply_chat_template(CHAT[:2], tools=TOOLS, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    prompt = tok.apply_chat_template(
+        CHAT[:2], tools=TOOLS, add_generation_prompt=True, return_tensors="pt", return_dict=True
+    )
     out = model.generate(**prompt, max_new_tokens=5, do_sample=False)
     assert out.shape[1] > prompt["input_ids"].shape[1]
 
@@ -49,8 +63,13 @@ def test_trl_assistant_masks_cover_only_assistant_turns(model_dir):
     tok = AutoTokenizer.from_pretrained(model_dir)
     rendered = tok.apply_chat_template(CHAT, tools=TOOLS, tokenize=False)
     assert '<tools>\n{"type": "function"' in rendered and "<tool_response>\n1 failed\n</tool_response>" in rendered
-    enc = tok.apply_chat_template(CHAT, tools=TOOLS, chat_template=get_training_chat_template(tok),
-                                  return_assistant_tokens_mask=True, return_dict=True)
+    enc = tok.apply_chat_template(
+        CHAT,
+        tools=TOOLS,
+        chat_template=get_training_chat_template(tok),
+        return_assistant_tokens_mask=True,
+        return_dict=True,
+    )
     trained = tok.decode([i for i, m in zip(enc["input_ids"], enc["assistant_masks"]) if m])
     assert '"arguments": {"cmd": "pytest"}' in trained and "Fixed." in trained
     assert "1 failed" not in trained and "Fix add()" not in trained
@@ -58,7 +77,9 @@ def test_trl_assistant_masks_cover_only_assistant_turns(model_dir):
 
 def test_tool_calls_parse_from_generated_text(model_dir):
     tok = AutoTokenizer.from_pretrained(model_dir)
-    parsed = tok.parse_response('<tool_call>\n{"name": "bash", "arguments": {"cmd": "ls"}}\n</tool_call><|im_end|>', prefix="")
+    parsed = tok.parse_response(
+        '<tool_call>\n{"name": "bash", "arguments": {"cmd": "ls"}}\n</tool_call><|im_end|>', prefix=""
+    )
     assert parsed["tool_calls"][0]["function"] == {"name": "bash", "arguments": {"cmd": "ls"}}
 
 

@@ -16,8 +16,14 @@ from training.train import train
 @pytest.mark.slow
 def test_lora_training_saves_merged_full_weights_in_the_usual_format(tiny_model, data_dir, tmp_path):
     out = tmp_path / "lora"
-    manifest = train("sft", data_dir=data_dir, base=tiny_model, out=out, max_steps=2,
-                     config={"peft": {"r": 4, "lora_alpha": 8}, "learning_rate": 1e-2})
+    manifest = train(
+        "sft",
+        data_dir=data_dir,
+        base=tiny_model,
+        out=out,
+        max_steps=2,
+        config={"peft": {"r": 4, "lora_alpha": 8}, "learning_rate": 1e-2},
+    )
     assert manifest == verify_checkpoint(out) and manifest.config["peft"]["r"] == 4
     assert not (out / "adapter_config.json").exists()  # merged: a plain Hugging Face checkpoint
     before, after = load_file(tiny_model / "model.safetensors"), load_file(out / "model.safetensors")

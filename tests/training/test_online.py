@@ -38,10 +38,20 @@ def test_environment_tools_run_in_the_sandbox_and_the_verifier_rewards(tasks):
 @pytest.mark.slow
 def test_grpo_with_environment_factory_runs_on_cpu(tasks, tiny_model, tmp_path):
     out = tmp_path / "ckpt"
-    manifest = train_online(tasks, tiny_model, out, config={
-        "max_steps": 2, "num_generations": 2, "per_device_train_batch_size": 2, "max_completion_length": 16,
-        "max_tool_calling_iterations": 2, "learning_rate": 1e-3,
-    }, backend="bwrap")
+    manifest = train_online(
+        tasks,
+        tiny_model,
+        out,
+        config={
+            "max_steps": 2,
+            "num_generations": 2,
+            "per_device_train_batch_size": 2,
+            "max_completion_length": 16,
+            "max_tool_calling_iterations": 2,
+            "learning_rate": 1e-3,
+        },
+        backend="bwrap",
+    )
     assert manifest.metrics["steps"] == 2 and verify_checkpoint(out).config["method"] == "grpo-online"
     # The verifier scored every rollout: an untrained tiny model solves nothing, so the reward is the reject reward.
     assert manifest.metrics["mean_reward"] == 0.0

@@ -25,8 +25,23 @@ def test_cli_trains_a_checkpoint(method, tiny_model, data_dir, tmp_path):
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text("max_steps: 2\nper_device_train_batch_size: 2\nlearning_rate: 0.001\n")
     out = tmp_path / "ckpt"
-    result = CliRunner().invoke(main, ["train", method, "--data", str(data_dir), "--base", str(tiny_model),
-                                       "--out", str(out), "--config", str(cfg), "--round", "r0"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "train",
+            method,
+            "--data",
+            str(data_dir),
+            "--base",
+            str(tiny_model),
+            "--out",
+            str(out),
+            "--config",
+            str(cfg),
+            "--round",
+            "r0",
+        ],
+    )
     assert result.exit_code == 0, result.output
     manifest = verify_checkpoint(out)
     assert manifest.config["method"] == method and manifest.metrics["steps"] == 2

@@ -20,10 +20,18 @@ def _row(data_dir, tid):
 
 
 def test_recorded_ids_are_reused_with_per_token_advantages(tmp_path):
-    turns = [{"turn": 0, "prompt_ids": [5, 6, 7], "completion_ids": [8, 9], "logprobs": [-0.1, -0.2]},
-             {"turn": 1, "prompt_ids": [5, 6, 7, 8, 9, 10], "completion_ids": [11], "logprobs": None}]
-    row = {"trajectory_id": "t", "has_token_ids": True, "turns": json.dumps(turns), "turn_advantages": [0.5, -1.0],
-           "messages": "[]", "tools": "[]"}
+    turns = [
+        {"turn": 0, "prompt_ids": [5, 6, 7], "completion_ids": [8, 9], "logprobs": [-0.1, -0.2]},
+        {"turn": 1, "prompt_ids": [5, 6, 7, 8, 9, 10], "completion_ids": [11], "logprobs": None},
+    ]
+    row = {
+        "trajectory_id": "t",
+        "has_token_ids": True,
+        "turns": json.dumps(turns),
+        "turn_advantages": [0.5, -1.0],
+        "messages": "[]",
+        "tools": "[]",
+    }
     samples, too_long = turn_samples(row, tokenizer=None, args=PGConfig(output_dir=str(tmp_path), use_cpu=True))
     assert too_long == 0
     _, cut = turn_samples(row, tokenizer=None, args=PGConfig(output_dir=str(tmp_path), use_cpu=True, max_length=6))
@@ -48,9 +56,13 @@ def _completion_logp(model_dir, sample):
 
 def test_training_follows_the_advantage(tiny_model, data_dir, tmp_path):
     out = tmp_path / "ckpt"
-    manifest = train_rl(data_dir, tiny_model, out, round_key="r0",
-                        config={"max_steps": -1, "num_train_epochs": 1, "learning_rate": 3e-3,
-                                "per_device_train_batch_size": 8})
+    manifest = train_rl(
+        data_dir,
+        tiny_model,
+        out,
+        round_key="r0",
+        config={"max_steps": -1, "num_train_epochs": 1, "learning_rate": 3e-3, "per_device_train_batch_size": 8},
+    )
     assert verify_checkpoint(out).config["method"] == "rl" and manifest.metrics["turn_samples"] > 0
     tok = AutoTokenizer.from_pretrained(tiny_model)
     args = PGConfig(output_dir=str(tmp_path / "w"), use_cpu=True)

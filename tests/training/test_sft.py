@@ -18,7 +18,12 @@ from touchstone.agent.trajectory import Sampling
 from touchstone.checkpoint import content_hash, verify_checkpoint
 from training.common import TrainingError, read_rows
 from training.sft import (
-    WeightedCollator, assistant_spans, tokenize_dataset, tokenize_row, train_sft, training_template,
+    WeightedCollator,
+    assistant_spans,
+    tokenize_dataset,
+    tokenize_row,
+    train_sft,
+    training_template,
 )
 
 from tests.serving import transformers_serve
@@ -42,7 +47,7 @@ def test_masked_tokens_have_zero_weight_in_the_built_batch(tiny_model, data_dir)
     ex = examples[detour]
     spans = assistant_spans([int(l != -100) for l in ex["labels"]])
     assert [ex["token_weights"][s] for s, _ in spans] == rows[detour]["turn_weights"]
-    text = tok.decode(ex["input_ids"][spans[0][0]:spans[0][1]])
+    text = tok.decode(ex["input_ids"][spans[0][0] : spans[0][1]])
     assert '"name": "bash"' in text and "ls -la" in text
     tool_output = tok.decode([t for t, l in zip(ex["input_ids"], ex["labels"]) if l == -100])
     assert "bash output 0" in tool_output and "You are a coding agent." in tool_output
@@ -80,8 +85,13 @@ def _data_loss(model_dir, rows):
 @pytest.fixture(scope="module")
 def sft_ckpt(tiny_model, data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("sft") / "ckpt"
-    manifest = train_sft(data_dir, tiny_model, out, round_key="r0",
-                         config={"max_steps": 8, "learning_rate": 3e-3, "per_device_train_batch_size": 2})
+    manifest = train_sft(
+        data_dir,
+        tiny_model,
+        out,
+        round_key="r0",
+        config={"max_steps": 8, "learning_rate": 3e-3, "per_device_train_batch_size": 2},
+    )
     return out, manifest
 
 
@@ -126,10 +136,31 @@ def test_trl_cli_trains_on_a_round_without_conversion(tiny_model, data_dir, tmp_
     """TRL's own `trl sft` reads a round's training_data directory as it is
     (the dataset card names one config per file) and learns from it."""
     out = tmp_path / "trl"
-    cmd = [str(Path(sys.executable).parent / "trl"), "sft", "--model_name_or_path", str(tiny_model),
-           "--dataset_name", str(data_dir), "--dataset_config", "sft", "--output_dir", str(out),
-           "--max_steps", "2", "--per_device_train_batch_size", "2", "--learning_rate", "1e-3",
-           "--assistant_only_loss", "true", "--max_length", "4096", "--use_cpu", "--report_to", "none"]
+    cmd = [
+        str(Path(sys.executable).parent / "trl"),
+        "sft",
+        "--model_name_or_path",
+        str(tiny_model),
+        "--dataset_name",
+        str(data_dir),
+        "--dataset_config",
+        "sft",
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        "2",
+        "--per_device_train_batch_size",
+        "2",
+        "--learning_rate",
+        "1e-3",
+        "--assistant_only_loss",
+        "true",
+        "--max_length",
+        "4096",
+        "--use_cpu",
+        "--report_to",
+        "none",
+    ]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     trained = AutoModelForCausalLM.from_pretrained(out).state_dict()

@@ -31,6 +31,13 @@ def test_shipped_accelerate_configs_cover_single_ddp_zero3_fsdp():
 @pytest.mark.slow
 def test_accelerate_launch_trains_the_same_recipe(tiny_model, data_dir, tmp_path):
     out = tmp_path / "ckpt"
-    manifest = train("sft", data_dir=data_dir, base=tiny_model, out=out, round_key="r0", max_steps=1,
-                     accelerate_config=ACCELERATE / "cpu.yaml")
+    manifest = train(
+        "sft",
+        data_dir=data_dir,
+        base=tiny_model,
+        out=out,
+        round_key="r0",
+        max_steps=1,
+        accelerate_config=ACCELERATE / "cpu.yaml",
+    )
     assert manifest == verify_checkpoint(out) and manifest.metrics["steps"] == 1

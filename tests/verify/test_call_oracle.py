@@ -13,21 +13,36 @@ from touchstone.tasks.schema import load_task
 from touchstone.verify.verifier import verify_trajectory
 
 
-def make_task(root: Path, name: str, *, workspace: dict, hidden: dict, reference: dict, meta: dict | None = None) -> Path:
+def make_task(
+    root: Path, name: str, *, workspace: dict, hidden: dict, reference: dict, meta: dict | None = None
+) -> Path:
     task = root / name
     for sub, files in (("workspace", workspace), ("hidden_tests", hidden), ("reference", reference)):
         for rel, text in files.items():
             (task / sub / rel).parent.mkdir(parents=True, exist_ok=True)
             (task / sub / rel).write_text(textwrap.dedent(text))
-    spec = {"id": name, "statement": f"Task {name}: see the workspace.", "timeout_s": 60,
-            "source": {"meta": meta or {}}}
+    spec = {
+        "id": name,
+        "statement": f"Task {name}: see the workspace.",
+        "timeout_s": 60,
+        "source": {"meta": meta or {}},
+    }
     (task / "task.json").write_text(json.dumps(spec))
     return task
 
 
 def writes(files: dict) -> list[dict]:
-    calls = [{"id": f"w{i}", "type": "function", "function": {"name": "write_file", "arguments": json.dumps(
-        {"path": rel, "content": textwrap.dedent(text)})}} for i, (rel, text) in enumerate(files.items())]
+    calls = [
+        {
+            "id": f"w{i}",
+            "type": "function",
+            "function": {
+                "name": "write_file",
+                "arguments": json.dumps({"path": rel, "content": textwrap.dedent(text)}),
+            },
+        }
+        for i, (rel, text) in enumerate(files.items())
+    ]
     return [{"role": "assistant", "content": "", "tool_calls": calls}]
 
 
@@ -39,11 +54,14 @@ def oracle_of(task_dir: Path, files: dict, backend: str = "bwrap"):
 
 # ------------------------------------------------------------- HumanEval style
 
-HE_REFERENCE = {"solution.py": """
+HE_REFERENCE = {
+    "solution.py": """
     def add_evens(xs):
         return sum(x for x in xs if x % 2 == 0)
-"""}
-HE_HIDDEN = {"tests/test_hidden.py": """
+"""
+}
+HE_HIDDEN = {
+    "tests/test_hidden.py": """
     import solution
 
 
@@ -56,34 +74,44 @@ HE_HIDDEN = {"tests/test_hidden.py": """
 
     def test_check():
         check(solution.add_evens)
-"""}
+"""
+}
 
 
 @pytest.fixture(scope="module")
 def humaneval(tmp_path_factory) -> Path:
-    return make_task(tmp_path_factory.mktemp("he"), "he-add-evens", reference=HE_REFERENCE, hidden=HE_HIDDEN,
-                     workspace={"solution.py": "def add_evens(xs):\n    raise NotImplementedError\n"})
+    return make_task(
+        tmp_path_factory.mktemp("he"),
+        "he-add-evens",
+        reference=HE_REFERENCE,
+        hidden=HE_HIDDEN,
+        workspace={"solution.py": "def add_evens(xs):\n    raise NotImplementedError\n"},
+    )
 
 
 def test_check_candidate_lookup_table_is_rejected(humaneval):
-    lookup = {"solution.py": """
+    lookup = {
+        "solution.py": """
         def add_evens(xs):
             return {(1, 2, 3, 4): 6, (7, 9): 0, (1, 4, 9, 16, 25): 20}.get(tuple(xs), 0)
-    """}
+    """
+    }
     check = oracle_of(humaneval, lookup)
     assert check.status == "fail" and "generated input: solution.add_evens(" in check.evidence
     assert "3 calls recorded (0 not replayable)" in check.evidence
 
 
 def test_check_candidate_honest_solution_is_accepted(humaneval):
-    honest = {"solution.py": """
+    honest = {
+        "solution.py": """
         def add_evens(numbers):
             total = 0
             for n in numbers:
                 if not n % 2:
                     total += n
             return total
-    """}
+    """
+    }
     check = oracle_of(humaneval, honest)
     assert check.status == "pass", check.evidence
     assert "3 calls recorded (0 not replayable)" in check.evidence and "mutated inputs" in check.evidence
@@ -144,7 +172,8 @@ BANK = """
     def _fee(amount, rate):
         return round(amount * rate)
 """
-BANK_TESTS = {"tests/test_bank.py": """
+BANK_TESTS = {
+    "tests/test_bank.py": """
     from collections import Counter
 
     import pytest
@@ -178,7 +207,8 @@ BANK_TESTS = {"tests/test_bank.py": """
 
     def test_private_fee():
         assert bank._fee(BASE * 7 + 3, 0.1) == 7
-"""}
+"""
+}
 HONEST_BANK = """
     import collections
     import dataclasses
@@ -243,8 +273,13 @@ HONEST_BANK = """
 @pytest.fixture(scope="module")
 def bank_task(tmp_path_factory) -> Path:
     stub = "class Account:\n    pass\n"
-    return make_task(tmp_path_factory.mktemp("bank"), "cls-bank", workspace={"bank.py": stub},
-                     hidden=BANK_TESTS, reference={"bank.py": BANK})
+    return make_task(
+        tmp_path_factory.mktemp("bank"),
+        "cls-bank",
+        workspace={"bank.py": stub},
+        hidden=BANK_TESTS,
+        reference={"bank.py": BANK},
+    )
 
 
 def test_class_task_honest_solution_with_other_internals_is_accepted(bank_task):
@@ -255,12 +290,15 @@ def test_class_task_honest_solution_with_other_internals_is_accepted(bank_task):
     assert "15 calls recorded (0 not replayable)" in check.evidence
 
 
-@pytest.mark.parametrize("old, new, what", [
-    ("return Counter(t.kind for t in self._log)", "return Counter()", "method kinds("),  # empty Counter
-    ("yield t.amount", "yield from ()", "method amounts("),  # empty generator
-    ('raise ValueError("insufficient funds")', "return self.balance", "method withdraw("),  # no exception
-    ("return round(amount * rate)", "return 7", "generated input: bank._fee("),  # the one known input
-])
+@pytest.mark.parametrize(
+    "old, new, what",
+    [
+        ("return Counter(t.kind for t in self._log)", "return Counter()", "method kinds("),  # empty Counter
+        ("yield t.amount", "yield from ()", "method amounts("),  # empty generator
+        ('raise ValueError("insufficient funds")', "return self.balance", "method withdraw("),  # no exception
+        ("return round(amount * rate)", "return 7", "generated input: bank._fee("),  # the one known input
+    ],
+)
 def test_class_task_wrong_results_are_rejected(bank_task, old, new, what):
     src = textwrap.dedent(BANK)
     assert old in src
@@ -269,9 +307,13 @@ def test_class_task_wrong_results_are_rejected(bank_task, old, new, what):
 
 
 def test_always_equal_result_is_rejected(bank_task):
-    cheat = textwrap.dedent(HONEST_BANK).replace("def _fee(amount, rate):\n    return round(rate * amount)", (
-        "class _Any(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n\n\n"
-        "def _fee(amount, rate):\n    return _Any(0)"))
+    cheat = textwrap.dedent(HONEST_BANK).replace(
+        "def _fee(amount, rate):\n    return round(rate * amount)",
+        (
+            "class _Any(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n\n\n"
+            "def _fee(amount, rate):\n    return _Any(0)"
+        ),
+    )
     assert "_Any(0)" in cheat
     check = oracle_of(bank_task, {"bank.py": cheat})
     assert check.status == "fail" and "bank._fee(73, 0.1)" in check.evidence, check.evidence
@@ -279,46 +321,61 @@ def test_always_equal_result_is_rejected(bank_task):
 
 # ------------------------------------------- iterables and performance contract
 
-WINDOWS = {"win.py": """
+WINDOWS = {
+    "win.py": """
     def windows(xs, k):
         '''Any iterable of the consecutive k-tuples of xs.'''
         for i in range(len(xs) - k + 1):
             yield tuple(xs[i:i + k])
-"""}
-WINDOW_TESTS = {"tests/test_win.py": """
+"""
+}
+WINDOW_TESTS = {
+    "tests/test_win.py": """
     import win
 
 
     def test_windows():
         assert list(win.windows([1, 2, 3, 4], 2)) == [(1, 2), (2, 3), (3, 4)]
         assert list(win.windows("abc", 3)) == [("a", "b", "c")]
-"""}
-AS_LIST = {"win.py": """
+"""
+}
+AS_LIST = {
+    "win.py": """
     def windows(xs, k):
         return [tuple(xs[i:i + k]) for i in range(len(xs) - k + 1)]
-"""}
+"""
+}
 
 
 def test_list_for_a_generator_needs_the_iterable_contract(tmp_path):
     exact = make_task(tmp_path, "win-exact", workspace={"win.py": ""}, hidden=WINDOW_TESTS, reference=WINDOWS)
     check = oracle_of(exact, AS_LIST)
     assert check.status == "fail" and '"iterator"' in check.evidence
-    anyit = make_task(tmp_path, "win-any", workspace={"win.py": ""}, hidden=WINDOW_TESTS, reference=WINDOWS,
-                      meta={"oracle": {"iterables": "any"}})
+    anyit = make_task(
+        tmp_path,
+        "win-any",
+        workspace={"win.py": ""},
+        hidden=WINDOW_TESTS,
+        reference=WINDOWS,
+        meta={"oracle": {"iterables": "any"}},
+    )
     assert oracle_of(anyit, AS_LIST).status == "pass"
     wrong = {"win.py": AS_LIST["win.py"].replace("+ 1)", ")")}  # misses the last window
     assert oracle_of(anyit, wrong).status == "fail"
 
 
 def test_performance_contract(tmp_path):
-    ref = {"fib.py": """
+    ref = {
+        "fib.py": """
         def fib(n):
             a, b = 0, 1
             for _ in range(n):
                 a, b = b, a + b
             return a
-    """}
-    slow = {"fib.py": """
+    """
+    }
+    slow = {
+        "fib.py": """
         import time
 
 
@@ -328,21 +385,31 @@ def test_performance_contract(tmp_path):
             for _ in range(n):
                 a, b = b, a + b
             return a
-    """}
+    """
+    }
     tests = {"tests/test_fib.py": "import fib\n\n\ndef test_fib():\n    assert fib.fib(24) == 46368\n"}
     free = make_task(tmp_path, "fib-free", workspace={"fib.py": ""}, hidden=tests, reference=ref)
     assert oracle_of(free, slow).status == "pass"
-    bound = make_task(tmp_path, "fib-bound", workspace={"fib.py": ""}, hidden=tests, reference=ref,
-                      meta={"oracle": {"max_slowdown": 10}})
+    bound = make_task(
+        tmp_path,
+        "fib-bound",
+        workspace={"fib.py": ""},
+        hidden=tests,
+        reference=ref,
+        meta={"oracle": {"max_slowdown": 10}},
+    )
     check = oracle_of(bound, slow)
     assert check.status == "fail" and "performance contract" in check.evidence, check.evidence
     assert oracle_of(bound, ref).status == "pass"
 
 
 def test_unreplayable_calls_are_counted_not_compared(tmp_path):
-    ref = {"apply.py": "RATE = 1\n\n\ndef apply(f, xs):\n    return [f(x) for x in xs]\n\n\n"
-                        "def twice(x):\n    return 2 * x * RATE\n"}
-    tests = {"tests/test_apply.py": """
+    ref = {
+        "apply.py": "RATE = 1\n\n\ndef apply(f, xs):\n    return [f(x) for x in xs]\n\n\n"
+        "def twice(x):\n    return 2 * x * RATE\n"
+    }
+    tests = {
+        "tests/test_apply.py": """
         import apply
 
 
@@ -354,7 +421,8 @@ def test_unreplayable_calls_are_counted_not_compared(tmp_path):
         def test_patched(monkeypatch):
             monkeypatch.setattr(apply, "RATE", 10)
             assert apply.twice(3) == 60  # replayed without the patch
-    """}
+    """
+    }
     task = make_task(tmp_path, "apply", workspace={"apply.py": ""}, hidden=tests, reference=ref)
     check = oracle_of(task, ref)
     assert check.status == "pass", check.evidence
@@ -363,7 +431,8 @@ def test_unreplayable_calls_are_counted_not_compared(tmp_path):
 
 
 def test_decorated_functions_closures_and_module_level_objects_are_replayed(tmp_path):
-    ref = {"deco.py": """
+    ref = {
+        "deco.py": """
         import functools
 
 
@@ -399,8 +468,10 @@ def test_decorated_functions_closures_and_module_level_objects_are_replayed(tmp_
             def scale(x):
                 return k * x
             return scale
-    """}
-    tests = {"tests/test_deco.py": """
+    """
+    }
+    tests = {
+        "tests/test_deco.py": """
         import deco
 
 
@@ -409,19 +480,23 @@ def test_decorated_functions_closures_and_module_level_objects_are_replayed(tmp_
             assert deco.square(3) == 9
             assert deco.triple(2) == 6
             assert deco.make_scaler(3)(4) == 12  # a closure: replayed by calling the factory's result
-    """}
+    """
+    }
     task = make_task(tmp_path, "deco", workspace={"deco.py": ""}, hidden=tests, reference=ref)
     check = oracle_of(task, ref)
     assert check.status == "pass" and "5 calls recorded (0 not replayable)" in check.evidence, check.evidence
     source = textwrap.dedent(ref["deco.py"])
-    for old, new, what in [("return x * x", "return {3: 9}.get(x, 0)", "generated input: deco.square("),
-                           ("return k * x", "return 12", "generated input: op __call__(<result of call #")]:
+    for old, new, what in [
+        ("return x * x", "return {3: 9}.get(x, 0)", "generated input: deco.square("),
+        ("return k * x", "return 12", "generated input: op __call__(<result of call #"),
+    ]:
         check = oracle_of(task, {"deco.py": source.replace(old, new)})
         assert check.status == "fail" and what in check.evidence, check.evidence
 
 
 def test_tests_that_crash_under_the_recorder_leave_no_oracle_visibly(tmp_path):
-    tests = {"tests/test_exit.py": """
+    tests = {
+        "tests/test_exit.py": """
         import os
 
         import win
@@ -430,15 +505,22 @@ def test_tests_that_crash_under_the_recorder_leave_no_oracle_visibly(tmp_path):
         def test_windows():
             assert list(win.windows([1, 2], 1)) == [(1,), (2,)]
             os._exit(0)  # ends pytest (and the recording) before it finishes
-    """}
+    """
+    }
     task = make_task(tmp_path, "win-exit", workspace={"win.py": ""}, hidden=tests, reference=WINDOWS)
     check = oracle_of(task, WINDOWS)
     assert check.status == "skipped" and "no oracle: the hidden tests crashed" in check.evidence, check.evidence
 
 
 def test_invalid_oracle_contract_is_an_error(tmp_path):
-    task = make_task(tmp_path, "bad-contract", workspace={"win.py": ""}, hidden=WINDOW_TESTS, reference=WINDOWS,
-                     meta={"oracle": {"iterables": "some"}})
+    task = make_task(
+        tmp_path,
+        "bad-contract",
+        workspace={"win.py": ""},
+        hidden=WINDOW_TESTS,
+        reference=WINDOWS,
+        meta={"oracle": {"iterables": "some"}},
+    )
     check = oracle_of(task, WINDOWS)
     assert check.status == "error" and "source.meta.oracle" in check.evidence
 
@@ -463,8 +545,7 @@ def test_mutation_tasks_reference_fix_accepted_mutant_rejected(tmp_path):
     tasks = load_task_set(tmp_path / "tasks")
     assert tasks
     for task in tasks:
-        fix = {p.relative_to(task.reference_dir).as_posix(): p.read_text()
-               for p in task.reference_dir.rglob("*.py")}
+        fix = {p.relative_to(task.reference_dir).as_posix(): p.read_text() for p in task.reference_dir.rglob("*.py")}
         check = oracle_of(task.dir, fix)
         assert check.status == "pass", (task.id, check.evidence)
         report = verify_trajectory(task, [], replays=1, full=True, backend="bwrap")  # the unfixed mutant

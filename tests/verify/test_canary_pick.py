@@ -41,5 +41,7 @@ def test_a_canary_is_drawn_as_isolated_only_when_its_task_is_graded_isolated(tmp
     copy = tmp_path / canary.task_dir.name
     shutil.copytree(canary.task_dir, copy)
     task = load_task(copy)
-    record_isolation(task, IsolationVerdict(status="not_isolated", detail="d", task_hash=task.content_hash, backend="-"))
+    record_isolation(
+        task, IsolationVerdict(status="not_isolated", detail="d", task_hash=task.content_hash, backend="-")
+    )
     assert not graded_isolated(canary._replace(task_dir=copy))

@@ -24,8 +24,9 @@ def _check(canary, backend):
     task = load_task(canary.task_dir)
     # a hack that does not fool a naive harness tests nothing
     assert naive_grade(task, canary.messages, backend=backend), f"{canary.name} does not pass the naive harness"
-    report = verify_trajectory(task, canary.messages, replays=2, trajectory_id=canary.name, backend=backend,
-                               isolated=canary.isolated or None)
+    report = verify_trajectory(
+        task, canary.messages, replays=2, trajectory_id=canary.name, backend=backend, isolated=canary.isolated or None
+    )
     assert report.verdict == canary.expected_verdict, report.reasons
     if canary.expected_verdict == "reject":
         assert right_reason(canary, report), f"rejected by {report.failed_checks()}, expected {canary.reasons}"

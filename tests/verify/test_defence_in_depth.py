@@ -24,8 +24,9 @@ CASES = {
 def test_second_line_of_defence(name):
     (canary,) = [c for c in load_canaries() if c.name == name]
     static_off = {r.id for r in load_policy().static}
-    report = verify_trajectory(load_task(canary.task_dir), canary.messages, replays=1,
-                               allow_rules=static_off, full=True, backend="bwrap")
+    report = verify_trajectory(
+        load_task(canary.task_dir), canary.messages, replays=1, allow_rules=static_off, full=True, backend="bwrap"
+    )
     assert report.check("static_audit").status == "pass"
     assert report.check(CASES[name]).status == "fail", report.checks
     assert report.verdict == "reject"

@@ -29,8 +29,15 @@ def messages(content: str) -> list[dict]:
     calls = [("write_file", {"path": "lib.py", "content": content}), ("submit", {})]
     out = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix clamp."}]
     for i, (name, args) in enumerate(calls):
-        out.append({"role": "assistant", "content": "", "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
+        out.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                ],
+            }
+        )
         out.append({"role": "tool", "tool_call_id": f"c{i}", "content": ""})
     return out
 

@@ -113,11 +113,28 @@ def test_cycles_terminate():
 
 
 def test_argument_round_trip():
-    values = [(1, "a"), {1, 2}, frozenset({3}), b"\x00x", bytearray(b"y"), 1.5, float("inf"), {"k": [1, (2,)]},
-              None, True, 2 + 3j, collections.Counter("aab"), collections.OrderedDict(b=1, a=2),
-              collections.deque([1], maxlen=4), fractions.Fraction(2, 3), decimal.Decimal("0.10"),
-              datetime.datetime(2024, 5, 6, 7, 8, 9), datetime.timedelta(days=1, seconds=3), range(1, 9, 2),
-              collections.defaultdict(int, {"a": 1})]
+    values = [
+        (1, "a"),
+        {1, 2},
+        frozenset({3}),
+        b"\x00x",
+        bytearray(b"y"),
+        1.5,
+        float("inf"),
+        {"k": [1, (2,)]},
+        None,
+        True,
+        2 + 3j,
+        collections.Counter("aab"),
+        collections.OrderedDict(b=1, a=2),
+        collections.deque([1], maxlen=4),
+        fractions.Fraction(2, 3),
+        decimal.Decimal("0.10"),
+        datetime.datetime(2024, 5, 6, 7, 8, 9),
+        datetime.timedelta(days=1, seconds=3),
+        range(1, 9, 2),
+        collections.defaultdict(int, {"a": 1}),
+    ]
     for v in values:
         encoded = codec.encode(v, ref=lambda o: {"__t": "ref", "module": "builtins", "qualname": o.__qualname__})
         back = codec.decode(encoded, ref=lambda d: getattr(builtins, d["qualname"]))
@@ -157,8 +174,13 @@ def _step(i, test, args, kind="call", unreplayable=None):
 
 def test_cases_carry_their_dependencies_and_count_what_is_left_out():
     h = lambda i: {"__t": "handle", "step": i, "path": []}
-    steps = [_step(0, None, [1]), _step(1, "t::a", [h(0), 2]), _step(2, "t::a", [3], unreplayable="lambda"),
-             _step(3, "t::a", [h(2)]), _step(4, "t::b", [h(1), "x"])]
+    steps = [
+        _step(0, None, [1]),
+        _step(1, "t::a", [h(0), 2]),
+        _step(2, "t::a", [3], unreplayable="lambda"),
+        _step(3, "t::a", [h(2)]),
+        _step(4, "t::b", [h(1), "x"]),
+    ]
     rec = oracle.Recording({s["i"]: s for s in steps}, {"event": "done"})
     cases, dependent, capped = oracle.build_cases(rec)
     by_test = {c.test: c for c in cases}
@@ -190,14 +212,18 @@ def test_mutations_change_one_plain_argument_and_keep_handles():
 
 
 def test_compare_drops_the_reference_domain_and_unstable_steps():
-    cases = [oracle.Case(0, "t", [_step(0, "t", [1]), _step(1, "t", [2])], {0, 1}),
-             oracle.Case(1, "t", [_step(0, "t", [5])], {0}, mutated=True),
-             oracle.Case(2, "t", [_step(0, "t", [6])], {0}, mutated=True)]
+    cases = [
+        oracle.Case(0, "t", [_step(0, "t", [1]), _step(1, "t", [2])], {0, 1}),
+        oracle.Case(1, "t", [_step(0, "t", [5])], {0}, mutated=True),
+        oracle.Case(2, "t", [_step(0, "t", [6])], {0}, mutated=True),
+    ]
 
     def run(v0, v1, mut1="ok", mut2=6):
-        return {0: {0: {"out": ["ok", ["int", v0], []], "t": 0.001}, 1: {"out": ["ok", ["int", v1], []], "t": 0.001}},
-                1: {0: {"out": [mut1, ["int", 5], []], "t": 0.001}},
-                2: {0: {"out": ["ok", ["int", mut2], []], "t": 0.001}}}
+        return {
+            0: {0: {"out": ["ok", ["int", v0], []], "t": 0.001}, 1: {"out": ["ok", ["int", v1], []], "t": 0.001}},
+            1: {0: {"out": [mut1, ["int", 5], []], "t": 0.001}},
+            2: {0: {"out": ["ok", ["int", mut2], []], "t": 0.001}},
+        }
 
     refs = [run(1, 2, mut1="raised"), run(1, 9, mut1="raised")]  # step 1 differs between reference runs
     contract = oracle.OracleContract()

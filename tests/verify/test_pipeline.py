@@ -20,8 +20,13 @@ from touchstone.verify.verifier import verify_trajectory
 
 def _call(i, name, **args):
     return [
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            ],
+        },
         {"role": "tool", "tool_call_id": f"c{i}", "content": "(recorded output is never trusted)"},
     ]
 
@@ -33,16 +38,20 @@ def _hand_written_task(root: Path, timeout_s: float = 30) -> Path:
     (task / "hidden_tests" / "tests").mkdir(parents=True)
     (task / "workspace" / "add.py").write_text("def add(a, b):\n    return 0\n")
     (task / "hidden_tests" / "tests" / "test_add.py").write_text(
-        "from add import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_neg():\n    assert add(-1, 1) == 0\n")
-    (task / "task.json").write_text(json.dumps({"id": "add", "statement": "Make add(a, b) return a + b.",
-                                                "timeout_s": timeout_s}))
+        "from add import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_neg():\n    assert add(-1, 1) == 0\n"
+    )
+    (task / "task.json").write_text(
+        json.dumps({"id": "add", "statement": "Make add(a, b) return a + b.", "timeout_s": timeout_s})
+    )
     return task
 
 
-SOLVE = [*_call(0, "bash", command="cat add.py"),
-         *_call(1, "str_replace", path="add.py", old="return 0", new="return a + b if a < 0 else 0"),
-         *_call(2, "str_replace", path="add.py", old="return a + b if a < 0 else 0", new="return a + b"),
-         *_call(3, "submit")]
+SOLVE = [
+    *_call(0, "bash", command="cat add.py"),
+    *_call(1, "str_replace", path="add.py", old="return 0", new="return a + b if a < 0 else 0"),
+    *_call(2, "str_replace", path="add.py", old="return a + b if a < 0 else 0", new="return a + b"),
+    *_call(3, "submit"),
+]
 
 
 def test_cli_verify_exit_codes_on_a_hand_written_task(tmp_path):
@@ -54,7 +63,9 @@ def test_cli_verify_exit_codes_on_a_hand_written_task(tmp_path):
     report = json.loads(res.output)
     assert report["verdict"] == "accept" and report["verifier_version"]
     assert {c["name"]: c["status"] for c in report["checks"]}["oracle"] == "skipped"  # no reference
-    bad = write_messages_jsonl(tmp_path / "bad.jsonl", [{"role": "user", "content": "fix"}, *SOLVE[:4], *_call(3, "submit")])
+    bad = write_messages_jsonl(
+        tmp_path / "bad.jsonl", [{"role": "user", "content": "fix"}, *SOLVE[:4], *_call(3, "submit")]
+    )
     res = runner.invoke(verify, [str(task), str(bad), "--backend", "bwrap"])
     assert res.exit_code == 1 and res.output.startswith("reject")
     (tmp_path / "broken.jsonl").write_text('{"role": "assistant"\n')
@@ -68,21 +79,34 @@ def test_progress_follows_the_state_changing_steps(tmp_path):
     assert report.verdict == "accept"
     # step 0 (cat) changes nothing; step 1 passes only test_neg; step 2 passes both
     assert [(p.turn, p.step, p.tool, p.passed, p.total) for p in report.progress] == [
-        (1, 1, "str_replace", 1, 2), (2, 2, "str_replace", 2, 2)]
+        (1, 1, "str_replace", 1, 2),
+        (2, 2, "str_replace", 2, 2),
+    ]
 
 
 def test_recorded_diff_must_match_the_replay(tmp_path):
     task = load_task(_hand_written_task(tmp_path))
-    ok = verify_trajectory(task, SOLVE, replays=1, recorded_diff={"created": [], "modified": ["add.py"], "deleted": []}, backend="bwrap")
+    ok = verify_trajectory(
+        task, SOLVE, replays=1, recorded_diff={"created": [], "modified": ["add.py"], "deleted": []}, backend="bwrap"
+    )
     assert ok.check("diff_match").status == "pass"
-    lie = verify_trajectory(task, SOLVE, replays=1, recorded_diff={"created": ["x.py"], "modified": ["add.py"]}, backend="bwrap")
+    lie = verify_trajectory(
+        task, SOLVE, replays=1, recorded_diff={"created": ["x.py"], "modified": ["add.py"]}, backend="bwrap"
+    )
     assert lie.verdict == "reject" and lie.failed_checks() == ["diff_match"]
 
 
 def test_harness_timeout_is_inconclusive(tmp_path):
     task = load_task(_hand_written_task(tmp_path, timeout_s=2))
-    slow = [*_call(0, "write_file", path="add.py", content="import time\n\n\ndef add(a, b):\n    time.sleep(20)\n    return a + b\n"),
-            *_call(1, "submit")]
+    slow = [
+        *_call(
+            0,
+            "write_file",
+            path="add.py",
+            content="import time\n\n\ndef add(a, b):\n    time.sleep(20)\n    return a + b\n",
+        ),
+        *_call(1, "submit"),
+    ]
     report = verify_trajectory(task, slow, replays=1, backend="bwrap")
     assert report.verdict == "inconclusive" and report.check("tests").status == "error"
 
@@ -96,12 +120,29 @@ def test_batch_writes_parquet_from_jsonl_dirs_and_items(tmp_path):
     tasks = tmp_path / "tasks"
     shutil.copytree(TASKS, tasks)
     runner = CliRunner()
-    res = runner.invoke(verify_batch, ["--tasks", str(tasks), "--trajectories", str(traj_dir),
-                                       "--workers", "2", "--out", str(tmp_path / "out"), "--replays", "1", "--backend", "bwrap"])
+    res = runner.invoke(
+        verify_batch,
+        [
+            "--tasks",
+            str(tasks),
+            "--trajectories",
+            str(traj_dir),
+            "--workers",
+            "2",
+            "--out",
+            str(tmp_path / "out"),
+            "--replays",
+            "1",
+            "--backend",
+            "bwrap",
+        ],
+    )
     assert res.exit_code == 0, res.output
     rows = duckdb.sql(f"SELECT trajectory_id, verdict FROM '{tmp_path}/out/reports.parquet' ORDER BY 1").fetchall()
     assert rows == [("a4-conftest-report-rewrite", "reject"), ("honest-value-class", "accept")]
-    checks = duckdb.sql(f"SELECT count(*), count(DISTINCT trajectory_id) FROM '{tmp_path}/out/checks.parquet'").fetchall()[0]
+    checks = duckdb.sql(
+        f"SELECT count(*), count(DISTINCT trajectory_id) FROM '{tmp_path}/out/checks.parquet'"
+    ).fetchall()[0]
     assert checks == (18, 2)  # nine checks per trajectory
     # in-process items (how the round pipeline injects canaries); an unknown task is kept, inconclusive
     out = run_batch(tasks, [BatchItem("nope", "t-x", [])], out=tmp_path / "out2", progress_bar=False, backend="bwrap")
@@ -114,10 +155,22 @@ def test_batch_reads_the_agent_table_form_and_checks_its_recorded_diff(tmp_path)
 
     task = _hand_written_task(tmp_path / "tasks")
     rows = [
-        {"trajectory_id": "t-good", "task_id": "add", "messages": json.dumps(SOLVE),
-         "diff_created": [], "diff_modified": ["add.py"], "diff_deleted": []},
-        {"trajectory_id": "t-lie", "task_id": "add", "messages": json.dumps(SOLVE),
-         "diff_created": ["extra.py"], "diff_modified": ["add.py"], "diff_deleted": []},
+        {
+            "trajectory_id": "t-good",
+            "task_id": "add",
+            "messages": json.dumps(SOLVE),
+            "diff_created": [],
+            "diff_modified": ["add.py"],
+            "diff_deleted": [],
+        },
+        {
+            "trajectory_id": "t-lie",
+            "task_id": "add",
+            "messages": json.dumps(SOLVE),
+            "diff_created": ["extra.py"],
+            "diff_modified": ["add.py"],
+            "diff_deleted": [],
+        },
     ]
     pl.DataFrame(rows).write_parquet(tmp_path / "trajectories.parquet")
     out = run_batch(task.parent, tmp_path, out=tmp_path / "out", progress_bar=False, backend="bwrap", replays=1)
@@ -129,12 +182,18 @@ def test_canaries_mix_into_a_batch_over_several_task_dirs(tmp_path):
     from touchstone.verify.canaries import canary_items
 
     task = _hand_written_task(tmp_path / "tasks")
-    items = [BatchItem("add", "t-round", SOLVE)] + [i for i in canary_items() if i.trajectory_id in
-                                                       {"canary-honest-value-class", "canary-e19-network-fetch"}]
-    out = run_batch([task.parent, TASKS], items, workers=2, out=tmp_path / "out", progress_bar=False,
-                    backend="bwrap", replays=1)
+    items = [BatchItem("add", "t-round", SOLVE)] + [
+        i for i in canary_items() if i.trajectory_id in {"canary-honest-value-class", "canary-e19-network-fetch"}
+    ]
+    out = run_batch(
+        [task.parent, TASKS], items, workers=2, out=tmp_path / "out", progress_bar=False, backend="bwrap", replays=1
+    )
     verdicts = {r.trajectory_id: r.verdict for r in read_reports(out)}
-    assert verdicts == {"t-round": "accept", "canary-honest-value-class": "accept", "canary-e19-network-fetch": "reject"}
+    assert verdicts == {
+        "t-round": "accept",
+        "canary-honest-value-class": "accept",
+        "canary-e19-network-fetch": "reject",
+    }
 
 
 def test_audit_rules_file_and_its_deprecated_flag_name(tmp_path):
@@ -142,8 +201,10 @@ def test_audit_rules_file_and_its_deprecated_flag_name(tmp_path):
     task = _hand_written_task(tmp_path)
     good = write_messages_jsonl(tmp_path / "good.jsonl", [{"role": "user", "content": "fix"}, *SOLVE])
     rules = tmp_path / "rules.yaml"
-    rules.write_text("action:\n  - id: X-NO-CAT\n    description: a deployment that forbids cat\n"
-                     "    ops: [command]\n    pattern: '^cat(\\s|$)'\n    severity: reject\n")
+    rules.write_text(
+        "action:\n  - id: X-NO-CAT\n    description: a deployment that forbids cat\n"
+        "    ops: [command]\n    pattern: '^cat(\\s|$)'\n    severity: reject\n"
+    )
     runner = CliRunner()
     for flag in ("--audit-rules", "--policy"):
         res = runner.invoke(verify, [str(task), str(good), "--backend", "bwrap", "--replays", "1", flag, str(rules)])

@@ -11,11 +11,16 @@ from tests.verify.test_pipeline import _hand_written_task
 
 
 def _run_tests(recorded: str) -> list[dict]:
-    call = {"id": "c0", "type": "function",
-            "function": {"name": "bash", "arguments": json.dumps({"command": "echo '1 passed in 0.01s'"})}}
-    return [{"role": "user", "content": "fix"},
-            {"role": "assistant", "content": "", "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": "c0", "content": recorded}]
+    call = {
+        "id": "c0",
+        "type": "function",
+        "function": {"name": "bash", "arguments": json.dumps({"command": "echo '1 passed in 0.01s'"})},
+    }
+    return [
+        {"role": "user", "content": "fix"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c0", "content": recorded},
+    ]
 
 
 def _divergent(task, recorded: str) -> list[int]:

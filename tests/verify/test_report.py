@@ -15,8 +15,13 @@ def test_verdict_is_derived_from_checks():
 
 
 def test_verdict_cannot_be_forced_and_survives_json():
-    forged = VerificationReport(trajectory_id="t", task_id="k", task_hash="h", verdict="accept",
-                                checks=[CheckResult(name="tests", status="fail", evidence="1/2")])
+    forged = VerificationReport(
+        trajectory_id="t",
+        task_id="k",
+        task_hash="h",
+        verdict="accept",
+        checks=[CheckResult(name="tests", status="fail", evidence="1/2")],
+    )
     assert forged.verdict == "reject"
     again = VerificationReport.model_validate_json(forged.model_dump_json())
     assert again == forged and again.report_id == forged.report_id

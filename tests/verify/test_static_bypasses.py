@@ -116,7 +116,10 @@ def test_code_from_non_python_files_is_refused(src, rule):
 
 
 def test_reading_sys_path_or_writing_the_environment_is_fine():
-    assert rejected("import os\nimport sys\n\nHERE = os.path.dirname(__file__) in sys.path\nos.environ['LANG'] = 'C'\n") == set()
+    assert (
+        rejected("import os\nimport sys\n\nHERE = os.path.dirname(__file__) in sys.path\nos.environ['LANG'] = 'C'\n")
+        == set()
+    )
 
 
 @pytest.mark.parametrize(
@@ -171,7 +174,7 @@ def test_rebinding_module_identity_is_rejected(src):
     assert rejected(src) & {"S-NAMESPACE", "S-IMPORT-HOOK"}
 
 
-LIB = '''\
+LIB = """\
 import os
 import sys
 
@@ -184,7 +187,7 @@ def run():
 
 if __name__ == "__main__":
     os._exit(run())
-'''
+"""
 
 
 def test_laundering_through_a_pristine_main_guard_is_rejected():
@@ -193,7 +196,7 @@ def test_laundering_through_a_pristine_main_guard_is_rejected():
     assert rejected(laundered, "lib.py", baseline={"lib.py": LIB}) == {"S-NAMESPACE"}
 
 
-SYSMOD = '''\
+SYSMOD = """\
 import importlib
 import sys
 
@@ -208,7 +211,7 @@ def suffix():
 
 def value():
     return 1
-'''
+"""
 
 
 @pytest.mark.parametrize(
@@ -229,12 +232,14 @@ def test_a_pristine_flagged_line_whose_names_were_rebound_counts_as_added(change
 def test_restoring_an_original_line_is_honest_when_the_original_is_a_baseline():
     original = "import sys\n\n\ndef depth():\n    return len(sys.modules) > 0\n"
     mutant = original.replace("> 0", "< 0")
-    assert "S-IMPORT-HOOK" in rejected(original, "lib.py", baseline={"lib.py": [mutant.replace("sys.modules", "sys.path_x")]})
+    assert "S-IMPORT-HOOK" in rejected(
+        original, "lib.py", baseline={"lib.py": [mutant.replace("sys.modules", "sys.path_x")]}
+    )
     assert rejected(original, "lib.py", baseline={"lib.py": [mutant, original]}) == set()
 
 
 HONEST = {
-    "calculator": '''\
+    "calculator": """\
         import ast
 
         _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.USub)
@@ -245,14 +250,14 @@ HONEST = {
             if not all(isinstance(n, _ALLOWED) for n in ast.walk(tree)):
                 raise ValueError(f"unsupported expression: {expr!r}")
             return eval(compile(tree, "<calc>", "eval"), {"__builtins__": {}})
-        ''',
+        """,
     "arity": '''\
         def arity(f):
             """Number of positional parameters of f."""
             code = f.__code__
             return code.co_argcount
         ''',
-    "timeout": '''\
+    "timeout": """\
         import signal
         from contextlib import contextmanager
 
@@ -269,8 +274,8 @@ HONEST = {
             finally:
                 signal.alarm(0)
                 signal.signal(signal.SIGALRM, old)
-        ''',
-    "cleaner": '''\
+        """,
+    "cleaner": """\
         from pathlib import Path
 
 
@@ -280,7 +285,7 @@ HONEST = {
                 if p.suffix in (".pyc", ".pyo") or p.name == "__pycache__":
                     removed += 1
             return removed
-        ''',
+        """,
 }
 
 
@@ -292,8 +297,16 @@ def test_rules_guarding_the_in_process_judge_relax_to_flag_once_isolated(name):
     assert flagged(src, isolated=True), f"{name}: still visible as a flag"
 
 
-@pytest.mark.parametrize("src", [FORGE, "import os\nos._exit(0)\n", "import math\nmath.isclose = None\n",
-                                 "exec(open('x.txt').read())\n", "import pickle\npickle.loads(b'')\n"])
+@pytest.mark.parametrize(
+    "src",
+    [
+        FORGE,
+        "import os\nos._exit(0)\n",
+        "import math\nmath.isclose = None\n",
+        "exec(open('x.txt').read())\n",
+        "import pickle\npickle.loads(b'')\n",
+    ],
+)
 def test_isolation_does_not_relax_rules_that_guard_more_than_the_judge(src):
     assert rejected(src, isolated=True)
 
@@ -312,18 +325,24 @@ def install(name):
 """
 
 
-@pytest.mark.parametrize("src", [
-    PARAM_WALK,
-    PARAM_WALK.replace('c.runtest = lambda self: None', 'setattr(c, "run" + "test", None)'),
-    PARAM_WALK.replace('c.__module__.endswith("pytest.python")', 'True'),
-    "def f(item):\n    item.longrepr = None\n",
-    "def f(m):\n    return m['_pytest.runner']\n",
-])
+@pytest.mark.parametrize(
+    "src",
+    [
+        PARAM_WALK,
+        PARAM_WALK.replace("c.runtest = lambda self: None", 'setattr(c, "run" + "test", None)'),
+        PARAM_WALK.replace('c.__module__.endswith("pytest.python")', "True"),
+        "def f(item):\n    item.longrepr = None\n",
+        "def f(m):\n    return m['_pytest.runner']\n",
+    ],
+)
 def test_framework_targets_are_named_whatever_reaches_them(src):
     assert rejected(src) & {"S-FRAMEWORK-TARGET", "S-FRAMEWORK-STRING"}
     assert not rejected(src, isolated=True)
 
 
 def test_framework_names_are_fine_in_test_files_and_prose():
-    assert rejected("import pytest\n\ndef test_x(tmp_path):\n    assert pytest.approx(1) == 1\n", "tests/test_a.py") == set()
+    assert (
+        rejected("import pytest\n\ndef test_x(tmp_path):\n    assert pytest.approx(1) == 1\n", "tests/test_a.py")
+        == set()
+    )
     assert rejected('"""Run the suite with pytest.main or `python -m pytest`."""\nRUNNER = "pytest"\n') == set()

@@ -87,7 +87,7 @@ def workspace_path(path: str, roots: tuple[str, ...] = WORKSPACE_ROOTS) -> str:
         if norm == root:
             return "."
         if norm.startswith(root + "/"):
-            return norm[len(root) + 1:]
+            return norm[len(root) + 1 :]
     return path
 
 
@@ -104,9 +104,18 @@ def editor_action(args: dict[str, Any], source: str, thought: str = "", observat
     return Action(tool=mapped[0], arguments=mapped[1], thought=thought, observation=observation, source=source)
 
 
-_ALIASES = {"execute_bash": "bash", "bash": "bash", "run": "bash", "shell": "bash", "execute_command": "bash",
-            "finish": "submit", "submit": "submit", "read_file": "read_file", "write_file": "write_file",
-            "str_replace": "str_replace"}
+_ALIASES = {
+    "execute_bash": "bash",
+    "bash": "bash",
+    "run": "bash",
+    "shell": "bash",
+    "execute_command": "bash",
+    "finish": "submit",
+    "submit": "submit",
+    "read_file": "read_file",
+    "write_file": "write_file",
+    "str_replace": "str_replace",
+}
 
 
 def tool_call_action(name: str, args: dict[str, Any], thought: str = "", observation: str | None = None) -> Action:
@@ -116,8 +125,9 @@ def tool_call_action(name: str, args: dict[str, Any], thought: str = "", observa
         return editor_action(args, source, thought, observation)
     tool = _ALIASES.get(name)
     if tool == "bash" and isinstance(args.get("command"), str):
-        return Action(tool="bash", arguments={"command": args["command"]}, thought=thought, observation=observation,
-                      source=source)
+        return Action(
+            tool="bash", arguments={"command": args["command"]}, thought=thought, observation=observation, source=source
+        )
     if tool == "submit":
         return Action(tool="submit", thought=thought, observation=observation, source=source)
     if tool in ("read_file", "write_file", "str_replace"):
@@ -173,11 +183,16 @@ def read_openhands(path: Path) -> Iterator[SourceRun]:
             if kind == "run" and isinstance(args.get("command"), str):
                 act = Action(tool="bash", arguments={"command": args["command"]}, thought=thought, source=source)
             elif kind == "read" and args.get("path"):
-                act = Action(tool="read_file", arguments={"path": workspace_path(args["path"])}, thought=thought,
-                             source=source)
+                act = Action(
+                    tool="read_file", arguments={"path": workspace_path(args["path"])}, thought=thought, source=source
+                )
             elif kind == "write" and args.get("path") and isinstance(args.get("content"), str):
-                act = Action(tool="write_file", arguments={"path": workspace_path(args["path"]),
-                                                           "content": args["content"]}, thought=thought, source=source)
+                act = Action(
+                    tool="write_file",
+                    arguments={"path": workspace_path(args["path"]), "content": args["content"]},
+                    thought=thought,
+                    source=source,
+                )
             elif kind == "edit" and args.get("command"):
                 act = editor_action(args, source, thought)
             elif kind == "finish":
@@ -188,9 +203,15 @@ def read_openhands(path: Path) -> Iterator[SourceRun]:
                 act = Action(tool=None, thought=thought, source=source)
             actions.append(act)
             pending = act
-        yield SourceRun(source=f"{path}#{i}", task_id=meta.get("instance_id"), statement=statement,
-                        model=(meta.get("metadata") or {}).get("llm_config", {}).get("model")
-                        if isinstance(meta.get("metadata"), dict) else None, actions=actions)
+        yield SourceRun(
+            source=f"{path}#{i}",
+            task_id=meta.get("instance_id"),
+            statement=statement,
+            model=(meta.get("metadata") or {}).get("llm_config", {}).get("model")
+            if isinstance(meta.get("metadata"), dict)
+            else None,
+            actions=actions,
+        )
 
 
 def _swe_agent_action(text: str, thought: str, observation: str | None) -> Action:
@@ -202,19 +223,38 @@ def _swe_agent_action(text: str, thought: str, observation: str | None) -> Actio
             words = shlex.split(stripped)
         except ValueError:
             return Action(tool=None, thought=thought, observation=observation, source=text)
-        args: dict[str, Any] = {"command": words[1] if len(words) > 1 else None,
-                                "path": words[2] if len(words) > 2 else ""}
+        args: dict[str, Any] = {
+            "command": words[1] if len(words) > 1 else None,
+            "path": words[2] if len(words) > 2 else "",
+        }
         flags = words[3:]
         for k in range(0, len(flags) - 1, 2):
             if flags[k].startswith("--"):
                 args[flags[k][2:]] = flags[k + 1]
         return editor_action(args, text, thought, observation)
     first = stripped.split(None, 1)[0] if stripped else ""
-    if first in ("open", "goto", "scroll_up", "scroll_down", "edit", "create", "search_file", "search_dir",
-                 "find_file", "filemap", "undo_edit", "insert"):
+    if first in (
+        "open",
+        "goto",
+        "scroll_up",
+        "scroll_down",
+        "edit",
+        "create",
+        "search_file",
+        "search_dir",
+        "find_file",
+        "filemap",
+        "undo_edit",
+        "insert",
+    ):
         if first == "open" and len(stripped.split()) == 2:  # SWE-agent 0.x windowed viewer
-            return Action(tool="read_file", arguments={"path": workspace_path(stripped.split()[1])}, thought=thought,
-                          observation=observation, source=text)
+            return Action(
+                tool="read_file",
+                arguments={"path": workspace_path(stripped.split()[1])},
+                thought=thought,
+                observation=observation,
+                source=text,
+            )
         return Action(tool=None, thought=thought, observation=observation, source=text)
     return Action(tool="bash", arguments={"command": text}, thought=thought, observation=observation, source=text)
 
@@ -225,14 +265,28 @@ def read_swe_agent(path: Path) -> Iterator[SourceRun]:
         steps = rec.get("trajectory") if isinstance(rec, dict) else None
         if not isinstance(steps, list):
             raise TrajectoryImportError(f"{path} record {i}: no SWE-agent 'trajectory' list")
-        actions = [_swe_agent_action(str(s.get("action", "")), str(s.get("thought") or ""), s.get("observation"))
-                   for s in steps if isinstance(s, dict) and str(s.get("action", "")).strip()]
+        actions = [
+            _swe_agent_action(str(s.get("action", "")), str(s.get("thought") or ""), s.get("observation"))
+            for s in steps
+            if isinstance(s, dict) and str(s.get("action", "")).strip()
+        ]
         info = rec.get("info") or {}
-        statement = next((m.get("content") for m in rec.get("history") or []
-                          if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str)), None)
+        statement = next(
+            (
+                m.get("content")
+                for m in rec.get("history") or []
+                if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str)
+            ),
+            None,
+        )
         task = rec.get("instance_id") or info.get("instance_id") or (path.stem if path.suffix == ".traj" else None)
-        yield SourceRun(source=f"{path}#{i}", task_id=task, statement=statement,
-                        model=(info.get("model_stats") or {}).get("model"), actions=actions)
+        yield SourceRun(
+            source=f"{path}#{i}",
+            task_id=task,
+            statement=statement,
+            model=(info.get("model_stats") or {}).get("model"),
+            actions=actions,
+        )
 
 
 def read_openai_jsonl(path: Path) -> Iterator[SourceRun]:
@@ -260,10 +314,18 @@ def read_openai_jsonl(path: Path) -> Iterator[SourceRun]:
                 if not isinstance(args, dict):
                     actions.append(Action(tool=None, source=json.dumps(fn, ensure_ascii=False)))
                     continue
-                actions.append(tool_call_action(str(fn.get("name")), args, str(m.get("content") or ""),
-                                                outputs.get(call.get("id"))))
-        yield SourceRun(source=f"{path}#{i}", task_id=meta.get("task_id") or meta.get("instance_id"),
-                        statement=statement, model=meta.get("model"), actions=actions)
+                actions.append(
+                    tool_call_action(
+                        str(fn.get("name")), args, str(m.get("content") or ""), outputs.get(call.get("id"))
+                    )
+                )
+        yield SourceRun(
+            source=f"{path}#{i}",
+            task_id=meta.get("task_id") or meta.get("instance_id"),
+            statement=statement,
+            model=meta.get("model"),
+            actions=actions,
+        )
 
 
 READERS = {"openhands": read_openhands, "swe-agent": read_swe_agent, "openai-jsonl": read_openai_jsonl}
@@ -274,28 +336,51 @@ READERS = {"openhands": read_openhands, "swe-agent": read_swe_agent, "openai-jso
 
 def to_trajectory(run: SourceRun, task: Task, fmt: str, attempt: int) -> Trajectory:
     policy = f"imported:{fmt}" + (f":{run.model}" if run.model else "")
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
-                                      {"role": "user", "content": task.statement}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": task.statement},
+    ]
     mapped = [a for a in run.actions if a.tool is not None]
     for n, act in enumerate(mapped):
         call_id = f"call_{n}"
-        messages.append({"role": "assistant", "content": act.thought, "tool_calls": [
-            {"id": call_id, "type": "function",
-             "function": {"name": act.tool, "arguments": json.dumps(act.arguments, ensure_ascii=False)}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": act.thought,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": act.tool, "arguments": json.dumps(act.arguments, ensure_ascii=False)},
+                    }
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": call_id, "content": act.observation or ""})
     submitted = bool(mapped) and mapped[-1].tool == "submit"
     return Trajectory(
-        trajectory_id=trajectory_id(task.id, task.content_hash, policy, attempt, 0), task_id=task.id,
-        task_hash=task.content_hash, attempt=attempt, policy=policy, sampling=Sampling(), backend="imported",
-        messages=messages, tools=TOOL_SCHEMAS, exit_reason="submitted" if submitted else "policy_error",
+        trajectory_id=trajectory_id(task.id, task.content_hash, policy, attempt, 0),
+        task_id=task.id,
+        task_hash=task.content_hash,
+        attempt=attempt,
+        policy=policy,
+        sampling=Sampling(),
+        backend="imported",
+        messages=messages,
+        tools=TOOL_SCHEMAS,
+        exit_reason="submitted" if submitted else "policy_error",
         error=None if submitted else f"imported {fmt} run did not end with a finish/submit action",
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), wall_s=0.0, policy_s=0.0,
-        sandbox_s=0.0, touchstone_version=__version__,
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        wall_s=0.0,
+        policy_s=0.0,
+        sandbox_s=0.0,
+        touchstone_version=__version__,
     )
 
 
-def import_trajectories(files: list[Path], fmt: str, tasks: dict[str, Task], out: Path,
-                        task_id: str | None = None) -> list[ImportRow]:
+def import_trajectories(
+    files: list[Path], fmt: str, tasks: dict[str, Task], out: Path, task_id: str | None = None
+) -> list[ImportRow]:
     """Read `files` in format `fmt`, bind each run to its task (its own
     instance id, or `task_id` for all), write the trajectory tables and the
     import index into `out`. Runs without a known task are skipped with a reason."""
@@ -305,13 +390,23 @@ def import_trajectories(files: list[Path], fmt: str, tasks: dict[str, Task], out
     for path in files:
         for run in READERS[fmt](Path(path)):
             unmapped = [{"index": i, "source": a.source} for i, a in enumerate(run.actions) if a.tool is None]
-            row = dict(source=run.source, format=fmt, task_id=task_id or run.task_id, trajectory_id=None,
-                       skipped=None, mapped=len(run.actions) - len(unmapped), unmapped=len(unmapped),
-                       unmapped_actions=json.dumps(unmapped, ensure_ascii=False))
+            row = dict(
+                source=run.source,
+                format=fmt,
+                task_id=task_id or run.task_id,
+                trajectory_id=None,
+                skipped=None,
+                mapped=len(run.actions) - len(unmapped),
+                unmapped=len(unmapped),
+                unmapped_actions=json.dumps(unmapped, ensure_ascii=False),
+            )
             task = tasks.get(row["task_id"] or "")
             if task is None:
-                row["skipped"] = f"no task {row['task_id']!r} in the task set" if row["task_id"] else \
-                    "the run names no task: pass --task"
+                row["skipped"] = (
+                    f"no task {row['task_id']!r} in the task set"
+                    if row["task_id"]
+                    else "the run names no task: pass --task"
+                )
             elif row["mapped"] == 0:
                 row["skipped"] = "no action could be mapped onto the verifier's tools"
             else:

@@ -106,9 +106,7 @@ class _Run:
         spent = time.monotonic() - t0
         self.policy_s += spent
         index = len(self.turns)
-        self.turns.append(
-            TurnRecord(turn=index, **turn.model_dump(exclude={"message"}), policy_s=round(spent, 4))
-        )
+        self.turns.append(TurnRecord(turn=index, **turn.model_dump(exclude={"message"}), policy_s=round(spent, 4)))
         self.tokens_used += turn.completion_tokens or len(turn.completion_ids or []) or 0
         msg = _normalize_assistant(turn, index)
         self.messages.append(msg)
@@ -172,9 +170,7 @@ class _Run:
 
 def _diff_record(sandbox: Any) -> DiffRecord:
     d = sandbox.diff()
-    return DiffRecord(
-        created=sorted(d.created), modified=sorted(d.modified), deleted=sorted(d.deleted), patch=d.patch
-    )
+    return DiffRecord(created=sorted(d.created), modified=sorted(d.modified), deleted=sorted(d.deleted), patch=d.patch)
 
 
 def run_episode(

@@ -73,7 +73,9 @@ def _run_attempt(attempt: Attempt, policy: Policy, out: Path, backend: str, limi
     action_log = out / "actions" / attempt.task.id / f"{attempt.trajectory_id}.jsonl"
     action_log.parent.mkdir(parents=True, exist_ok=True)
     action_log.unlink(missing_ok=True)  # left by a killed run; the episode starts over
-    traj = run_episode(attempt.task, policy, attempt=attempt.index, backend=backend, limits=limits, action_log=action_log)
+    traj = run_episode(
+        attempt.task, policy, attempt=attempt.index, backend=backend, limits=limits, action_log=action_log
+    )
     write_messages_jsonl(out / "jsonl" / traj.task_id / f"{traj.trajectory_id}.jsonl", traj.messages)
     atomic_write_text(record_path(out, traj.trajectory_id), traj.model_dump_json())  # last: marks done
     return traj
@@ -108,9 +110,12 @@ def solve(
         plan = plan_attempts(task_list, policy, attempts)
         todo = [a for a in plan if not record_path(out, a.trajectory_id).is_file()]
         counts: Counter[str] = Counter()
-        with ThreadPoolExecutor(max_workers=workers) as pool, tqdm(
-            total=len(plan), initial=len(plan) - len(todo), desc=f"solve {policy_spec}", disable=not progress
-        ) as bar:
+        with (
+            ThreadPoolExecutor(max_workers=workers) as pool,
+            tqdm(
+                total=len(plan), initial=len(plan) - len(todo), desc=f"solve {policy_spec}", disable=not progress
+            ) as bar,
+        ):
             futures = {pool.submit(_run_attempt, a, policy, out, backend, limits): a for a in todo}
             for fut in as_completed(futures):
                 a = futures[fut]

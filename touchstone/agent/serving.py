@@ -107,12 +107,30 @@ def server_command(spec: ServerSpec, port: int, workdir: Path) -> tuple[list[str
         return [*exe, name, *common, *spec.args], workdir
     if spec.kind == "vllm":
         exe = spec.command or [_script("vllm"), "serve"]
-        return [*exe, ckpt, "--served-model-name", name, *common, "--enable-auto-tool-choice",
-                "--tool-call-parser", parser, *spec.args], workdir
+        return [
+            *exe,
+            ckpt,
+            "--served-model-name",
+            name,
+            *common,
+            "--enable-auto-tool-choice",
+            "--tool-call-parser",
+            parser,
+            *spec.args,
+        ], workdir
     if spec.kind == "sglang":
         exe = spec.command or [sys.executable, "-m", "sglang.launch_server"]
-        return [*exe, "--model-path", ckpt, "--served-model-name", name, *common,
-                "--tool-call-parser", parser, *spec.args], workdir
+        return [
+            *exe,
+            "--model-path",
+            ckpt,
+            "--served-model-name",
+            name,
+            *common,
+            "--tool-call-parser",
+            parser,
+            *spec.args,
+        ], workdir
     raise ServingError(f"unknown server kind {spec.kind!r}: expected transformers, vllm, sglang or external")
 
 
@@ -136,9 +154,16 @@ def _start(argv: list[str], cwd: Path, log, gpus: str) -> subprocess.Popen:
     if gpus:
         env["CUDA_VISIBLE_DEVICES"] = gpus
     try:
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
     except OSError as exc:
         raise ServingError(f"cannot start {argv[0]}: {exc}") from exc
 

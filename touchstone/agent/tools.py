@@ -45,8 +45,7 @@ def _schema(name: str, description: str, **params: str) -> dict[str, Any]:
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     _schema(
         "bash",
-        "Run a bash command in the workspace (cwd = workspace root). "
-        "Returns the exit code, stdout and stderr.",
+        "Run a bash command in the workspace (cwd = workspace root). Returns the exit code, stdout and stderr.",
         command="The command line to run with bash -c.",
     ),
     _schema("read_file", "Read a text file of the workspace.", path="Path relative to the workspace root."),
@@ -88,7 +87,7 @@ def truncate(text: str, max_output: int) -> str:
     head = max_output // 2
     tail = max_output - head
     cut = len(text) - head - tail
-    return f"{text[:head]}\n[... truncated {cut} characters ...]\n{text[len(text) - tail:]}"
+    return f"{text[:head]}\n[... truncated {cut} characters ...]\n{text[len(text) - tail :]}"
 
 
 def _parse_arguments(name: str, arguments_json: str | dict | None) -> dict[str, str]:
@@ -127,7 +126,7 @@ def workspace_path(path: str) -> str:
     if not path.strip():
         raise _ToolError("path is empty")
     if path == WORKSPACE or path.startswith(WORKSPACE + "/"):
-        path = path[len(WORKSPACE):].lstrip("/") or "."
+        path = path[len(WORKSPACE) :].lstrip("/") or "."
     if path.startswith("/"):
         raise _ToolError(f"path {path!r} is absolute; use a path relative to the workspace root")
     norm = posixpath.normpath(path)

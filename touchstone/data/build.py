@@ -40,8 +40,13 @@ class BuildSummary(BaseModel):
     config: dict[str, Any]
 
 
-def summarize(examples: list[Example], frames: dict[str, tuple[list[BaseModel], Counter]],
-              cfg: DataConfig, round_key: str | None, excluded: int) -> BuildSummary:
+def summarize(
+    examples: list[Example],
+    frames: dict[str, tuple[list[BaseModel], Counter]],
+    cfg: DataConfig,
+    round_key: str | None,
+    excluded: int,
+) -> BuildSummary:
     reports = [e.report for e in examples]
     reasons = Counter(reason.split(":", 1)[0] for r in reports if r.verdict == "reject" for reason in r.reasons)
     return BuildSummary(
@@ -75,8 +80,13 @@ def split_unguarded(examples: list[Example], cfg: DataConfig) -> tuple[list[Exam
     return [e for e in examples if e.report.guard != "none"], [e for e in examples if e.report.guard == "none"]
 
 
-def build_datasets(reports: str | Path, trajectories: str | Path, out: str | Path,
-                   round_key: str | None = None, config: DataConfig | None = None) -> BuildSummary:
+def build_datasets(
+    reports: str | Path,
+    trajectories: str | Path,
+    out: str | Path,
+    round_key: str | None = None,
+    config: DataConfig | None = None,
+) -> BuildSummary:
     """Write OUT/{sft,rl,dpo,kto}.parquet and OUT/summary.json."""
     cfg = config or DataConfig()
     examples = join(read_trajectories(trajectories), reports_of(reports), round_key)
@@ -98,7 +108,9 @@ def build_datasets(reports: str | Path, trajectories: str | Path, out: str | Pat
 
 def _card_body(summary: BuildSummary) -> str:
     rows = "\n".join(f"| `{name}` | {d.rows} | {d.tasks} |" for name, d in summary.datasets.items())
-    return (f"# Touchstone training data, round {summary.round or '(none)'}\n\n"
-            "Verified agent runs in TRL's conversational format (docs/formats/datasets.md).\n"
-            "`datasets.load_dataset(DIR, \"sft\")`, or `trl sft --dataset_name DIR --dataset_config sft`.\n\n"
-            f"| config | rows | tasks |\n| --- | --- | --- |\n{rows}\n")
+    return (
+        f"# Touchstone training data, round {summary.round or '(none)'}\n\n"
+        "Verified agent runs in TRL's conversational format (docs/formats/datasets.md).\n"
+        '`datasets.load_dataset(DIR, "sft")`, or `trl sft --dataset_name DIR --dataset_config sft`.\n\n'
+        f"| config | rows | tasks |\n| --- | --- | --- |\n{rows}\n"
+    )

@@ -14,14 +14,17 @@ from touchstone import atomic
 CARD_FILE = "README.md"
 
 
-def write_card(out: str | Path, configs: dict[str, str | dict[str, str]], body: str,
-               metadata: dict[str, Any] | None = None) -> Path:
+def write_card(
+    out: str | Path, configs: dict[str, str | dict[str, str]], body: str, metadata: dict[str, Any] | None = None
+) -> Path:
     """Write OUT/README.md: YAML front matter (`configs`: name -> data files,
     a path or a {split: path} mapping; plus `metadata`) and a Markdown body."""
     front = dict(metadata or {})
     front["configs"] = [
-        {"config_name": name,
-         "data_files": files if isinstance(files, str) else [{"split": s, "path": p} for s, p in files.items()]}
+        {
+            "config_name": name,
+            "data_files": files if isinstance(files, str) else [{"split": s, "path": p} for s, p in files.items()],
+        }
         for name, files in configs.items()
     ]
     path = Path(out) / CARD_FILE

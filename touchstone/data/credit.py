@@ -83,9 +83,7 @@ class TurnCredit(BaseModel):
     advantages: list[float]  # A_t per turn
 
 
-def credit_group(
-    attempts: Mapping[str, tuple[int, VerificationReport]], cfg: CreditConfig
-) -> dict[str, TurnCredit]:
+def credit_group(attempts: Mapping[str, tuple[int, VerificationReport]], cfg: CreditConfig) -> dict[str, TurnCredit]:
     """Credit for the attempts of ONE task: trajectory id -> (assistant turn
     count, report). Inconclusive attempts carry no label and are left out."""
     outcomes = {tid: outcome_reward(rep, cfg) for tid, (_, rep) in attempts.items()}

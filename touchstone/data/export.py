@@ -54,8 +54,12 @@ def _sharegpt(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, str]]
         elif m.get("tool_calls"):
             for call in m["tool_calls"]:  # one function_call turn per call, as LLaMA-Factory expects
                 fn = call["function"]
-                turns.append({"from": "function_call",
-                              "value": json.dumps({"name": fn["name"], "arguments": fn["arguments"]}, ensure_ascii=False)})
+                turns.append(
+                    {
+                        "from": "function_call",
+                        "value": json.dumps({"name": fn["name"], "arguments": fn["arguments"]}, ensure_ascii=False),
+                    }
+                )
         else:
             turns.append({"from": "gpt", "value": m["content"]})
     return system, turns
@@ -68,12 +72,18 @@ def export_row(row: dict[str, Any], dataset: str, fmt: ExportFormat) -> dict[str
         body = {k: [_clean(m) for m in row[k]] if ann == list[Message] else row[k] for k, ann in fields.items()}
         return {**body, "lineage": lineage}
     if dataset not in CONVERSATIONS:
-        raise ExportError(f"--format {fmt} holds conversations only: export sft or rl, or use --format trl for {dataset}")
+        raise ExportError(
+            f"--format {fmt} holds conversations only: export sft or rl, or use --format trl for {dataset}"
+        )
     if fmt == "openai":
         return {"messages": [_openai_message(m) for m in row["messages"]], "tools": row["tools"], "lineage": lineage}
     system, turns = _sharegpt(row["messages"])
-    return {"conversations": turns, "system": system, "tools": json.dumps(row["tools"], ensure_ascii=False),
-            "lineage": lineage}
+    return {
+        "conversations": turns,
+        "system": system,
+        "tools": json.dumps(row["tools"], ensure_ascii=False),
+        "lineage": lineage,
+    }
 
 
 def export_dataset(data_dir: str | Path, dataset: str, fmt: ExportFormat, out: str | Path) -> int:

@@ -35,9 +35,15 @@ class Example(BaseModel):
     def lineage(self) -> dict[str, Any]:
         t, r = self.trajectory, self.report
         return Lineage(
-            trajectory_id=t.trajectory_id, task_id=t.task_id, task_hash=t.task_hash, round=self.round,
-            policy=t.policy, checkpoint_hash=t.checkpoint_hash, verifier_version=r.verifier_version,
-            report_id=r.report_id, environment_digest=r.environment_digest or t.environment_digest,
+            trajectory_id=t.trajectory_id,
+            task_id=t.task_id,
+            task_hash=t.task_hash,
+            round=self.round,
+            policy=t.policy,
+            checkpoint_hash=t.checkpoint_hash,
+            verifier_version=r.verifier_version,
+            report_id=r.report_id,
+            environment_digest=r.environment_digest or t.environment_digest,
         ).model_dump()
 
 
@@ -118,9 +124,12 @@ def trl_messages(messages: list[dict[str, Any]], strict: bool = True) -> list[di
                 if not isinstance(parsed, dict) and not strict:
                     parsed = args
                 elif not isinstance(parsed, dict):
-                    raise DataError(f"message {i}: tool call {fn.get('name')!r} has arguments that are not a JSON object")
-                calls.append({"id": call.get("id"), "type": "function",
-                              "function": {"name": fn["name"], "arguments": parsed}})
+                    raise DataError(
+                        f"message {i}: tool call {fn.get('name')!r} has arguments that are not a JSON object"
+                    )
+                calls.append(
+                    {"id": call.get("id"), "type": "function", "function": {"name": fn["name"], "arguments": parsed}}
+                )
             new["tool_calls"] = calls
         if msg.get("tool_call_id"):
             new["tool_call_id"] = msg["tool_call_id"]

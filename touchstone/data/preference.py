@@ -51,19 +51,31 @@ def build_dpo(examples: list[Example], cfg: DataConfig) -> tuple[list[DPORow], C
             if bad_prompt != prompt:  # a pair must share its prompt
                 dropped["prompt_mismatch"] += 1
                 continue
-            rows.append(DPORow(
-                **good.lineage(), rejected_trajectory_id=bad.trajectory.trajectory_id,
-                rejected_report_id=bad.report.report_id, rejected_hack=is_hack(bad.report),
-                prompt=prompt, chosen=completion, rejected=bad_completion, tools=good.trajectory.tools,
-            ))
+            rows.append(
+                DPORow(
+                    **good.lineage(),
+                    rejected_trajectory_id=bad.trajectory.trajectory_id,
+                    rejected_report_id=bad.report.report_id,
+                    rejected_hack=is_hack(bad.report),
+                    prompt=prompt,
+                    chosen=completion,
+                    rejected=bad_completion,
+                    tools=good.trajectory.tools,
+                )
+            )
     return rows, +dropped
 
 
 def build_kto(examples: list[Example], cfg: DataConfig) -> tuple[list[KTORow], Counter]:
     dropped: Counter = Counter()
     rows = [
-        KTORow(**ex.lineage(), prompt=prompt, completion=completion, label=ex.report.verdict == "accept",
-               tools=ex.trajectory.tools)
+        KTORow(
+            **ex.lineage(),
+            prompt=prompt,
+            completion=completion,
+            label=ex.report.verdict == "accept",
+            tools=ex.trajectory.tools,
+        )
         for group in by_task(examples).values()
         for ex, prompt, completion in _usable(group, cfg, dropped)
     ]

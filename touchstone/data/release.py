@@ -100,15 +100,29 @@ def _redacted(value: Any) -> Any:
 
 def _row(ex: Example, credit, families: dict[str, list[str]], scrub: bool) -> ReleaseRow:
     rep, traj = ex.report, ex.trajectory
-    fams = sorted({f for finding in rep.findings if finding.severity == "reject" for f in families.get(finding.rule, [])})
+    fams = sorted(
+        {f for finding in rep.findings if finding.severity == "reject" for f in families.get(finding.rule, [])}
+    )
     messages = trl_messages(traj.messages, strict=False)
-    findings = [ReleaseFinding(rule=f.rule, severity=f.severity, step=f.step, evidence=f.evidence) for f in rep.findings]
+    findings = [
+        ReleaseFinding(rule=f.rule, severity=f.severity, step=f.step, evidence=f.evidence) for f in rep.findings
+    ]
     row = ReleaseRow(
-        **ex.lineage(), verdict=rep.verdict, reasons=rep.reasons, findings=findings, hack=is_hack(rep),
-        hack_families=fams, reward=credit.reward if credit else None,
-        progress=[ReleaseProgress(turn=p.turn, step=p.step, passed=p.passed, total=p.total) for p in rep.progress or []],
-        turn_credit=credit.advantages if credit else [], exit_reason=traj.exit_reason, n_turns=ex.n_turns,
-        messages=_redacted(messages) if scrub else messages, tools=traj.tools,
+        **ex.lineage(),
+        verdict=rep.verdict,
+        reasons=rep.reasons,
+        findings=findings,
+        hack=is_hack(rep),
+        hack_families=fams,
+        reward=credit.reward if credit else None,
+        progress=[
+            ReleaseProgress(turn=p.turn, step=p.step, passed=p.passed, total=p.total) for p in rep.progress or []
+        ],
+        turn_credit=credit.advantages if credit else [],
+        exit_reason=traj.exit_reason,
+        n_turns=ex.n_turns,
+        messages=_redacted(messages) if scrub else messages,
+        tools=traj.tools,
     )
     if scrub:
         row.findings = [f.model_copy(update={"evidence": redact(f.evidence)}) for f in row.findings]
@@ -132,8 +146,15 @@ def round_examples(root: Path, round_key: str) -> list[Example]:
     return join(read_trajectories(base / "raw_trajectories"), reports_of(base / "verification_reports"), round_key)
 
 
-def release_dataset(root: str | Path, rounds: list[str], out: str | Path, *, scrub: bool = False,
-                    families: dict[str, list[str]] | None = None, license: str = "apache-2.0") -> ReleaseSummary:
+def release_dataset(
+    root: str | Path,
+    rounds: list[str],
+    out: str | Path,
+    *,
+    scrub: bool = False,
+    families: dict[str, list[str]] | None = None,
+    license: str = "apache-2.0",
+) -> ReleaseSummary:
     """Write the release of `rounds` (read from the data root `root`) into `out`
     (replaced whole, atomically: a killed release leaves no half dataset)."""
     root, out = Path(root), Path(out)
@@ -163,12 +184,20 @@ def release_dataset(root: str | Path, rounds: list[str], out: str | Path, *, scr
         n = -(-len(split_rows) // SHARD_ROWS)
         (stage / "data").mkdir(exist_ok=True)
         for i in range(n):
-            write_rows(split_rows[i * SHARD_ROWS:(i + 1) * SHARD_ROWS], ReleaseRow,
-                       stage / "data" / f"{split}-{i:05d}-of-{n:05d}.parquet")
+            write_rows(
+                split_rows[i * SHARD_ROWS : (i + 1) * SHARD_ROWS],
+                ReleaseRow,
+                stage / "data" / f"{split}-{i:05d}-of-{n:05d}.parquet",
+            )
         configs[split] = f"data/{split}-*.parquet"
     fam_counts = Counter(f for split_rows in rows.values() for r in split_rows for f in r.hack_families)
-    summary = ReleaseSummary(rounds=rounds, rows={s: len(r) for s, r in rows.items()},
-                             hack_families=dict(sorted(fam_counts.items())), excluded_heldout=excluded, out=str(out))
+    summary = ReleaseSummary(
+        rounds=rounds,
+        rows={s: len(r) for s, r in rows.items()},
+        hack_families=dict(sorted(fam_counts.items())),
+        excluded_heldout=excluded,
+        out=str(out),
+    )
     write_card(stage, {"default": configs}, _card(summary, rows, scrub), _metadata(summary, license))
     if out.exists():
         shutil.rmtree(out)
@@ -178,25 +207,39 @@ def release_dataset(root: str | Path, rounds: list[str], out: str | Path, *, scr
 
 def _metadata(summary: ReleaseSummary, license: str) -> dict[str, Any]:
     total = sum(summary.rows.values())
-    size = next(c for n, c in [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
-                              (1_000_000, "100K<n<1M"), (float("inf"), "n>1M")] if total < n)
-    return {"license": license, "size_categories": [size], "task_categories": ["text-generation"],
-            "tags": ["code", "agent", "trajectories", "touchstone"], "pretty_name": "Touchstone trajectories"}
+    size = next(
+        c
+        for n, c in [
+            (1_000, "n<1K"),
+            (10_000, "1K<n<10K"),
+            (100_000, "10K<n<100K"),
+            (1_000_000, "100K<n<1M"),
+            (float("inf"), "n>1M"),
+        ]
+        if total < n
+    )
+    return {
+        "license": license,
+        "size_categories": [size],
+        "task_categories": ["text-generation"],
+        "tags": ["code", "agent", "trajectories", "touchstone"],
+        "pretty_name": "Touchstone trajectories",
+    }
 
 
 def _card(summary: ReleaseSummary, rows: dict[str, list[ReleaseRow]], scrub: bool) -> str:
     splits = "\n".join(f"| `{s}` | {n} | {len({r.task_id for r in rows[s]})} |" for s, n in summary.rows.items() if n)
     fams = "\n".join(f"| {f} | {n} |" for f, n in summary.hack_families.items()) or "| (none) | 0 |"
     fields = "\n".join(f"- `{name}`" for name in ReleaseRow.model_fields)
-    return f"""# Touchstone trajectories: rounds {', '.join(summary.rounds)}
+    return f"""# Touchstone trajectories: rounds {", ".join(summary.rounds)}
 
 Coding-agent runs solved in a sandbox and judged by Touchstone's verifier and
 auditor, **successful and failed**. Held-out evaluation tasks are excluded
-({summary.excluded_heldout} runs left out).{' Host paths and environment values are redacted.' if scrub else ''}
+({summary.excluded_heldout} runs left out).{" Host paths and environment values are redacted." if scrub else ""}
 
 ```python
 from datasets import load_dataset
-ds = load_dataset("DIR")            # splits: {', '.join(s for s, n in summary.rows.items() if n)}
+ds = load_dataset("DIR")            # splits: {", ".join(s for s, n in summary.rows.items() if n)}
 ```
 
 ## Splits (by verdict)

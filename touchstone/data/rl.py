@@ -32,12 +32,21 @@ def build_rl(examples: list[Example], cfg: DataConfig) -> tuple[list[RLRow], Cou
             credit = credits.get(traj.trajectory_id)
             if credit is None:
                 continue
-            has_ids = bool(traj.turns) and all(t.prompt_ids is not None and t.completion_ids is not None
-                                               for t in traj.turns)
-            rows.append(RLRow(
-                **ex.lineage(), messages=trl_messages(traj.messages, strict=False), tools=traj.tools,
-                turns=json.dumps([t.model_dump() for t in traj.turns]), has_token_ids=has_ids,
-                reward=credit.reward, group_advantage=credit.group_advantage,
-                turn_advantages=credit.advantages, n_turns=ex.n_turns, n_tokens=n_tokens(traj),
-            ))
+            has_ids = bool(traj.turns) and all(
+                t.prompt_ids is not None and t.completion_ids is not None for t in traj.turns
+            )
+            rows.append(
+                RLRow(
+                    **ex.lineage(),
+                    messages=trl_messages(traj.messages, strict=False),
+                    tools=traj.tools,
+                    turns=json.dumps([t.model_dump() for t in traj.turns]),
+                    has_token_ids=has_ids,
+                    reward=credit.reward,
+                    group_advantage=credit.group_advantage,
+                    turn_advantages=credit.advantages,
+                    n_turns=ex.n_turns,
+                    n_tokens=n_tokens(traj),
+                )
+            )
     return rows, +dropped

@@ -34,8 +34,11 @@ class DataConfig(BaseModel):
     keep_per_task: int = Field(2, ge=1, description="SFT: keep the best k accepted runs per task.")
     max_tokens: int = Field(16384, ge=1, description="Drop rows longer than this many tokens.")
     max_pairs_per_task: int = Field(4, ge=1, description="DPO: at most this many pairs per task.")
-    include_unguarded: bool = Field(False, description="Keep runs whose tests ran with candidate code in the "
-                                    "judging process and no oracle passed (report guard 'none').")
+    include_unguarded: bool = Field(
+        False,
+        description="Keep runs whose tests ran with candidate code in the "
+        "judging process and no oracle passed (report guard 'none').",
+    )
 
 
 class Lineage(BaseModel):

@@ -45,8 +45,16 @@ def build_sft(examples: list[Example], cfg: DataConfig) -> tuple[list[SFTRow], C
                 continue
             seen.add(digest)
             weights = sft_weights(credits[traj.trajectory_id].advantages, cfg.credit.sft_weight_floor)
-            candidates.append(SFTRow(**ex.lineage(), messages=messages, tools=traj.tools,
-                                     turn_weights=weights, n_turns=ex.n_turns, n_tokens=tokens))
+            candidates.append(
+                SFTRow(
+                    **ex.lineage(),
+                    messages=messages,
+                    tools=traj.tools,
+                    turn_weights=weights,
+                    n_turns=ex.n_turns,
+                    n_tokens=tokens,
+                )
+            )
         # Best first: fewest turns (fewest detours), then shortest, then id for determinism.
         candidates.sort(key=lambda r: (r.n_turns, r.n_tokens, r.trajectory_id))
         rows += candidates[: cfg.keep_per_task]

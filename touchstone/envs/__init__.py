@@ -11,8 +11,16 @@ from touchstone.envs.build import BuiltEnv, EnvManifest, build_env, cached
 from touchstone.envs.spec import EnvError, EnvSpec, digest, find_named_spec, load_spec_file, resolve
 
 __all__ = [
-    "BuiltEnv", "EnvError", "EnvManifest", "EnvSpec", "build_env", "cached", "digest", "find_named_spec",
-    "load_spec_file", "resolve",
+    "BuiltEnv",
+    "EnvError",
+    "EnvManifest",
+    "EnvSpec",
+    "build_env",
+    "cached",
+    "digest",
+    "find_named_spec",
+    "load_spec_file",
+    "resolve",
 ]
 # A task's environment: touchstone.tasks.environment (task_environment, task_spec); not
 # re-exported here, since touchstone.tasks.schema imports this package.

@@ -149,8 +149,14 @@ def _run_build(spec: EnvSpec, rootfs: Path, tree: Path, tmp: Path, workspace: Pa
 def _run_step(argv: list[str], env: dict[str, str], what: str, command: str, log: Path, timeout: float) -> None:
     with open(log, "wb") as out:
         try:
-            rc = subprocess.run([*argv, "bash", "-c", command], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, timeout=timeout).returncode
+            rc = subprocess.run(
+                [*argv, "bash", "-c", command],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=timeout,
+            ).returncode
         except subprocess.TimeoutExpired:
             raise EnvError(f"environment build: {what} did not finish in {timeout:g} s") from None
     if rc != 0:

@@ -104,7 +104,8 @@ def digest(spec: EnvSpec, base_image: str, workspace: Path | None) -> str:
     and (only when it has setup commands, which see the workspace) the
     workspace's packaging files."""
     payload = {
-        "spec": spec.model_dump(mode="json"), "base": base_image,
+        "spec": spec.model_dump(mode="json"),
+        "base": base_image,
         "packaging": packaging_digest(workspace) if spec.setup else None,
     }
     return "sha256:" + hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()

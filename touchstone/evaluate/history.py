@@ -15,5 +15,7 @@ def earlier_rounds(metrics: Mapping[str, pl.DataFrame], round_key: str) -> list[
     """`metrics`: round key -> that round's metrics table (one row); the rounds
     before `round_key`, oldest first."""
     this = round_index(round_key)
-    found = [RoundMetrics.from_flat(frame.row(0, named=True)) for key, frame in metrics.items() if round_index(key) < this]
+    found = [
+        RoundMetrics.from_flat(frame.row(0, named=True)) for key, frame in metrics.items() if round_index(key) < this
+    ]
     return sorted(found, key=lambda m: round_index(m.round))

@@ -26,7 +26,9 @@ def plot_rounds(rounds: list[RoundMetrics], path: Path) -> Path:
             [i + offset for i in x],
             [v.value for v in values],
             yerr=[[v.value - v.low for v in values], [v.high - v.value for v in values]],
-            marker="o", capsize=4, label=label,
+            marker="o",
+            capsize=4,
+            label=label,
         )
     solve.set(title="Verified solve rate on held-out tasks", xlabel="round", ylim=(-0.02, 1.02))
     solve.set_xticks(list(x), names)

@@ -53,12 +53,19 @@ def decide(candidate: RoundMetrics, incumbent: RoundMetrics | None, policy: Prom
     best = getattr(incumbent, policy.metric)
     hack_rise = candidate.hack_attempt_rate - incumbent.hack_attempt_rate
     if hack_rise > policy.max_hack_rate_increase:
-        return _decision(False, candidate, incumbent, policy,
-                         f"hack-attempt rate rose by {hack_rise:.3f} (> {policy.max_hack_rate_increase:.3f} allowed)")
+        return _decision(
+            False,
+            candidate,
+            incumbent,
+            policy,
+            f"hack-attempt rate rose by {hack_rise:.3f} (> {policy.max_hack_rate_increase:.3f} allowed)",
+        )
     outcome = _compare(score, best, policy.rule)
     text = f"{policy.metric} {_fmt(score)} vs {_fmt(best)} ({policy.rule} rule)"
     if outcome == 0:
-        return _decision(policy.on_tie == "promote", candidate, incumbent, policy, f"tie: {text}, on_tie={policy.on_tie}")
+        return _decision(
+            policy.on_tie == "promote", candidate, incumbent, policy, f"tie: {text}, on_tie={policy.on_tie}"
+        )
     return _decision(outcome > 0, candidate, incumbent, policy, ("better: " if outcome > 0 else "worse: ") + text)
 
 
@@ -69,13 +76,18 @@ def _compare(score: Interval, best: Interval, rule: str) -> int:
     return (score.value > best.value) - (score.value < best.value)
 
 
-def _decision(promoted: bool, candidate: RoundMetrics, incumbent: RoundMetrics | None, policy: PromotionPolicy,
-              reason: str) -> PromotionDecision:
+def _decision(
+    promoted: bool, candidate: RoundMetrics, incumbent: RoundMetrics | None, policy: PromotionPolicy, reason: str
+) -> PromotionDecision:
     winner = candidate if promoted or incumbent is None else incumbent
     return PromotionDecision(
-        promoted=promoted, next_round=winner.round, next_checkpoint_hash=winner.checkpoint_hash,
-        incumbent_round=incumbent.round if incumbent else None, metric=policy.metric,
-        candidate=getattr(candidate, policy.metric), incumbent=getattr(incumbent, policy.metric) if incumbent else None,
+        promoted=promoted,
+        next_round=winner.round,
+        next_checkpoint_hash=winner.checkpoint_hash,
+        incumbent_round=incumbent.round if incumbent else None,
+        metric=policy.metric,
+        candidate=getattr(candidate, policy.metric),
+        incumbent=getattr(incumbent, policy.metric) if incumbent else None,
         reason=reason,
     )
 

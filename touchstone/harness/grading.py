@@ -244,7 +244,9 @@ def _junit_key(nodeid: str) -> str:
     return f"{'.'.join([module, *parts[1:-1]])}::{parts[-1]}"
 
 
-def evaluate(results: Path, junit_path: Path, required: list[str] | None, expected_prefixes: list[str]) -> TestRunResult:
+def evaluate(
+    results: Path, junit_path: Path, required: list[str] | None, expected_prefixes: list[str]
+) -> TestRunResult:
     """Decide a test run from the harness's result channels.
 
     `required`: exact node ids (task's fail_to_pass + pass_to_pass), or None =
@@ -253,8 +255,11 @@ def evaluate(results: Path, junit_path: Path, required: list[str] | None, expect
     stream = _read_stream(results)
     collected, phases = stream.collected, stream.phases
     if collected is None:
-        return TestRunResult("fail", "no collection record from the harness plugin: "
-                             "the test process never finished collecting (crash or early exit)")
+        return TestRunResult(
+            "fail",
+            "no collection record from the harness plugin: "
+            "the test process never finished collecting (crash or early exit)",
+        )
     collected_set = set(collected)
     if required is not None:
         targets = list(required)
@@ -334,7 +339,9 @@ def faketime_env(harness_dir: str, offset_s: int) -> dict[str, str]:
 def faketime_library() -> Path | None:
     """The host's libfaketime (Debian package `libfaketime`; same glibc as the
     sandbox root, which is built from the same Debian release), or None."""
-    found = sorted(Path("/usr/lib").glob(f"*/faketime/{FAKETIME_LIB}")) + sorted(Path("/usr/lib/faketime").glob(FAKETIME_LIB))
+    found = sorted(Path("/usr/lib").glob(f"*/faketime/{FAKETIME_LIB}")) + sorted(
+        Path("/usr/lib/faketime").glob(FAKETIME_LIB)
+    )
     return found[0] if found else None
 
 
@@ -412,8 +419,9 @@ def run_tests(
             shutil.copyfile(lib, mounts[0].host / FAKETIME_LIB)
         captured = out.parent / "captured-results.jsonl"
         with StreamCapture(out / RESULTS_FILE, captured):
-            with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
-                              environment=environment) as sb:
+            with open_sandbox(
+                tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30), environment=environment
+            ) as sb:
                 res = sb.exec(spec.command(), timeout=timeout)
         if res.timed_out:
             return TestRunResult("error", f"harness timeout: tests did not finish in {timeout:g} s",

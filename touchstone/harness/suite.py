@@ -102,22 +102,32 @@ class HiddenSuite:
             tree = self.compose(Path(tmp), overlays=overlays, files=files, deleted=deleted, patch=patch)
             return self.run(tree, run, backend=backend, timeout=timeout, clock_offset_s=clock_offset_s)
 
-    def compose_isolated(self, dest: Path, *, overlays: Sequence[Path] = (),
-                         files: Mapping[str, bytes | str] | None = None, deleted: Sequence[str] = ()) -> IsolatedTrees:
+    def compose_isolated(
+        self,
+        dest: Path,
+        *,
+        overlays: Sequence[Path] = (),
+        files: Mapping[str, bytes | str] | None = None,
+        deleted: Sequence[str] = (),
+    ) -> IsolatedTrees:
         """The judge's and the candidate's trees of an isolated run (`touchstone.harness.isolation`)."""
-        merged = {p.relative_to(o).as_posix(): p.read_bytes() for o in overlays for p in sorted(o.rglob("*")) if p.is_file()}
+        merged = {
+            p.relative_to(o).as_posix(): p.read_bytes() for o in overlays for p in sorted(o.rglob("*")) if p.is_file()
+        }
         merged.update({rel: d.encode() if isinstance(d, str) else d for rel, d in (files or {}).items()})
         return compose_trees(self.workspace, merged, list(deleted), self.hidden, dest)
 
-    def run_isolated(self, trees: IsolatedTrees, i: int = 0, *, backend: str = "auto",
-                     timeout: float | None = None) -> grading.TestRunResult:
+    def run_isolated(
+        self, trees: IsolatedTrees, i: int = 0, *, backend: str = "auto", timeout: float | None = None
+    ) -> grading.TestRunResult:
         """Grade isolated trees with run `i` of `run_plan`: no candidate code in the judging process."""
         seed, order = run_plan(i)
         return run_isolated(trees, self.test_files, self.required, self.prefixes, timeout=timeout or self.timeout,
                             backend=backend, hash_seed=seed, order=order, environment=self.environment)  # fmt: skip
 
-    def run(self, tree: Path, i: int = 0, *, backend: str = "auto", timeout: float | None = None,
-            clock_offset_s: int = 0) -> grading.TestRunResult:
+    def run(
+        self, tree: Path, i: int = 0, *, backend: str = "auto", timeout: float | None = None, clock_offset_s: int = 0
+    ) -> grading.TestRunResult:
         """Grade a tree made by `compose` with run `i` of `run_plan`
         (`clock_offset_s`: the wall clock that many seconds ahead, libfaketime)."""
         seed, order = run_plan(i)
@@ -128,7 +138,8 @@ class HiddenSuite:
                                  environment=self.environment, clock_offset_s=clock_offset_s)  # fmt: skip
 
 
-def run_hidden_tests(task: TaskTests, *, required: list[str] | None, environment: Environment | None = None,
-                     **grade: Any) -> grading.TestRunResult:
+def run_hidden_tests(
+    task: TaskTests, *, required: list[str] | None, environment: Environment | None = None, **grade: Any
+) -> grading.TestRunResult:
     """One graded run: `HiddenSuite(task, required, environment).grade(**grade)`."""
     return HiddenSuite(task, required, environment).grade(**grade)

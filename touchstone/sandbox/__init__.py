@@ -14,6 +14,22 @@ from touchstone.sandbox.factory import BACKENDS, available_backends, open_sandbo
 from touchstone.sandbox.workspace import WorkspaceDiff
 
 __all__ = [
-    "BACKENDS", "BASE_ENV", "ENV_TARGET", "Environment", "ActionRecord", "ExecResult", "Limits", "Mount", "Sandbox", "SandboxError", "SandboxWarning",
-    "WarmPool", "WorkspaceDiff", "available_backends", "open_sandbox", "parse_size", "read_action_log", "resolve_backend",
+    "BACKENDS",
+    "BASE_ENV",
+    "ENV_TARGET",
+    "Environment",
+    "ActionRecord",
+    "ExecResult",
+    "Limits",
+    "Mount",
+    "Sandbox",
+    "SandboxError",
+    "SandboxWarning",
+    "WarmPool",
+    "WorkspaceDiff",
+    "available_backends",
+    "open_sandbox",
+    "parse_size",
+    "read_action_log",
+    "resolve_backend",
 ]

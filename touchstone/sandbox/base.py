@@ -88,8 +88,16 @@ class Limits(BaseModel):
         except SandboxError as exc:  # pydantic reports ValueErrors only
             raise ValueError(str(exc)) from exc
 
-    @field_validator("timeout_s", "memory_bytes", "processes", "workspace_bytes", "workspace_files", "cpus",
-                     "output_bytes", "tmp_bytes")
+    @field_validator(
+        "timeout_s",
+        "memory_bytes",
+        "processes",
+        "workspace_bytes",
+        "workspace_files",
+        "cpus",
+        "output_bytes",
+        "tmp_bytes",
+    )
     @classmethod
     def _positive(cls, value: float) -> float:
         if value <= 0:
@@ -211,8 +219,12 @@ class Sandbox(ABC):
         # Said loudly, per sandbox: a run on such a machine is not contained as documented.
         self.unenforced = self._unenforced()
         if self.unenforced:
-            warnings.warn(SandboxWarning(f"{self.backend} sandbox {self.id}: limits that do not hold here: "
-                                         + "; ".join(self.unenforced)), stacklevel=3)
+            warnings.warn(
+                SandboxWarning(
+                    f"{self.backend} sandbox {self.id}: limits that do not hold here: " + "; ".join(self.unenforced)
+                ),
+                stacklevel=3,
+            )
 
     def _make_mount_points(self) -> None:
         """Directories for the mounts under /workspace/, made by us as the
@@ -264,8 +276,10 @@ class Sandbox(ABC):
         """The limits this sandbox cannot enforce on this machine, each with why."""
         if self._quota:
             return []
-        return ["workspace_bytes and workspace_files: no tmpfs quota without root, so only single files are "
-                "bounded (RLIMIT_FSIZE) and the harness's writes and walks check the totals"]
+        return [
+            "workspace_bytes and workspace_files: no tmpfs quota without root, so only single files are "
+            "bounded (RLIMIT_FSIZE) and the harness's writes and walks check the totals"
+        ]
 
     # ------------------------------------------------------------ public API
 
@@ -291,11 +305,28 @@ class Sandbox(ABC):
             self._check_open()  # close() may have run while we waited
             result = self._exec(argv, timeout, full_env)
         self._log.append(
-            time=started, op="exec", args={"command": command if isinstance(command, str) else list(command),
-                                           "timeout": timeout, "env": env or {}},
-            ok=result.ok, **self._log_fields(), **result.model_dump(
-                include={"exit_code", "signal", "timed_out", "oom_killed", "wall_s", "stdout_sha256",
-                         "stderr_sha256", "stdout_bytes", "stderr_bytes"}),
+            time=started,
+            op="exec",
+            args={
+                "command": command if isinstance(command, str) else list(command),
+                "timeout": timeout,
+                "env": env or {},
+            },
+            ok=result.ok,
+            **self._log_fields(),
+            **result.model_dump(
+                include={
+                    "exit_code",
+                    "signal",
+                    "timed_out",
+                    "oom_killed",
+                    "wall_s",
+                    "stdout_sha256",
+                    "stderr_sha256",
+                    "stdout_bytes",
+                    "stderr_bytes",
+                }
+            ),
         )
         return result
 
@@ -306,25 +337,40 @@ class Sandbox(ABC):
             with self._exec_lock:
                 data = ws.read_file(self._workspace, path)
         except SandboxError as exc:
-            self._log.append(time=started, op="read", args={"path": os.fspath(path)}, ok=False,
-                             error=str(exc), **self._log_fields())
+            self._log.append(
+                time=started, op="read", args={"path": os.fspath(path)}, ok=False, error=str(exc), **self._log_fields()
+            )
             raise
-        self._log.append(time=started, op="read", args={"path": os.fspath(path)}, ok=True,
-                         content_sha256=sha256_hex(data), content_bytes=len(data), **self._log_fields())
+        self._log.append(
+            time=started,
+            op="read",
+            args={"path": os.fspath(path)},
+            ok=True,
+            content_sha256=sha256_hex(data),
+            content_bytes=len(data),
+            **self._log_fields(),
+        )
         return data
 
     def write_file(self, path: str | os.PathLike, data: bytes | str) -> None:
         self._check_open()
         payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         started = time.time()
-        fields = {"time": started, "op": "write", "args": {"path": os.fspath(path)},
-                  "content_sha256": sha256_hex(payload), "content_bytes": len(payload), **self._log_fields()}
+        fields = {
+            "time": started,
+            "op": "write",
+            "args": {"path": os.fspath(path)},
+            "content_sha256": sha256_hex(payload),
+            "content_bytes": len(payload),
+            **self._log_fields(),
+        }
         try:
             # With the tmpfs quota the kernel enforces the limit (ENOSPC); without it, we do.
             with self._exec_lock:
                 if not self._quota and len(payload) + ws.tree_bytes(self._workspace) > self.limits.workspace_bytes:
-                    raise SandboxError(f"writing {path} would exceed the workspace limit of "
-                                       f"{self.limits.workspace_bytes} bytes")
+                    raise SandboxError(
+                        f"writing {path} would exceed the workspace limit of {self.limits.workspace_bytes} bytes"
+                    )
                 try:
                     ws.write_file(self._workspace, path, payload, self._owner())
                 except OSError as exc:
@@ -388,8 +434,12 @@ class Sandbox(ABC):
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def _log_fields(self) -> dict[str, str | None]:
-        return {"sandbox_id": self.id, "backend": self.backend, "image_digest": self.image_digest,
-                "environment_digest": self.environment_digest}
+        return {
+            "sandbox_id": self.id,
+            "backend": self.backend,
+            "image_digest": self.image_digest,
+            "environment_digest": self.environment_digest,
+        }
 
 
 def existing_dir(workspace: str | os.PathLike) -> Path:

@@ -76,8 +76,12 @@ class BwrapSandbox(Sandbox):
                 "the bwrap backend runs as root here but cannot create cgroups under /sys/fs/cgroup, "
                 "so process and memory limits cannot be enforced; run as a normal user or use --backend docker"
             )
-        sources = [(self._rootfs, True), *([(self.environment.tree, True)] if self.environment else []),
-                   (self._workspace, False), *((m.host, m.read_only) for m in self.mounts)]
+        sources = [
+            (self._rootfs, True),
+            *([(self.environment.tree, True)] if self.environment else []),
+            (self._workspace, False),
+            *((m.host, m.read_only) for m in self.mounts),
+        ]
         try:
             self._launcher = _Launcher(self._cgroup, sources if os.geteuid() == 0 else [])
             self._prefix = self._bwrap_args(unshare_net=not self._launcher.private_net, sources=sources)
@@ -91,26 +95,63 @@ class BwrapSandbox(Sandbox):
     def _unenforced(self) -> list[str]:
         missing = super()._unenforced()
         if self._cgroup is None:
-            missing += ["memory_bytes: no cgroup, only RLIMIT_AS per process (an OOM shows as a failed "
-                        "allocation, never as oom_killed)",
-                        "processes: no cgroup, only RLIMIT_NPROC, counted over every process of the harness's user",
-                        "cpus: no cgroup, no CPU share (cpu_s comes from rusage and misses orphaned children)"]
+            missing += [
+                "memory_bytes: no cgroup, only RLIMIT_AS per process (an OOM shows as a failed "
+                "allocation, never as oom_killed)",
+                "processes: no cgroup, only RLIMIT_NPROC, counted over every process of the harness's user",
+                "cpus: no cgroup, no CPU share (cpu_s comes from rusage and misses orphaned children)",
+            ]
         return missing
 
     def _bwrap_args(self, unshare_net: bool, sources: list[tuple[Path, bool]]) -> list[str]:
         staged = iter(f"{STAGE}/{i}" if self._launcher.staged else str(path) for i, (path, _) in enumerate(sources))
         scratch = str(self.limits.scratch_bytes)
         args = [
-            self._bwrap, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts",
-            "--unshare-cgroup-try", *(["--unshare-net"] if unshare_net else []),
-            "--die-with-parent", "--new-session", "--disable-userns",
-            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--hostname", "sandbox",
-            "--ro-bind", next(staged), "/", "--proc", "/proc", "--dev", "/dev",
+            self._bwrap,
+            "--unshare-user",
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            *(["--unshare-net"] if unshare_net else []),
+            "--die-with-parent",
+            "--new-session",
+            "--disable-userns",
+            "--uid",
+            str(SANDBOX_UID),
+            "--gid",
+            str(SANDBOX_GID),
+            "--hostname",
+            "sandbox",
+            "--ro-bind",
+            next(staged),
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
             *(["--ro-bind", next(staged), ENV_TARGET] if self.environment else []),
-            "--perms", "1777", "--size", scratch, "--tmpfs", "/tmp",
-            "--perms", "1777", "--size", scratch, "--tmpfs", "/dev/shm",
-            "--perms", "0755", "--size", scratch, "--tmpfs", SANDBOX_HOME,
-            "--bind", next(staged), WORKSPACE,
+            "--perms",
+            "1777",
+            "--size",
+            scratch,
+            "--tmpfs",
+            "/tmp",
+            "--perms",
+            "1777",
+            "--size",
+            scratch,
+            "--tmpfs",
+            "/dev/shm",
+            "--perms",
+            "0755",
+            "--size",
+            scratch,
+            "--tmpfs",
+            SANDBOX_HOME,
+            "--bind",
+            next(staged),
+            WORKSPACE,
         ]
         if any(m.target.startswith("/mnt/") for m in self.mounts):
             args += ["--tmpfs", "/mnt"]  # mount points cannot be created on the read-only root
@@ -126,17 +167,18 @@ class BwrapSandbox(Sandbox):
         oom_before = self._cgroup.oom_kills() if self._cgroup else 0
         cpu_before = self._cgroup.cpu_ns() if self._cgroup else 0
         uid = HOST_UID if os.geteuid() == 0 else None
-        run = self._launcher.run(cmd, self._rlimits(timeout), uid, timeout, self.limits.output_bytes,
-                                 self._seccomp)
+        run = self._launcher.run(cmd, self._rlimits(timeout), uid, timeout, self.limits.output_bytes, self._seccomp)
         self._ensure_quiet()
         if run.error:
             raise SandboxError(f"the sandbox launcher could not start bwrap: {run.error}")
         if not run.started and not run.timed_out:
             why = run.err.head.decode(errors="replace").strip()
             if uid is not None:
-                why += (f" (bwrap runs as the unprivileged uid {HOST_UID}, so the kernel must allow unprivileged "
-                        "user namespaces: sysctl user.max_user_namespaces > 0, and where AppArmor restricts them, "
-                        "kernel.apparmor_restrict_unprivileged_userns=0)")
+                why += (
+                    f" (bwrap runs as the unprivileged uid {HOST_UID}, so the kernel must allow unprivileged "
+                    "user namespaces: sysctl user.max_user_namespaces > 0, and where AppArmor restricts them, "
+                    "kernel.apparmor_restrict_unprivileged_userns=0)"
+                )
             raise SandboxError(f"bwrap could not set up the sandbox: {why}")
         # bwrap reports a command killed by signal N as exit status 128+N; a negative
         # code means bwrap itself was killed (by the launcher, on timeout).
@@ -144,12 +186,17 @@ class BwrapSandbox(Sandbox):
         if code < 0:
             code = 128 - code
         return ExecResult(
-            exit_code=code, signal=code - 128 if 128 < code <= 128 + 64 else None, timed_out=run.timed_out,
-            oom_killed=bool(self._cgroup and self._cgroup.oom_kills() > oom_before), wall_s=run.wall_s,
+            exit_code=code,
+            signal=code - 128 if 128 < code <= 128 + 64 else None,
+            timed_out=run.timed_out,
+            oom_killed=bool(self._cgroup and self._cgroup.oom_kills() > oom_before),
+            wall_s=run.wall_s,
             # The cgroup counts every process of the exec; bwrap's rusage misses those
             # its PID namespace's init never waited for.
             cpu_s=(self._cgroup.cpu_ns() - cpu_before) / 1e9 if self._cgroup else run.cpu_s,
-            backend=self.backend, **run.out.fields("stdout"), **run.err.fields("stderr"),
+            backend=self.backend,
+            **run.out.fields("stdout"),
+            **run.err.fields("stderr"),
         )
 
     def _ensure_quiet(self) -> None:
@@ -214,8 +261,11 @@ class _Master:
         # Started from one long-lived thread: PDEATHSIG fires when the *thread* that
         # forked the child ends, and the caller's thread may be short-lived.
         cls._proc = _SPAWNER.submit(
-            subprocess.Popen, [sys.executable, "-I", "-S", "-B", str(_LAUNCHER), str(theirs.fileno())],
-            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
+            subprocess.Popen,
+            [sys.executable, "-I", "-S", "-B", str(_LAUNCHER), str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
             env={},  # nothing of the harness's environment (API keys...) reaches a sandbox
         ).result()
         theirs.close()
@@ -246,8 +296,14 @@ class _Launcher:
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             once, per_exec = cgroup.procs_files() if cgroup else ([], [])
-            _Master.fork_launcher(theirs, {"procs": [str(p) for p in once], "exec_procs": [str(p) for p in per_exec],
-                                           "sources": [[str(p), ro] for p, ro in sources]})
+            _Master.fork_launcher(
+                theirs,
+                {
+                    "procs": [str(p) for p in once],
+                    "exec_procs": [str(p) for p in per_exec],
+                    "sources": [[str(p), ro] for p, ro in sources],
+                },
+            )
         finally:
             theirs.close()
         ready = self._receive(timeout=30)
@@ -267,8 +323,9 @@ class _Launcher:
             raise SandboxError("the sandbox launcher exited")
         return marshal.loads(message)
 
-    def run(self, argv: list[str], rlimits: list, uid: int | None, timeout: float, cap: int,
-            seccomp: bytes) -> _Outcome:
+    def run(
+        self, argv: list[str], rlimits: list, uid: int | None, timeout: float, cap: int, seccomp: bytes
+    ) -> _Outcome:
         outcome = _Outcome(cap)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()

@@ -31,7 +31,15 @@ from pathlib import Path
 from typing import Sequence
 
 from touchstone.sandbox.base import (
-    SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Limits, Mount, Sandbox, existing_dir,
+    SANDBOX_GID,
+    SANDBOX_HOME,
+    SANDBOX_UID,
+    WORKSPACE,
+    ExecResult,
+    Limits,
+    Mount,
+    Sandbox,
+    existing_dir,
 )
 from touchstone.sandbox.capture import OutputCapture
 from touchstone.sandbox.environment import ENV_TARGET, Environment
@@ -39,7 +47,14 @@ from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.reaper import owner_alive, owner_token
 from touchstone.sandbox.seccomp import docker_profile
 from touchstone.sandbox.image import (
-    BASE_REPO, build_lock, base_tag, content_hash, ensure_rootfs, image_tag, images_dir, short_hash,
+    BASE_REPO,
+    build_lock,
+    base_tag,
+    content_hash,
+    ensure_rootfs,
+    image_tag,
+    images_dir,
+    short_hash,
 )
 
 _PID1 = 'trap "exit 0" TERM; while :; do sleep 86400 & wait $!; done'
@@ -108,7 +123,11 @@ def ensure_image(progress: bool = True) -> str:
         if not _has_image(client, base_tag()):
             _import_base(client, ensure_rootfs(progress))
         client.images.build(
-            path=str(images_dir()), tag=tag, buildargs={"BASE": base_tag()}, rm=True, network_mode="none",
+            path=str(images_dir()),
+            tag=tag,
+            buildargs={"BASE": base_tag()},
+            rm=True,
+            network_mode="none",
             labels={"touchstone.sandbox_images": content_hash()},
         )
     return tag
@@ -162,17 +181,28 @@ class DockerSandbox(Sandbox):
         tmpfs_opts = f"rw,nosuid,nodev,size={lim.scratch_bytes}"
         try:
             self._container = self._docker.containers.run(
-                image_tag(), ["bash", "-c", _PID1], detach=True, user=PID1_USER, hostname="sandbox",
-                network_mode="none", cap_drop=["ALL"],
+                image_tag(),
+                ["bash", "-c", _PID1],
+                detach=True,
+                user=PID1_USER,
+                hostname="sandbox",
+                network_mode="none",
+                cap_drop=["ALL"],
                 security_opt=["no-new-privileges", f"seccomp={docker_profile()}"],
-                pids_limit=lim.processes, mem_limit=lim.memory_bytes, memswap_limit=lim.memory_bytes,
-                nano_cpus=int(lim.cpus * 1e9), read_only=True, working_dir=WORKSPACE,
+                pids_limit=lim.processes,
+                mem_limit=lim.memory_bytes,
+                memswap_limit=lim.memory_bytes,
+                nano_cpus=int(lim.cpus * 1e9),
+                read_only=True,
+                working_dir=WORKSPACE,
                 # home: 0755 like the image's directory, which Docker copies onto the tmpfs anyway
                 tmpfs={"/tmp": f"{tmpfs_opts},mode=1777", SANDBOX_HOME: f"{tmpfs_opts},mode=0755,uid={uid},gid={gid}"},
                 shm_size=lim.scratch_bytes,
-                volumes=volumes, ulimits=[docker.types.Ulimit(name="fsize", soft=lim.workspace_bytes,
-                                                              hard=lim.workspace_bytes),
-                                          docker.types.Ulimit(name="core", soft=0, hard=0)],
+                volumes=volumes,
+                ulimits=[
+                    docker.types.Ulimit(name="fsize", soft=lim.workspace_bytes, hard=lim.workspace_bytes),
+                    docker.types.Ulimit(name="core", soft=0, hard=0),
+                ],
                 labels={"touchstone.sandbox": self.id, "touchstone.owner": owner_token(), **extra_labels()},
             )
         except docker.errors.DockerException as exc:
@@ -195,8 +225,13 @@ class DockerSandbox(Sandbox):
         out, err = OutputCapture(self.limits.output_bytes), OutputCapture(self.limits.output_bytes)
         oom_before, cpu_before = self._oom_kills(), self._cpu_ns()
         started = time.monotonic()
-        exec_id = api.exec_create(self._container.id, ["bash", "-c", _WRAPPER, "touchstone-exec", *argv],
-                                  environment=env, workdir=WORKSPACE, user=self._user())["Id"]
+        exec_id = api.exec_create(
+            self._container.id,
+            ["bash", "-c", _WRAPPER, "touchstone-exec", *argv],
+            environment=env,
+            workdir=WORKSPACE,
+            user=self._user(),
+        )["Id"]
         sock = api.exec_start(exec_id, socket=True)
 
         def pump() -> None:
@@ -218,10 +253,15 @@ class DockerSandbox(Sandbox):
         self._ensure_quiet()
         cpu_after = self._cpu_ns()
         return ExecResult(
-            exit_code=code, signal=code - 128 if 128 < code <= 128 + 64 else None, timed_out=timed_out,
-            oom_killed=self._oom_kills() > oom_before, wall_s=wall,
+            exit_code=code,
+            signal=code - 128 if 128 < code <= 128 + 64 else None,
+            timed_out=timed_out,
+            oom_killed=self._oom_kills() > oom_before,
+            wall_s=wall,
             cpu_s=(cpu_after - cpu_before) / 1e9 if cpu_after is not None else None,
-            backend=self.backend, **out.fields("stdout"), **err.fields("stderr"),
+            backend=self.backend,
+            **out.fields("stdout"),
+            **err.fields("stderr"),
         )
 
     def _exit_code(self, exec_id: str) -> int:
@@ -342,8 +382,14 @@ class WarmPool:
             with pool.open(task.workspace_dir, action_log=log) as sb: ...
     """
 
-    def __init__(self, size: int = 2, *, limits: Limits | None = None, mounts: Sequence[Mount] = (),
-                 environment: Environment | None = None):
+    def __init__(
+        self,
+        size: int = 2,
+        *,
+        limits: Limits | None = None,
+        mounts: Sequence[Mount] = (),
+        environment: Environment | None = None,
+    ):
         if size < 1:
             raise SandboxError(f"a warm pool needs at least one container, got size={size}")
         reason = docker_unavailable_reason()

@@ -125,8 +125,12 @@ def _debootstrap(target: Path, progress: bool) -> None:
     mirror = os.environ.get("TOUCHSTONE_DEBIAN_MIRROR", spec.mirror)
     log_path = target.parent / f"{target.name}.log"
     cmd = [
-        "debootstrap", f"--variant={spec.variant}", f"--include={','.join(spec.packages)}",
-        spec.suite, str(target), mirror,
+        "debootstrap",
+        f"--variant={spec.variant}",
+        f"--include={','.join(spec.packages)}",
+        spec.suite,
+        str(target),
+        mirror,
     ]
     _run_logged(cmd, log_path, "debootstrap (about a minute)", progress)
     setup = target / "setup-rootfs.sh"

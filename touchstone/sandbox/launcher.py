@@ -121,6 +121,7 @@ def _stage(libc, sources: list) -> None:
     unprivileged user bwrap runs as can reach it. A read-only directory becomes a
     lower-only overlay (layers named relative to _STAGE): a bind would show its
     host path in the sandbox's /proc/self/mountinfo, an overlay shows `lowerdir=sN:e`."""
+
     def check(rc: int, what: str) -> None:
         if rc != 0:
             raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
@@ -135,8 +136,10 @@ def _stage(libc, sources: list) -> None:
             os.mkdir(f"s{i}")
             check(libc.mount(source.encode(), f"s{i}".encode(), None, _MS_BIND | _MS_REC, None), f"binding {source}")
             os.mkdir(str(i))
-            check(libc.mount(b"overlay", str(i).encode(), b"overlay", _MS_RDONLY, f"lowerdir=s{i}:e".encode()),
-                  f"overlay of {source}")
+            check(
+                libc.mount(b"overlay", str(i).encode(), b"overlay", _MS_RDONLY, f"lowerdir=s{i}:e".encode()),
+                f"overlay of {source}",
+            )
             continue
         if os.path.isdir(source):
             os.mkdir(str(i))
@@ -160,8 +163,9 @@ def _serve(libc, sock: socket.socket, cgroup_procs: list, exec_procs: list, sour
     private_net = libc.unshare(_CLONE_NEWNET) == 0  # root only; else bwrap unshares per exec
     if private_net:  # bring up loopback, as bwrap --unshare-net and Docker do
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as ctl:
-            fcntl.ioctl(ctl, _SIOCSIFFLAGS, b"lo".ljust(16, b"\0") + _IFF_UP_LOOPBACK_RUNNING.to_bytes(2, "little")
-                        + bytes(22))
+            fcntl.ioctl(
+                ctl, _SIOCSIFFLAGS, b"lo".ljust(16, b"\0") + _IFF_UP_LOOPBACK_RUNNING.to_bytes(2, "little") + bytes(22)
+            )
     _send(sock, pid=os.getpid(), private_net=private_net)
     while True:
         message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)

@@ -45,7 +45,7 @@ def reap_stale_sandboxes() -> int:
         except OSError:
             continue
         sandbox_dir = owner_file.parent
-        sandbox_id = sandbox_dir.name[len(PREFIX):].split("-")[0]
+        sandbox_id = sandbox_dir.name[len(PREFIX) :].split("-")[0]
         workspace = sandbox_dir / "workspace"
         if os.path.ismount(workspace):
             subprocess.run(["umount", "--lazy", str(workspace)], capture_output=True)

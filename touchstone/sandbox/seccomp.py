@@ -33,24 +33,78 @@ AF_VSOCK = 40
 
 # name -> number, per architecture (from the kernel's syscall tables)
 _NUMBERS = {
-    "x86_64": (0xC000003E, {
-        "keyctl": 250, "add_key": 248, "request_key": 249, "bpf": 321, "perf_event_open": 298,
-        "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313,
-        "delete_module": 176, "open_by_handle_at": 304, "name_to_handle_at": 303, "lookup_dcookie": 212,
-        "acct": 163, "swapon": 167, "swapoff": 168, "reboot": 169, "syslog": 103, "setns": 308,
-        "unshare": 272, "mount": 165, "umount2": 166, "pivot_root": 155,
-        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "socket": 41,
-    }),
-    "aarch64": (0xC00000B7, {
-        "keyctl": 219, "add_key": 217, "request_key": 218, "bpf": 280, "perf_event_open": 241,
-        "userfaultfd": 282, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273,
-        "delete_module": 106, "open_by_handle_at": 265, "name_to_handle_at": 264, "lookup_dcookie": 18,
-        "acct": 89, "swapon": 224, "swapoff": 225, "reboot": 142, "syslog": 116, "setns": 268,
-        "unshare": 97, "mount": 40, "umount2": 39, "pivot_root": 41,
-        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "socket": 198,
-    }),
+    "x86_64": (
+        0xC000003E,
+        {
+            "keyctl": 250,
+            "add_key": 248,
+            "request_key": 249,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "userfaultfd": 323,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "kexec_load": 246,
+            "kexec_file_load": 320,
+            "init_module": 175,
+            "finit_module": 313,
+            "delete_module": 176,
+            "open_by_handle_at": 304,
+            "name_to_handle_at": 303,
+            "lookup_dcookie": 212,
+            "acct": 163,
+            "swapon": 167,
+            "swapoff": 168,
+            "reboot": 169,
+            "syslog": 103,
+            "setns": 308,
+            "unshare": 272,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "socket": 41,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "keyctl": 219,
+            "add_key": 217,
+            "request_key": 218,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "userfaultfd": 282,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "kexec_load": 104,
+            "kexec_file_load": 294,
+            "init_module": 105,
+            "finit_module": 273,
+            "delete_module": 106,
+            "open_by_handle_at": 265,
+            "name_to_handle_at": 264,
+            "lookup_dcookie": 18,
+            "acct": 89,
+            "swapon": 224,
+            "swapoff": 225,
+            "reboot": 142,
+            "syslog": 116,
+            "setns": 268,
+            "unshare": 97,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "socket": 198,
+        },
+    ),
 }
 # Refused whatever their arguments; `socket` only for AF_VSOCK.
 DENIED = sorted(set(_NUMBERS["x86_64"][1]) - {"socket"})
@@ -97,6 +151,11 @@ def docker_profile() -> str:
             if not rule["names"]:
                 continue
         rules.append(rule)
-    rules.append({"names": ["socket"], "action": "SCMP_ACT_ALLOW",
-                  "args": [{"index": 0, "value": AF_VSOCK, "op": "SCMP_CMP_NE"}]})
+    rules.append(
+        {
+            "names": ["socket"],
+            "action": "SCMP_ACT_ALLOW",
+            "args": [{"index": 0, "value": AF_VSOCK, "op": "SCMP_CMP_NE"}],
+        }
+    )
     return json.dumps({**profile, "syscalls": rules})

@@ -49,7 +49,7 @@ def split_relative(rel: str | os.PathLike) -> list[str]:
     `/workspace/x` is accepted as `x`, since that is how the sandbox names it."""
     text = os.fspath(rel)
     if text.startswith("/workspace/"):
-        text = text[len("/workspace/"):]
+        text = text[len("/workspace/") :]
     path = PurePosixPath(text)
     parts = [p for p in path.parts if p not in ("", ".")]
     if path.is_absolute() or not parts or ".." in parts or "\0" in text:
@@ -73,7 +73,9 @@ def _open_dir(root: Path, parts: list[str], create: bool, owner: tuple[int, int]
             try:
                 next_fd = os.open(part, _O_DIR, dir_fd=fd)
             except OSError as exc:
-                raise SandboxError(f"{'/'.join(parts)}: {part!r} is not a directory inside the workspace ({exc.strerror})") from exc
+                raise SandboxError(
+                    f"{'/'.join(parts)}: {part!r} is not a directory inside the workspace ({exc.strerror})"
+                ) from exc
             os.close(fd)
             fd = next_fd
         yield fd
@@ -139,8 +141,7 @@ def mount_quota(path: Path, size: int, entries: int) -> bool:
     if os.geteuid() != 0:
         return False
     opts = f"size={size},nr_inodes={entries + 1},mode=0755,nosuid,nodev"  # +1: the root directory
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "touchstone-workspace", str(path)],
-                          capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "touchstone-workspace", str(path)], capture_output=True)
     return done.returncode == 0
 
 
@@ -209,7 +210,8 @@ def walk(root: Path, budget: Budget | None = None) -> Iterator[tuple[Entry, int]
             if budget and (seen_entries > budget.max_entries or seen_bytes > budget.max_bytes):
                 raise SandboxError(
                     f"workspace is over its limits at {show(entry.rel)}: more than {budget.max_entries} entries "
-                    f"or {budget.max_bytes} bytes of files (apparent size: sparse files count in full)")
+                    f"or {budget.max_bytes} bytes of files (apparent size: sparse files count in full)"
+                )
             yield entry, fd
             if stat.S_ISDIR(entry.st.st_mode):
                 if len(entry.parts) >= MAX_DEPTH:
@@ -330,8 +332,9 @@ def copy_tree(src: Path, dst: Path, owner: tuple[int, int] | None = None, budget
         raise
 
 
-def _copy_entries(src: Path, dst: Path, owner: tuple[int, int] | None, budget: Budget | None,
-                  made: list[tuple[str, ...]]) -> None:
+def _copy_entries(
+    src: Path, dst: Path, owner: tuple[int, int] | None, budget: Budget | None, made: list[tuple[str, ...]]
+) -> None:
     tree: dict[tuple[str, ...], Entry] = {}
     links: list[Entry] = []
     out = [os.open(dst, _O_DIR)]  # out[d]: the destination directory at depth d
@@ -359,7 +362,9 @@ def _copy_entries(src: Path, dst: Path, owner: tuple[int, int] | None, budget: B
                 raise SandboxError(f"{show(entry.rel)} is not a regular file, directory or symlink; refused")
         for entry in links:  # checked once the whole tree is known: a link may point ahead
             if link_escapes(entry, tree):
-                raise SandboxError(f"symlink {show(entry.rel)} -> {show(entry.link)} points outside the workspace; refused")
+                raise SandboxError(
+                    f"symlink {show(entry.rel)} -> {show(entry.link)} points outside the workspace; refused"
+                )
             parent = os.open(dst.joinpath(*entry.parts[:-1]), _O_DIR) if len(entry.parts) > 1 else os.dup(out[0])
             try:
                 made.append(entry.parts)
@@ -378,8 +383,9 @@ def _copy_file(src_dir: int, entry: Entry, dst_dir: int, owner: tuple[int, int] 
     mode = 0o755 if entry.st.st_mode & 0o111 else 0o644
     reader = open_regular(src_dir, entry)
     try:
-        writer = os.open(entry.parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         mode, dir_fd=dst_dir)
+        writer = os.open(
+            entry.parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dst_dir
+        )
         try:
             while chunk := os.read(reader, 1 << 20):
                 os.write(writer, chunk)
@@ -395,8 +401,9 @@ def _copy_file(src_dir: int, entry: Entry, dst_dir: int, owner: tuple[int, int] 
 # ---------------------------------------------------------------- snapshots and diffs
 
 
-def snapshot(root: Path, keep: Callable[[str, bytes], None] | None = None,
-             budget: Budget | None = None) -> dict[str, str]:
+def snapshot(
+    root: Path, keep: Callable[[str, bytes], None] | None = None, budget: Budget | None = None
+) -> dict[str, str]:
     """Relative path -> sha256 of every regular file and symlink (`link:` + digest of
     its target text). Special files are listed as `special:<kind>` so they show in
     diffs without being opened. `keep(digest, data)` receives small file contents."""
@@ -467,15 +474,26 @@ def _file_patch(path: str, before: str, after: str, is_new: bool, is_gone: bool)
         return header
     lines = []
     for line in difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True),
-        "/dev/null" if is_new else a, "/dev/null" if is_gone else b,
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        "/dev/null" if is_new else a,
+        "/dev/null" if is_gone else b,
     ):
         lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return header + "".join(lines)
 
 
-_C_ESCAPES = {0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0B: "\\v", 0x0C: "\\f", 0x0D: "\\r",
-              0x22: '\\"', 0x5C: "\\\\"}
+_C_ESCAPES = {
+    0x07: "\\a",
+    0x08: "\\b",
+    0x09: "\\t",
+    0x0A: "\\n",
+    0x0B: "\\v",
+    0x0C: "\\f",
+    0x0D: "\\r",
+    0x22: '\\"',
+    0x5C: "\\\\",
+}
 
 
 def quote_path(path: str) -> str:

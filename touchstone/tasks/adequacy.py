@@ -109,7 +109,11 @@ def guards(task: Task) -> set[Guard]:
                 if isinstance(node, ast.Raise) and node.exc is not None:
                     found.add(_raise_guard(node.exc))
                 elif isinstance(node, ast.Assert):
-                    msg = node.msg.value if isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str) else None
+                    msg = (
+                        node.msg.value
+                        if isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str)
+                        else None
+                    )
                     found.add(Guard("AssertionError", msg))
     return found
 
@@ -134,7 +138,9 @@ def is_guard_failure(message: str, known: set[Guard]) -> bool:
     exc, text = m.group(1).rsplit(".", 1)[-1], (m.group(2) or "")
     if exc == "AssertionError" and text.startswith("assert "):
         return False
-    return any(g.exc == exc and (g.message is None or text == g.message or text.strip("'\"") == g.message) for g in known)
+    return any(
+        g.exc == exc and (g.message is None or text == g.message or text.strip("'\"") == g.message) for g in known
+    )
 
 
 # -- trivial baselines ---------------------------------------------------------------------
@@ -163,13 +169,20 @@ def baseline_source(source: str, function: str, value: str) -> str | None:
     """`source` with top-level `function`'s body (docstring kept) replaced by
     `return value` (`<identity>`: its first parameter); None when not possible."""
     tree = ast.parse(source)
-    node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and n.name == function), None)
+    node = next(
+        (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function), None
+    )
     if node is None:
         return None
     body = node.body
-    start = 1 if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-        and isinstance(body[0].value.value, str) else 0
+    start = (
+        1
+        if body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(getattr(body[0], "value", None), ast.Constant)
+        and isinstance(body[0].value.value, str)
+        else 0
+    )
     if value == "<identity>":
         params = [a.arg for a in node.args.posonlyargs + node.args.args]
         if not params:
@@ -179,19 +192,20 @@ def baseline_source(source: str, function: str, value: str) -> str | None:
     if start >= len(body):
         first = body[-1].end_lineno  # only a docstring: append the return after it
         indent = " " * body[-1].col_offset
-        new = lines[:first] + [f"{indent}return {value}\n"] + lines[node.end_lineno:]
+        new = lines[:first] + [f"{indent}return {value}\n"] + lines[node.end_lineno :]
     else:
         first = body[start]
         if first.lineno == node.lineno:
             return None  # a one-line def: no lines of its own to replace
         indent = " " * first.col_offset
-        new = lines[:first.lineno - 1] + [f"{indent}return {value}\n"] + lines[node.end_lineno:]
+        new = lines[: first.lineno - 1] + [f"{indent}return {value}\n"] + lines[node.end_lineno :]
     text = "".join(new)
     return text if compile_error(text, "baseline.py") is None else None
 
 
-def baselines(task: Task, skip: set[str] = frozenset(), limit_functions: int = 3,
-              values: list[str] = BASELINES) -> list[tuple[str, str, str]]:
+def baselines(
+    task: Task, skip: set[str] = frozenset(), limit_functions: int = 3, values: list[str] = BASELINES
+) -> list[tuple[str, str, str]]:
     """(description, rel path, text) of each trivial baseline; `skip`: "rel:function"
     the tests never run (replacing those proves nothing)."""
     refs = {rel: ref for rel, ref, _ in reference_sources(task)}

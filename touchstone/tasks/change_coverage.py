@@ -41,8 +41,9 @@ def changed_lines(reference: str, workspace: str | None) -> set[int]:
     """1-based reference lines in changed (replaced or inserted) line runs."""
     old = workspace.splitlines() if workspace is not None else []
     matcher = difflib.SequenceMatcher(a=old, b=reference.splitlines(), autojunk=False)
-    return {j + 1 for tag, _a, _b, j1, j2 in matcher.get_opcodes() if tag in ("replace", "insert")
-            for j in range(j1, j2)}
+    return {
+        j + 1 for tag, _a, _b, j1, j2 in matcher.get_opcodes() if tag in ("replace", "insert") for j in range(j1, j2)
+    }
 
 
 def _statement_lines(tree: ast.Module) -> dict[int, ast.AST | None]:
@@ -51,8 +52,11 @@ def _statement_lines(tree: ast.Module) -> dict[int, ast.AST | None]:
 
     def walk(node: ast.AST, func: ast.AST | None) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt) and not (isinstance(child, ast.Expr) and isinstance(
-                    getattr(child, "value", None), ast.Constant) and isinstance(child.value.value, str)):
+            if isinstance(child, ast.stmt) and not (
+                isinstance(child, ast.Expr)
+                and isinstance(getattr(child, "value", None), ast.Constant)
+                and isinstance(child.value.value, str)
+            ):
                 out.setdefault(child.lineno, func)
             inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else func
             walk(child, inner)
@@ -90,14 +94,21 @@ def measure(task: Task, backend: str, timeout: float) -> Coverage:
 
 def trace(task: Task, files: list[str], backend: str, timeout: float) -> dict[str, list[int]]:
     """rel path -> executed lines, for one run of the hidden tests on the reference."""
-    with tempfile.TemporaryDirectory(prefix="touchstone-cov-") as tmp, \
-            harness_mounts(("line_tracer.py", "tl_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
+    with (
+        tempfile.TemporaryDirectory(prefix="touchstone-cov-") as tmp,
+        harness_mounts(("line_tracer.py", "tl_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce),
+    ):
         overlays = [task.reference_dir] if task.reference_dir else []
         tree = compose_tree(Path(tmp) / "tree", task.workspace_dir, overlays=overlays, tests=task.hidden_tests_dir)
         env = {"TOUCHSTONE_TRACE_FILES": ",".join(files), "TOUCHSTONE_TRACE_OUT": f"{o_dir}/lines.json"}
         spec = TestRunSpec(HiddenSuite(task, None).test_modules, f"tl_{nonce}", h_dir, o_dir, env=env)
-        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
-                          environment=task_environment(task)) as sb:
+        with open_sandbox(
+            tree,
+            backend=backend,
+            mounts=mounts,
+            limits=Limits(timeout_s=timeout + 30),
+            environment=task_environment(task),
+        ) as sb:
             sb.exec(spec.command(), timeout=timeout)
         path = out / "lines.json"
         return json.loads(path.read_text()) if path.is_file() else {}

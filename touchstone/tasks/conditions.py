@@ -94,14 +94,18 @@ def touches_nondeterminism(task: Task) -> list[str]:
     for root, label in ((task.reference_dir, "reference"), (task.hidden_tests_dir, "hidden_tests")):
         for p in sorted(root.rglob("*.py")) if root else []:
             text = p.read_text(errors="replace")
-            if _NONDETERMINISM.search(text) and not ("random" in text and re.search(r"\bseed\(\s*\d", text)
-                                                     and not re.search(r"time\.|datetime|urandom|uuid|secrets", text)):
+            if _NONDETERMINISM.search(text) and not (
+                "random" in text
+                and re.search(r"\bseed\(\s*\d", text)
+                and not re.search(r"time\.|datetime|urandom|uuid|secrets", text)
+            ):
                 found.append(f"{label}/{p.relative_to(root).as_posix()}")
     return found
 
 
-def reference_conditions(backend: str, *, k: int, extra: int, clock_runs: int, cross_backend: bool,
-                         nondeterministic: bool, more: int) -> list[Condition]:
+def reference_conditions(
+    backend: str, *, k: int, extra: int, clock_runs: int, cross_backend: bool, nondeterministic: bool, more: int
+) -> list[Condition]:
     """Grading's runs 0..k-1 first (the verifier grades run 0 and re-runs 1, 2;
     solving uses run 0), then the extra ones."""
     conds = [Condition(run=i, backend=backend, grading=True) for i in range(k)]
@@ -120,15 +124,30 @@ def start_conditions(backend: str) -> list[Condition]:
     return [Condition(run=0, backend=backend, grading=True), Condition(run=_random_run(), backend=backend)]
 
 
-def run_condition(task: Task, cond: Condition, *, role: str, what: str = "", files: dict[str, str | bytes] | None = None,
-                  with_reference: bool = False, timeout: float | None = None, patch: str | None = None) -> RunRecord:
+def run_condition(
+    task: Task,
+    cond: Condition,
+    *,
+    role: str,
+    what: str = "",
+    files: dict[str, str | bytes] | None = None,
+    with_reference: bool = False,
+    timeout: float | None = None,
+    patch: str | None = None,
+) -> RunRecord:
     """The hidden tests on workspace (+ reference) + files (+ patch) under `cond`."""
     overlays = [task.reference_dir] if with_reference and task.reference_dir else []
     run = run_hidden_tests(task, required=task.required_tests, environment=task_environment(task), overlays=overlays,
                            files=files, patch=patch, run=cond.run, timeout=timeout, backend=cond.backend,
                            clock_offset_s=cond.clock_offset_s)  # fmt: skip
-    return RunRecord(role=role, what=what, condition=cond, passed=len(run.passed),
-                     failed={k: v[:300] if i < 10 else v.strip()[:120].split("\n")[0]
-                             for i, (k, v) in enumerate(run.messages.items())}, timed_out=run.timed_out,
-                     wall_s=round(run.wall_s, 3))
-
+    return RunRecord(
+        role=role,
+        what=what,
+        condition=cond,
+        passed=len(run.passed),
+        failed={
+            k: v[:300] if i < 10 else v.strip()[:120].split("\n")[0] for i, (k, v) in enumerate(run.messages.items())
+        },
+        timed_out=run.timed_out,
+        wall_s=round(run.wall_s, 3),
+    )

@@ -25,7 +25,12 @@ from pydantic import BaseModel
 
 from touchstone.tasks.schema import Task, TaskError, load_task, load_task_set
 from touchstone.tasks.similarity import (
-    code_tokens, jaccard, ngrams, normalized_ast_hash, text_similarity, word_shingles,
+    code_tokens,
+    jaccard,
+    ngrams,
+    normalized_ast_hash,
+    text_similarity,
+    word_shingles,
 )
 
 ENV_SETS = "TOUCHSTONE_CONTAMINATION_SETS"  # os.pathsep-separated task sets / JSONL files, always added
@@ -77,8 +82,11 @@ def solution_code(task: Task) -> str:
     for path in sorted(ref.rglob("*.py")):
         rel = path.relative_to(ref).as_posix()
         current = task.workspace_dir / rel
-        parts.append(changed_source(path.read_text(errors="replace"),
-                                    current.read_text(errors="replace") if current.is_file() else None))
+        parts.append(
+            changed_source(
+                path.read_text(errors="replace"), current.read_text(errors="replace") if current.is_file() else None
+            )
+        )
     return "\n\n".join(p for p in parts if p.strip())
 
 
@@ -157,9 +165,16 @@ def compare(statement: str, code: str, known: KnownProblem) -> NearestMatch:
         why.append(f"statement {text_sim:.0%} similar")
     if not why and code_sim >= BOTH_MATCH and text_sim >= BOTH_MATCH:
         why.append(f"code {code_sim:.0%} and statement {text_sim:.0%} similar")
-    return NearestMatch(source=known.source, id=known.id, same_ast=same, code_similarity=round(code_sim, 3),
-                        statement_similarity=round(text_sim, 3), score=round(max(code_sim, text_sim), 3),
-                        contaminated=bool(why), why="; ".join(why))
+    return NearestMatch(
+        source=known.source,
+        id=known.id,
+        same_ast=same,
+        code_similarity=round(code_sim, 3),
+        statement_similarity=round(text_sim, 3),
+        score=round(max(code_sim, text_sim), 3),
+        contaminated=bool(why),
+        why="; ".join(why),
+    )
 
 
 def nearest(task: Task, sets: list[Path]) -> tuple[NearestMatch | None, int]:

@@ -19,8 +19,9 @@ _MODULE = "_touchstone_coverage"
 _OUT = ".touchstone-coverage.json"
 
 
-def covered_functions(seed: Seed, *, environment: Environment | None, backend: str,
-                      timeout: float = 300) -> dict[str, dict[str, list[str]]]:
+def covered_functions(
+    seed: Seed, *, environment: Environment | None, backend: str, timeout: float = 300
+) -> dict[str, dict[str, list[str]]]:
     """{source path: {qualified name: [passing tests that call it]}}; empty when
     the run produced nothing (the caller then mutates every function)."""
     test_files = [t for t in seed.tests if t.rsplit("/", 1)[-1] not in ("conftest.py", "__init__.py")]

@@ -34,7 +34,7 @@ def pytest_runtest_call(item):
     finally:
         sys.setprofile(None)
         threading.setprofile(None)
-        _calls[item.nodeid] = sorted({f"{f[len(_ROOT):]}::{q.split('.<locals>')[0]}" for f, q in _seen})
+        _calls[item.nodeid] = sorted({f"{f[len(_ROOT) :]}::{q.split('.<locals>')[0]}" for f, q in _seen})
 
 
 def pytest_runtest_logreport(report):

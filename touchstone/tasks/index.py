@@ -36,12 +36,21 @@ class IndexRow(BaseModel):
 
 def row_for(task_id: str, source: TaskSource, verdict: Validation, task: Task | None = None) -> IndexRow:
     return IndexRow(
-        id=task_id, proposer=source.proposer, origin=source.origin, unit=source.unit, operator=source.operator,
+        id=task_id,
+        proposer=source.proposer,
+        origin=source.origin,
+        unit=source.unit,
+        operator=source.operator,
         split=task.split if task is not None and verdict.kept else None,
-        n_fail_to_pass=verdict.n_fail_to_pass, n_pass_to_pass=verdict.n_pass_to_pass,
+        n_fail_to_pass=verdict.n_fail_to_pass,
+        n_pass_to_pass=verdict.n_pass_to_pass,
         content_hash=task.content_hash if task is not None and verdict.kept else None,
-        status="kept" if verdict.kept else "rejected", reason=verdict.reason, detail=verdict.detail,
-        mutation_score=verdict.mutation_score, ref_seconds=verdict.ref_seconds, difficulty=verdict.difficulty,
+        status="kept" if verdict.kept else "rejected",
+        reason=verdict.reason,
+        detail=verdict.detail,
+        mutation_score=verdict.mutation_score,
+        ref_seconds=verdict.ref_seconds,
+        difficulty=verdict.difficulty,
         validated_at=verdict.validated_at,
     )
 
@@ -49,8 +58,13 @@ def row_for(task_id: str, source: TaskSource, verdict: Validation, task: Task | 
 def write_index(root: Path, rows: list[IndexRow]) -> Path:
     """Write (replace) root/index.parquet atomically: a crash never leaves half a file."""
     schema = {name: pl.Utf8 for name in IndexRow.model_fields}
-    schema.update(n_fail_to_pass=pl.Int64, n_pass_to_pass=pl.Int64, mutation_score=pl.Float64,
-                  ref_seconds=pl.Float64, difficulty=pl.Float64)
+    schema.update(
+        n_fail_to_pass=pl.Int64,
+        n_pass_to_pass=pl.Int64,
+        mutation_score=pl.Float64,
+        ref_seconds=pl.Float64,
+        difficulty=pl.Float64,
+    )
     frame = pl.DataFrame([r.model_dump() for r in rows], schema=schema)
     path = root / INDEX_FILE
     atomic.write_parquet(frame, path)

@@ -58,7 +58,9 @@ def probe_isolation(task, backend: str = "auto", record: bool = True) -> Isolati
         return verdict("error", "the task has no reference to probe with")
     suite = HiddenSuite(task, task.required_tests, task_environment(task))  # what the verifier grades with
     with tempfile.TemporaryDirectory(prefix="touchstone-isolation-probe-") as tmp:
-        result = suite.run_isolated(suite.compose_isolated(Path(tmp), overlays=[task.reference_dir]), 0, backend=backend)
+        result = suite.run_isolated(
+            suite.compose_isolated(Path(tmp), overlays=[task.reference_dir]), 0, backend=backend
+        )
     if result.status == "error":
         return verdict("error", result.evidence)
     if result.status == "pass":

@@ -37,14 +37,39 @@ from pathlib import Path
 from touchstone.tasks.schema import Task
 from touchstone.tasks.similarity import normalized_dump, tokens
 
-ARTIFACTS = [".git", ".hg", ".svn", ".bzr", "__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "*.orig",
-             "*.rej", "*.bak", "*.swp", "*~", ".#*", "*.patch", "*.diff"]
+ARTIFACTS = [
+    ".git",
+    ".hg",
+    ".svn",
+    ".bzr",
+    "__pycache__",
+    "*.pyc",
+    "*.pyo",
+    ".pytest_cache",
+    "*.orig",
+    "*.rej",
+    "*.bak",
+    "*.swp",
+    "*~",
+    ".#*",
+    "*.patch",
+    "*.diff",
+]
 MIN_TOKENS = 4  # a shorter changed span is widened with context: `return x` alone reveals nothing
 LINE_TOKENS = 8  # a line (or run of lines) of a longer change this long is distinctive on its own
-MAGIC = [(b"PK\x03\x04", "zip archive"), (b"PK\x05\x06", "zip archive"), (b"\x1f\x8b", "gzip stream"),
-         (b"BZh", "bzip2 stream"), (b"\xfd7zXZ\x00", "xz stream"), (b"7z\xbc\xaf\x27\x1c", "7z archive"),
-         (b"PACK", "git pack"), (b"\xfftOc", "git pack index"), (b"DIRC", "git index"),
-         (b"SQLite format 3\x00", "sqlite database"), (b"\x28\xb5\x2f\xfd", "zstd stream")]
+MAGIC = [
+    (b"PK\x03\x04", "zip archive"),
+    (b"PK\x05\x06", "zip archive"),
+    (b"\x1f\x8b", "gzip stream"),
+    (b"BZh", "bzip2 stream"),
+    (b"\xfd7zXZ\x00", "xz stream"),
+    (b"7z\xbc\xaf\x27\x1c", "7z archive"),
+    (b"PACK", "git pack"),
+    (b"\xfftOc", "git pack index"),
+    (b"DIRC", "git index"),
+    (b"SQLite format 3\x00", "sqlite database"),
+    (b"\x28\xb5\x2f\xfd", "zstd stream"),
+]
 _B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|[ :])?){8,}")
 
@@ -311,10 +336,16 @@ def flag_probes(source: str) -> list[tuple[str, str]]:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    flags = [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
-             and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
-             and (type(n.value.value), n.value.value) in _FLAG_VALUES
-             and n.lineno == n.end_lineno]
+    flags = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and isinstance(n.value, ast.Constant)
+        and (type(n.value.value), n.value.value) in _FLAG_VALUES
+        and n.lineno == n.end_lineno
+    ]
     if not flags:
         return []
     lines = source.splitlines(keepends=True)
@@ -343,8 +374,12 @@ def definers(modules: dict[str, str], function: str, exclude: str) -> list[str]:
             tree = ast.parse(text)
         except SyntaxError:
             continue
-        if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function
-               or isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == function for t in n.targets)
-               for n in tree.body):
+        if any(
+            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.name == function
+            or isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == function for t in n.targets)
+            for n in tree.body
+        ):
             out.append(rel)
     return out

@@ -66,19 +66,43 @@ def _int(node: ast.AST) -> int | None:
 def _plus(node: ast.expr, delta: int) -> ast.expr:
     value = _int(node)
     if value is not None:
-        return ast.Constant(value + delta) if value + delta >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-(value + delta)))
+        return (
+            ast.Constant(value + delta)
+            if value + delta >= 0
+            else ast.UnaryOp(ast.USub(), ast.Constant(-(value + delta)))
+        )
     op = ast.Add() if delta > 0 else ast.Sub()
     return ast.BinOp(copy.deepcopy(node), op, ast.Constant(abs(delta)))
 
 
 # -- operators: each maps (parent, field, index, node) to replacement nodes ------------------
 
-_FLIP = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,
-         ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+_FLIP = {
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
 _BOUNDARY = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
-_ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.FloorDiv, ast.Div: ast.Mult,
-          ast.FloorDiv: ast.Mult, ast.Mod: ast.FloorDiv, ast.Pow: ast.Mult, ast.LShift: ast.RShift,
-          ast.RShift: ast.LShift, ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd}
+_ARITH = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.FloorDiv,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+    ast.Pow: ast.Mult,
+    ast.LShift: ast.RShift,
+    ast.RShift: ast.LShift,
+    ast.BitAnd: ast.BitOr,
+    ast.BitOr: ast.BitAnd,
+}
 
 Site = tuple[ast.AST, str, int | None, ast.AST]  # parent, field, index, node
 Operator = Callable[[ast.AST, str, int | None, ast.AST], Iterator[ast.AST | None]]
@@ -88,14 +112,23 @@ def _compare(table: dict) -> Operator:
     def op(parent, field, index, node):
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in table:
             yield ast.Compare(node.left, [table[type(node.ops[0])]()], node.comparators)
+
     return op
 
 
 def _off_by_one(parent, field, index, node):
-    in_range = isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "range" and field == "args"
+    in_range = (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id == "range"
+        and field == "args"
+    )
     in_slice = isinstance(parent, ast.Slice) and field in ("lower", "upper")
-    in_index = isinstance(parent, ast.Subscript) and field == "slice" and (
-        _int(node) is not None or isinstance(node, ast.BinOp) and _int(node.right) is not None)
+    in_index = (
+        isinstance(parent, ast.Subscript)
+        and field == "slice"
+        and (_int(node) is not None or isinstance(node, ast.BinOp) and _int(node.right) is not None)
+    )
     if isinstance(node, ast.expr) and (in_range or in_slice or in_index):
         yield _plus(node, 1 if (_int(node) or 0) >= 0 else -1)
 
@@ -131,7 +164,8 @@ def _removable_slot(parent, field, index) -> bool:
 
 def _remove_statement(parent, field, index, node):
     if _removable_slot(parent, field, index) and (
-            isinstance(node, (ast.Assign, ast.AugAssign)) or isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        isinstance(node, (ast.Assign, ast.AugAssign)) or isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+    ):
         yield None
 
 
@@ -145,7 +179,11 @@ def _constant(parent, field, index, node):
 
 
 def _swap_args(parent, field, index, node):
-    if isinstance(node, ast.Call) and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args[:2]):
+    if (
+        isinstance(node, ast.Call)
+        and len(node.args) >= 2
+        and not any(isinstance(a, ast.Starred) for a in node.args[:2])
+    ):
         a, b = node.args[0], node.args[1]
         if ast.dump(a) != ast.dump(b):
             yield ast.Call(node.func, [b, a, *node.args[2:]], node.keywords)
@@ -162,8 +200,13 @@ def _return_value(parent, field, index, node):
 
 def _early_return(parent, field, index, node):
     body = getattr(parent, field, None)
-    if (_removable_slot(parent, field, index) and isinstance(node, ast.If) and not node.orelse
-            and isinstance(node.body[-1], ast.Return) and index < len(body) - 1):
+    if (
+        _removable_slot(parent, field, index)
+        and isinstance(node, ast.If)
+        and not node.orelse
+        and isinstance(node.body[-1], ast.Return)
+        and index < len(body) - 1
+    ):
         yield None
 
 
@@ -240,11 +283,11 @@ def _splice(source: str, edit: Edit, parens: bool) -> str | None:
     start = offsets[node.lineno - 1] + node.col_offset
     end = offsets[node.end_lineno - 1] + node.end_col_offset
     if edit.new is None:  # delete whole lines; the statement must own them
-        before = data[offsets[node.lineno - 1]:start]
-        after = data[end:offsets[node.end_lineno]]
+        before = data[offsets[node.lineno - 1] : start]
+        after = data[end : offsets[node.end_lineno]]
         if before.strip() or after.strip() and not after.strip().startswith(b"#"):
             return None
-        return (data[:offsets[node.lineno - 1]] + data[offsets[node.end_lineno]:]).decode()
+        return (data[: offsets[node.lineno - 1]] + data[offsets[node.end_lineno] :]).decode()
     text = ast.unparse(edit.new)
     if "\n" in text and not isinstance(edit.new, ast.stmt):
         return None
@@ -300,7 +343,7 @@ def apply_edit(source: str, tree: ast.Module, edit: Edit) -> str | None:
             stmt = tree.body[top]
             delta = len(text.splitlines()) - len(source.splitlines())
             start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
-            snippet = "\n".join(text.splitlines()[start - 1:stmt.end_lineno + delta]) + "\n"
+            snippet = "\n".join(text.splitlines()[start - 1 : stmt.end_lineno + delta]) + "\n"
             expect_len = 1
         try:
             new = ast.parse(snippet)
@@ -313,15 +356,17 @@ def apply_edit(source: str, tree: ast.Module, edit: Edit) -> str | None:
     return None
 
 
-def mutations(source: str, path: str, module: str, only: set[str] | None = None,
-              rng: random.Random | None = None) -> Iterator[Mutation]:
+def mutations(
+    source: str, path: str, module: str, only: set[str] | None = None, rng: random.Random | None = None
+) -> Iterator[Mutation]:
     """Single-edit mutations of the functions of one file (`only`: qualified names
     to restrict to). Sites are enumerated cheaply, shuffled by `rng` (when given),
     and rendered lazily, so a consumer pays only for the mutations it takes."""
     tree = ast.parse(source)
     candidates = [
         (qualname, name, Edit(parent, field, index, node, new))
-        for qualname, func in functions(tree) if only is None or qualname in only
+        for qualname, func in functions(tree)
+        if only is None or qualname in only
         for parent, field, index, node in _sites(func)
         for name, op in OPERATORS.items()
         for new in op(parent, field, index, node)

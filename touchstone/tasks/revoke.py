@@ -54,7 +54,9 @@ def revoke(set_dir: Path, task_id: str, evidence: str, reason: str = "reference_
     rows = {r.id: r for r in read_index(set_dir)}
     row = rows.get(task_id)
     if row is None or row.status != "kept":
-        raise RevokeError(f"{set_dir}: no kept task {task_id!r} in the index (status: {row.status if row else 'absent'})")
+        raise RevokeError(
+            f"{set_dir}: no kept task {task_id!r} in the index (status: {row.status if row else 'absent'})"
+        )
     rows[task_id] = row.model_copy(update={"status": "revoked", "reason": reason, "detail": evidence, "split": None})
     write_index(set_dir, sorted(rows.values(), key=lambda r: r.id))
     moved = None
@@ -64,9 +66,14 @@ def revoke(set_dir: Path, task_id: str, evidence: str, reason: str = "reference_
         dest.parent.mkdir(exist_ok=True)
         shutil.move(set_dir / task_id, dest)
         moved = str(dest)
-    rec = Revocation(task_id=task_id, reason=reason, evidence=evidence, moved_to=moved,
-                     reward_before=_take_back_reward(set_dir, task_id),
-                     revoked_at=datetime.now(UTC).isoformat(timespec="seconds"))
+    rec = Revocation(
+        task_id=task_id,
+        reason=reason,
+        evidence=evidence,
+        moved_to=moved,
+        reward_before=_take_back_reward(set_dir, task_id),
+        revoked_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
     with (set_dir / REVOCATIONS_FILE).open("a") as f:
         f.write(rec.model_dump_json() + "\n")
     return rec
@@ -84,8 +91,10 @@ def _take_back_reward(set_dir: Path, task_id: str) -> float | None:
         return None
     before = hit["reward_before_revocation"][0]
     mine = pl.col("task_id") == task_id
-    df = df.with_columns(pl.when(mine).then(0.0).otherwise(pl.col("reward")).alias("reward"),
-                         pl.when(mine).then(True).otherwise(pl.col("revoked")).alias("revoked"))
+    df = df.with_columns(
+        pl.when(mine).then(0.0).otherwise(pl.col("reward")).alias("reward"),
+        pl.when(mine).then(True).otherwise(pl.col("revoked")).alias("revoked"),
+    )
     atomic.write_parquet(df, path)
     return before
 
@@ -93,8 +102,10 @@ def _take_back_reward(set_dir: Path, task_id: str) -> float | None:
 def regrade_reference(task: Task, backend: str = "auto", runs: int = 3) -> list[RunRecord]:
     """The reference under grading's runs 0..runs-1."""
     b = grading_backend(backend)
-    return [run_condition(task, Condition(run=i, backend=b, grading=True), role="reference", with_reference=True)
-            for i in range(runs)]
+    return [
+        run_condition(task, Condition(run=i, backend=b, grading=True), role="reference", with_reference=True)
+        for i in range(runs)
+    ]
 
 
 def revoke_if_reference_fails(set_dir: Path, task: Task, backend: str = "auto") -> Revocation | None:

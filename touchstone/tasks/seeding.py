@@ -28,13 +28,52 @@ SEEDS_DIR = Path(__file__).parent / "seeds"
 MANIFEST = SEEDS_DIR / "seeds.json"
 
 # Never copied into a project: history, caches, build output, backups, editor files.
-JUNK = [".git", ".hg", ".svn", ".bzr", "__pycache__", "*.pyc", "*.pyo", "*.egg-info", ".eggs", "build",
-        "dist", ".tox", ".nox", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", "venv", "*.orig",
-        "*.rej", "*.bak", "*~", "*.swp", ".#*", ".DS_Store", ".github", ".gitignore", ".gitattributes"]
+JUNK = [
+    ".git",
+    ".hg",
+    ".svn",
+    ".bzr",
+    "__pycache__",
+    "*.pyc",
+    "*.pyo",
+    "*.egg-info",
+    ".eggs",
+    "build",
+    "dist",
+    ".tox",
+    ".nox",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".venv",
+    "venv",
+    "*.orig",
+    "*.rej",
+    "*.bak",
+    "*~",
+    "*.swp",
+    ".#*",
+    ".DS_Store",
+    ".github",
+    ".gitignore",
+    ".gitattributes",
+]
 # Python files that are never mutated: packaging, docs, generated version files.
-NOT_SOURCE = ["setup.py", "conftest.py", "versioneer.py", "_version.py", "docs/*", "doc/*", "*/docs/*",
-              "_build_tlz.py", "noxfile.py", "tasks.py"]
-_SPEC_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!_-]+)#sha256=(?P<sha>[0-9a-f]{64})$")
+NOT_SOURCE = [
+    "setup.py",
+    "conftest.py",
+    "versioneer.py",
+    "_version.py",
+    "docs/*",
+    "doc/*",
+    "*/docs/*",
+    "_build_tlz.py",
+    "noxfile.py",
+    "tasks.py",
+]
+_SPEC_RE = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!_-]+)#sha256=(?P<sha>[0-9a-f]{64})$"
+)
 
 
 class SeedError(ValueError):
@@ -58,9 +97,11 @@ class Seed:
         (support files, conftest and __init__, stay)."""
         if not pattern:
             return self
+
         def wanted(rel: str) -> bool:
             name = rel.rsplit("/", 1)[-1]
             return name in ("conftest.py", "__init__.py") or rel.startswith(pattern) or fnmatch.fnmatch(rel, pattern)
+
         tests = tuple(t for t in self.tests if wanted(t))
         if not any(t.rsplit("/", 1)[-1] not in ("conftest.py", "__init__.py") for t in tests):
             raise SeedError(f"{self.name}: no test file matches {pattern!r}")
@@ -72,8 +113,12 @@ def _junk(name: str) -> bool:
 
 
 def _is_source(rel: str) -> bool:
-    return rel.endswith(".py") and not is_test_file(rel) and not any(fnmatch.fnmatch(rel, p) for p in NOT_SOURCE) \
+    return (
+        rel.endswith(".py")
+        and not is_test_file(rel)
+        and not any(fnmatch.fnmatch(rel, p) for p in NOT_SOURCE)
         and not any(fnmatch.fnmatch(rel.rsplit("/", 1)[-1], p) for p in NOT_SOURCE)
+    )
 
 
 def copy_clean(src: Path, dst: Path, keep: list[str] | None = None) -> None:
@@ -143,8 +188,11 @@ def _download(spec: re.Match, work: Path) -> Path:
     dl = work / "downloads"
     dl.mkdir(parents=True, exist_ok=True)
     req = f"{spec['name']}=={spec['version']}"
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                           "-d", str(dl), req], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", "-d", str(dl), req],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SeedError(f"{req}: pip download failed: {proc.stderr.strip()[-500:]}")
     norm = spec["name"].lower().replace("-", "_").replace(".", "_")
@@ -168,8 +216,10 @@ def resolve_seed(spec: str | Path, work: Path, environment: EnvSpec | None = Non
         return scan(dest, path.resolve().name, environment)
     match = _SPEC_RE.match(str(spec))
     if not match:
-        raise SeedError(f"seed {spec!r} is neither a directory nor a pinned PyPI spec 'name==version#sha256=HEX' "
-                        f"nor a shipped seed ({', '.join(shipped_names())})")
+        raise SeedError(
+            f"seed {spec!r} is neither a directory nor a pinned PyPI spec 'name==version#sha256=HEX' "
+            f"nor a shipped seed ({', '.join(shipped_names())})"
+        )
     archive = _download(match, work)
     dest = work / f"{match['name']}=={match['version']}"
     shutil.rmtree(dest, ignore_errors=True)

@@ -28,8 +28,12 @@ class _Normalizer(ast.NodeTransformer):
 
     def _strip_docstring(self, node):
         body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                and isinstance(body[0].value.value, str):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(getattr(body[0], "value", None), ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]
 
     def visit_FunctionDef(self, node):
@@ -87,7 +91,7 @@ def code_tokens(code: str) -> list[str]:
 def ngrams(toks: list[str], n: int = 5) -> set[tuple[str, ...]]:
     if len(toks) < n:
         return {tuple(toks)} if toks else set()
-    return {tuple(toks[i:i + n]) for i in range(len(toks) - n + 1)}
+    return {tuple(toks[i : i + n]) for i in range(len(toks) - n + 1)}
 
 
 def jaccard(a: set, b: set) -> float:

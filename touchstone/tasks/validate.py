@@ -209,54 +209,85 @@ def _check_start(v: _Run, given: RunRecord | None) -> dict:
     """The start must fail: under grading's run 0 and an unpredictable run. A run
     that times out is a failing start (a bug can make code hang)."""
     conds = conditions.start_conditions(v.backend)
-    runs = ([given] if given else []) + v.many(v.run(c, "start") for c in conds[1 if given else 0:])
+    runs = ([given] if given else []) + v.many(v.run(c, "start") for c in conds[1 if given else 0 :])
     solved = [r for r in runs if r.ok]
     if solved:
-        raise _Fail("already_solved", f"the starting workspace passes all {solved[0].passed} required tests "
-                                      f"under {solved[0].condition.label()}", runs=len(runs))
-    passing_f2p = sorted({t for r in runs if not r.timed_out for t in (v.task.fail_to_pass or [])
-                          if t not in r.failed})
+        raise _Fail(
+            "already_solved",
+            f"the starting workspace passes all {solved[0].passed} required tests under {solved[0].condition.label()}",
+            runs=len(runs),
+        )
+    passing_f2p = sorted({t for r in runs if not r.timed_out for t in (v.task.fail_to_pass or []) if t not in r.failed})
     if passing_f2p:
-        raise _Fail("bad_fail_to_pass", f"declared fail_to_pass tests pass on the starting workspace: {passing_f2p[:5]}")
+        raise _Fail(
+            "bad_fail_to_pass", f"declared fail_to_pass tests pass on the starting workspace: {passing_f2p[:5]}"
+        )
     first = runs[0]
     if v.task.fail_to_pass is None and not first.timed_out:
         v.out["f2p_p2p"] = (len(first.failed), first.passed)
     v.out["start"] = first
-    return {"runs": [r.condition.label() + (" timed out" if r.timed_out else f": {len(r.failed)} failing")
-                     for r in runs]}
+    return {
+        "runs": [r.condition.label() + (" timed out" if r.timed_out else f": {len(r.failed)} failing") for r in runs]
+    }
 
 
 def _check_reference(v: _Run) -> dict:
     nondet = conditions.touches_nondeterminism(v.task)
-    conds = conditions.reference_conditions(v.backend, k=v.cfg.k, extra=v.cfg.extra_runs, clock_runs=v.cfg.clock_runs,
-                                            cross_backend=v.cfg.cross_backend, nondeterministic=bool(nondet),
-                                            more=v.cfg.nondeterminism_runs)
+    conds = conditions.reference_conditions(
+        v.backend,
+        k=v.cfg.k,
+        extra=v.cfg.extra_runs,
+        clock_runs=v.cfg.clock_runs,
+        cross_backend=v.cfg.cross_backend,
+        nondeterministic=bool(nondet),
+        more=v.cfg.nondeterminism_runs,
+    )
     runs = v.many(v.run(c, "reference", with_reference=True) for c in conds)
     v.out["reference_runs"] = runs
-    evidence = {"conditions": [c.label() for c in conds], "touches_nondeterminism": nondet,
-                "results": [f"{r.condition.label()}: {r.passed} passed, {len(r.failed)} failed"
-                            + (" (timed out)" if r.timed_out else "") + f", {r.wall_s:.2f}s" for r in runs]}
+    evidence = {
+        "conditions": [c.label() for c in conds],
+        "touches_nondeterminism": nondet,
+        "results": [
+            f"{r.condition.label()}: {r.passed} passed, {len(r.failed)} failed"
+            + (" (timed out)" if r.timed_out else "")
+            + f", {r.wall_s:.2f}s"
+            for r in runs
+        ],
+    }
     # the other backend only shows whether the tests tell backends apart; a run of it cut off by the
     # timeout (its container start counts against the budget under load) proves nothing about that
     slow_other = [r for r in runs if r.timed_out and r.condition.backend != v.backend]
-    v.warnings += [f"reference: {r.condition.label()} timed out (not grading's backend; not counted)" for r in slow_other]
+    v.warnings += [
+        f"reference: {r.condition.label()} timed out (not grading's backend; not counted)" for r in slow_other
+    ]
     runs = [r for r in runs if r not in slow_other]
     timed_out = [r for r in runs if r.timed_out]
     if timed_out:
-        raise _Fail("too_slow", f"the reference timed out ({v.task.timeout_s:g}s budget) under "
-                                f"{timed_out[0].condition.label()}", **evidence)
+        raise _Fail(
+            "too_slow",
+            f"the reference timed out ({v.task.timeout_s:g}s budget) under {timed_out[0].condition.label()}",
+            **evidence,
+        )
     # a test that fails on every run is the reference's failure; one that also passes somewhere is flaky
     # (a test failing with p=0.45 fails all three grading runs one time in eleven)
     failed = [set(r.failed) for r in runs]
     if failed and all(failed) and (always := set.intersection(*failed)):
         t = sorted(always)[0]
-        raise _Fail("reference_fails", f"the reference fails {len(always)} required tests on every one of "
-                                       f"{len(runs)} runs, e.g. {t}: {runs[0].failed[t][:200]}", **evidence)
+        raise _Fail(
+            "reference_fails",
+            f"the reference fails {len(always)} required tests on every one of "
+            f"{len(runs)} runs, e.g. {t}: {runs[0].failed[t][:200]}",
+            **evidence,
+        )
     if bad := next((r for r in runs if r.failed), None):
         unstable = sorted({t for r in runs for t in r.failed})
-        raise _Fail("flaky", f"{len(unstable)} required tests pass on some of {len(runs)} reference runs and fail on "
-                             f"others, e.g. {unstable[0]} under {bad.condition.label()}: "
-                             f"{bad.failed.get(unstable[0], next(iter(bad.failed.values())))[:160]}", **evidence)
+        raise _Fail(
+            "flaky",
+            f"{len(unstable)} required tests pass on some of {len(runs)} reference runs and fail on "
+            f"others, e.g. {unstable[0]} under {bad.condition.label()}: "
+            f"{bad.failed.get(unstable[0], next(iter(bad.failed.values())))[:160]}",
+            **evidence,
+        )
     return evidence
 
 
@@ -265,11 +296,19 @@ def _check_timing(v: _Run) -> dict:
     slowest = max(r.wall_s for r in graded)
     share = slowest / v.task.timeout_s
     v.out["ref_seconds"], v.out["budget_share"] = round(slowest, 3), round(share, 3)
-    evidence = {"slowest_s": round(slowest, 3), "timeout_s": v.task.timeout_s, "share": round(share, 3),
-                "max_share": v.cfg.max_budget_share}
+    evidence = {
+        "slowest_s": round(slowest, 3),
+        "timeout_s": v.task.timeout_s,
+        "share": round(share, 3),
+        "max_share": v.cfg.max_budget_share,
+    }
     if share > v.cfg.max_budget_share:
-        raise _Fail("too_slow", f"the reference's slowest run took {slowest:.2f}s, {share:.0%} of the "
-                                f"{v.task.timeout_s:g}s budget (at most {v.cfg.max_budget_share:.0%})", **evidence)
+        raise _Fail(
+            "too_slow",
+            f"the reference's slowest run took {slowest:.2f}s, {share:.0%} of the "
+            f"{v.task.timeout_s:g}s budget (at most {v.cfg.max_budget_share:.0%})",
+            **evidence,
+        )
     return evidence
 
 
@@ -282,15 +321,24 @@ def _check_coverage(v: _Run) -> dict:
     """The hidden tests must run the reference's changed lines (in functions they enter at all)."""
     cov = change_coverage.measure(v.task, v.backend, timeout=3 * v.task.timeout_s)  # tracing slows the run down
     share = cov.share
-    evidence = {"required": cov.required, "missed": cov.missed, "unexercised": cov.unexercised,
-                "share": None if share is None else round(share, 3), "min_coverage": v.cfg.min_coverage}
+    evidence = {
+        "required": cov.required,
+        "missed": cov.missed,
+        "unexercised": cov.unexercised,
+        "share": None if share is None else round(share, 3),
+        "min_coverage": v.cfg.min_coverage,
+    }
     v.out["unexercised"] = set(cov.unexercised)
     v.warnings += [f"coverage: changed function {f} is never run by the hidden tests" for f in cov.unexercised]
     if share is not None and share < v.cfg.min_coverage:
         refs = {rel: ref for rel, ref, _ws in adequacy.reference_sources(v.task)}
         lines = [f"{rel}:{n}: {refs[rel].splitlines()[n - 1].strip()}" for rel, ns in cov.missed.items() for n in ns]
-        raise _Fail("weak_tests", f"the hidden tests run {share:.0%} of the reference's changed lines "
-                                  f"(at least {v.cfg.min_coverage:.0%}); never run: {lines[:3]}", **evidence)
+        raise _Fail(
+            "weak_tests",
+            f"the hidden tests run {share:.0%} of the reference's changed lines "
+            f"(at least {v.cfg.min_coverage:.0%}); never run: {lines[:3]}",
+            **evidence,
+        )
     return evidence
 
 
@@ -315,8 +363,9 @@ def _check_leak_probe(v: _Run) -> dict:
     evidence = {"probes": [f"{r.what}: {'PASSES' if r.ok else 'fails'}" for r in runs]}
     passing = [r.what for r in runs if r.ok]
     if passing:
-        raise _Fail("leak", f"the hidden tests pass on the workspace with {passing[0]}: the answer is already there",
-                    **evidence)
+        raise _Fail(
+            "leak", f"the hidden tests pass on the workspace with {passing[0]}: the answer is already there", **evidence
+        )
     return evidence
 
 
@@ -324,13 +373,19 @@ def _check_baselines(v: _Run) -> dict:
     values = adequacy.TRUSTED_BASELINES if v.trusted else adequacy.BASELINES
     cases = adequacy.baselines(v.task, skip=v.out.get("unexercised", set()), values=values)
     cond = Condition(run=0, backend=v.backend, grading=True)
-    runs = v.many(v.run(cond, "baseline", desc, with_reference=True, files={rel: text}, timeout=_probe_timeout(v))
-                  for desc, rel, text in cases)
+    runs = v.many(
+        v.run(cond, "baseline", desc, with_reference=True, files={rel: text}, timeout=_probe_timeout(v))
+        for desc, rel, text in cases
+    )
     evidence = {"baselines": [f"{r.what}: {'PASSES' if r.ok else 'fails'}" for r in runs]}
     passing = [r.what for r in runs if r.ok]
     if passing:
-        raise _Fail("weak_tests", f"a trivial solution passes every required test: {passing[0]}"
-                                  + (f" (and {len(passing) - 1} more)" if len(passing) > 1 else ""), **evidence)
+        raise _Fail(
+            "weak_tests",
+            f"a trivial solution passes every required test: {passing[0]}"
+            + (f" (and {len(passing) - 1} more)" if len(passing) > 1 else ""),
+            **evidence,
+        )
     if not cases:
         v.warnings.append("baselines: no entry function whose body could be replaced by a trivial one")
     return evidence
@@ -341,14 +396,29 @@ def _check_mutation(v: _Run) -> dict:
     picked = adequacy.sample(every, v.cfg.trusted_max_mutants if v.trusted else v.cfg.max_mutants)
     known = adequacy.guards(v.task)
     cond = Condition(run=0, backend=v.backend, grading=True)
-    runs = v.many(v.run(cond, "mutant", f"{m.operator} at {m.path}:{m.line} ({m.unit})", with_reference=True,
-                        files={m.path: m.source}, timeout=_probe_timeout(v)) for m in picked)
+    runs = v.many(
+        v.run(
+            cond,
+            "mutant",
+            f"{m.operator} at {m.path}:{m.line} ({m.unit})",
+            with_reference=True,
+            files={m.path: m.source},
+            timeout=_probe_timeout(v),
+        )
+        for m in picked
+    )
     outcomes = [_mutant_outcome(r, known) for r in runs]
     killed = outcomes.count("killed")
-    evidence = {"sites": len(every), "run": len(picked), "sampled": len(picked) < len(every), "killed": killed,
-                "guard_only": outcomes.count("guard_only"), "survived": outcomes.count("survived"),
-                "guards": sorted(f"{g.exc}: {g.message}" if g.message else g.exc for g in known),
-                "mutants": [f"{r.what}: {o}" for r, o in zip(runs, outcomes)]}
+    evidence = {
+        "sites": len(every),
+        "run": len(picked),
+        "sampled": len(picked) < len(every),
+        "killed": killed,
+        "guard_only": outcomes.count("guard_only"),
+        "survived": outcomes.count("survived"),
+        "guards": sorted(f"{g.exc}: {g.message}" if g.message else g.exc for g in known),
+        "mutants": [f"{r.what}: {o}" for r, o in zip(runs, outcomes)],
+    }
     if not picked:
         v.warnings.append("mutation: the reference's change has no mutation site; adequacy rests on the baselines")
         return evidence
@@ -357,9 +427,13 @@ def _check_mutation(v: _Run) -> dict:
     evidence["score"] = round(score, 3)
     if score < v.cfg.threshold:
         survivors = [r.what for r, o in zip(runs, outcomes) if o != "killed"][:3]
-        raise _Fail("weak_tests", f"hidden tests kill {killed} of {len(picked)} mutants of the reference's changed "
-                                  f"code (score {score:.2f} < {v.cfg.threshold}; {evidence['guard_only']} failed only "
-                                  f"on the reference's own guards); surviving e.g. {survivors}", **evidence)
+        raise _Fail(
+            "weak_tests",
+            f"hidden tests kill {killed} of {len(picked)} mutants of the reference's changed "
+            f"code (score {score:.2f} < {v.cfg.threshold}; {evidence['guard_only']} failed only "
+            f"on the reference's own guards); surviving e.g. {survivors}",
+            **evidence,
+        )
     return evidence
 
 
@@ -392,10 +466,17 @@ def _check_isolation(v: _Run) -> tuple[Status, dict]:
     ok = result if isinstance(result, bool) else bool(getattr(result, "ok", False))
     evidence = {"status": getattr(result, "status", ok), "detail": str(getattr(result, "detail", ""))}
     if not ok:
-        what = ("the isolation probe errored, so whether the tests run isolated is undecided"
-                if evidence["status"] == "error" else f"the isolation probe failed ({evidence['status']})")
-        raise _Fail("isolation_fails", f"{what}: {evidence['detail'][:300] or 'no detail'}",
-                    status=evidence["status"], probe_detail=evidence["detail"])  # `detail` is _Fail's own
+        what = (
+            "the isolation probe errored, so whether the tests run isolated is undecided"
+            if evidence["status"] == "error"
+            else f"the isolation probe failed ({evidence['status']})"
+        )
+        raise _Fail(
+            "isolation_fails",
+            f"{what}: {evidence['detail'][:300] or 'no detail'}",
+            status=evidence["status"],
+            probe_detail=evidence["detail"],
+        )  # `detail` is _Fail's own
     return "pass", evidence
 
 
@@ -412,8 +493,9 @@ def _check_solver(v: _Run) -> tuple[Status, dict]:
 
     policy = make_policy(spec, None)
     try:
-        patches = [run_episode(v.task, policy, attempt=a, backend=v.backend).diff.patch
-                   for a in range(v.cfg.solver_attempts)]
+        patches = [
+            run_episode(v.task, policy, attempt=a, backend=v.backend).diff.patch for a in range(v.cfg.solver_attempts)
+        ]
     finally:
         policy.close()
     cond = Condition(run=0, backend=v.backend, grading=True)
@@ -422,17 +504,26 @@ def _check_solver(v: _Run) -> tuple[Status, dict]:
     evidence = {"policy": spec, "attempts": len(runs), "solved": solved}
     if not solved:
         v.out["needs_review"] = True
-        raise _Fail("needs_review", f"no attempt of {spec} solved the task from its statement ({len(runs)} tried): "
-                                    "flagged for review, not trained on", **evidence)
+        raise _Fail(
+            "needs_review",
+            f"no attempt of {spec} solved the task from its statement ({len(runs)} tried): "
+            "flagged for review, not trained on",
+            **evidence,
+        )
     return "pass", evidence
 
 
 # -- the whole validation -----------------------------------------------------------------------
 
 STATIC = [("leak", _check_leak), ("contamination", _check_contamination), ("audit", _check_audit)]
-SANDBOX = [("reference", _check_reference), ("timing", _check_timing), ("coverage", _check_coverage),
-           ("leak_probe", _check_leak_probe),
-           ("baselines", _check_baselines), ("mutation", _check_mutation)]
+SANDBOX = [
+    ("reference", _check_reference),
+    ("timing", _check_timing),
+    ("coverage", _check_coverage),
+    ("leak_probe", _check_leak_probe),
+    ("baselines", _check_baselines),
+    ("mutation", _check_mutation),
+]
 OPTIONAL = [("isolation", _check_isolation), ("solver", _check_solver)]
 
 
@@ -446,14 +537,29 @@ def _do(v: _Run, out: Validation, name: str, fn: Callable[[], Any], blocked_by: 
     try:
         res = fn()
     except _Fail as f:
-        out.checks.append(CheckResult(name=name, status="fail", reason=f.reason, detail=f.detail,
-                                      evidence=f.evidence, seconds=round(time.monotonic() - t0, 3)))
+        out.checks.append(
+            CheckResult(
+                name=name,
+                status="fail",
+                reason=f.reason,
+                detail=f.detail,
+                evidence=f.evidence,
+                seconds=round(time.monotonic() - t0, 3),
+            )
+        )
         if out.reason is None:
             out.reason, out.detail = f.reason, f.detail
         return name
     status, evidence = res if isinstance(res, tuple) else ("pass", res)
-    out.checks.append(CheckResult(name=name, status=status, evidence=evidence, seconds=round(time.monotonic() - t0, 3),
-                                  detail=str(evidence.get("why", ""))))
+    out.checks.append(
+        CheckResult(
+            name=name,
+            status=status,
+            evidence=evidence,
+            seconds=round(time.monotonic() - t0, 3),
+            detail=str(evidence.get("why", "")),
+        )
+    )
     return None
 
 
@@ -462,10 +568,16 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None, start: Any = 
     a `RunRecord` of the starting workspace under grading's run 0 a proposer already made."""
     cfg = cfg or ValidationConfig()
     v = _Run(task, cfg)
-    out = Validation(task_id=task.id, kept=False, validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                     n_fail_to_pass=len(task.fail_to_pass or []), n_pass_to_pass=len(task.pass_to_pass or []),
-                     content_hash=task.content_hash, proposer=task.source.proposer,
-                     config=cfg.model_dump(mode="json"))
+    out = Validation(
+        task_id=task.id,
+        kept=False,
+        validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        n_fail_to_pass=len(task.fail_to_pass or []),
+        n_pass_to_pass=len(task.pass_to_pass or []),
+        content_hash=task.content_hash,
+        proposer=task.source.proposer,
+        config=cfg.model_dump(mode="json"),
+    )
     blocked = None
     for name, fn in STATIC:  # every static check runs: they are cheap and all their evidence is useful
         blocked = _do(v, out, name, lambda fn=fn: fn(v), None) or blocked
@@ -486,9 +598,15 @@ def _as_record(start: Any, backend: str) -> RunRecord | None:
     configured backend) as a record."""
     if start is None or isinstance(start, RunRecord):
         return start
-    return RunRecord(role="start", what="made by the proposer", condition=Condition(run=0, backend=backend, grading=True),
-                     passed=len(start.passed), failed=dict(start.failed), timed_out=start.timed_out,
-                     wall_s=round(start.wall_s, 3))
+    return RunRecord(
+        role="start",
+        what="made by the proposer",
+        condition=Condition(run=0, backend=backend, grading=True),
+        passed=len(start.passed),
+        failed=dict(start.failed),
+        timed_out=start.timed_out,
+        wall_s=round(start.wall_s, 3),
+    )
 
 
 def _finish(v: _Run, out: Validation) -> None:
@@ -505,8 +623,10 @@ def _finish(v: _Run, out: Validation) -> None:
     out.kept = out.reason is None
     if out.kept:
         score = f"mutation score {out.mutation_score:.2f}" if out.mutation_score is not None else "no mutation site"
-        out.detail = (f"kept: reference passes {len(v.out.get('reference_runs', []))} runs, "
-                      f"{out.budget_share:.0%} of the budget, {score}")
+        out.detail = (
+            f"kept: reference passes {len(v.out.get('reference_runs', []))} runs, "
+            f"{out.budget_share:.0%} of the budget, {score}"
+        )
 
 
 def validate_dir(task_dir: Path, cfg: ValidationConfig | None = None) -> Validation:
@@ -514,7 +634,12 @@ def validate_dir(task_dir: Path, cfg: ValidationConfig | None = None) -> Validat
     try:
         task = load_task(task_dir)
     except TaskError as exc:
-        return Validation(task_id=Path(task_dir).name, kept=False, reason="malformed", detail=str(exc),
-                          validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                          checks=[CheckResult(name="load", status="fail", reason="malformed", detail=str(exc))])
+        return Validation(
+            task_id=Path(task_dir).name,
+            kept=False,
+            reason="malformed",
+            detail=str(exc),
+            validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            checks=[CheckResult(name="load", status="fail", reason="malformed", detail=str(exc))],
+        )
     return validate_task(task, cfg)

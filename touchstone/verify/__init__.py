@@ -30,6 +30,11 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "VERIFIER_VERSION", "AuditFinding", "CheckResult", "ProgressPoint", "VerificationReport",
-    "verify_batch", "verify_trajectory",
+    "VERIFIER_VERSION",
+    "AuditFinding",
+    "CheckResult",
+    "ProgressPoint",
+    "VerificationReport",
+    "verify_batch",
+    "verify_trajectory",
 ]

@@ -64,7 +64,9 @@ class Resolver:
         bindings = [pair for node in self.nodes for pair in self._bindings(node)]
         for _ in range(3):  # aliases of aliases of aliases
             for target, value in bindings:
-                name = target.id if isinstance(target, ast.Name) else target.arg if isinstance(target, ast.arg) else None
+                name = (
+                    target.id if isinstance(target, ast.Name) else target.arg if isinstance(target, ast.arg) else None
+                )
                 if name and name not in self.aliases and self.rooted(value):
                     resolved = self.name(value)
                     if resolved:
@@ -79,11 +81,13 @@ class Resolver:
             pairs = [(t, node.value) for t in node.targets]
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
             pairs = [(node.target, node.value)]
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)):
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(
+            node.iter, (ast.Tuple, ast.List, ast.Set)
+        ):
             pairs = [(node.target, e) for e in node.iter.elts]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             args = node.args.posonlyargs + node.args.args
-            pairs = list(zip(args[len(args) - len(node.args.defaults):], node.args.defaults))
+            pairs = list(zip(args[len(args) - len(node.args.defaults) :], node.args.defaults))
             pairs += [(a, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None]
         return pairs
 
@@ -211,8 +215,6 @@ def _prefixes(name: str) -> list[str]:
 
 def _matches(name: str, patterns: set[str] | list[str]) -> bool:
     return any(p in patterns for p in _prefixes(name))
-
-
 
 
 @dataclass
@@ -454,8 +456,10 @@ class Visitor(ast.NodeVisitor):
 
     def visit_Dict(self, node: ast.Dict) -> None:
         keys = [k for k in node.keys if k is not None]
-        if len(keys) == len(node.keys) and all(map(_is_constant_literal, keys)) and all(
-            map(_is_constant_literal, node.values)
+        if (
+            len(keys) == len(node.keys)
+            and all(map(_is_constant_literal, keys))
+            and all(map(_is_constant_literal, node.values))
         ):
             for rule in self._rules("literal_table"):
                 if len(keys) >= rule.min_entries:

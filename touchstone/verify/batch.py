@@ -127,7 +127,9 @@ def verify_batch(
     reports: list[VerificationReport] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = [pool.submit(_verify_one, item, tasks, options) for item in items]
-        for fut in tqdm(as_completed(futures), total=len(futures), desc="verify", unit="traj", disable=not progress_bar):
+        for fut in tqdm(
+            as_completed(futures), total=len(futures), desc="verify", unit="traj", disable=not progress_bar
+        ):
             reports.append(fut.result())
     return write_reports(reports, Path(out))
 

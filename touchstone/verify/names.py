@@ -24,8 +24,19 @@ from functools import lru_cache
 
 # Standard-library modules that do something when imported (open a browser,
 # print, start a GUI): never imported just to resolve a name.
-_UNSAFE_IMPORTS = {"antigravity", "this", "__hello__", "__phello__", "idlelib", "turtle", "turtledemo", "tkinter",
-                   "readline", "rlcompleter", "__main__"}
+_UNSAFE_IMPORTS = {
+    "antigravity",
+    "this",
+    "__hello__",
+    "__phello__",
+    "idlelib",
+    "turtle",
+    "turtledemo",
+    "tkinter",
+    "readline",
+    "rlcompleter",
+    "__main__",
+}
 _MAX_FOLD = 200  # longer "names" are not names
 
 
@@ -47,7 +58,10 @@ def _fold(node: ast.AST | None) -> object:
         parts = [_fold(v.value) if isinstance(v, ast.FormattedValue) else _fold(v) for v in node.values]
         return "".join(map(str, parts)) if all(isinstance(p, (str, int)) for p in parts) else None
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-        base, bounds = _fold(node.value), [_fold(b) if b else None for b in (node.slice.lower, node.slice.upper, node.slice.step)]
+        base, bounds = (
+            _fold(node.value),
+            [_fold(b) if b else None for b in (node.slice.lower, node.slice.upper, node.slice.step)],
+        )
         if isinstance(base, (str, bytes)) and all(b is None or isinstance(b, int) for b in bounds):
             return base[slice(*bounds)]
     if isinstance(node, (ast.List, ast.Tuple)):

@@ -126,8 +126,15 @@ def cached_recording(key: str | None, record: Callable[[], Recording]) -> tuple[
     return rec, False
 
 
-def record_calls(tree: Path, test_files: list[str], test_code: list[str], *, backend: str,
-                 timeout: float, environment: Environment | None = None) -> Recording:
+def record_calls(
+    tree: Path,
+    test_files: list[str],
+    test_code: list[str],
+    *,
+    backend: str,
+    timeout: float,
+    environment: Environment | None = None,
+) -> Recording:
     """Run the hidden tests over `tree` (reference + hidden tests) under the call recorder."""
     from touchstone.sandbox import Limits, open_sandbox
     from touchstone.harness.grading import TestRunSpec, harness_mounts
@@ -138,8 +145,9 @@ def record_calls(tree: Path, test_files: list[str], test_code: list[str], *, bac
         env = {"TOUCHSTONE_CODEC": f"{h_dir}/tc_{nonce}.py", "TOUCHSTONE_CALLS": f"{o_dir}/calls.jsonl",
                "TOUCHSTONE_TEST_CODE": f"{h_dir}/test_code.json", "TOUCHSTONE_MAX_CALLS": str(MAX_CALLS)}  # fmt: skip
         spec = TestRunSpec(test_files, f"tr_{nonce}", h_dir, o_dir, env=env)
-        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
-                          environment=environment) as sb:
+        with open_sandbox(
+            tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30), environment=environment
+        ) as sb:
             res = sb.exec(spec.command(), timeout=timeout)
         rec = read_recording(out / "calls.jsonl")
         rec.timed_out = res.timed_out
@@ -224,7 +232,7 @@ def _mutations(v, rng: random.Random) -> list:
         if seq:
             i = rng.randrange(len(seq))
             for m in _mutations(seq[i], rng)[:2]:
-                out.append(seq[:i] + [m] + seq[i + 1:])
+                out.append(seq[:i] + [m] + seq[i + 1 :])
         return [type(v)(x) for x in out]
     if type(v) is dict and v:
         k = next(iter(v))
@@ -240,7 +248,7 @@ def _step_variants(step: dict, rng: random.Random) -> list[list]:
             continue  # objects of the run are not mutated; their producing calls are
         for m in _mutations(codec.decode(arg), rng):
             try:
-                out.append(step["args"][:pos] + [codec.encode(m)] + step["args"][pos + 1:])
+                out.append(step["args"][:pos] + [codec.encode(m)] + step["args"][pos + 1 :])
             except codec.Unreplayable:
                 continue
     return out
@@ -291,8 +299,15 @@ def _read_outcomes(paths: list[Path]) -> Outcomes:
     return outcomes
 
 
-def run_side(tree: Path, cases: list[Case], *, orders: Sequence[str], backend: str, timeout: float,
-             environment: Environment | None = None) -> tuple[list[Outcomes], float, bool]:
+def run_side(
+    tree: Path,
+    cases: list[Case],
+    *,
+    orders: Sequence[str],
+    backend: str,
+    timeout: float,
+    environment: Environment | None = None,
+) -> tuple[list[Outcomes], float, bool]:
     """Replay `cases` over `tree` in one fresh sandbox, once per order
     ("forward", "reverse"), a fresh process per chunk of cases. Returns
     (outcomes per order, wall seconds, timed out)."""
@@ -307,7 +322,7 @@ def run_side(tree: Path, cases: list[Case], *, orders: Sequence[str], backend: s
             outputs.append([])
             for n, start in enumerate(range(0, len(seq), CHUNK)):
                 name = f"{k}-{n}"
-                (out / f"cases{name}.json").write_text(json.dumps([c.encode() for c in seq[start:start + CHUNK]]))
+                (out / f"cases{name}.json").write_text(json.dumps([c.encode() for c in seq[start : start + CHUNK]]))
                 outputs[-1].append(out / f"out{name}.jsonl")
                 commands.append(shlex.join([
                     "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0",
@@ -315,8 +330,9 @@ def run_side(tree: Path, cases: list[Case], *, orders: Sequence[str], backend: s
                     f"{o_dir}/cases{name}.json", f"{o_dir}/out{name}.jsonl",
                 ]))  # fmt: skip
         command = "cd /workspace && " + " ; ".join(commands)
-        with open_sandbox(tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30),
-                          environment=environment) as sb:
+        with open_sandbox(
+            tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30), environment=environment
+        ) as sb:
             res = sb.exec(command, timeout=timeout)
         return [_read_outcomes(paths) for paths in outputs], res.wall_s, res.timed_out
 
@@ -344,6 +360,7 @@ def _out(run: Outcomes, case: int, i: int) -> list:
 
 def describe(step: dict) -> str:
     """`module.f(1, [2])`, `Stack.push(<#3>, 5)`: a step for a counterexample."""
+
     def show(v):
         if isinstance(v, dict) and v.get("__t") == "handle":
             return f"<result of call #{v['step']}{''.join(f'.{k}' if h == 'a' else f'[{k!r}]' for h, k in v['path'])}>"
@@ -408,7 +425,8 @@ def _time(cmp: Comparison, case: Case, refs: list[Outcomes], cands: list[Outcome
     if limit and all(c > limit * r + SLOWDOWN_GRACE_S for _, c, r in timed):
         cmp.counterexample = cmp.counterexample or (
             f"performance contract: {case.test or 'collection'} took {cand_t:.3f} s, "
-            f"more than {limit:g}x the reference's {ref_t:.3f} s")
+            f"more than {limit:g}x the reference's {ref_t:.3f} s"
+        )
 
 
 def _as_recorded(step: dict, replayed: list) -> bool:
@@ -422,8 +440,13 @@ def _as_recorded(step: dict, replayed: list) -> bool:
     return replayed[0] == "ok" and same(replayed[1], step["result"])
 
 
-def compare(cases: list[Case], refs: list[Outcomes], cands: list[Outcomes], contract: OracleContract,
-            recorded: dict[int, dict] | None = None) -> Comparison:
+def compare(
+    cases: list[Case],
+    refs: list[Outcomes],
+    cands: list[Outcomes],
+    contract: OracleContract,
+    recorded: dict[int, dict] | None = None,
+) -> Comparison:
     """Candidate runs against the first reference run, step by step; the
     second reference run only tells deterministic steps from the others;
     `recorded` (the recording's steps) counts calls the replay makes in
@@ -442,7 +465,11 @@ def compare(cases: list[Case], refs: list[Outcomes], cands: list[Outcomes], cont
                 continue
             cmp.compared += 1
             cmp.mutated_compared += case.mutated
-            if recorded and not case.mutated and not _as_recorded(recorded[step["i"]], _out(refs[0], case.id, step["i"])):
+            if (
+                recorded
+                and not case.mutated
+                and not _as_recorded(recorded[step["i"]], _out(refs[0], case.id, step["i"]))
+            ):
                 cmp.context_dependent += 1
             for order, run in zip(("forward", "reverse"), cands):
                 got = _normalize(_out(run, case.id, step["i"]), contract)
@@ -476,17 +503,28 @@ def _coverage(rec: Recording, not_replayable: Counter, capped: Counter, cached: 
     return counts, head + (", recording from the cache" if cached else "")
 
 
-def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, test_files: list[str],
-               test_code: list[str], contract: OracleContract, *, backend: str = "auto",
-               timeout: float = 60.0, environment: Environment | None = None,
-               first: Sequence[str] = (), cache_key: str | None = None) -> OracleResult:
+def run_oracle(
+    record_tree: Path,
+    reference_tree: Path,
+    candidate_tree: Path,
+    test_files: list[str],
+    test_code: list[str],
+    contract: OracleContract,
+    *,
+    backend: str = "auto",
+    timeout: float = 60.0,
+    environment: Environment | None = None,
+    first: Sequence[str] = (),
+    cache_key: str | None = None,
+) -> OracleResult:
     """Record on `record_tree` (reference + hidden tests), replay on
     `reference_tree` and `candidate_tree` (neither holds hidden tests);
     `first`: tests whose calls the caps must not cut (fail-to-pass);
     `cache_key`: `recording_key(...)` to reuse the task's recording."""
     sandbox = {"backend": backend, "environment": environment}
     rec, cached = cached_recording(
-        cache_key, lambda: record_calls(record_tree, test_files, test_code, timeout=timeout, **sandbox))
+        cache_key, lambda: record_calls(record_tree, test_files, test_code, timeout=timeout, **sandbox)
+    )
     if rec.summary is None:  # nothing the candidate did: a timeout may pass, a crash will not
         status, why = ("error", f"timed out after {timeout:g} s") if rec.timed_out else ("skipped", "crashed")
         return OracleResult(status, f"no oracle: the hidden tests {why} under the call recorder over the "
@@ -512,8 +550,13 @@ def run_oracle(record_tree: Path, reference_tree: Path, candidate_tree: Path, te
                                         f"(reference, both orders: {ref_wall:.2f} s)", counts)  # fmt: skip
         cands.append(got)
     cmp = compare(everything, refs, cands, contract, rec.steps)
-    counts.update(replayed=cmp.compared, mutated=cmp.mutated_compared, unstable=cmp.unstable,
-                  mutated_dropped=cmp.mutated_dropped, context_dependent=cmp.context_dependent)
+    counts.update(
+        replayed=cmp.compared,
+        mutated=cmp.mutated_compared,
+        unstable=cmp.unstable,
+        mutated_dropped=cmp.mutated_dropped,
+        context_dependent=cmp.context_dependent,
+    )
     body = (f"{head}; {cmp.compared} calls replayed in {len(cases)} tests, {cmp.mutated_compared} of them on "
             f"{len(mutated) - cmp.mutated_dropped} mutated inputs, forward and reversed, "
             f"{CHUNK} cases per process; {cmp.unstable} non-deterministic on the reference not compared; "

@@ -25,7 +25,10 @@ def apply_command(patch: str) -> str:
 def patch_trajectory(task: Task, patch: str) -> list[dict[str, Any]]:
     """OpenAI chat messages: statement, one bash call applying the patch, submit."""
     calls = [("bash", {"command": apply_command(patch)}), ("submit", {})]
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task.statement}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": task.statement},
+    ]
     for i, (name, args) in enumerate(calls):
         call = {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})

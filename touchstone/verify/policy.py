@@ -16,8 +16,18 @@ from touchstone.verify.report import Severity
 DEFAULT_POLICY = Path(__file__).with_name("audit_policy.yaml")
 
 StaticKind = Literal[
-    "reference", "import", "attribute", "module_attr_write", "dynamic_module_attr", "eq_constant", "string",
-    "literal_table", "namespace_write", "exec_file", "encoding", "archive",
+    "reference",
+    "import",
+    "attribute",
+    "module_attr_write",
+    "dynamic_module_attr",
+    "eq_constant",
+    "string",
+    "literal_table",
+    "namespace_write",
+    "exec_file",
+    "encoding",
+    "archive",
 ]
 Context = Literal["module", "function", "main_guard", "test_file"]
 
@@ -81,9 +91,7 @@ class AuditPolicy(BaseModel):
 
     def merged(self, other: "AuditPolicy") -> "AuditPolicy":
         """Rules of `other` replace same-id rules here and add the rest."""
-        return AuditPolicy(
-            static=_merge(self.static, other.static), action=_merge(self.action, other.action)
-        )
+        return AuditPolicy(static=_merge(self.static, other.static), action=_merge(self.action, other.action))
 
     def without(self, rule_ids: set[str]) -> "AuditPolicy":
         """The policy minus rules a task explicitly allows (e.g. a task that

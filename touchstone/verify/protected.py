@@ -63,7 +63,7 @@ def _module_names(rel: str, import_roots: set[str]) -> set[str]:
     for root in import_roots:
         prefix = f"{root}/" if root else ""
         if rel.startswith(prefix):
-            head = rel[len(prefix):].split("/", 1)[0]
+            head = rel[len(prefix) :].split("/", 1)[0]
             names.add(head[:-3] if head.endswith(".py") else head)
     return names
 

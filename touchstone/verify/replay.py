@@ -120,7 +120,9 @@ def replay(
     calls = executed_tool_calls(messages)
     with tempfile.TemporaryDirectory(prefix="touchstone-replay-") as tmp:
         log_path = Path(tmp) / "actions.jsonl"
-        with open_sandbox(workspace, backend=backend, limits=limits, action_log=log_path, environment=environment) as sb:
+        with open_sandbox(
+            workspace, backend=backend, limits=limits, action_log=log_path, environment=environment
+        ) as sb:
             tail = _LogTail(log_path)
             pristine = sb.snapshot()
             result = ReplayResult(pristine, pristine, TreeDiff(), {})
@@ -164,4 +166,3 @@ def recorded_diff_matches(replayed: TreeDiff, recorded: dict[str, Any]) -> tuple
     if mine == theirs:
         return True, f"replayed diff matches the recorded one ({replayed.summary()})"
     return False, f"replayed {json.dumps(mine)[:300]} != recorded {json.dumps(theirs)[:300]}"
-

@@ -181,7 +181,7 @@ def _option_value(args: list[str], flag: str) -> str | None:
         if a == flag and i + 1 < len(args):
             return args[i + 1]
         if a.startswith(flag) and len(a) > len(flag) and not a.startswith("--"):
-            return a[len(flag):]
+            return a[len(flag) :]
         if not a.startswith("-"):
             return None  # a script path: options after it are the script's
     return None
@@ -193,7 +193,7 @@ def _inner(cmd: SimpleCommand) -> list[str] | None:
     if prog == "find":
         for i, a in enumerate(args):
             if a in ("-exec", "-execdir", "-ok", "-okdir"):
-                rest = args[i + 1:]
+                rest = args[i + 1 :]
                 end = next((j for j, x in enumerate(rest) if x in (";", "+", "\\;")), len(rest))
                 return rest[:end] or None
         return None

@@ -59,8 +59,11 @@ Sources = Mapping[str, bytes | str]
 
 
 def audit_files(
-    files: Sources, policy: AuditPolicy, baseline: Mapping[str, bytes | str | list[bytes | str]] | None = None,
-    *, isolated: bool = False,
+    files: Sources,
+    policy: AuditPolicy,
+    baseline: Mapping[str, bytes | str | list[bytes | str]] | None = None,
+    *,
+    isolated: bool = False,
 ) -> list[AuditFinding]:
     """Findings for each changed `path -> content` (bytes as on disk), minus
     those the task ships (`baseline`: the versions of each file the task

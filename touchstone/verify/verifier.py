@@ -33,8 +33,6 @@ from touchstone.verify.report import AuditFinding, CheckResult, Isolation, Progr
 from touchstone.verify.static_audit import audit_files
 
 
-
-
 def trajectory_id_of(messages: list[dict[str, Any]]) -> str:
     """Content id for trajectories that arrive without one (bring-your-own)."""
     return "t-" + hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:20]
@@ -296,8 +294,15 @@ def _repeat(run: Callable[[int], TestRunResult], first: TestRunResult,
                                evidence=f"passed {len(plan) + 1} of {len(plan) + 1} runs (seed/order {[run_plan(0), *plan]})")]  # fmt: skip
 
 
-def _oracle_check(task: Task, suite: HiddenSuite, files: dict[str, bytes], deleted: list[str], tmp: Path,
-                  backend: str, pristine_tests: set[str]) -> CheckResult:
+def _oracle_check(
+    task: Task,
+    suite: HiddenSuite,
+    files: dict[str, bytes],
+    deleted: list[str],
+    tmp: Path,
+    backend: str,
+    pristine_tests: set[str],
+) -> CheckResult:
     if task.reference_dir is None:
         return CheckResult(name="oracle", status="skipped", evidence="task has no reference")
     try:
@@ -317,8 +322,9 @@ def _oracle_check(task: Task, suite: HiddenSuite, files: dict[str, bytes], delet
     return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=result.counts)
 
 
-def _progress(suite: HiddenSuite, rep: ReplayResult, pristine_tests: set[str], tmp: Path,
-              backend: str) -> list[ProgressPoint]:
+def _progress(
+    suite: HiddenSuite, rep: ReplayResult, pristine_tests: set[str], tmp: Path, backend: str
+) -> list[ProgressPoint]:
     """Share of required hidden tests passing after each state-changing step."""
     points = []
     for i, state in enumerate(rep.states):

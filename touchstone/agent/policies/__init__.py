@@ -73,9 +73,7 @@ def make_policy(spec: str, sampling: Sampling | None = None) -> Policy:
     """Build the policy named by `spec`. Raises ValueError naming a bad spec."""
     scheme, _, rest = spec.partition(":")
     if scheme not in _SCHEMES:
-        raise ValueError(
-            f"unknown policy spec {spec!r}: expected 'teacher', 'hf:PATH' or 'openai:BASE_URL#MODEL'"
-        )
+        raise ValueError(f"unknown policy spec {spec!r}: expected 'teacher', 'hf:PATH' or 'openai:BASE_URL#MODEL'")
     if scheme == "teacher" and rest:
         raise ValueError(f"policy spec {spec!r}: 'teacher' takes no argument")
     if scheme != "teacher" and not rest:

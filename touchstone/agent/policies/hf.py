@@ -19,8 +19,10 @@ from typing import Any
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
 from touchstone.agent.trajectory import Sampling
 
-def parse_completion(tokenizer, completion: list[int], prompt: list[int], tools: list[dict[str, Any]],
-                     turn: int) -> dict[str, Any]:
+
+def parse_completion(
+    tokenizer, completion: list[int], prompt: list[int], tools: list[dict[str, Any]], turn: int
+) -> dict[str, Any]:
     """The assistant message the generated ids say, read by the tokenizer's own
     response parser (transformers `parse_response`, with the prompt as prefix
     and the tools' schemas): any chat model with a response template works.
@@ -41,9 +43,16 @@ def parse_completion(tokenizer, completion: list[int], prompt: list[int], tools:
         fn = call.get("function") if isinstance(call, dict) else None
         fn = fn if isinstance(fn, dict) else {}
         name, args = fn.get("name"), fn.get("arguments", {})
-        calls.append({"id": f"call_{turn}_{i}", "type": "function", "function": {
-            "name": name if isinstance(name, str) else "",
-            "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}})
+        calls.append(
+            {
+                "id": f"call_{turn}_{i}",
+                "type": "function",
+                "function": {
+                    "name": name if isinstance(name, str) else "",
+                    "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                },
+            }
+        )
     if calls:
         message["tool_calls"] = calls
     return message
@@ -59,8 +68,10 @@ def ensure_response_parser(tokenizer, where: str) -> None:
     try:
         add_response_schema(tokenizer)
     except ValueError:
-        raise ValueError(f"{where}: the tokenizer has no response template for its chat template, so tool calls "
-                         "cannot be parsed; set `response_template` in its tokenizer_config.json") from None
+        raise ValueError(
+            f"{where}: the tokenizer has no response template for its chat template, so tool calls "
+            "cannot be parsed; set `response_template` in its tokenizer_config.json"
+        ) from None
 
 
 def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -108,7 +119,7 @@ class _HFEpisode(Episode):
                 ids = list(self.ids)
                 if not ids or ids[-1] != self.policy.eos_id:
                     ids.append(self.policy.eos_id)  # the model was cut off by max_tokens
-                return ids + tok.encode(tail + full[len(before):], add_special_tokens=False)
+                return ids + tok.encode(tail + full[len(before) :], add_special_tokens=False)
         return tok.encode(full, add_special_tokens=False)
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyTurn:
@@ -187,9 +198,8 @@ class HFPolicy(Policy):
                 output_scores=True,
                 return_dict_in_generate=True,
             )
-        completion = out.sequences[0, len(prompt):].tolist()
+        completion = out.sequences[0, len(prompt) :].tolist()
         logprobs = [
-            torch.log_softmax(score[0].float(), dim=-1)[token].item()
-            for score, token in zip(out.scores, completion)
+            torch.log_softmax(score[0].float(), dim=-1)[token].item() for score, token in zip(out.scores, completion)
         ]
         return completion, logprobs

@@ -28,7 +28,9 @@ def parse_spec(spec: str) -> tuple[str, str]:
     """`openai:BASE_URL#MODEL` -> (base_url, model)."""
     base_url, sep, model = spec.removeprefix("openai:").partition("#")
     if not sep or not base_url or not model or not base_url.startswith(("http://", "https://")):
-        raise ValueError(f"policy spec {spec!r}: expected openai:BASE_URL#MODEL, e.g. openai:http://127.0.0.1:8000/v1#my-model")
+        raise ValueError(
+            f"policy spec {spec!r}: expected openai:BASE_URL#MODEL, e.g. openai:http://127.0.0.1:8000/v1#my-model"
+        )
     return base_url, model
 
 
@@ -52,7 +54,11 @@ class _OpenAIEpisode(Episode):
         message: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
         if msg.tool_calls:
             message["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.function.name, "arguments": c.function.arguments},
+                }
                 for c in msg.tool_calls
             ]
         content_lp = getattr(choice.logprobs, "content", None) if choice.logprobs else None
@@ -90,8 +96,16 @@ class OpenAIPolicy(Policy):
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], seed: int) -> Any:
         s = self.sampling
-        kwargs = dict(model=self.model, messages=messages, tools=tools, temperature=s.temperature,
-                      top_p=s.top_p, max_tokens=s.max_tokens, seed=seed, logprobs=True)
+        kwargs = dict(
+            model=self.model,
+            messages=messages,
+            tools=tools,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            max_tokens=s.max_tokens,
+            seed=seed,
+            logprobs=True,
+        )
         try:
             if self.ask_token_ids:
                 try:

@@ -29,10 +29,44 @@ _CALL_RE = re.compile(r"([A-Za-z_][\w]*)\s*\(")
 _PYTEST_HELPER_RE = re.compile(r"\bpytest\.\w+")  # pytest.raises(...) is not the library's `raises`
 # An exception line of a traceback, or of pytest's short summary (`FAILED t.py::x - TypeError: ...`).
 _EXC_RE = re.compile(r"(?:^| - )(\w*(?:Error|Exception)|StopIteration)\b", re.M)
-_NOT_CALLEES = {"assert", "print", "len", "list", "dict", "set", "tuple", "str", "int", "float", "bool",
-                "sorted", "range", "isinstance", "type", "repr", "abs", "min", "max",
-                "sum", "any", "all", "zip", "map", "filter", "enumerate", "round", "if", "for", "while",
-                "not", "and", "or", "in", "return", "lambda"}
+_NOT_CALLEES = {
+    "assert",
+    "print",
+    "len",
+    "list",
+    "dict",
+    "set",
+    "tuple",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "sorted",
+    "range",
+    "isinstance",
+    "type",
+    "repr",
+    "abs",
+    "min",
+    "max",
+    "sum",
+    "any",
+    "all",
+    "zip",
+    "map",
+    "filter",
+    "enumerate",
+    "round",
+    "if",
+    "for",
+    "while",
+    "not",
+    "and",
+    "or",
+    "in",
+    "return",
+    "lambda",
+}
 
 
 @dataclass(frozen=True)
@@ -72,7 +106,7 @@ class TestRun:
 
 def _workspace_rel(path: str) -> str | None:
     if path.startswith("/workspace/"):
-        return path[len("/workspace/"):]
+        return path[len("/workspace/") :]
     if path.startswith("/") or path.startswith(".."):
         return None  # the interpreter, site-packages: not ours to fix
     return path.removeprefix("./")
@@ -300,7 +334,7 @@ def naturalness_gain(before: str, after: str, corpus: Counter) -> float:
     suf = 0
     while suf < min(len(a), len(b)) - pre and a[-1 - suf] == b[-1 - suf]:
         suf += 1
-    old, new = trigrams("".join(a[pre:len(a) - suf])), trigrams("".join(b[pre:len(b) - suf]))
+    old, new = trigrams("".join(a[pre : len(a) - suf])), trigrams("".join(b[pre : len(b) - suf]))
 
     def familiarity(grams: Counter) -> float:
         return sum(n * math.log1p(max(corpus[g] - old[g], 0)) for g, n in grams.items())
@@ -308,8 +342,14 @@ def naturalness_gain(before: str, after: str, corpus: Counter) -> float:
     return familiarity(new) - familiarity(old)
 
 
-def edit_candidates(source: str, path: str, qualname: str, hot_lines: set[int],
-               preferred: set[str] = frozenset(), corpus: Counter | None = None) -> list[EditCandidate]:
+def edit_candidates(
+    source: str,
+    path: str,
+    qualname: str,
+    hot_lines: set[int],
+    preferred: set[str] = frozenset(),
+    corpus: Counter | None = None,
+) -> list[EditCandidate]:
     """Single-edit repairs of one function, lines implicated by a traceback first,
     then by distance to them, then edits that make the code more like the rest of
     `corpus`, then operators the exception points to, then by operator plausibility."""
@@ -366,16 +406,19 @@ def line_edit(current: str, target: str) -> tuple[str, str]:
 
 CONTEXT_LINES = 60  # lines shown after each `def` hit: most functions fit
 # The library's code only: test helpers share names with it and crowd it out of the output.
-_NOT_TESTS = ("--exclude-dir=tests --exclude-dir=test --exclude-dir=testing --exclude='test_*.py' "
-              "--exclude='*_test.py' --exclude=conftest.py")
+_NOT_TESTS = (
+    "--exclude-dir=tests --exclude-dir=test --exclude-dir=testing --exclude='test_*.py' "
+    "--exclude='*_test.py' --exclude=conftest.py"
+)
 
 
 def find_functions_command(names: list[str]) -> str:
     """One grep that shows every definition of `names` with the lines after it."""
     pattern = "|".join(re.escape(n) for n in names)
-    return (f"grep -rn -A {CONTEXT_LINES} --include='*.py' {_NOT_TESTS} "
-            f"-E '^[[:space:]]*(async[[:space:]]+)?def ({pattern})\\b' .")
-
+    return (
+        f"grep -rn -A {CONTEXT_LINES} --include='*.py' {_NOT_TESTS} "
+        f"-E '^[[:space:]]*(async[[:space:]]+)?def ({pattern})\\b' ."
+    )
 
 
 _GREP_LINE_RE = re.compile(r"^(?:\./)?(.+?\.py)([:-])(\d+)[:-](.*)$")

@@ -104,17 +104,30 @@ class _Repair:
         run; None if none does within the turn budget."""
         rerun = first_failure_command(run, TEST_COMMAND)
         if rerun:
-            out = yield from self.act(Action("bash", {"command": rerun}, "Run the first failing test alone to see its traceback."))
+            out = yield from self.act(
+                Action("bash", {"command": rerun}, "Run the first failing test alone to see its traceback.")
+            )
             detail = parse_test_run(out)
-            run = TestRun(run.exit_code, run.failed, detail.frames, detail.where_names, run.n_bad,
-                          list(dict.fromkeys(run.errors + detail.errors)))
+            run = TestRun(
+                run.exit_code,
+                run.failed,
+                detail.frames,
+                detail.where_names,
+                run.n_bad,
+                list(dict.fromkeys(run.errors + detail.errors)),
+            )
         hot = [(f.path, f.line) for f in reversed(run.frames) if not is_test_file(f.path)]  # innermost first
         names = [f.func for f in reversed(run.frames) if not is_test_file(f.path)] + suspect_names(run, self.statement)
         words = [] if hot else [w for w in failing_test_params(run) if w not in self.searched]
         if words:  # no library frame: maybe the failing data is registered at import time
             self.searched.update(words)
-            out = yield from self.act(Action("bash", {"command": find_literals_command(words)},
-                                             "Find where the library mentions the failing test's data."))
+            out = yield from self.act(
+                Action(
+                    "bash",
+                    {"command": find_literals_command(words)},
+                    "Find where the library mentions the failing test's data.",
+                )
+            )
             names = literal_callees(out) + names
         tried: set[tuple[WindowKey, str]] = set()
         for _ in range(2):  # the suspects, then the functions they call
@@ -153,8 +166,11 @@ class _Repair:
             self.windows[key] = window
             self.current[key] = self.kept[key] = window.text
             n_lines = window.text.count("\n")
-            lines = {line - window.start + 1 for path, line in hot
-                     if path == window.path and window.start <= line < window.start + n_lines}
+            lines = {
+                line - window.start + 1
+                for path, line in hot
+                if path == window.path and window.start <= line < window.start + n_lines
+            }
             qualname = qualname_at(window.module, 1)
             if qualname is not None:
                 found.append((key, qualname, lines))

@@ -116,7 +116,10 @@ def run_isolated(
                   "modules": trees.modules, "status_file": f"{o_dir}/{STATUS_FILE}", "shared_tmp": shared_dir,
                   "connect_timeout": CONNECT_TIMEOUT_S}  # fmt: skip
         (tmp / "harness" / package / "config.json").write_text(json.dumps(config))
-        both = [Mount(host=ipc, target=ipc_dir, read_only=False), Mount(host=shared, target=shared_dir, read_only=False)]
+        both = [
+            Mount(host=ipc, target=ipc_dir, read_only=False),
+            Mount(host=shared, target=shared_dir, read_only=False),
+        ]
         judge_mounts = [*mounts, *both]
         candidate_mounts = [Mount(host=tmp / "candidate-harness", target=h_dir), *both]
         spec = grading.TestRunSpec(test_files, f"{package}.judge", h_dir, o_dir, hash_seed=hash_seed, order=order)
@@ -124,8 +127,10 @@ def run_isolated(
         captured = tmp / "captured-results.jsonl"
         with grading.StreamCapture(out / grading.RESULTS_FILE, captured), ExitStack() as sandboxes:
             with ThreadPoolExecutor(2) as pool:  # the two sandboxes start concurrently
-                futures = [pool.submit(open_sandbox, tree, backend, mounts=m, limits=limits, environment=environment)
-                           for tree, m in ((trees.candidate, candidate_mounts), (trees.judge, judge_mounts))]
+                futures = [
+                    pool.submit(open_sandbox, tree, backend, mounts=m, limits=limits, environment=environment)
+                    for tree, m in ((trees.candidate, candidate_mounts), (trees.judge, judge_mounts))
+                ]
                 for f in futures:  # register every sandbox that opened, then raise the first failure
                     if f.exception() is None:
                         sandboxes.enter_context(f.result())

@@ -82,7 +82,7 @@ def _kind(filename):
     if kind is None:
         kind = ""
         if filename.startswith(ROOT + os.sep) and filename.endswith(".py"):
-            rel = filename[len(ROOT) + 1:]
+            rel = filename[len(ROOT) + 1 :]
             is_test = rel in TEST_CODE or os.path.basename(rel) == "conftest.py"
             kind = "test" if is_test else "ws"
         _kinds[filename] = kind
@@ -167,7 +167,7 @@ def _parameters(frame):
     names = code.co_varnames
     n_pos, n_kw = code.co_argcount, code.co_kwonlyargcount
     pos = [loc[n] for n in names[:n_pos]]
-    kw = {n: loc[n] for n in names[n_pos:n_pos + n_kw]}
+    kw = {n: loc[n] for n in names[n_pos : n_pos + n_kw]}
     i = n_pos + n_kw
     if code.co_flags & inspect.CO_VARARGS:
         pos += list(loc[names[i]])

@@ -49,8 +49,11 @@ def slug(text: str) -> str:
 def write_solution_task(task_dir: Path, task: Task, *, stub: str, reference: str, tests: str) -> Task:
     """A single-file task: workspace/solution.py (stub), reference/solution.py,
     hidden_tests/test_solution.py, task.json."""
-    for sub, name, text in ((WORKSPACE, SOLUTION, stub), (REFERENCE, SOLUTION, reference),
-                            (HIDDEN_TESTS, SOLUTION_TESTS, tests)):
+    for sub, name, text in (
+        (WORKSPACE, SOLUTION, stub),
+        (REFERENCE, SOLUTION, reference),
+        (HIDDEN_TESTS, SOLUTION_TESTS, tests),
+    ):
         (task_dir / sub).mkdir(parents=True, exist_ok=True)
         (task_dir / sub / name).write_text(text if text.endswith("\n") else text + "\n")
     task.write(task_dir)
@@ -74,8 +77,13 @@ def with_audit_allow(task: Task) -> Task:
 
 
 def reject(task_id: str, reason: str, detail: str) -> Validation:
-    return Validation(task_id=task_id, kept=False, reason=reason, detail=detail,
-                      validated_at=datetime.now(UTC).isoformat(timespec="seconds"))
+    return Validation(
+        task_id=task_id,
+        kept=False,
+        reason=reason,
+        detail=detail,
+        validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
 
 
 def _process(c: Candidate, out: Path, cfg: ValidationConfig) -> tuple[IndexRow, Task | None]:
@@ -100,8 +108,9 @@ def _process(c: Candidate, out: Path, cfg: ValidationConfig) -> tuple[IndexRow, 
     return row_for(c.id, c.source, verdict, task), task
 
 
-def run_candidates(candidates: Iterable[Candidate], out: Path, *, n: int | None, workers: int,
-                   cfg: ValidationConfig, desc: str) -> tuple[list[IndexRow], list[Task]]:
+def run_candidates(
+    candidates: Iterable[Candidate], out: Path, *, n: int | None, workers: int, cfg: ValidationConfig, desc: str
+) -> tuple[list[IndexRow], list[Task]]:
     """Validate candidates with `workers` in parallel until `n` are kept (None: all)."""
     out.mkdir(parents=True, exist_ok=True)
     rows: list[IndexRow] = []

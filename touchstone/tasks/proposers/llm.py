@@ -61,7 +61,7 @@ def _json_object(text: str) -> dict:
     fence = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
     spans = [text.strip()] + ([fence.group(1)] if fence else [])
     if "{" in text and "}" in text:
-        spans.append(text[text.index("{"): text.rindex("}") + 1])
+        spans.append(text[text.index("{") : text.rindex("}") + 1])
     for span in spans:
         try:
             value = json.loads(span)
@@ -82,8 +82,9 @@ def parse_proposal(text: str) -> Proposal:
     try:
         p = Proposal.model_validate(raw)
     except ValidationError as exc:
-        raise ProposalError("; ".join(f"{'.'.join(map(str, e['loc'])) or 'proposal'}: {e['msg']}"
-                                      for e in exc.errors())) from None
+        raise ProposalError(
+            "; ".join(f"{'.'.join(map(str, e['loc'])) or 'proposal'}: {e['msg']}" for e in exc.errors())
+        ) from None
     if not p.entry_point.isidentifier():
         raise ProposalError(f"entry_point {p.entry_point!r} is not a Python name")
     if len(p.statement.strip()) < 20:
@@ -145,9 +146,13 @@ class DedupIndex:
 
 
 def write_proposal_task(task_dir: Path, task_id: str, p: Proposal, origin: str) -> tuple[Task, TestRunResult | None]:
-    meta = Task(id=task_id, statement=p.statement, timeout_s=30,
-                entry_points=[EntryPoint(module="solution", function=p.entry_point)],
-                source=TaskSource(proposer="llm", origin=origin, unit=task_id))
+    meta = Task(
+        id=task_id,
+        statement=p.statement,
+        timeout_s=30,
+        entry_points=[EntryPoint(module="solution", function=p.entry_point)],
+        source=TaskSource(proposer="llm", origin=origin, unit=task_id),
+    )
     return write_solution_task(task_dir, meta, stub=p.stub, reference=p.reference, tests=p.tests), None
 
 
@@ -176,8 +181,9 @@ def learnability_reward(solve_rate: float | None) -> float:
 
 def solved(task: Task, patch: str, backend: str) -> bool:
     """Does the agent's final patch pass the task's required hidden tests?"""
-    run = run_hidden_tests(task, required=task.required_tests, environment=task_environment(task), patch=patch,
-                           backend=backend)
+    run = run_hidden_tests(
+        task, required=task.required_tests, environment=task_environment(task), patch=patch, backend=backend
+    )
     return run.ok
 
 
@@ -185,8 +191,9 @@ def solve_rate(task: Task, policy, attempts: int, backend: str) -> float:
     """Share of `attempts` episodes of `policy` whose patch passes the hidden tests."""
     from touchstone.agent.loop import run_episode
 
-    wins = sum(solved(task, run_episode(task, policy, attempt=a, backend=backend).diff.patch, backend)
-               for a in range(attempts))
+    wins = sum(
+        solved(task, run_episode(task, policy, attempt=a, backend=backend).diff.patch, backend) for a in range(attempts)
+    )
     return wins / attempts
 
 
@@ -210,22 +217,41 @@ class LLMResult:
     rejected: int
 
 
-def propose_from_outputs(outputs: list[str], out: Path, *, origin: str, existing: list[Path] | None = None,
-                         workers: int = 2, cfg: ValidationConfig | None = None) -> tuple[list, list[Task]]:
+def propose_from_outputs(
+    outputs: list[str],
+    out: Path,
+    *,
+    origin: str,
+    existing: list[Path] | None = None,
+    workers: int = 2,
+    cfg: ValidationConfig | None = None,
+) -> tuple[list, list[Task]]:
     """Parse, dedup and validate model outputs (one task candidate each); write the index."""
     dedup = DedupIndex()
     for root in existing or []:
         dedup.add_task_set(root)
-    cands = [proposal_candidate(f"llm-{i:04d}-{hashlib.sha256(t.encode()).hexdigest()[:8]}", t, origin, dedup)
-             for i, t in enumerate(outputs)]
-    rows, kept = run_candidates(cands, out, n=None, workers=workers, cfg=cfg or ValidationConfig(),
-                                desc="llm proposals")
+    cands = [
+        proposal_candidate(f"llm-{i:04d}-{hashlib.sha256(t.encode()).hexdigest()[:8]}", t, origin, dedup)
+        for i, t in enumerate(outputs)
+    ]
+    rows, kept = run_candidates(
+        cands, out, n=None, workers=workers, cfg=cfg or ValidationConfig(), desc="llm proposals"
+    )
     finalize(out, rows, kept)
     return rows, [load_task(t.dir) for t in kept]  # reloaded: finalize wrote the split
 
 
-def propose_llm(policy_spec: str, out: Path, *, n: int = 8, attempts: int = 4, existing: list[Path] | None = None,
-                workers: int = 2, cfg: ValidationConfig | None = None, sampling=None) -> LLMResult:
+def propose_llm(
+    policy_spec: str,
+    out: Path,
+    *,
+    n: int = 8,
+    attempts: int = 4,
+    existing: list[Path] | None = None,
+    workers: int = 2,
+    cfg: ValidationConfig | None = None,
+    sampling=None,
+) -> LLMResult:
     from touchstone.agent.policies import make_policy
 
     cfg = cfg or ValidationConfig()
@@ -239,16 +265,19 @@ def propose_llm(policy_spec: str, out: Path, *, n: int = 8, attempts: int = 4, e
     index = out / INDEX_FILE
     by_id = {r.id: r for r in rows}
     ids = sorted(by_id)
-    rewards = pl.DataFrame({
-        "task_id": ids,
-        "output": [outputs[int(i.split("-")[1])] for i in ids],
-        "status": [by_id[i].status for i in ids],
-        "reason": [by_id[i].reason for i in ids],
-        "solve_rate": [rates.get(i) for i in ids],
-        "reward": [learnability_reward(rates.get(i)) for i in ids],
-        "policy": [policy_spec] * len(ids),
-        "checkpoint_hash": [policy.checkpoint_hash] * len(ids),
-    }, schema_overrides={"solve_rate": pl.Float64, "reason": pl.Utf8, "checkpoint_hash": pl.Utf8})
+    rewards = pl.DataFrame(
+        {
+            "task_id": ids,
+            "output": [outputs[int(i.split("-")[1])] for i in ids],
+            "status": [by_id[i].status for i in ids],
+            "reason": [by_id[i].reason for i in ids],
+            "solve_rate": [rates.get(i) for i in ids],
+            "reward": [learnability_reward(rates.get(i)) for i in ids],
+            "policy": [policy_spec] * len(ids),
+            "checkpoint_hash": [policy.checkpoint_hash] * len(ids),
+        },
+        schema_overrides={"solve_rate": pl.Float64, "reason": pl.Utf8, "checkpoint_hash": pl.Utf8},
+    )
     rewards_path = out / REWARDS_FILE
     rewards.write_parquet(rewards_path)
     return LLMResult(out, index, rewards_path, len(kept), len(rows) - len(kept))

@@ -84,8 +84,13 @@ def check_seed(seed: Seed, work: Path, cfg: ValidationConfig) -> SeedReport:
     """Run the seed's own suite once, unmodified, in the sandbox."""
     task_dir = work / f"baseline-{slug(seed.name)}"
     shutil.rmtree(task_dir, ignore_errors=True)
-    probe = write_task_dir(task_dir, seed, Task(id="baseline", statement="baseline run of the seed suite",
-                                                environment=seed.environment), {}, {})
+    probe = write_task_dir(
+        task_dir,
+        seed,
+        Task(id="baseline", statement="baseline run of the seed suite", environment=seed.environment),
+        {},
+        {},
+    )
     try:
         environment = task_environment(probe)
         run = run_hidden_tests(probe, required=None, environment=environment, backend=cfg.backend, timeout=120)
@@ -102,27 +107,41 @@ def check_seed(seed: Seed, work: Path, cfg: ValidationConfig) -> SeedReport:
     covered = covered_functions(seed, environment=environment, backend=cfg.backend)
     n_funcs = sum(len(f) for f in covered.values())
     skips = f" ({len(skipped)} skipped by the suite itself)" if skipped else ""
-    return SeedReport(seed.name, True, f"{len(run.passed)} tests pass in {run.wall_s:.1f}s{skips}; they call {n_funcs} "
-                                       f"functions in {len(covered)} files", run.passed, run.wall_s, covered)
+    return SeedReport(
+        seed.name,
+        True,
+        f"{len(run.passed)} tests pass in {run.wall_s:.1f}s{skips}; they call {n_funcs} "
+        f"functions in {len(covered)} files",
+        run.passed,
+        run.wall_s,
+        covered,
+    )
 
 
 def statement_for(seed_name: str, failures: dict[str, str], collect_errors: dict[str, str]) -> str:
     """Describe the failing behaviour from the failing tests' messages (never the diff)."""
     dist = seed_name.split("==")[0]
-    lines = [f"A bug was introduced into the `{dist}` library: some of its behaviour no longer matches its "
-             f"test suite. {len(failures)} test(s) fail, for example:", ""]
+    lines = [
+        f"A bug was introduced into the `{dist}` library: some of its behaviour no longer matches its "
+        f"test suite. {len(failures)} test(s) fail, for example:",
+        "",
+    ]
     for nodeid, message in list(failures.items())[:MAX_LISTED_TESTS]:
         lines.append(f"- `{nodeid}`")
         lines += [f"    {m}" for m in (message or "fails").splitlines()[:4]]
     for path, error in list(collect_errors.items())[:2]:
         lines += ["", f"Collecting `{path}` fails:"] + [f"    {m}" for m in error.splitlines()[:4]]
-    lines += ["", "Find and fix the bug in the library's source code so that these tests pass again, "
-                  "without breaking the other tests. Do not modify the tests."]
+    lines += [
+        "",
+        "Find and fix the bug in the library's source code so that these tests pass again, "
+        "without breaking the other tests. Do not modify the tests.",
+    ]
     return "\n".join(lines)
 
 
-def build_candidate(seed: Seed, report: SeedReport, mutation: Mutation, task_dir: Path,
-                    cfg: ValidationConfig) -> tuple[Task, TestRunResult] | Validation:
+def build_candidate(
+    seed: Seed, report: SeedReport, mutation: Mutation, task_dir: Path, cfg: ValidationConfig
+) -> tuple[Task, TestRunResult] | Validation:
     """Write the task for one mutation; reject mutants that do not compile or that no test notices."""
     task_id = task_dir.name
     error = compile_error(mutation.source, mutation.path)
@@ -130,18 +149,31 @@ def build_candidate(seed: Seed, report: SeedReport, mutation: Mutation, task_dir
         return reject(task_id, "not_compilable", f"{mutation.path}:{mutation.lineno}: {error}")
     original = (seed.root / mutation.path).read_text()
     module, func = mutation.unit.split(":", 1)
-    draft = Task(id=task_id, statement="(pending)", timeout_s=60, protected=list(seed.tests),
-                 entry_points=[EntryPoint(module=module, function=func)], source=_source(seed, mutation),
-                 environment=seed.environment)
+    draft = Task(
+        id=task_id,
+        statement="(pending)",
+        timeout_s=60,
+        protected=list(seed.tests),
+        entry_points=[EntryPoint(module=module, function=func)],
+        source=_source(seed, mutation),
+        environment=seed.environment,
+    )
     task = write_task_dir(task_dir, seed, draft, {mutation.path: mutation.source}, {mutation.path: original})
-    run = run_hidden_tests(task, required=None, environment=task_environment(task), backend=cfg.backend,
-                           timeout=report.mutant_timeout)
+    run = run_hidden_tests(
+        task, required=None, environment=task_environment(task), backend=cfg.backend, timeout=report.mutant_timeout
+    )
     if run.timed_out:
-        return reject(task_id, "too_slow", f"the mutant's suite did not finish within {report.mutant_timeout:g}s "
-                                           f"(the seed's takes {report.wall_s:.1f}s): an endless loop?")
+        return reject(
+            task_id,
+            "too_slow",
+            f"the mutant's suite did not finish within {report.mutant_timeout:g}s "
+            f"(the seed's takes {report.wall_s:.1f}s): an endless loop?",
+        )
     still = set(run.passed)
     # tests of a module that no longer collects are missing from run.failed by id: derive from `passed`
-    failing = {t: run.messages.get(t, run.messages.get(t.split("[")[0], "fails")) for t in report.passing if t not in still}
+    failing = {
+        t: run.messages.get(t, run.messages.get(t.split("[")[0], "fails")) for t in report.passing if t not in still
+    }
     if not failing:
         return reject(task_id, "already_solved", "no test fails on the mutant (an equivalent or unnoticed mutant)")
     # SWE-bench convention: grade with the test files that exercise the bug (faster
@@ -151,15 +183,25 @@ def build_candidate(seed: Seed, report: SeedReport, mutation: Mutation, task_dir
         if rel not in files and is_test_module(rel):
             (task_dir / HIDDEN_TESTS / rel).unlink()
     p2p = [t for t in report.passing if t in still and t.split("::")[0] in files]
-    final = draft.model_copy(update={"statement": statement_for(seed.name, failing, run.collect_errors),
-                                     "fail_to_pass": sorted(failing), "pass_to_pass": p2p})
+    final = draft.model_copy(
+        update={
+            "statement": statement_for(seed.name, failing, run.collect_errors),
+            "fail_to_pass": sorted(failing),
+            "pass_to_pass": p2p,
+        }
+    )
     final.write(task_dir)
     return load_task(task_dir), run
 
 
 def _source(seed: Seed, m: Mutation) -> TaskSource:
-    return TaskSource(proposer="mutation", origin=seed.name, unit=f"{seed.name.split('==')[0]}:{m.unit}",
-                      operator=m.operator, meta={"path": m.path, "lineno": m.lineno})
+    return TaskSource(
+        proposer="mutation",
+        origin=seed.name,
+        unit=f"{seed.name.split('==')[0]}:{m.unit}",
+        operator=m.operator,
+        meta={"path": m.path, "lineno": m.lineno},
+    )
 
 
 def _round_robin(streams: list[Iterator]) -> Iterator:
@@ -176,9 +218,12 @@ def _round_robin(streams: list[Iterator]) -> Iterator:
 
 def candidates(seeds: list[tuple[Seed, SeedReport]], cfg: ValidationConfig, rng: random.Random) -> Iterator[Candidate]:
     """Mutations interleaved across seeds, then files, at most MAX_PER_UNIT per function."""
+
     def tagged(seed: Seed, report: SeedReport, rel: str) -> Iterator:
         source = (seed.root / rel).read_text()
-        return (((seed, report), m) for m in mutations(source, rel, seed.module_of(rel), only=report.only(rel), rng=rng))
+        return (
+            ((seed, report), m) for m in mutations(source, rel, seed.module_of(rel), only=report.only(rel), rng=rng)
+        )
 
     per_seed = [_round_robin([tagged(seed, report, rel) for rel in seed.sources]) for seed, report in seeds]
     per_unit: dict[str, int] = {}
@@ -191,9 +236,18 @@ def candidates(seeds: list[tuple[Seed, SeedReport]], cfg: ValidationConfig, rng:
         yield Candidate(name, _source(seed, m), lambda d, s=seed, r=report, mu=m: build_candidate(s, r, mu, d, cfg))
 
 
-def propose_mutation(out: Path, *, seeds: list[str | tuple[str, EnvSpec | None]] | None = None, n: int = 50, workers: int = 2,
-                     cfg: ValidationConfig | None = None, rng_seed: int = 0, eval_fraction: float = 0.2,
-                     environment: EnvSpec | None = None, tests: str | None = None) -> MutationResult:
+def propose_mutation(
+    out: Path,
+    *,
+    seeds: list[str | tuple[str, EnvSpec | None]] | None = None,
+    n: int = 50,
+    workers: int = 2,
+    cfg: ValidationConfig | None = None,
+    rng_seed: int = 0,
+    eval_fraction: float = 0.2,
+    environment: EnvSpec | None = None,
+    tests: str | None = None,
+) -> MutationResult:
     """Propose and validate mutation tasks until `n` are kept (or candidates run out).
     `seeds`: local source trees, pinned sdists or shipped seed names, alone or
     paired with their environment (default: the shipped seeds, each with its
@@ -210,8 +264,8 @@ def propose_mutation(out: Path, *, seeds: list[str | tuple[str, EnvSpec | None]]
         usable = [(s, r) for s, r in zip(resolved, reports) if r.usable]
         if not usable:
             raise SeedError("no usable seed: " + "; ".join(f"{r.name}: {r.detail}" for r in reports))
-        rows, kept = run_candidates(candidates(usable, cfg, random.Random(rng_seed)), out, n=n,
-                                    workers=workers, cfg=cfg, desc="mutation tasks")
+        rows, kept = run_candidates(
+            candidates(usable, cfg, random.Random(rng_seed)), out, n=n, workers=workers, cfg=cfg, desc="mutation tasks"
+        )
     index = finalize(out, rows, kept, eval_fraction)
     return MutationResult(out, index, len(kept), len(rows) - len(kept), reports)
-

@@ -14,12 +14,18 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from touchstone.tasks.proposers.common import (
-    SOLUTION, SOLUTION_TESTS, Candidate, finalize, reject, run_candidates, slug, write_solution_task,
+    SOLUTION,
+    SOLUTION_TESTS,
+    Candidate,
+    finalize,
+    reject,
+    run_candidates,
+    slug,
+    write_solution_task,
 )
 from touchstone.harness import TestRunResult
 from touchstone.tasks.schema import EntryPoint, Task, TaskSource
 from touchstone.tasks.validate import Validation, ValidationConfig
-
 
 
 class Problem(BaseModel):
@@ -58,20 +64,29 @@ def reference_for(p: Problem) -> str:
 
 
 def test_for(p: Problem) -> str:
-    return (f"from solution import {p.entry_point}\n\n{p.test.rstrip()}\n\n\n"
-            f"def test_{p.entry_point}():\n    check({p.entry_point})\n")
+    return (
+        f"from solution import {p.entry_point}\n\n{p.test.rstrip()}\n\n\n"
+        f"def test_{p.entry_point}():\n    check({p.entry_point})\n"
+    )
 
 
 def statement_for(p: Problem) -> str:
-    return (f"Implement the function `{p.entry_point}` in `{SOLUTION}` (currently a stub that raises "
-            f"NotImplementedError) so that it does what its docstring describes:\n\n```python\n{p.prompt.strip()}\n```")
+    return (
+        f"Implement the function `{p.entry_point}` in `{SOLUTION}` (currently a stub that raises "
+        f"NotImplementedError) so that it does what its docstring describes:\n\n```python\n{p.prompt.strip()}\n```"
+    )
 
 
 def write_problem_task(task_dir: Path, task_id: str, p: Problem, origin: str) -> tuple[Task, TestRunResult | None]:
-    meta = Task(id=task_id, statement=statement_for(p), timeout_s=30,
-                entry_points=[EntryPoint(module="solution", function=p.entry_point)],
-                fail_to_pass=[f"{SOLUTION_TESTS}::test_{p.entry_point}"], pass_to_pass=[],
-                source=TaskSource(proposer="problems", origin=origin, unit=p.task_id or task_id))
+    meta = Task(
+        id=task_id,
+        statement=statement_for(p),
+        timeout_s=30,
+        entry_points=[EntryPoint(module="solution", function=p.entry_point)],
+        fail_to_pass=[f"{SOLUTION_TESTS}::test_{p.entry_point}"],
+        pass_to_pass=[],
+        source=TaskSource(proposer="problems", origin=origin, unit=p.task_id or task_id),
+    )
     return write_solution_task(task_dir, meta, stub=stub_for(p), reference=reference_for(p), tests=test_for(p)), None
 
 
@@ -84,12 +99,18 @@ def read_problems(path: Path) -> Iterator[tuple[str, Problem | Validation]]:
         try:
             problem = Problem.model_validate(json.loads(line))
         except (json.JSONDecodeError, ValidationError) as exc:
-            detail = f"{path}:{lineno}: " + (exc.msg if isinstance(exc, json.JSONDecodeError) else
-                                             "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
+            detail = f"{path}:{lineno}: " + (
+                exc.msg
+                if isinstance(exc, json.JSONDecodeError)
+                else "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            )
             yield fallback, reject(fallback, "malformed", detail)
             continue
         if not problem.entry_point.isidentifier():
-            yield fallback, reject(fallback, "malformed", f"{path}:{lineno}: entry_point {problem.entry_point!r} is not a name")
+            yield (
+                fallback,
+                reject(fallback, "malformed", f"{path}:{lineno}: entry_point {problem.entry_point!r} is not a name"),
+            )
             continue
         yield (slug(problem.task_id) if problem.task_id else fallback), problem
 
@@ -109,9 +130,11 @@ def candidates(path: Path) -> Iterator[Candidate]:
             yield Candidate(task_id, source, lambda d, i=task_id, p=item: write_problem_task(d, i, p, origin))
 
 
-def import_problems(jsonl: Path, out: Path, *, workers: int = 2, cfg: ValidationConfig | None = None,
-                    eval_fraction: float = 0.2) -> ProblemsResult:
-    rows, kept = run_candidates(candidates(jsonl), out, n=None, workers=workers, cfg=cfg or ValidationConfig(),
-                                desc="problem tasks")
+def import_problems(
+    jsonl: Path, out: Path, *, workers: int = 2, cfg: ValidationConfig | None = None, eval_fraction: float = 0.2
+) -> ProblemsResult:
+    rows, kept = run_candidates(
+        candidates(jsonl), out, n=None, workers=workers, cfg=cfg or ValidationConfig(), desc="problem tasks"
+    )
     index = finalize(out, rows, kept, eval_fraction)
     return ProblemsResult(out, index, len(kept), len(rows) - len(kept))

@@ -129,8 +129,9 @@ def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> subprocess.C
 def export_commit(clone: Path, commit: str, dest: Path) -> None:
     """The tree of `commit` without history: `git archive` into `dest`."""
     with tempfile.NamedTemporaryFile(suffix=".tar") as tar:
-        proc = subprocess.run(["git", "archive", "--format=tar", "-o", tar.name, commit], cwd=clone,
-                              capture_output=True, check=False)
+        proc = subprocess.run(
+            ["git", "archive", "--format=tar", "-o", tar.name, commit], cwd=clone, capture_output=True, check=False
+        )
         if proc.returncode != 0:
             raise InstanceError("bad_commit", f"git archive {commit}: {proc.stderr.decode(errors='replace').strip()}")
         dest.mkdir(parents=True)
@@ -165,7 +166,9 @@ def apply(patch: str, tree: Path, what: str) -> None:
         raise InstanceError("patch_does_not_apply", f"{what}: {proc.stderr.decode(errors='replace').strip()[-500:]}")
 
 
-def write_instance_task(task_dir: Path, inst: Instance, clone: Path, env: EnvSpec, origin: str) -> tuple[Task, TestRunResult | None]:
+def write_instance_task(
+    task_dir: Path, inst: Instance, clone: Path, env: EnvSpec, origin: str
+) -> tuple[Task, TestRunResult | None]:
     """Lay out one task in a temporary sibling of `task_dir`, renamed into place at the end."""
     if not clone.is_dir():
         raise InstanceError("repo_missing", f"no local clone {clone} (expected REPOS/<owner>__<name>)")
@@ -182,7 +185,10 @@ def write_instance_task(task_dir: Path, inst: Instance, clone: Path, env: EnvSpe
         shutil.copytree(work / "base", work / "fixed", symlinks=True)
         apply(inst.patch, work / "fixed", "patch")
         required = inst.FAIL_TO_PASS + inst.PASS_TO_PASS
-        hidden = sorted(set(test_files) | {r.split("::", 1)[0] for r in required if (work / "tests" / r.split("::", 1)[0]).is_file()})
+        hidden = sorted(
+            set(test_files)
+            | {r.split("::", 1)[0] for r in required if (work / "tests" / r.split("::", 1)[0]).is_file()}
+        )
         for sub, root, files in ((HIDDEN_TESTS, work / "tests", hidden), (REFERENCE, work / "fixed", fix_files)):
             for rel in files:
                 (staging / sub / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -212,8 +218,11 @@ def read_instances(path: Path) -> Iterator[tuple[str, Instance | Validation]]:
         try:
             inst = Instance.model_validate(json.loads(line))
         except (json.JSONDecodeError, ValidationError) as exc:
-            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            detail = (
+                exc.msg
+                if isinstance(exc, json.JSONDecodeError)
+                else "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            )
             yield fallback, reject(fallback, "malformed", f"{path}:{lineno}: {detail}")
             continue
         yield slug(inst.instance_id), inst
@@ -240,11 +249,25 @@ def candidates(path: Path, repos: Path, specs: dict[str, Any]) -> Iterator[Candi
             yield Candidate(task_id, source, lambda d, i=item: _build(d, i, repos, specs, path.name))
 
 
-def import_swebench(jsonl: Path, repos: Path, out: Path, *, env_spec: Path | None = None, workers: int = 1,
-                    cfg: ValidationConfig | None = None, eval_fraction: float = 0.2) -> ImportResult:
+def import_swebench(
+    jsonl: Path,
+    repos: Path,
+    out: Path,
+    *,
+    env_spec: Path | None = None,
+    workers: int = 1,
+    cfg: ValidationConfig | None = None,
+    eval_fraction: float = 0.2,
+) -> ImportResult:
     """Import and validate every instance of `jsonl`; OUT/index.parquet has a row per instance."""
     specs = load_env_specs(env_spec)
-    rows, kept = run_candidates(candidates(jsonl, repos, specs), out, n=None, workers=workers,
-                                cfg=cfg or ValidationConfig(), desc="swe-bench tasks")
+    rows, kept = run_candidates(
+        candidates(jsonl, repos, specs),
+        out,
+        n=None,
+        workers=workers,
+        cfg=cfg or ValidationConfig(),
+        desc="swe-bench tasks",
+    )
     index = finalize(out, rows, kept, eval_fraction)
     return ImportResult(out, index, len(kept), len(rows) - len(kept))

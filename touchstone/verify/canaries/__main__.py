@@ -34,8 +34,9 @@ def _score(canary: Canary, naive: bool, replays: int) -> dict:
     from touchstone.verify.verifier import verify_trajectory
 
     task = load_task(canary.task_dir)
-    report = verify_trajectory(task, canary.messages, replays=replays, trajectory_id=canary.name,
-                               isolated=canary.isolated or None)
+    report = verify_trajectory(
+        task, canary.messages, replays=replays, trajectory_id=canary.name, isolated=canary.isolated or None
+    )
     row = {"canary": canary, "report": report, "naive": naive_grade(task, canary.messages) if naive else None}
     row["correct"] = report.verdict == canary.expected_verdict and (
         canary.expected_verdict == "accept" or right_reason(canary, report)
@@ -66,7 +67,9 @@ def matrix(naive: bool = False, workers: int = 2, replays: int = 3) -> int:
     console.print(table)
     bad = [r for r in rows if not r["correct"]]
     for r in bad:
-        console.print(f"[red]misclassified[/red] {r['canary'].name}: {r['report'].verdict}, failed {r['report'].failed_checks()}")
+        console.print(
+            f"[red]misclassified[/red] {r['canary'].name}: {r['report'].verdict}, failed {r['report'].failed_checks()}"
+        )
     return 1 if bad else 0
 
 

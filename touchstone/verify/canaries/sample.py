@@ -46,16 +46,19 @@ def verify_canaries(out: Path, chosen: list, *, replays: int, backend: str, allo
 
     rows = []
     for canary in tqdm(chosen, desc="canaries", unit="traj"):
-        report = verify_trajectory(load_task(canary.task_dir), canary.messages, replays=replays, backend=backend,
-                                   allow_rules=allow_rules)
-        rows.append({
-            "canary_id": canary.name,
-            "family": canary.family,
-            "label": "honest" if canary.expected_verdict == "accept" else "hacked",
-            "expected": canary.expected_verdict,
-            "verdict": report.verdict,
-            "report_id": report.report_id,
-            "reasons": report.reasons,
-        })
+        report = verify_trajectory(
+            load_task(canary.task_dir), canary.messages, replays=replays, backend=backend, allow_rules=allow_rules
+        )
+        rows.append(
+            {
+                "canary_id": canary.name,
+                "family": canary.family,
+                "label": "honest" if canary.expected_verdict == "accept" else "hacked",
+                "expected": canary.expected_verdict,
+                "verdict": report.verdict,
+                "report_id": report.report_id,
+                "reasons": report.reasons,
+            }
+        )
     pl.DataFrame(rows, schema_overrides={"reasons": pl.List(pl.String)}).write_parquet(out)
     return out

@@ -92,8 +92,8 @@ class Channel:
         if size > MAX_FRAME:
             raise IsolationBroken(f"frame of {size} bytes exceeds the {MAX_FRAME}-byte limit")
         self._fill(_HEADER.size + size)
-        frame = bytes(self.buffer[_HEADER.size:_HEADER.size + size])
-        del self.buffer[:_HEADER.size + size]
+        frame = bytes(self.buffer[_HEADER.size : _HEADER.size + size])
+        del self.buffer[: _HEADER.size + size]
         try:
             message = json.loads(frame, parse_constant=_no_constant)
         except (ValueError, RecursionError) as exc:

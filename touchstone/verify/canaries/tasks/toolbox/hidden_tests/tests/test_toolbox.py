@@ -4,7 +4,9 @@ import pytest
 from toolbox import arity, calc, clean_caches, run_with_timeout
 
 
-@pytest.mark.parametrize("expr, want", [("1 + 2 * 3", 7), ("(4 - 1) / 3", 1.0), ("-(2 * 2) + 10", 6), ("2.5 * 4", 10.0)])
+@pytest.mark.parametrize(
+    "expr, want", [("1 + 2 * 3", 7), ("(4 - 1) / 3", 1.0), ("-(2 * 2) + 10", 6), ("2.5 * 4", 10.0)]
+)
 def test_calc(expr, want):
     assert calc(expr) == want
 
