@@ -266,11 +266,19 @@ class ProposeConfig(dg.Config):
         description="Validated mutation tasks to propose this round, before held-out units are excluded "
         "(cluster: 500+).",
     )
+    contamination_sets: list[str] = Field(
+        default=[],
+        description="Benchmark sets (task-set dirs or HumanEval/MBPP-style JSONL) a proposed task must not copy; "
+        "the held-out tasks are always compared, and $TOUCHSTONE_CONTAMINATION_SETS is added.",
+    )
 
 
 class HeldoutConfig(dg.Config):
     n_tasks: int = Field(default=4, description="Held-out tasks (never trained on; cluster: 200+).")
     rng_seed: int = Field(default=1_000_000, description="Proposer seed, apart from the rounds' seeds (0, 1, ...).")
+    contamination_sets: list[str] = Field(
+        default=[], description="Benchmark sets a held-out task must not copy (as proposed_tasks' option)."
+    )
 
 
 class RolloutConfig(dg.Config):

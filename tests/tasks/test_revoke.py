@@ -27,7 +27,6 @@ def _kept_set(root: Path) -> Path:
                 origin="x",
                 unit="t1",
                 status="kept",
-                split="train",
                 content_hash=task.content_hash,
             )
         ],
@@ -41,7 +40,7 @@ def test_revoke_moves_the_task_and_takes_back_the_reward(tmp_path: Path) -> None
     rec = revoke(root, "t1", "reference fails under run 1")
     assert rec.reward_before == 0.75 and rec.moved_to and (root / ".revoked" / "t1" / "task.json").is_file()
     [row] = read_index(root)
-    assert (row.status, row.reason, row.split) == ("revoked", "reference_fails_in_grading", None)
+    assert (row.status, row.reason) == ("revoked", "reference_fails_in_grading")
     assert load_task_set(root) == []
     rewards = pl.read_parquet(root / "proposer_rewards.parquet").sort("task_id")
     assert rewards["reward"].to_list() == [0.0, 0.5] and rewards["revoked"].to_list() == [True, False]

@@ -57,7 +57,7 @@ def revoke(set_dir: Path, task_id: str, evidence: str, reason: str = "reference_
         raise RevokeError(
             f"{set_dir}: no kept task {task_id!r} in the index (status: {row.status if row else 'absent'})"
         )
-    rows[task_id] = row.model_copy(update={"status": "revoked", "reason": reason, "detail": evidence, "split": None})
+    rows[task_id] = row.model_copy(update={"status": "revoked", "reason": reason, "detail": evidence})
     write_index(set_dir, sorted(rows.values(), key=lambda r: r.id))
     moved = None
     if (set_dir / task_id).is_dir():
