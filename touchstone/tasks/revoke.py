@@ -138,4 +138,3 @@ def revoke_failing_references(
     with ThreadPoolExecutor(max(1, workers)) as pool:
         why = list(pool.map(lambda t: _failure(regrade_reference(t, backend, runs)), tasks))
     return [revoke(set_dir, t.id, w) for t, w in zip(tasks, why) if w]  # one index writer at a time
-
