@@ -98,14 +98,18 @@ def _tasks(tasks_dirs: Path | str | list[Path | str]) -> dict[str, Task]:
     return out
 
 
-def _verify_one(item: BatchItem, tasks: dict[str, Task], options: dict[str, Any]) -> VerificationReport:
+def _verify_one(
+    item: BatchItem, tasks: dict[str, Task], revoked: dict[str, str], options: dict[str, Any]
+) -> VerificationReport:
     from touchstone.verify.verifier import verify_trajectory
 
     task = tasks.get(item.task_id)
     if task is None:  # kept as a row, never dropped silently
+        why = revoked.get(item.task_id)
+        why = f"task {item.task_id!r} was revoked: {why}" if why else f"unknown task id {item.task_id!r}"
         return VerificationReport(
             trajectory_id=item.trajectory_id, task_id=item.task_id, task_hash="",
-            checks=[CheckResult(name="task", status="error", evidence=f"unknown task id {item.task_id!r}")],
+            checks=[CheckResult(name="task", status="error", evidence=why)],
         )  # fmt: skip
     try:
         return verify_trajectory(task, item.messages, recorded_diff=item.recorded_diff,
@@ -124,10 +128,12 @@ def verify_batch(
     out: Path | str = "verify-out",
     *,
     progress_bar: bool = True,
+    revoked: dict[str, str] | None = None,
     **options: Any,
 ) -> Path:
-    """Verify every trajectory; returns OUT. `options` go to verify_trajectory
-    (replays, progress, backend, policy, full). Trajectories are read as they are
+    """Verify every trajectory; returns OUT. `revoked`: task id -> why, for tasks
+    taken out of the set (their trajectories are reported against a revoked
+    task). `options` go to verify_trajectory (replays, progress, backend, policy, full). Trajectories are read as they are
     verified and each report is spooled to a temporary file as it comes, so
     memory does not grow with the number of trajectories."""
     tasks = _tasks(tasks_dir)
@@ -138,7 +144,9 @@ def verify_batch(
         tqdm(desc="verify", unit="traj", disable=not progress_bar) as bar,
     ):
         index: list[tuple[str, str, int]] = []  # (task id, trajectory id, offset in the spool)
-        for _, fut in bounded_map(pool, lambda item: _verify_one(item, tasks, options), items, 2 * max(1, workers)):
+        for _, fut in bounded_map(
+            pool, lambda item: _verify_one(item, tasks, revoked or {}, options), items, 2 * max(1, workers)
+        ):
             report = fut.result()
             index.append((report.task_id, report.trajectory_id, spool.tell()))
             spool.write(report.model_dump_json().encode() + b"\n")
