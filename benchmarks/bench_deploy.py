@@ -143,7 +143,7 @@ def _memory_bytes(container_id: str) -> int:
 def docker_deployment() -> dict:
     from orchestration.deploy.runs import run_rounds
     from orchestration.deploy.stack import LABEL, Stack, down, host_instance, up
-    from tests.orchestration.test_docker_deploy import tiny_run_config
+    from tests.assets.conftest import tiny_run_config
     from tests.serving import free_port
 
     with tempfile.TemporaryDirectory() as tmp:
