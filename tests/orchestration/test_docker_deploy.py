@@ -24,8 +24,8 @@ from orchestration.storage import RoundStore
 from tests.assets.conftest import tiny_run_config
 from tests.serving import free_port
 
-# The first test also pays for `up` (images built on a fresh machine) and the round.
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(3600)]
+# The first test also pays for `up` (images built on a fresh machine: 20 min at load 15 here) and the round.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(5400)]
 
 CHECKS = {"canaries_caught", "only_accepted_trajectories", "no_heldout_tasks", "schema_and_rows"}
 # `deploy run` prints one line per run: JOB PARTITION STATUS WALLs run=ID
