@@ -20,7 +20,7 @@ from orchestration.run_config import load_run_config
 
 from tests.assets.conftest import tiny_run_config
 
-# Sources, two whole rounds and three server starts: sources and r000 alone took 50 min at load 16 here.
+# Sources, two whole rounds and three server starts: sources and r000 alone took 38 min at load 13-18 here.
 pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(5400)]
 
 LOCAL_SERVED = Path(__file__).parents[2] / "orchestration" / "deploy" / "local-served.yaml"
