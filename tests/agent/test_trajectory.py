@@ -8,7 +8,6 @@ import pytest
 
 from touchstone.agent.tools import NOT_EXECUTED, TOOL_SCHEMAS
 from touchstone.agent.trajectory import (
-    DiffRecord,
     Sampling,
     StepRecord,
     Trajectory,
@@ -21,6 +20,7 @@ from touchstone.agent.trajectory import (
     write_messages_jsonl,
     write_tables,
 )
+from touchstone.sandbox import WorkspaceDiff
 
 
 def call(cid, name, arguments):
@@ -117,7 +117,7 @@ def sample_trajectory(tid: str, steps: int = 2) -> Trajectory:
             for i in range(steps)
         ],
         exit_reason="max_turns",
-        diff=DiffRecord(modified=["a.py"], patch="--- a/a.py\n+++ b/a.py\n"),
+        diff=WorkspaceDiff(modified=["a.py"], patch="--- a/a.py\n+++ b/a.py\n"),
         started_at="2026-01-01T00:00:00+00:00",
         wall_s=1.5,
         policy_s=0.5,

@@ -18,6 +18,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from touchstone import atomic
+from touchstone.sandbox.workspace import WorkspaceDiff
 
 ExitReason = Literal["submitted", "max_turns", "max_tokens", "timeout", "policy_error", "sandbox_error"]
 EXIT_REASONS: tuple[str, ...] = ExitReason.__args__  # type: ignore[attr-defined]
@@ -88,15 +89,6 @@ class StepRecord(BaseModel):
     duration_s: float
 
 
-class DiffRecord(BaseModel):
-    """Final workspace diff, computed by the harness from the sandbox, never by the agent."""
-
-    created: list[str] = Field(default_factory=list)
-    modified: list[str] = Field(default_factory=list)
-    deleted: list[str] = Field(default_factory=list)
-    patch: str = ""
-
-
 class Trajectory(BaseModel):
     model_config = ConfigDict(extra="forbid")
     trajectory_id: str
@@ -115,7 +107,8 @@ class Trajectory(BaseModel):
     steps: list[StepRecord] = Field(default_factory=list)
     exit_reason: ExitReason
     error: str | None = None
-    diff: DiffRecord = Field(default_factory=DiffRecord)
+    # the final workspace diff, computed by the harness from the sandbox, never by the agent
+    diff: WorkspaceDiff = Field(default_factory=WorkspaceDiff)
     started_at: str  # ISO 8601 UTC
     wall_s: float
     policy_s: float
@@ -178,7 +171,7 @@ class Trajectory(BaseModel):
                 steps=[{k: v for k, v in s.items() if k not in ("trajectory_id", "task_id")} for s in steps],
                 exit_reason=row["exit_reason"],
                 error=row["error"],
-                diff=DiffRecord(
+                diff=WorkspaceDiff(
                     created=row["diff_created"],
                     modified=row["diff_modified"],
                     deleted=row["diff_deleted"],

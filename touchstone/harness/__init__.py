@@ -16,7 +16,7 @@ Public API (import from `touchstone.harness`, nothing else):
                   wall_s, timed_out, collected, collect_errors; .ok, .fraction)
 
     compose_tree(dest, workspace, overlays=, files=, deleted=, patch=, tests=)
-    copy_regular_files, is_cache, TreeDiff, diff_snapshots     # trees and their diffs
+    copy_regular_files, is_cache, diff_snapshots     # trees and their diffs (a WorkspaceDiff)
     is_test_file, is_test_module, TEST_DIRS, test_dirs  # what counts as a test
     harness_mounts(("file.py", "dest_{nonce}.py")), HARNESS_SRC, StreamCapture
                                               # for other runners of sandbox_files/
@@ -31,7 +31,7 @@ runner). Guarantees and the threat model: `docs/VERIFIER.md`.
 from touchstone.harness.grading import HARNESS_SRC, StreamCapture, TestRunResult, harness_mounts
 from touchstone.harness.suite import HiddenSuite, TaskTests, run_hidden_tests, run_plan
 from touchstone.harness.testfiles import TEST_DIRS, is_test_file, is_test_module, test_dirs
-from touchstone.harness.tree import TreeDiff, compose_tree, copy_regular_files, diff_snapshots, is_cache
+from touchstone.harness.tree import compose_tree, copy_regular_files, diff_snapshots, is_cache
 
 __all__ = [
     "HARNESS_SRC",
@@ -40,7 +40,6 @@ __all__ = [
     "StreamCapture",
     "TaskTests",
     "TestRunResult",
-    "TreeDiff",
     "compose_tree",
     "copy_regular_files",
     "diff_snapshots",

@@ -11,7 +11,7 @@ from touchstone.sandbox.docker import WarmPool
 from touchstone.sandbox.environment import ENV_TARGET, Environment
 from touchstone.sandbox.errors import SandboxError, SandboxWarning
 from touchstone.sandbox.factory import BACKENDS, available_backends, open_sandbox, resolve_backend
-from touchstone.sandbox.workspace import WorkspaceDiff
+from touchstone.sandbox.workspace import WorkspaceDiff, is_regular
 
 __all__ = [
     "BACKENDS",
@@ -28,6 +28,7 @@ __all__ = [
     "WarmPool",
     "WorkspaceDiff",
     "available_backends",
+    "is_regular",
     "open_sandbox",
     "parse_size",
     "read_action_log",

@@ -95,7 +95,7 @@ def verify_trajectory(
     prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
                            pristine.content, rep.files.get,
                            installed=environment.top_level if environment else frozenset(),
-                           hidden_files=pristine.hidden)  # fmt: skip
+                           hidden_files=pristine.hidden, final=rep.final)  # fmt: skip
     checks.append(_protected_check(prot))
     # graded = the candidate's changed files, minus new test files and the task's own tests
     graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
