@@ -22,27 +22,19 @@ from typing import Any, Iterable
 import polars as pl
 from tqdm import tqdm
 
-from touchstone import atomic
+from touchstone import atomic, tables
 from touchstone.agent.trajectory import read_messages_jsonl
 from touchstone.tasks.schema import Task, load_task, load_task_set
-from touchstone.verify.report import CheckResult, VerificationReport
+from touchstone.verify.report import AuditFinding, CheckResult, VerificationReport
 
 REPORTS_FILE, CHECKS_FILE, FINDINGS_FILE = "reports.parquet", "checks.parquet", "findings.parquet"
 
-REPORT_SCHEMA = {
-    "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String, "task_hash": pl.String,
-    "environment_digest": pl.String, "verdict": pl.String, "reasons": pl.List(pl.String), "failed_checks": pl.List(pl.String),
-    "n_findings": pl.Int64, "progress": pl.String, "verifier_version": pl.String,
-    "duration_s": pl.Float64, "report_json": pl.String,
-}  # fmt: skip
-CHECK_SCHEMA = {
-    "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String,
-    "name": pl.String, "status": pl.String, "evidence": pl.String,
-}  # fmt: skip
-FINDING_SCHEMA = {
-    "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String, "rule": pl.String,
-    "severity": pl.String, "step": pl.Int64, "path": pl.String, "line": pl.Int64, "evidence": pl.String,
-}  # fmt: skip
+REPORT_KEYS = ("report_id", "trajectory_id", "task_id")  # the columns that tie a check or finding to its report
+# the tables' columns, derived from the report models (`touchstone.tables`); the
+# report row also carries the whole report as JSON, which `read_reports` reads
+REPORT_SCHEMA = tables.polars_schema(VerificationReport) | {"report_json": pl.String}
+CHECK_SCHEMA = {k: REPORT_SCHEMA[k] for k in REPORT_KEYS} | tables.polars_schema(CheckResult)
+FINDING_SCHEMA = {k: REPORT_SCHEMA[k] for k in REPORT_KEYS} | tables.polars_schema(AuditFinding)
 
 
 @dataclass
@@ -142,15 +134,10 @@ def write_reports(reports: list[VerificationReport], out: Path) -> Path:
     reports = sorted(reports, key=lambda r: (r.task_id, r.trajectory_id))
     rows, checks, findings = [], [], []
     for r in reports:
-        ids = {"report_id": r.report_id, "trajectory_id": r.trajectory_id, "task_id": r.task_id}
-        rows.append({
-            **ids, "task_hash": r.task_hash, "environment_digest": r.environment_digest, "verdict": r.verdict, "reasons": r.reasons,
-            "failed_checks": r.failed_checks(), "n_findings": len(r.findings),
-            "progress": None if r.progress is None else json.dumps([p.model_dump() for p in r.progress]),
-            "verifier_version": r.verifier_version, "duration_s": r.duration_s, "report_json": r.model_dump_json(),
-        })  # fmt: skip
-        checks += [{**ids, "name": c.name, "status": c.status, "evidence": c.evidence} for c in r.checks]
-        findings += [{**ids, **f.model_dump()} for f in r.findings]
+        ids = {k: getattr(r, k) for k in REPORT_KEYS}
+        rows.append({**tables.to_row(r), "report_json": r.model_dump_json()})
+        checks += [{**ids, **tables.to_row(c)} for c in r.checks]
+        findings += [{**ids, **tables.to_row(f)} for f in r.findings]
     _atomic_parquet(pl.DataFrame(rows, schema=REPORT_SCHEMA, orient="row"), out / REPORTS_FILE)
     _atomic_parquet(pl.DataFrame(checks, schema=CHECK_SCHEMA, orient="row"), out / CHECKS_FILE)
     _atomic_parquet(pl.DataFrame(findings, schema=FINDING_SCHEMA, orient="row"), out / FINDINGS_FILE)
