@@ -18,6 +18,9 @@ from pydantic import BaseModel, Field, model_validator
 from touchstone.tables import Apart, Derived, Json, count
 
 VERIFIER_VERSION = "touchstone-verify/1"
+# grading runs per trajectory, each in a fresh sandbox with its own hash seed and
+# test order: a test that passes on some and fails on others is flaky, not a pass
+DEFAULT_REPLAYS = 3
 
 CheckStatus = Literal["pass", "fail", "error", "skipped"]
 Verdict = Literal["accept", "reject", "inconclusive"]

@@ -29,7 +29,14 @@ from touchstone.verify.action_audit import audit_actions
 from touchstone.verify.policy import AuditPolicy, load_policy
 from touchstone.verify.protected import DEFAULT_PROTECTED, check_protected
 from touchstone.verify.replay import ReplayResult, recorded_diff_matches, replay
-from touchstone.verify.report import AuditFinding, CheckResult, Isolation, ProgressPoint, VerificationReport
+from touchstone.verify.report import (
+    DEFAULT_REPLAYS,
+    AuditFinding,
+    CheckResult,
+    Isolation,
+    ProgressPoint,
+    VerificationReport,
+)
 from touchstone.verify.static_audit import audit_files
 
 
@@ -42,7 +49,7 @@ def verify_trajectory(
     task: Task,
     messages: list[dict[str, Any]],
     *,
-    replays: int = 3,
+    replays: int = DEFAULT_REPLAYS,
     progress: bool = False,
     backend: str = "auto",
     recorded_diff: dict[str, Any] | None = None,
