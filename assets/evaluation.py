@@ -21,12 +21,13 @@ from orchestration.resources import (
 )
 from orchestration.storage import read_parquet
 from touchstone.evaluate.schema import RoundMetrics
+from touchstone.paths import Asset
 
 
 @dg.asset(
     partitions_def=rounds_partitions,
     group_name="round",
-    deps=["checkpoint", "heldout_tasks"],
+    deps=[Asset.CHECKPOINT, Asset.HELDOUT_TASKS],
     kinds={"python"},
     pool="sandbox",
 )
@@ -46,16 +47,16 @@ def round_evaluation(
 
     store = storage.store()
     round_key = context.partition_key
-    found = latest_metadata(context.instance, dg.AssetKey("checkpoint"), round_key)
+    found = latest_metadata(context.instance, dg.AssetKey(Asset.CHECKPOINT), round_key)
     if found is None:
         raise dg.Failure(f"round {round_key} has no checkpoint to evaluate: materialize it first")
     ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
-    heldout_dir = store.local_dir("heldout_tasks")
-    metrics_files = store.round_files("round_evaluation", "metrics.parquet")
+    heldout_dir = store.local_dir(Asset.HELDOUT_TASKS)
+    metrics_files = store.round_files(Asset.ROUND_EVALUATION, "metrics.parquet")
     earlier = earlier_rounds({key: read_parquet(path) for key, path in metrics_files.items()}, round_key)
     ckpt = store.local_copy(ckpt_path)
     # Resumable like raw_trajectories: the work dir survives a killed run.
-    work = store.work_dir("round_evaluation", round_key) / ckpt_hash[:16]
+    work = store.work_dir(Asset.ROUND_EVALUATION, round_key) / ckpt_hash[:16]
     with publishing(context, storage) as out:
         with server.serving(ckpt, ckpt_hash, work, context.log) as served:  # stopped before grading
             rollouts = policy.solve(
@@ -83,7 +84,7 @@ def round_evaluation(
         plot_rounds(rounds, out / "rounds.png")
         report = markdown_report(rounds, plot_file="rounds.png")
         (out / "report.md").write_text(report)
-    done = store.asset_dir("round_evaluation", round_key)
+    done = store.asset_dir(Asset.ROUND_EVALUATION, round_key)
     return dg.MaterializeResult(
         metadata={
             "pass_at_1": dg.MetadataValue.float(metrics.pass_at_1.value),

@@ -26,6 +26,7 @@ from orchestration.storage import RoundStore
 from touchstone import paths
 from touchstone.agent.trajectory import Sampling
 from touchstone.sandbox import DEFAULT_BACKEND
+from touchstone.paths import Asset
 
 if TYPE_CHECKING:
     from touchstone.envs import EnvSpec
@@ -75,7 +76,7 @@ class StorageResource(dg.ConfigurableResource):
 
         from touchstone.envs import EnvSpec
 
-        root = self.store().local_dir("seed_sources")
+        root = self.store().local_dir(Asset.SEED_SOURCES)
         table = pl.read_parquet(root / "sources.parquet")
         envs = table["environment"] if "environment" in table.columns else [None] * table.height
         return [(str(root / d), EnvSpec.model_validate_json(e) if e else None) for d, e in zip(table["dir"], envs)]
