@@ -101,18 +101,24 @@ def trigrams(text: str) -> Counter:
     return Counter(zip(toks, toks[1:], toks[2:]))
 
 
-def naturalness_gain(before: str, after: str, corpus: Counter) -> float:
-    """How much more the changed lines look like the rest of the code after the edit:
-    an injected bug tends to be the odd one out among similar lines (`insert(x, 0)`
-    among many `insert(0, x)`, `s[2:]` among many `s[1:]`). `corpus` counts the
-    trigrams of the code read so far, the changed lines included."""
-    a, b = before.splitlines(True), after.splitlines(True)
+def _common_ends(a: list[str], b: list[str]) -> tuple[int, int]:
+    """How many lines `a` and `b` share at their start, and then at their end."""
     pre = 0
     while pre < min(len(a), len(b)) and a[pre] == b[pre]:
         pre += 1
     suf = 0
     while suf < min(len(a), len(b)) - pre and a[-1 - suf] == b[-1 - suf]:
         suf += 1
+    return pre, suf
+
+
+def naturalness_gain(before: str, after: str, corpus: Counter) -> float:
+    """How much more the changed lines look like the rest of the code after the edit:
+    an injected bug tends to be the odd one out among similar lines (`insert(x, 0)`
+    among many `insert(0, x)`, `s[2:]` among many `s[1:]`). `corpus` counts the
+    trigrams of the code read so far, the changed lines included."""
+    a, b = before.splitlines(True), after.splitlines(True)
+    pre, suf = _common_ends(a, b)
     old, new = trigrams("".join(a[pre : len(a) - suf])), trigrams("".join(b[pre : len(b) - suf]))
 
     def familiarity(grams: Counter) -> float:
@@ -159,12 +165,7 @@ def line_edit(current: str, target: str) -> tuple[str, str]:
     """(old, new) for one `str_replace` turning `current` into `target`: the
     differing lines, widened by whole lines until `old` occurs exactly once."""
     a, b = current.splitlines(keepends=True), target.splitlines(keepends=True)
-    pre = 0
-    while pre < min(len(a), len(b)) and a[pre] == b[pre]:
-        pre += 1
-    suf = 0
-    while suf < min(len(a), len(b)) - pre and a[-1 - suf] == b[-1 - suf]:
-        suf += 1
+    pre, suf = _common_ends(a, b)
     lo, hi_a, hi_b = pre, len(a) - suf, len(b) - suf
     while True:
         old = "".join(a[lo:hi_a])
