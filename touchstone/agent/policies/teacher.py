@@ -10,6 +10,16 @@ from touchstone.agent.policies import Episode, Policy, PolicyTurn
 from touchstone.agent.teacher import Action, Procedure, repair
 
 
+def action_message(action: Action, index: int) -> dict[str, Any]:
+    """`action` as the assistant message of the episode's `index`-th call."""
+    call = {
+        "id": f"call_{index}",
+        "type": "function",
+        "function": {"name": action.tool, "arguments": json.dumps(action.args)},
+    }
+    return {"role": "assistant", "content": action.thought, "tool_calls": [call]}
+
+
 class _TeacherEpisode(Episode):
     def __init__(self, max_turns: int):
         self.max_turns = max_turns
@@ -27,13 +37,8 @@ class _TeacherEpisode(Episode):
                 action = self.procedure.send(last.get("content") or "" if last["role"] == "tool" else "")
         except StopIteration:
             action = Action("submit", {}, "Submit.")
-        call = {
-            "id": f"call_{self.calls}",
-            "type": "function",
-            "function": {"name": action.tool, "arguments": json.dumps(action.args)},
-        }
         self.calls += 1
-        return PolicyTurn(message={"role": "assistant", "content": action.thought, "tool_calls": [call]})
+        return PolicyTurn(message=action_message(action, self.calls - 1))
 
 
 class TeacherPolicy(Policy):

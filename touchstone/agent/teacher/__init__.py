@@ -26,6 +26,6 @@ function windows), `edits` (candidate repairs and their ranking),
 (`touchstone/agent/policies/teacher.py`) adapts the procedure to chat turns.
 """
 
-from touchstone.agent.teacher.procedure import TEST_COMMAND, Action, Procedure, repair
+from touchstone.agent.teacher.procedure import FIRST_ACTION, TEST_COMMAND, Action, Procedure, repair
 
-__all__ = ["TEST_COMMAND", "Action", "Procedure", "repair"]
+__all__ = ["FIRST_ACTION", "TEST_COMMAND", "Action", "Procedure", "repair"]

@@ -50,6 +50,9 @@ class Action:
 # The repair procedure as a generator: it yields actions and is sent each observation.
 Procedure = Generator[Action, str, None]
 
+# Every episode starts here; its observation is the state other policies branch from.
+FIRST_ACTION = Action("bash", {"command": TEST_COMMAND}, "Run the visible tests to see what fails.")
+
 
 class Repair:
     """State of one repair attempt. Code is known by windows: a function's lines as
@@ -69,7 +72,7 @@ class Repair:
         return (yield action)
 
     def run(self) -> Procedure:
-        out = yield from self.act(Action("bash", {"command": TEST_COMMAND}, "Run the visible tests to see what fails."))
+        out = yield from self.act(FIRST_ACTION)
         run = parse_test_run(out)
         while not run.passed and not run.no_tests and self.turns_left >= TURNS_PER_TRY:
             improved = yield from self.repair_round(run)
