@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dagster as dg
 
+from orchestration.partitions import ablation_partitions
+
 sources_job = dg.define_asset_job(
     "sources",
     selection=dg.AssetSelection.groups("sources"),
@@ -14,4 +16,11 @@ round_job = dg.define_asset_job(
     "round",
     selection=dg.AssetSelection.groups("round"),
     description="One round: propose -> solve -> verify -> training data -> checkpoint -> evaluation.",
+)
+
+filter_ablation_job = dg.define_asset_job(
+    "filter_ablation",
+    selection=dg.AssetSelection.assets("ablation_round"),
+    partitions_def=ablation_partitions,
+    description="One arm and round of the filter ablation (docs/EXPERIMENTS.md; materialize ablation_setup first).",
 )

@@ -146,8 +146,11 @@ class VerifierResource(dg.ConfigurableResource):
         default=[], description="Audit rules to waive. Weakens the filter: the canary check exists to catch that."
     )
 
-    def verify_round(self, tasks_dir: Path, trajectories_dir: Path, out: Path, sandbox: SandboxResource) -> Path:
-        """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet."""
+    def verify_round(
+        self, tasks_dir: Path, trajectories_dir: Path, out: Path, sandbox: SandboxResource, progress: bool = False
+    ) -> Path:
+        """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet
+        (`progress`: with the share of hidden tests passing after each state-changing step)."""
         from touchstone.verify import verify_batch
 
         return verify_batch(
@@ -158,6 +161,7 @@ class VerifierResource(dg.ConfigurableResource):
             replays=self.replays,
             backend=sandbox.backend,
             allow_rules=set(self.allow_rules),
+            progress=progress,
         )
 
     def verify_canaries(self, out: Path, sandbox: SandboxResource, seed: str) -> Path:

@@ -69,6 +69,19 @@ class Action:
 # The repair procedure as a generator: it yields actions and is sent each observation.
 Procedure = Generator[Action, str, None]
 
+# Every episode starts here; its observation is the state other policies branch from.
+FIRST_ACTION = Action("bash", {"command": TEST_COMMAND}, "Run the visible tests to see what fails.")
+
+
+def action_message(action: Action, index: int) -> dict[str, Any]:
+    """`action` as the assistant message of the episode's `index`-th call."""
+    call = {
+        "id": f"call_{index}",
+        "type": "function",
+        "function": {"name": action.tool, "arguments": json.dumps(action.args)},
+    }
+    return {"role": "assistant", "content": action.thought, "tool_calls": [call]}
+
 
 class _Repair:
     """State of one repair attempt. Code is known by windows: a function's lines as
@@ -88,7 +101,7 @@ class _Repair:
         return (yield action)
 
     def run(self) -> Procedure:
-        out = yield from self.act(Action("bash", {"command": TEST_COMMAND}, "Run the visible tests to see what fails."))
+        out = yield from self.act(FIRST_ACTION)
         run = parse_test_run(out)
         while not run.passed and not run.no_tests and self.turns_left > 3:
             improved = yield from self.repair_round(run)
@@ -253,13 +266,8 @@ class _TeacherEpisode(Episode):
                 action = self.procedure.send(last.get("content") or "" if last["role"] == "tool" else "")
         except StopIteration:
             action = Action("submit", {}, "Submit.")
-        call = {
-            "id": f"call_{self.calls}",
-            "type": "function",
-            "function": {"name": action.tool, "arguments": json.dumps(action.args)},
-        }
         self.calls += 1
-        return PolicyTurn(message={"role": "assistant", "content": action.thought, "tool_calls": [call]})
+        return PolicyTurn(message=action_message(action, self.calls - 1))
 
 
 class TeacherPolicy(Policy):
