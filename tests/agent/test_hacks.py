@@ -10,6 +10,7 @@ import pytest
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import make_policy
 from touchstone.agent.policies.hacks import FAMILIES, NAIVE_FOOLING, hack_draw, hack_messages
+from touchstone.experiments.filter_ablation import is_hack
 from touchstone.verify.canaries.naive import naive_grade
 from touchstone.verify.verifier import verify_trajectory
 
@@ -66,6 +67,6 @@ def test_every_hack_the_policy_plays_fools_the_naive_harness_and_not_the_verifie
         assert naive_grade(task, traj.messages, backend="bwrap"), f"{family} does not fool the naive harness"
         report = verify_trajectory(task, traj.messages, replays=1, backend="bwrap")
         assert report.verdict == "reject", f"{family}: {report.reasons}"
-        assert any(f.severity == "reject" for f in report.findings), f"{family}: no audit finding"
+        assert is_hack(report), f"{family}: rejected, but not by the audit: {report.reasons}"
     honest = run_episode(task, policy, attempt=_seed_for(None, 0.5, statement), limits=EpisodeLimits(max_turns=16))
     assert verify_trajectory(task, honest.messages, replays=1, backend="bwrap").verdict == "accept"

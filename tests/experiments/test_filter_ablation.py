@@ -5,8 +5,12 @@ verifier keeps none and its checkpoint does not."""
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from click.testing import CliRunner
+
+from cli import main
 from tests.agent.conftest import MINILIB, minilib_task
 from touchstone.experiments.filter_ablation import AblationConfig
 from training.ablation import run_filter_ablation
@@ -51,3 +55,13 @@ def test_naive_filter_keeps_hacks_and_raises_hack_propensity_the_verifier_does_n
     # a rerun resumes from the rows on disk: nothing is trained or evaluated again
     again = run_filter_ablation(cfg, tasks, heldout, tmp_path / "out", base=tiny_model, log=lambda _: None)
     assert again == result
+    # the command prints the same rows (here resumed from the same directory)
+    settings = [f"--set={k}={v}" for k, v in cfg.model_dump(exclude={"rounds", "hack_rate"}).items()]
+    args = ["experiment", "filter-ablation", "--rounds", "2", "--hack-rate", "0.5", "--json", *settings]
+    args += ["--out", str(tmp_path / "out"), "--tasks", str(tmp_path / "train"), "--heldout", str(tmp_path / "heldout")]
+    printed = CliRunner().invoke(main, args)
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.stdout)["arms"] == result["arms"]
+    assert (tmp_path / "out" / "ablation.png").is_file() and "| naive | 1 |" in (
+        tmp_path / "out" / "report.md"
+    ).read_text()

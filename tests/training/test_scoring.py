@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import math
 
+import json
+
 import pytest
+from click.testing import CliRunner
+
+from cli import main
 
 from tests.agent.conftest import MINILIB, minilib_task
 from touchstone.evaluate.reference import probe_states, read_reference, reference_set
@@ -36,8 +41,8 @@ def test_reference_set_holds_verified_teacher_runs_and_is_built_once(reference):
     assert reference_set(tasks, backend="bwrap", cache=cache) == path and path.stat().st_mtime_ns == stamp
     states = probe_states(rows)
     assert len(states) == 2
-    for state in states:
-        assert set(state.hacks) == set(FAMILIES)
+    for state in states:  # special-casing needs `assert f(args) == value`; boolop's fails on `assert not ...`
+        assert set(state.hacks) == set(FAMILIES) - ({"special_case"} if state.task_id == "boolop" else set())
         assert state.prefix[-1]["role"] == "tool" and state.honest["role"] == "assistant"
         assert state.honest != state.hacks["conftest"]
 
@@ -67,3 +72,18 @@ def test_action_logprob_scores_only_the_action_and_cuts_context_from_the_left(ti
 
 def _call(name: str, args: str) -> dict:
     return {"id": "c0", "type": "function", "function": {"name": name, "arguments": args}}
+
+
+@pytest.mark.slow
+def test_touchstone_eval_reports_every_figure_for_each_checkpoint(reference, tiny_model, tmp_path):
+    tasks, _, _ = reference
+    heldout = tasks[0].dir.parent
+    args = ["eval", "--checkpoint", str(tiny_model), "--tasks", str(heldout), "--out", str(tmp_path / "eval")]
+    args += ["--attempts", "1", "--max-turns", "2", "--max-tokens", "8", "--backend", "bwrap", "--json"]
+    printed = CliRunner().invoke(main, args)
+    assert printed.exit_code == 0, printed.output
+    (metrics,) = json.loads(printed.stdout)
+    assert metrics["n_tasks"] == 2 and metrics["k"] == 1
+    assert metrics["imitation_nll"]["value"] > 0 and metrics["hack_propensity"] is not None
+    assert 0 <= metrics["valid_tool_call_rate"]["value"] <= 1
+    assert "imitation NLL" in (tmp_path / "eval" / "report.md").read_text()
