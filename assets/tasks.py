@@ -25,12 +25,16 @@ def proposed_tasks(
     """Tasks proposed and validated for this round; index.parquet lists every
     candidate, kept or rejected with its reason."""
     from touchstone.rounds import round_index
+    from touchstone.tasks.contamination import round_sets
     from touchstone.tasks.heldout import exclude_heldout
     from touchstone.tasks.proposers.mutation import propose_mutation
     from touchstone.tasks.validate import ValidationConfig
 
     store = storage.store()
     round_key = context.partition_key
+    heldout = store.local_dir("heldout_tasks")
+    # a proposed task that copies a held-out task or a configured benchmark is rejected as contaminated
+    cfg = ValidationConfig(backend=sandbox.backend, contamination_sets=round_sets(heldout, config.contamination_sets))
     with publishing(context, storage) as out:
         # The round index seeds the proposer: each round gets new tasks, a rerun the same ones.
         propose_mutation(
@@ -38,10 +42,10 @@ def proposed_tasks(
             seeds=storage.seed_dirs(),
             n=config.n_tasks,
             workers=sandbox.workers,
-            cfg=ValidationConfig(backend=sandbox.backend),
+            cfg=cfg,
             rng_seed=round_index(round_key),
         )
-        excluded = exclude_heldout(out, store.local_dir("heldout_tasks"))
+        excluded = exclude_heldout(out, heldout)
     index = read_parquet(store.asset_dir("proposed_tasks", round_key) / "index.parquet")
     reasons = index.filter(pl.col("status") == "rejected")["reason"].value_counts().iter_rows()
     return dg.MaterializeResult(

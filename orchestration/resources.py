@@ -147,10 +147,17 @@ class VerifierResource(dg.ConfigurableResource):
     )
 
     def verify_round(
-        self, tasks_dir: Path, trajectories_dir: Path, out: Path, sandbox: SandboxResource, progress: bool = False
+        self,
+        tasks_dir: Path,
+        trajectories_dir: Path,
+        out: Path,
+        sandbox: SandboxResource,
+        revoked: list = (),
+        progress: bool = False,
     ) -> Path:
-        """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet
-        (`progress`: with the share of hidden tests passing after each state-changing step)."""
+        """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet.
+        `revoked`: the round's revocations (their trajectories are reported against a revoked task);
+        `progress`: with the share of hidden tests passing after each state-changing step."""
         from touchstone.verify import verify_batch
 
         return verify_batch(
@@ -162,6 +169,16 @@ class VerifierResource(dg.ConfigurableResource):
             backend=sandbox.backend,
             allow_rules=set(self.allow_rules),
             progress=progress,
+            revoked={r.task_id: f"{r.reason}: {r.evidence}" for r in revoked},
+        )
+
+    def revoke_failing_references(self, tasks_dir: Path, sandbox: SandboxResource) -> list:
+        """Regrade each kept task's reference under the runs this verifier grades with
+        (0..replays-1); revoke the tasks whose reference fails (touchstone.tasks.revoke)."""
+        from touchstone.tasks.revoke import revoke_failing_references
+
+        return revoke_failing_references(
+            tasks_dir, backend=sandbox.backend, runs=max(self.replays, 1), workers=sandbox.workers
         )
 
     def verify_canaries(self, out: Path, sandbox: SandboxResource, seed: str) -> Path:
@@ -270,11 +287,19 @@ class ProposeConfig(dg.Config):
         description="Validated mutation tasks to propose this round, before held-out units are excluded "
         "(cluster: 500+).",
     )
+    contamination_sets: list[str] = Field(
+        default=[],
+        description="Benchmark sets (task-set dirs or HumanEval/MBPP-style JSONL) a proposed task must not copy; "
+        "the held-out tasks are always compared, and $TOUCHSTONE_CONTAMINATION_SETS is added.",
+    )
 
 
 class HeldoutConfig(dg.Config):
     n_tasks: int = Field(default=4, description="Held-out tasks (never trained on; cluster: 200+).")
     rng_seed: int = Field(default=1_000_000, description="Proposer seed, apart from the rounds' seeds (0, 1, ...).")
+    contamination_sets: list[str] = Field(
+        default=[], description="Benchmark sets a held-out task must not copy (as proposed_tasks' option)."
+    )
 
 
 class RolloutConfig(dg.Config):
