@@ -38,7 +38,8 @@ class Scorer:
 
     def __init__(self, checkpoint: str | Path, max_length: int = MAX_LENGTH):
         self.model, self.tokenizer = load_base(checkpoint)
-        self.model.eval()
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.model.to(self.device).eval()
         self.template = training_template(self.tokenizer)
         self.max_length = max_length
 
@@ -56,9 +57,9 @@ class Scorer:
     @torch.no_grad()
     def token_logprobs(self, ids: list[int]) -> np.ndarray:
         """log p(ids[j] | ids[:j]) for j >= 1 (entry j - 1)."""
-        x = torch.tensor([ids])
+        x = torch.tensor([ids], device=self.device)
         logits = self.model(input_ids=x).logits[0, :-1].float()
-        return torch.log_softmax(logits, -1).gather(1, x[0, 1:, None])[:, 0].numpy()
+        return torch.log_softmax(logits, -1).gather(1, x[0, 1:, None])[:, 0].cpu().numpy()
 
     def nll_per_token(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> float | None:
         """Mean NLL of the assistant tokens among the first max_length (None: none there)."""
