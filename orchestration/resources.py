@@ -174,10 +174,17 @@ class VerifierResource(dg.ConfigurableResource):
     )
 
     def verify_round(
-        self, tasks_dir: Path, trajectories_dir: Path, out: Path, sandbox: SandboxResource, revoked: list = ()
+        self,
+        tasks_dir: Path,
+        trajectories_dir: Path,
+        out: Path,
+        sandbox: SandboxResource,
+        revoked: list = (),
+        progress: bool = False,
     ) -> Path:
         """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet.
-        `revoked`: the round's revocations (their trajectories are reported against a revoked task)."""
+        `revoked`: the round's revocations (their trajectories are reported against a revoked task);
+        `progress`: with the share of hidden tests passing after each state-changing step."""
         from touchstone.verify import verify_batch
 
         return verify_batch(
@@ -188,6 +195,7 @@ class VerifierResource(dg.ConfigurableResource):
             replays=self.replays,
             backend=sandbox.backend,
             allow_rules=set(self.allow_rules),
+            progress=progress,
             revoked={r.task_id: f"{r.reason}: {r.evidence}" for r in revoked},
         )
 

@@ -15,9 +15,10 @@ _DEFAULT_HOME = ".touchstone"
 
 class Asset:
     """The assets, named once: each is a Dagster asset key (`assets/`,
-    `orchestration/`) and the directory of its data under the data root
-    (ROOT/<asset>/ for the shared sources, ROOT/rounds/<round>/<asset>/ for the
-    round's stages). Plain strings: one goes wherever a name or a path part does."""
+    `orchestration/`), and a round's asset also names the directory of its data
+    under the data root (ROOT/<asset>/ for the shared sources,
+    ROOT/rounds/<round>/<asset>/ for the round's stages). Plain strings: one
+    goes wherever a name or a path part does."""
 
     SEED_SOURCES = "seed_sources"
     BASE_MODEL = "base_model"
@@ -28,6 +29,9 @@ class Asset:
     TRAINING_DATA = "training_data"
     CHECKPOINT = "checkpoint"
     ROUND_EVALUATION = "round_evaluation"
+    # the filter-ablation experiment (docs/EXPERIMENTS.md), which keeps its own files
+    ABLATION_SETUP = "ablation_setup"
+    ABLATION_ROUND = "ablation_round"
 
 
 def is_url(location: str | os.PathLike[str]) -> bool:
