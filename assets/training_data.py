@@ -13,11 +13,12 @@ from orchestration.resources import StorageResource
 @dg.asset(
     partitions_def=rounds_partitions,
     group_name="round",
-    deps=["verification_reports", "raw_trajectories"],
+    deps=["verification_reports", "raw_trajectories", "proposed_tasks"],
     kinds={"polars"},
 )
 def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
-    """sft/rl/dpo/kto Parquet files with lineage columns back to task, trajectory and report."""
+    """sft/rl/dpo/kto Parquet files with lineage columns back to task, trajectory and report;
+    the proposer's rows (role `proposer`) rewarded from this round's verified outcomes."""
     from touchstone.data.build import build_datasets
 
     store = storage.store()
@@ -28,6 +29,7 @@ def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -
             trajectories=store.local_dir("raw_trajectories", round_key) / "trajectories.parquet",
             out=out,
             round_key=round_key,
+            proposals=store.local_dir("proposed_tasks", round_key),  # the proposer's rows, after verification
         )
     done = store.asset_dir("training_data", round_key)
     summary = json.loads((done / "summary.json").read_text())
@@ -35,6 +37,8 @@ def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -
         "guards": dg.MetadataValue.json(summary["guards"]),
         "excluded_unguarded": dg.MetadataValue.int(summary["excluded_unguarded"]),
     }
+    if summary.get("self_play"):
+        metadata["self_play"] = dg.MetadataValue.md((done / "selfplay.md").read_text())
     for name in ("sft", "rl", "dpo", "kto"):
         if (done / f"{name}.parquet").exists():
             metadata |= table_metadata(done / f"{name}.parquet", primary=name == "sft")
