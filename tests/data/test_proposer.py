@@ -4,97 +4,22 @@ to the solver's, the blocking check on them, and the round report's section."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest
 
 from orchestration.checks import verified_rows_problems
-from tests.data.fixtures import trajectory, write_round
+from tests.data.fixtures import POLICY, trajectory, write_round, write_selfplay_round
 from tests.data.reports import report
 from touchstone.data.build import build_datasets
 from touchstone.data.inputs import join, read_trajectories, reports_of
 from touchstone.data.proposer import proposer_rewards, proposer_row_problems
 from touchstone.data.schema import DataConfig, DPORow, ProposerConfig, RLRow, read_rows
-from touchstone.tasks.index import IndexRow, write_index
-from touchstone.tasks.proposers.common import write_solution_task
-from touchstone.tasks.proposers.selfplay import ProposalRecord, write_proposals
-from touchstone.tasks.schema import EntryPoint, Task, TaskSource
-
-POLICY = "hf:/ckpt"
-# proposal -> (group, index status, reason, entry point or None)
-PROPOSALS = {
-    "p-learn": (0, "kept", None, "f_learn"),
-    "p-bad": (0, "rejected", "malformed", None),
-    "p-trivial": (1, "kept", None, "f_trivial"),
-    "p-copy": (1, "rejected", "contaminated", None),
-    "p-untried": (1, "kept", None, "f_untried"),
-    "p-teacher": (2, "kept", None, "f_teacher"),
-    "p-revoked": (2, "revoked", "reference_fails_in_grading", None),
-}
-# verified attempts: (trajectory id, task, policy, verdict)
-ATTEMPTS = [
-    ("a-ok", "task-a", POLICY, "accept"),
-    ("a-bad", "task-a", POLICY, "reject"),
-    ("l-1", "p-learn", POLICY, "accept"),
-    ("l-2", "p-learn", POLICY, "reject"),
-    ("l-3", "p-learn", POLICY, "reject"),
-    ("l-4", "p-learn", POLICY, "inconclusive"),  # not an outcome: not counted
-    ("l-t", "p-learn", "teacher", "accept"),  # another policy: the proposer's own attempts exist, so not counted
-    ("t-1", "p-trivial", POLICY, "accept"),
-    ("t-2", "p-trivial", POLICY, "accept"),
-    ("h-1", "p-teacher", "teacher", "accept"),
-    ("h-2", "p-teacher", "teacher", "reject"),
-    ("r-1", "p-revoked", POLICY, "accept"),  # solved, but its task was revoked: invalid all the same
-]
-
-
-def _task_dir(root: Path, pid: str, entry: str) -> None:
-    source = TaskSource(proposer="llm", origin=POLICY, unit=pid, meta={"proposal": {"policy": POLICY}})
-    task = Task(id=pid, statement=f"implement {entry}", source=source,
-                entry_points=[EntryPoint(module="solution", function=entry)])  # fmt: skip
-    # two proposals share one solution shape under different names
-    body = "return x + 1" if entry in ("f_learn", "f_trivial") else f"return '{entry}' * x"
-    write_solution_task(root / pid, task, stub=f"def {entry}(x):\n    raise NotImplementedError\n",
-                        reference=f"def {entry}(x):\n    {body}\n", tests="def test_x():\n    pass\n")  # fmt: skip
 
 
 @pytest.fixture
 def selfplay_round(tmp_path):
-    """A round's task set with proposals, and its rollouts and reports."""
-    tasks = tmp_path / "proposed"
-    records, rows = [], []
-    for pid, (group, status, reason, entry) in PROPOSALS.items():
-        prompt = [{"role": "system", "content": "design tasks"}, {"role": "user", "content": f"group {group}"}]
-        records.append(
-            ProposalRecord(
-                proposal_id=pid,
-                round="r001",
-                kind="standalone",
-                group=group,
-                policy=POLICY,
-                checkpoint_hash="ck-1",
-                prompt=json.dumps(prompt),
-                output=f"proposal {pid}",
-                turn=json.dumps({"prompt_ids": [1, 2, 3], "completion_ids": [4, 5]}) if pid == "p-learn" else "{}",
-                references=["task-a"],
-                status=status,
-                reason=reason,
-                detail="",
-            )  # fmt: skip
-        )
-        if entry:
-            _task_dir(tasks, pid, entry)
-        rows.append(IndexRow(id=pid, proposer="llm", origin=POLICY, unit=pid, status=status, reason=reason,
-                             content_hash=f"hash-{pid}" if status == "kept" else None, policy=POLICY,
-                             policy_checkpoint="ck-1"))  # fmt: skip
-    rows.append(IndexRow(id="task-a", proposer="mutation", origin="seed", unit="seed:f", status="kept"))
-    write_proposals(tasks, records)
-    write_index(tasks, rows)
-    trajs = [trajectory(t, task_id=task, policy=pol, task_hash="h-a") for t, task, pol, _ in ATTEMPTS]
-    reps = [report(t, verdict, task_id=task, task_hash="h-a") for t, task, _, verdict in ATTEMPTS]
-    reports_file, traj_file = write_round(tmp_path, trajs, reps)
-    return tasks, reports_file, traj_file
+    return write_selfplay_round(tmp_path)
 
 
 def test_rewards_come_from_verified_outcomes(selfplay_round):
@@ -193,3 +118,15 @@ def test_no_proposals_no_section(tmp_path):
     (tmp_path / "tasks").mkdir()
     summary = build_datasets(reports_file, traj_file, tmp_path / "d", proposals=tmp_path / "tasks")
     assert summary.self_play is None and not (tmp_path / "d" / "selfplay.md").exists()
+
+
+def test_cli_build_takes_the_proposals(selfplay_round, tmp_path):
+    from click.testing import CliRunner
+
+    from cli import main
+
+    tasks, reports_file, traj_file = selfplay_round
+    args = ["data", "build", "--reports", str(reports_file), "--trajectories", str(traj_file)]
+    result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "d"), "--proposals", str(tasks), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["self_play"]["proposals"] == 7
