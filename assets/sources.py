@@ -70,9 +70,11 @@ def heldout_tasks(
 ) -> dg.MaterializeResult:
     """Validated tasks reserved for evaluation. Rounds never propose tasks from
     their source units, and a blocking check keeps them out of training."""
+    from touchstone.tasks.contamination import round_sets
     from touchstone.tasks.proposers.mutation import propose_mutation
     from touchstone.tasks.validate import ValidationConfig
 
+    sets = round_sets(None, config.contamination_sets)  # held-out tasks must not be benchmark problems either
     with publishing(context, storage) as out:
         # Its own RNG stream: round r seeds with r, far below this.
         propose_mutation(
@@ -80,7 +82,7 @@ def heldout_tasks(
             seeds=storage.seed_dirs(),
             n=config.n_tasks,
             workers=sandbox.workers,
-            cfg=ValidationConfig(backend=sandbox.backend),
+            cfg=ValidationConfig(backend=sandbox.backend, contamination_sets=sets),
             rng_seed=config.rng_seed,
         )
     index = storage.store().asset_dir("heldout_tasks") / "index.parquet"

@@ -32,21 +32,25 @@ def proposed_tasks(
     """Tasks proposed and validated for this round; index.parquet lists every
     candidate, kept or rejected with its reason; sources.json the outcome per source."""
     from touchstone.rounds import round_index
+    from touchstone.tasks.contamination import round_sets
     from touchstone.tasks.sources import propose_round
     from touchstone.tasks.validate import ValidationConfig
 
     store = storage.store()
     round_key = context.partition_key
     mix = config.mix()
+    heldout = store.local_dir("heldout_tasks")
+    # a proposed task that copies a held-out task or a configured benchmark is rejected as contaminated
+    cfg = ValidationConfig(backend=sandbox.backend, contamination_sets=round_sets(heldout, config.contamination_sets))
     with publishing(context, storage) as out, _proposer(context, config, store, policy, server) as proposer:
         # The round index seeds the proposers: each round gets new tasks, a rerun the same ones.
         summary = propose_round(
             out,
             mix,
             seeds=storage.seed_dirs(),
-            heldout=store.local_dir("heldout_tasks"),
+            heldout=heldout,
             policy=proposer,
-            validation=ValidationConfig(backend=sandbox.backend),
+            validation=cfg,
             workers=sandbox.workers,
             rng_seed=round_index(round_key),
             round_key=round_key,

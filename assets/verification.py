@@ -23,15 +23,28 @@ def verification_reports(
     sandbox: SandboxResource,
     verifier: VerifierResource,
 ) -> dg.MaterializeResult:
-    """One report per trajectory (verdict, checks, audit findings), plus canary reports."""
+    """One report per trajectory (verdict, checks, audit findings), plus canary reports.
+    First each task's reference is graded as the trajectories are: a task whose
+    reference fails is revoked in the round's task index (its proposer's reward
+    taken back), and its trajectories are reported against a revoked task."""
     store = storage.store()
     round_key = context.partition_key
     tasks_dir = store.local_dir("proposed_tasks", round_key)
+    revoked = verifier.revoke_failing_references(tasks_dir, sandbox)
+    if revoked:
+        store.write_back("proposed_tasks", round_key, tasks_dir)
     trajectories_dir = store.local_dir("raw_trajectories", round_key)
     with publishing(context, storage) as out:
-        verifier.verify_round(tasks_dir, trajectories_dir, out, sandbox)
+        verifier.verify_round(tasks_dir, trajectories_dir, out, sandbox, revoked)
         verifier.verify_canaries(out, sandbox, seed=round_key)
     done = store.asset_dir("verification_reports", round_key)
     reports = table_metadata(done / "reports.parquet")
     verdicts = read_parquet(done / "reports.parquet")["verdict"].value_counts().iter_rows()
-    return dg.MaterializeResult(metadata={**reports, **{f"verdict_{k}": dg.MetadataValue.int(v) for k, v in verdicts}})
+    revocations = {r.task_id: r.evidence for r in revoked}
+    return dg.MaterializeResult(
+        metadata={
+            **reports,
+            **{f"verdict_{k}": dg.MetadataValue.int(v) for k, v in verdicts},
+            "revoked_tasks": dg.MetadataValue.json(revocations),
+        }
+    )

@@ -28,6 +28,18 @@ _contamination = click.option(
 )
 
 
+def _warn_eval_fraction(_ctx, _param, value: float | None) -> None:
+    if value is not None:
+        click.echo("warning: --eval-fraction is ignored: held-out tasks are their own set (heldout_tasks)", err=True)
+
+
+# proposers once split kept tasks into train/eval; nothing read the split, so the
+# option is accepted (hidden, for one release) and does nothing
+_retired_eval_fraction = click.option(
+    "--eval-fraction", type=float, hidden=True, expose_value=False, callback=_warn_eval_fraction
+)
+
+
 def _proposer_options(fn):
     """The options every proposer and importer shares: workers, backend, k, threshold, --json."""
     for option in (_json, _threshold, _k, _backend, _workers):
@@ -51,15 +63,15 @@ def _summary(out: Path, as_json: bool = False, **facts) -> None:
 
     rows = query(
         out,
-        "SELECT status, coalesce(reason, '-'), coalesce(split, '-'), count(*) FROM tasks GROUP BY ALL ORDER BY 1, 2, 3",
+        "SELECT status, coalesce(reason, '-'), count(*) FROM tasks GROUP BY ALL ORDER BY 1, 2",
     )
     if as_json:
-        tasks = [{"status": s, "reason": r, "split": sp, "count": c} for s, r, sp, c in rows]
+        tasks = [{"status": s, "reason": r, "count": c} for s, r, c in rows]
         click.echo(json.dumps({**facts, "index": str(out / "index.parquet"), "tasks": tasks}, indent=2, default=str))
         return
     click.echo(", ".join(f"{k} {v}" for k, v in facts.items() if not isinstance(v, (list, dict))))
-    for status, reason, split, count in rows:
-        click.echo(f"  {status:9} {reason:18} {split:6} {count}")
+    for status, reason, count in rows:
+        click.echo(f"  {status:9} {reason:18} {count}")
     click.echo(f"index: {out / 'index.parquet'}")
 
 
@@ -107,11 +119,9 @@ def propose() -> None:
 @click.option("--n", type=int, default=50, show_default=True, help="validated tasks to keep")
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 @click.option("--rng-seed", type=int, default=0, show_default=True)
-@click.option("--eval-fraction", type=float, default=0.2, show_default=True, help="share of source units held out")
+@_retired_eval_fraction
 @_proposer_options
-def mutation(
-    seeds, repos, env_spec, tests, n, out, rng_seed, eval_fraction, workers, backend, k, threshold, as_json
-) -> None:
+def mutation(seeds, repos, env_spec, tests, n, out, rng_seed, workers, backend, k, threshold, as_json) -> None:
     """Inject one AST-level bug per task into real projects with pytest suites."""
     from touchstone.envs import EnvError
     from touchstone.tasks.proposers.mutation import propose_mutation
@@ -125,7 +135,6 @@ def mutation(
             workers=workers,
             rng_seed=rng_seed,
             cfg=_cfg(backend, k, threshold),
-            eval_fraction=eval_fraction,
             environment=_env_spec(env_spec),
             tests=tests,
         )
@@ -143,13 +152,13 @@ def mutation(
 @propose.command("problems")
 @click.option("--jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
-@click.option("--eval-fraction", type=float, default=0.2, show_default=True)
+@_retired_eval_fraction
 @_proposer_options
-def problems(jsonl, out, eval_fraction, workers, backend, k, threshold, as_json) -> None:
+def problems(jsonl, out, workers, backend, k, threshold, as_json) -> None:
     """Import HumanEval/MBPP-style JSONL (prompt, canonical_solution, test, entry_point)."""
     from touchstone.tasks.proposers.problems import import_problems
 
-    result = import_problems(jsonl, out, workers=workers, cfg=_cfg(backend, k, threshold), eval_fraction=eval_fraction)
+    result = import_problems(jsonl, out, workers=workers, cfg=_cfg(backend, k, threshold))
     _summary(out, as_json, kept=result.kept, rejected=result.rejected)
 
 
@@ -251,9 +260,9 @@ def import_() -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help='JSON {"owner/name": SPEC | {"VERSION": SPEC, "*": SPEC}}; default: pip install -e .',
 )
-@click.option("--eval-fraction", type=float, default=0.2, show_default=True)
+@_retired_eval_fraction
 @_proposer_options
-def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, k, threshold, as_json) -> None:
+def swe_bench(instances, repos, out, env_spec, workers, backend, k, threshold, as_json) -> None:
     """Import SWE-bench-format INSTANCES (JSONL; SWE-smith, SWE-Gym and R2E-Gym field names too)."""
     from touchstone.tasks.proposers.swebench import import_swebench
 
@@ -265,7 +274,6 @@ def swe_bench(instances, repos, out, env_spec, eval_fraction, workers, backend, 
             env_spec=env_spec,
             workers=workers,
             cfg=_cfg(backend, k, threshold),
-            eval_fraction=eval_fraction,
         )
     except (ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc

@@ -146,8 +146,11 @@ class VerifierResource(dg.ConfigurableResource):
         default=[], description="Audit rules to waive. Weakens the filter: the canary check exists to catch that."
     )
 
-    def verify_round(self, tasks_dir: Path, trajectories_dir: Path, out: Path, sandbox: SandboxResource) -> Path:
-        """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet."""
+    def verify_round(
+        self, tasks_dir: Path, trajectories_dir: Path, out: Path, sandbox: SandboxResource, revoked: list = ()
+    ) -> Path:
+        """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet.
+        `revoked`: the round's revocations (their trajectories are reported against a revoked task)."""
         from touchstone.verify import verify_batch
 
         return verify_batch(
@@ -158,6 +161,16 @@ class VerifierResource(dg.ConfigurableResource):
             replays=self.replays,
             backend=sandbox.backend,
             allow_rules=set(self.allow_rules),
+            revoked={r.task_id: f"{r.reason}: {r.evidence}" for r in revoked},
+        )
+
+    def revoke_failing_references(self, tasks_dir: Path, sandbox: SandboxResource) -> list:
+        """Regrade each kept task's reference under the runs this verifier grades with
+        (0..replays-1); revoke the tasks whose reference fails (touchstone.tasks.revoke)."""
+        from touchstone.tasks.revoke import revoke_failing_references
+
+        return revoke_failing_references(
+            tasks_dir, backend=sandbox.backend, runs=max(self.replays, 1), workers=sandbox.workers
         )
 
     def verify_canaries(self, out: Path, sandbox: SandboxResource, seed: str) -> Path:
@@ -287,6 +300,11 @@ class ProposeConfig(dg.Config):
     self_max_tokens: int = Field(
         default=768, description="self: completion tokens per proposal (a task is statement, stub, reference, tests)."
     )
+    contamination_sets: list[str] = Field(
+        default=[],
+        description="Benchmark sets (task-set dirs or HumanEval/MBPP-style JSONL) a proposed task must not copy; "
+        "the held-out tasks are always compared, and $TOUCHSTONE_CONTAMINATION_SETS is added.",
+    )
 
     def mix(self):
         from touchstone.tasks.sources import SourceMix
@@ -305,6 +323,9 @@ class ProposeConfig(dg.Config):
 class HeldoutConfig(dg.Config):
     n_tasks: int = Field(default=4, description="Held-out tasks (never trained on; cluster: 200+).")
     rng_seed: int = Field(default=1_000_000, description="Proposer seed, apart from the rounds' seeds (0, 1, ...).")
+    contamination_sets: list[str] = Field(
+        default=[], description="Benchmark sets a held-out task must not copy (as proposed_tasks' option)."
+    )
 
 
 class RolloutConfig(dg.Config):

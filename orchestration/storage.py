@@ -79,6 +79,14 @@ class RoundStore:
         _copy_upath(src, UPath(dest))
         return dest
 
+    def write_back(self, asset: str, round_key: str | None, local: Path) -> None:
+        """Publish `local`, a `local_dir` of the asset changed in place, as the asset's
+        data (on a local root `local_dir` is the data itself: nothing to copy)."""
+        if self.is_local:
+            return
+        with self.publish(asset, round_key) as staging:
+            shutil.copytree(local, staging, dirs_exist_ok=True)
+
     def local_copy(self, location: str) -> str:
         """A local path holding the files at `location` (a path, or a URL in this
         store, e.g. a checkpoint recorded in metadata): downloaded when remote."""

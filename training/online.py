@@ -213,7 +213,7 @@ def _main() -> None:
     from touchstone.tasks.schema import load_task_set
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tasks", required=True, help="Task-set directory (training split).")
+    parser.add_argument("--tasks", required=True, help="Task-set directory to train on.")
     parser.add_argument("--base", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--config", default=None, help="YAML of GRPOConfig fields.")

@@ -1,11 +1,11 @@
-"""The proposers' shared engine: failures are recorded, never fatal; splits by unit."""
+"""The proposers' shared engine: failures are recorded, never fatal."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from touchstone.tasks.index import read_index
-from touchstone.tasks.proposers.common import Candidate, reject, run_candidates, split_of
+from touchstone.tasks.proposers.common import Candidate, reject, run_candidates
 from touchstone.tasks.schema import TaskSource
 from touchstone.tasks.validate import ValidationConfig
 
@@ -26,13 +26,6 @@ def test_a_failing_candidate_is_recorded_and_the_run_goes_on(tmp_path: Path) -> 
     # the index is on disk even though nothing was finalized
     assert {r.id for r in read_index(tmp_path)} == {"a", "b"}
     assert not (tmp_path / "a").exists()
-
-
-def test_split_is_a_function_of_the_unit() -> None:
-    units = [f"lib:mod:f{i}" for i in range(200)]
-    splits = [split_of(u, 0.2) for u in units]
-    assert splits == [split_of(u, 0.2) for u in units]
-    assert 20 <= splits.count("eval") <= 60
 
 
 CALC_REF = """import ast
@@ -90,3 +83,19 @@ def test_proposed_tasks_carry_their_audit_allow(tmp_path: Path) -> None:
     cands = [Candidate("calc", TaskSource(proposer="problems", unit="calc"), lambda d: (_calc_task(d, CALC_REF), None))]
     rows, kept = run_candidates(cands, tmp_path, n=None, workers=1, cfg=ValidationConfig(backend="bwrap"), desc="t")
     assert [t.source.meta.get("audit_allow") for t in kept] == [["S-DYNAMIC-CODE"]], rows
+
+
+def test_the_retired_eval_fraction_is_accepted_with_a_warning(tmp_path: Path) -> None:
+    """`--eval-fraction` once split kept tasks into train/eval; scripts that pass it keep running."""
+    from click.testing import CliRunner
+
+    from cli import main
+
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text("{not json\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["propose", "problems", "--jsonl", str(jsonl), "--out", str(out),
+                                       "--eval-fraction", "0.3"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "--eval-fraction is ignored" in result.stderr
+    assert [(r.status, r.reason) for r in read_index(out)] == [("rejected", "malformed")]

@@ -4,10 +4,25 @@ tasks are not, and the nearest match is reported either way."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
 from tests.tasks.adversarial import BENCHMARK, CASES
-from touchstone.tasks.contamination import nearest
+from touchstone.tasks.contamination import (
+    TEXT_MATCH,
+    KnownProblem,
+    boilerplate,
+    nearest,
+    round_sets,
+    statement_similarity,
+)
+from touchstone.tasks.proposers.common import VERDICTS_FILE
+from touchstone.tasks.proposers.llm import propose_from_outputs
+from touchstone.tasks.proposers.mutation import statement_for
+from touchstone.tasks.schema import load_task
+from touchstone.tasks.validate import Validation, ValidationConfig
 
 CONTAM = next(c for c in CASES if c.id == "contam-renamed")
 HONEST = next(c for c in CASES if c.id == "honest-runs")
@@ -34,3 +49,83 @@ def test_held_out_task_set_counts_and_the_task_itself_is_skipped(tmp_path: Path)
     assert match.contaminated and match.id == "held-1" and match.same_ast
     match, n = nearest(original, [held])
     assert n == 0 and match is None
+
+
+# -- in rounds: the held-out set is the contamination set ------------------------------------
+
+TABLE = next(c for c in CASES if c.id == "honest-table")
+
+
+def _heldout(root: Path) -> Path:
+    """A held-out set as a round stores it: task directories, kept only."""
+    HONEST.write(root, "held-runs")
+    TABLE.write(root, "held-shipping")
+    return root
+
+
+def _proposal(statement: str, entry: str, stub: str, reference: str, tests: str) -> str:
+    return json.dumps(dict(statement=statement, entry_point=entry, stub=stub, reference=reference, tests=tests))
+
+
+# copies of the held-out tasks as a proposer would disguise them: identifiers renamed, statement reworded
+COPIES = {
+    "held-runs": _proposal(
+        "Compress a text by collapsing each stretch of one repeated letter into a (letter, how many) tuple.",
+        "squeeze",
+        'def squeeze(text):\n    """Collapse runs."""\n    raise NotImplementedError\n',
+        "def squeeze(text):\n    acc = []\n    for letter in text:\n        if acc and acc[-1][0] == letter:\n"
+        "            acc[-1] = (letter, acc[-1][1] + 1)\n        else:\n            acc.append((letter, 1))\n"
+        "    return acc\n",
+        'from solution import squeeze\n\n\ndef test_it():\n    assert squeeze("ppq") == [("p", 2), ("q", 1)]\n',
+    ),
+    "held-shipping": _proposal(  # another shape: the answer is a module-level table, the function is unchanged
+        "The delivery price is off for the 'far' region: price = per-kilo tariff of the region times weight, to cents.",
+        "price",
+        'TARIFF = {"near": 1.5, "mid": 2.25, "far": 3.0}\n\n\ndef price(region, weight):\n'
+        "    return round(TARIFF[region] * weight, 2)\n",
+        'TARIFF = {"near": 1.5, "mid": 2.25, "far": 4.75}\n\n\ndef price(region, weight):\n'
+        "    return round(TARIFF[region] * weight, 2)\n",
+        'from solution import price\n\n\ndef test_far():\n    assert price("far", 2) == 9.5\n',
+    ),
+}
+
+
+def test_a_round_rejects_a_proposal_that_copies_a_held_out_task(tmp_path: Path) -> None:
+    """The self-proposal path of a round, with the round's held-out set as the
+    contamination set: each disguised copy is rejected before any sandbox run,
+    naming the held-out task it copies."""
+    heldout = _heldout(tmp_path / "heldout_tasks")
+    cfg = ValidationConfig(backend="bwrap", contamination_sets=round_sets(heldout, [BENCHMARK]))
+    out = tmp_path / "proposed"
+    rows, kept = propose_from_outputs(list(COPIES.values()), out, origin="test", cfg=cfg)
+    assert kept == [] and {r.reason for r in rows} == {"contaminated"}
+    verdicts = [Validation.model_validate_json(line) for line in (out / VERDICTS_FILE).read_text().splitlines()]
+    copied = {v.nearest_match.id for v in verdicts}
+    assert copied == set(COPIES)
+    for v in verdicts:
+        assert v.nearest_match.source == str(heldout) and v.nearest_match.id in v.detail
+        assert not v.runs and v.check("contamination").evidence["compared"] == 5  # 2 held out + 3 benchmark
+
+
+def test_round_sets_name_a_missing_benchmark_and_skip_an_absent_heldout_set(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nowhere.jsonl"):
+        round_sets(tmp_path, [tmp_path / "nowhere.jsonl"])
+    assert round_sets(tmp_path / "absent", [BENCHMARK]) == [BENCHMARK]
+    assert round_sets(tmp_path, ()) == [tmp_path]
+
+
+def test_template_statements_are_no_evidence(tmp_path: Path) -> None:
+    """Mutation tasks' statements share a template ("A bug was introduced into the
+    ... library"): two unrelated ones are not the same problem, and a task whose
+    statement our own template wrote is compared by its code only."""
+    fail = {"pkg/tests/test_a.py::test_merge": "NameError: name 'rv' is not defined"}
+    one = statement_for("toolz==1.0", fail, {})
+    two = statement_for("toolz==1.0", {"pkg/tests/test_b.py::test_curry": "TypeError: unhashable"}, {})
+    others = [KnownProblem("s", str(i), statement_for(f"lib{i}", {f"t{i}": "x"}, {}), "") for i in range(3)]
+    assert statement_similarity(one, two, boilerplate(others)) < TEXT_MATCH <= statement_similarity(one, two)
+    held = HONEST.write(tmp_path / "heldout", "held-1")
+    trusted = HONEST.write(tmp_path / "new", "mutant")
+    trusted.model_copy(update={"statement": held.statement}).write(trusted.dir)
+    trusted = load_task(trusted.dir)
+    match, _ = nearest(trusted, [tmp_path / "heldout"], statements=False)
+    assert match.contaminated and match.same_ast and match.statement_similarity == 0

@@ -104,7 +104,6 @@ def test_repo_with_its_environment_yields_validated_tasks(shapes_repo: Path, tmp
         n=2,
         workers=1,
         cfg=ValidationConfig(backend="bwrap"),
-        eval_fraction=0.5,
     )
     assert result.seeds[0].usable, result.seeds[0].detail
     assert result.kept >= 1

@@ -37,6 +37,17 @@ def test_content_hash_changes_with_any_file(tmp_path: Path) -> None:
     assert load_task(d).content_hash != before
 
 
+@pytest.mark.parametrize("split", ["train", "eval"])
+def test_a_task_written_with_the_retired_split_still_loads_with_the_same_hash(tmp_path: Path, split: str) -> None:
+    """Task sets written before `split` was retired keep loading, and keep their
+    content hash (the held-out exclusion and every trajectory match on it)."""
+    plain = load_task(make_task(tmp_path / "a"))
+    old = load_task(make_task(tmp_path / "b", {"id": "t1", "statement": "make f return 1", "split": split}))
+    assert old.model_dump() == plain.model_dump() and old.content_hash == plain.content_hash
+    old.write(tmp_path / "b" / "t1")
+    assert "split" not in json.loads((tmp_path / "b" / "t1" / "task.json").read_text())
+
+
 @pytest.mark.parametrize(
     ("meta", "fragment"),
     [

@@ -21,7 +21,6 @@ class IndexRow(BaseModel):
     origin: str
     unit: str
     operator: str | None = None
-    split: str | None = None
     n_fail_to_pass: int = 0
     n_pass_to_pass: int = 0
     content_hash: str | None = None
@@ -44,7 +43,6 @@ def row_for(task_id: str, source: TaskSource, verdict: Validation, task: Task | 
         origin=source.origin,
         unit=source.unit,
         operator=source.operator,
-        split=task.split if task is not None and verdict.kept else None,
         n_fail_to_pass=verdict.n_fail_to_pass,
         n_pass_to_pass=verdict.n_pass_to_pass,
         content_hash=task.content_hash if task is not None and verdict.kept else None,

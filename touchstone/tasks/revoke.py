@@ -13,14 +13,18 @@ set and its proposer loses the reward it earned for it:
 - one JSON line per revocation is appended to `DIR/revocations.jsonl`.
 
 `regrade_reference(task)` runs the reference under grading's run plan;
-`revoke_if_reference_fails(set_dir, task)` does both (the verifier or a round
-calls it, e.g. when the oracle grades the reference).
+`revoke_if_reference_fails(set_dir, task)` does both for one task, and
+`revoke_failing_references(set_dir)` for every kept task of a set: a round's
+verification stage calls it on the round's task set before it grades the
+trajectories, so the trajectories of a revoked task are reported against a
+revoked task (an `error` check naming the revocation) and never become training data.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,7 +34,7 @@ from pydantic import BaseModel
 from touchstone import atomic
 from touchstone.tasks.conditions import Condition, RunRecord, grading_backend, run_condition
 from touchstone.tasks.index import read_index, write_index
-from touchstone.tasks.schema import Task
+from touchstone.tasks.schema import Task, load_task_set
 
 REVOKED_DIR = ".revoked"
 REVOCATIONS_FILE = "revocations.jsonl"
@@ -57,7 +61,7 @@ def revoke(set_dir: Path, task_id: str, evidence: str, reason: str = "reference_
         raise RevokeError(
             f"{set_dir}: no kept task {task_id!r} in the index (status: {row.status if row else 'absent'})"
         )
-    rows[task_id] = row.model_copy(update={"status": "revoked", "reason": reason, "detail": evidence, "split": None})
+    rows[task_id] = row.model_copy(update={"status": "revoked", "reason": reason, "detail": evidence})
     write_index(set_dir, sorted(rows.values(), key=lambda r: r.id))
     moved = None
     if (set_dir / task_id).is_dir():
@@ -108,10 +112,29 @@ def regrade_reference(task: Task, backend: str = "auto", runs: int = 3) -> list[
     ]
 
 
-def revoke_if_reference_fails(set_dir: Path, task: Task, backend: str = "auto") -> Revocation | None:
-    failing = [r for r in regrade_reference(task, backend) if not r.ok]
+def _failure(runs: list[RunRecord]) -> str | None:
+    """Why the reference fails grading (any run counts: validation passed every one
+    of them, so a failure now means the task depends on luck), or None."""
+    failing = [r for r in runs if not r.ok]
     if not failing:
         return None
     r = failing[0]
     what = "timed out" if r.timed_out else json.dumps(dict(list(r.failed.items())[:3]))
-    return revoke(set_dir, task.id, f"reference fails in grading under {r.condition.label()}: {what}")
+    return f"reference fails in grading on {len(failing)} of {len(runs)} runs, e.g. {r.condition.label()}: {what}"
+
+
+def revoke_if_reference_fails(set_dir: Path, task: Task, backend: str = "auto", runs: int = 3) -> Revocation | None:
+    why = _failure(regrade_reference(task, backend, runs))
+    return revoke(set_dir, task.id, why) if why else None
+
+
+def revoke_failing_references(
+    set_dir: Path, *, backend: str = "auto", runs: int = 3, workers: int = 2
+) -> list[Revocation]:
+    """Regrade the reference of every kept task of the set under grading's runs
+    0..runs-1 (`workers` at once) and revoke each that fails one of them."""
+    kept = {r.id for r in read_index(set_dir) if r.status == "kept"}
+    tasks = [t for t in load_task_set(set_dir) if t.id in kept and t.reference_dir is not None]
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        why = list(pool.map(lambda t: _failure(regrade_reference(t, backend, runs)), tasks))
+    return [revoke(set_dir, t.id, w) for t, w in zip(tasks, why) if w]  # one index writer at a time

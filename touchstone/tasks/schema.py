@@ -28,6 +28,10 @@ WORKSPACE = "workspace"
 HIDDEN_TESTS = "hidden_tests"
 REFERENCE = "reference"
 INDEX_FILE = "index.parquet"
+# keys of task.json that older proposers wrote and that no longer mean anything:
+# read (and dropped) so task sets on disk keep loading; `split` was a train/eval
+# split nothing read (held-out tasks are their own set: touchstone/tasks/heldout.py)
+_RETIRED_KEYS = ("split",)
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -71,8 +75,9 @@ class EntryPoint(_Strict):
 
 
 class TaskSource(_Strict):
-    """Where a task came from. `unit` decides the train/eval split: tasks that share
-    a unit (the mutated function, the problem) always land in the same split."""
+    """Where a task came from. `unit` is what held-out exclusion matches on: a
+    proposed task that shares a unit (the mutated function, the problem) with a
+    held-out task never reaches training (`touchstone/tasks/heldout.py`)."""
 
     proposer: Literal["mutation", "problems", "llm", "swebench", "manual"] = "manual"
     origin: str = ""  # seed spec (name==version), JSONL file, policy spec
@@ -92,7 +97,6 @@ class Task(_Strict):
     # workspace-relative paths (fnmatch globs) the agent must not change
     protected: list[str] = Field(default_factory=list)
     source: TaskSource = Field(default_factory=TaskSource)
-    split: Literal["train", "eval"] | None = None
     # packages the task needs (docs/ENVIRONMENTS.md): a spec, or the name of a shared
     # one (environments/NAME.json); None = the base environment
     environment: EnvSpec | str | None = None
@@ -157,7 +161,7 @@ class Task(_Strict):
         """sha256 over task.json's content and every file of the task, so any change
         to statement, tests, workspace or reference gives a new hash."""
         h = hashlib.sha256()
-        meta = self.model_dump(mode="json", exclude={"split"})  # the split is bookkeeping
+        meta = self.model_dump(mode="json")
         if meta["environment"] is None:  # the base environment: hashes as before the field existed
             del meta["environment"]
         h.update(json.dumps(meta, sort_keys=True).encode())
@@ -232,6 +236,8 @@ def load_task(task_dir: Path | str) -> Task:
         raise TaskError(meta_path, f"bad JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     if not isinstance(raw, dict):
         raise TaskError(meta_path, "must hold a JSON object")
+    for key in _RETIRED_KEYS:
+        raw.pop(key, None)
     try:
         task = Task.model_validate(raw)
     except ValidationError as exc:

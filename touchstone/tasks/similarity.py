@@ -107,6 +107,20 @@ def text_similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, _norm_text(a), _norm_text(b), autojunk=False).ratio()
 
 
+def words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
 def word_shingles(text: str, n: int = 3) -> set[tuple[str, ...]]:
-    words = re.findall(r"\w+", text.lower())
-    return ngrams(words, n)
+    return ngrams(words(text), n)
+
+
+def distinctive_words(text: str, common: set[tuple[str, ...]], n: int = 3) -> list[str]:
+    """The words of `text` outside every shingle in `common` (a template's
+    boilerplate): what is left says what this text is about."""
+    ws = words(text)
+    covered = set()
+    for i in range(len(ws) - n + 1):
+        if tuple(ws[i : i + n]) in common:
+            covered.update(range(i, i + n))
+    return [w for i, w in enumerate(ws) if i not in covered]

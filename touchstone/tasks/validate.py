@@ -152,9 +152,14 @@ def _check_leak(v: _Run) -> dict:
 
 def _check_contamination(v: _Run) -> dict:
     sets = contamination.configured_sets(v.cfg.contamination_sets)
-    match, n = contamination.nearest(v.task, sets)
+    match, n = contamination.nearest(v.task, sets, statements=not v.trusted)
     v.out["nearest_match"] = match
-    evidence = {"sets": [str(s) for s in sets], "compared": n, "nearest": match.model_dump() if match else None}
+    evidence = {
+        "sets": [str(s) for s in sets],
+        "compared": n,
+        "statements_compared": not v.trusted,
+        "nearest": match.model_dump() if match else None,
+    }
     if match and match.contaminated:
         raise _Fail("contaminated", f"same problem as {match.id} in {match.source}: {match.why}", **evidence)
     if not sets:

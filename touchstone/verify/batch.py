@@ -92,14 +92,18 @@ def _tasks(tasks_dirs: Path | str | list[Path | str]) -> dict[str, Task]:
     return out
 
 
-def _verify_one(item: BatchItem, tasks: dict[str, Task], options: dict[str, Any]) -> VerificationReport:
+def _verify_one(
+    item: BatchItem, tasks: dict[str, Task], revoked: dict[str, str], options: dict[str, Any]
+) -> VerificationReport:
     from touchstone.verify.verifier import verify_trajectory
 
     task = tasks.get(item.task_id)
     if task is None:  # kept as a row, never dropped silently
+        why = revoked.get(item.task_id)
+        why = f"task {item.task_id!r} was revoked: {why}" if why else f"unknown task id {item.task_id!r}"
         return VerificationReport(
             trajectory_id=item.trajectory_id, task_id=item.task_id, task_hash="",
-            checks=[CheckResult(name="task", status="error", evidence=f"unknown task id {item.task_id!r}")],
+            checks=[CheckResult(name="task", status="error", evidence=why)],
         )  # fmt: skip
     try:
         return verify_trajectory(task, item.messages, recorded_diff=item.recorded_diff,
@@ -118,15 +122,17 @@ def verify_batch(
     out: Path | str = "verify-out",
     *,
     progress_bar: bool = True,
+    revoked: dict[str, str] | None = None,
     **options: Any,
 ) -> Path:
-    """Verify every trajectory; returns OUT. `options` go to verify_trajectory
-    (replays, progress, backend, policy, full)."""
+    """Verify every trajectory; returns OUT. `revoked`: task id -> why, for tasks
+    taken out of the set (their trajectories are reported against a revoked
+    task). `options` go to verify_trajectory (replays, progress, backend, policy, full)."""
     tasks = _tasks(tasks_dir)
     items = read_items(Path(trajectories)) if isinstance(trajectories, (str, Path)) else list(trajectories)
     reports: list[VerificationReport] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(_verify_one, item, tasks, options) for item in items]
+        futures = [pool.submit(_verify_one, item, tasks, revoked or {}, options) for item in items]
         for fut in tqdm(
             as_completed(futures), total=len(futures), desc="verify", unit="traj", disable=not progress_bar
         ):

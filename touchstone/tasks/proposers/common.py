@@ -1,10 +1,8 @@
 """What every proposer shares: build candidates in parallel, validate each one,
-keep or drop it with a recorded reason, split kept tasks into train/eval by
-source unit, and write the index."""
+keep or drop it with a recorded reason, and write the index."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import threading
@@ -141,42 +139,14 @@ def run_candidates(
                     kept.append(task)
                     bar.update(1)
                 bar.set_postfix(rejected=len(rows) - len(kept))
-            _checkpoint(out, rows)
+            finalize(out, rows)
     bar.close()
     return rows, kept
 
 
-def _checkpoint(out: Path, rows: list[IndexRow]) -> None:
-    """The index so far (splits come at the end), so an interrupted run keeps its verdicts."""
+def finalize(out: Path, rows: list[IndexRow]) -> Path:
+    """Write the index: `rows` merged with the one already there (rewritten after
+    every candidate, so an interrupted run keeps its verdicts)."""
     known = {r.id: r for r in read_index(out)}
     known.update((r.id, r) for r in rows)
-    write_index(out, sorted(known.values(), key=lambda r: r.id))
-
-
-def split_of(unit: str, eval_fraction: float, salt: str = "touchstone") -> str:
-    """Deterministic split per source unit: every task of a unit lands on the same side."""
-    h = int.from_bytes(hashlib.sha256(f"{salt}\0{unit}".encode()).digest()[:8], "big") / 2**64
-    return "eval" if h < eval_fraction else "train"
-
-
-def finalize(out: Path, rows: list[IndexRow], kept: list[Task], eval_fraction: float = 0.2) -> Path:
-    """Assign splits by unit (at least one unit on each side when there are two),
-    rewrite task.json with it, and write the index (merged with an existing one)."""
-    units = sorted({t.source.unit or t.id for t in kept})
-    splits = {u: split_of(u, eval_fraction) for u in units}
-    if len(units) >= 2 and len(set(splits.values())) == 1:
-        # tiny sets: force one unit to the other side so both splits exist
-        flip = min(units, key=lambda u: hashlib.sha256(u.encode()).hexdigest())
-        splits[flip] = "train" if splits[flip] == "eval" else "eval"
-    by_id = {r.id: r for r in read_index(out)}
-    final = {t.id: t for t in kept}
-    for task in kept:
-        split = splits[task.source.unit or task.id]
-        task.model_copy(update={"split": split}).write(task.dir)
-        final[task.id] = load_task(task.dir)
-    for row in rows:
-        t = final.get(row.id)
-        if t is not None:
-            row = row.model_copy(update={"split": t.split, "content_hash": t.content_hash})
-        by_id[row.id] = row
-    return write_index(out, sorted(by_id.values(), key=lambda r: r.id))
+    return write_index(out, sorted(known.values(), key=lambda r: r.id))

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, write_solution_task
 from touchstone.tasks.environment import task_environment
 from touchstone.harness import TestRunResult, run_hidden_tests
-from touchstone.tasks.schema import INDEX_FILE, EntryPoint, Task, TaskSource, load_task, load_task_set
+from touchstone.tasks.schema import INDEX_FILE, EntryPoint, Task, TaskSource, load_task_set
 from touchstone.tasks.similarity import normalized_ast_hash, text_similarity
 from touchstone.tasks.validate import ValidationConfig
 
@@ -242,8 +242,8 @@ def propose_from_outputs(
     rows, kept = run_candidates(
         cands, out, n=None, workers=workers, cfg=cfg or ValidationConfig(), desc="llm proposals"
     )
-    finalize(out, rows, kept)
-    return rows, [load_task(t.dir) for t in kept]  # reloaded: finalize wrote the split
+    finalize(out, rows)
+    return rows, kept
 
 
 def propose_llm(

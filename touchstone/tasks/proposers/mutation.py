@@ -244,7 +244,6 @@ def propose_mutation(
     workers: int = 2,
     cfg: ValidationConfig | None = None,
     rng_seed: int = 0,
-    eval_fraction: float = 0.2,
     environment: EnvSpec | None = None,
     tests: str | None = None,
 ) -> MutationResult:
@@ -267,5 +266,5 @@ def propose_mutation(
         rows, kept = run_candidates(
             candidates(usable, cfg, random.Random(rng_seed)), out, n=n, workers=workers, cfg=cfg, desc="mutation tasks"
         )
-    index = finalize(out, rows, kept, eval_fraction)
+    index = finalize(out, rows)
     return MutationResult(out, index, len(kept), len(rows) - len(kept), reports)

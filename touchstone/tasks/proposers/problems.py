@@ -130,11 +130,9 @@ def candidates(path: Path) -> Iterator[Candidate]:
             yield Candidate(task_id, source, lambda d, i=task_id, p=item: write_problem_task(d, i, p, origin))
 
 
-def import_problems(
-    jsonl: Path, out: Path, *, workers: int = 2, cfg: ValidationConfig | None = None, eval_fraction: float = 0.2
-) -> ProblemsResult:
+def import_problems(jsonl: Path, out: Path, *, workers: int = 2, cfg: ValidationConfig | None = None) -> ProblemsResult:
     rows, kept = run_candidates(
         candidates(jsonl), out, n=None, workers=workers, cfg=cfg or ValidationConfig(), desc="problem tasks"
     )
-    index = finalize(out, rows, kept, eval_fraction)
+    index = finalize(out, rows)
     return ProblemsResult(out, index, len(kept), len(rows) - len(kept))

@@ -6,9 +6,9 @@ Proposals are sampled in groups: the `group_size` proposals of a group share
 one prompt (the same references, different sampling seeds), so a learnable
 proposal and an invalid one of the same group form a preference pair
 (touchstone.data.proposer). Each proposal is parsed, then screened before any
-sandbox run: a proposal matching a held-out task (normalized AST, code 5-grams,
-statement similarity: `touchstone.tasks.contamination.compare`) is rejected
-`contaminated`; one matching a task of the pool or an earlier proposal is
+sandbox run: a proposal matching a held-out task or a configured benchmark
+problem (normalized AST, code 5-grams, statement similarity:
+`touchstone.tasks.contamination.compare`) is rejected `contaminated`; one matching a task of the pool or an earlier proposal is
 rejected `duplicate`. Survivors go through the same validation as every task
 (its static leak check covers the statement). Every proposal, kept or not, is
 recorded in `DIR/proposals.parquet` (`ProposalRecord`) with its prompt, output,
@@ -30,7 +30,7 @@ import polars as pl
 from pydantic import BaseModel, Field
 
 from touchstone import atomic
-from touchstone.tasks.contamination import KnownProblem, compare, known_problems, solution_code
+from touchstone.tasks.contamination import KnownProblem, compare, configured_sets, known_problems, solution_code
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates
 from touchstone.tasks.proposers.llm import SYSTEM_PROMPT, ProposalError, ask, parse_proposal, write_proposal_task
 from touchstone.tasks.schema import TaskSource, load_task_set
@@ -168,8 +168,11 @@ def propose_self(
     OUT/proposals.parquet. `pool`: task sets to draw references from and to
     deduplicate against (not the held-out set, which is never shown)."""
     rng = random.Random(seed)
+    validation = validation or ValidationConfig()
     refs = reference_pool(pool, cfg.snippet_chars)
-    screen = Screen(known_problems([heldout]) if heldout else [], known_problems(pool))
+    # held-out and benchmark sets, as validation's contamination check compares them
+    sets = configured_sets([*([heldout] if heldout else []), *validation.contamination_sets])
+    screen = Screen(known_problems(sets), known_problems(pool))
     records, cands = [], []
     messages: list[dict] = []
     shown: list[Reference] = []
@@ -201,9 +204,7 @@ def propose_self(
                 detail="",
             )
         )
-    rows, kept = run_candidates(
-        cands, out, n=None, workers=workers, cfg=validation or ValidationConfig(), desc="self proposals"
-    )
+    rows, kept = run_candidates(cands, out, n=None, workers=workers, cfg=validation, desc="self proposals")
     finalize(out, rows, kept)
     by_id = {r.id: r for r in rows}
     records = [

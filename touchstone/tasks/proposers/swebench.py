@@ -257,7 +257,6 @@ def import_swebench(
     env_spec: Path | None = None,
     workers: int = 1,
     cfg: ValidationConfig | None = None,
-    eval_fraction: float = 0.2,
 ) -> ImportResult:
     """Import and validate every instance of `jsonl`; OUT/index.parquet has a row per instance."""
     specs = load_env_specs(env_spec)
@@ -269,5 +268,5 @@ def import_swebench(
         cfg=cfg or ValidationConfig(),
         desc="swe-bench tasks",
     )
-    index = finalize(out, rows, kept, eval_fraction)
+    index = finalize(out, rows)
     return ImportResult(out, index, len(kept), len(rows) - len(kept))
