@@ -205,7 +205,7 @@ def propose_self(
             )
         )
     rows, kept = run_candidates(cands, out, n=None, workers=workers, cfg=validation, desc="self proposals")
-    finalize(out, rows, kept)
+    finalize(out, rows)
     by_id = {r.id: r for r in rows}
     records = [
         r.model_copy(update={"status": by_id[r.proposal_id].status, "reason": by_id[r.proposal_id].reason,
