@@ -297,6 +297,11 @@ class ProposeConfig(dg.Config):
     )
     self_group_size: int = Field(default=2, description="self: proposals per prompt (preference pairs need two).")
     self_references: int = Field(default=3, description="self: reference tasks from the pool shown per prompt.")
+    self_kinds: list[str] = Field(
+        default=["standalone", "bug"],
+        description="self: proposal kinds, one per prompt group in turn: standalone (statement, stub, reference, "
+        "tests) or bug (a covered seed function rewritten with a bug; the seed's own tests decide).",
+    )
     self_max_tokens: int = Field(
         default=768, description="self: completion tokens per proposal (a task is statement, stub, reference, tests)."
     )
@@ -315,7 +320,10 @@ class ProposeConfig(dg.Config):
             imported=[Path(p) for p in self.imported],
             n_imported=self.n_imported,
             self_play=SelfPlayConfig(
-                n=self.self_proposals, group_size=self.self_group_size, references=self.self_references
+                n=self.self_proposals,
+                group_size=self.self_group_size,
+                references=self.self_references,
+                kinds=self.self_kinds,
             ),
         )
 

@@ -205,3 +205,86 @@ def test_self_proposals_go_through_validation_with_their_lineage(tmp_path: Path)
                                             "round": "r000"}  # fmt: skip
     [row] = [r for r in read_index(out) if r.status == "kept"]
     assert (row.id, row.policy) == (task.id, policy.spec)
+
+
+TOTAL = '''\
+def total(xs):
+    """The sum of xs."""
+    s = 0
+    for x in xs:
+        s += x
+    return s
+'''
+TOTAL_TESTS = """\
+from tot import total
+
+
+def test_total():
+    assert total([]) == 0
+    assert total([5]) == 5
+    assert total([1, 2, 3]) == 6
+    assert total([-1, 1]) == 0
+"""
+
+
+def tot_seed(root: Path) -> Path:
+    """A seed project with one function its tests call."""
+    (root / "tot").mkdir(parents=True)
+    (root / "tot" / "__init__.py").write_text(TOTAL)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_tot.py").write_text(TOTAL_TESTS)
+    return root
+
+
+def bug(function: str) -> str:
+    return "```json\n" + json.dumps({"function": function}) + "\n```"
+
+
+BUG_OUTPUTS = [
+    bug(TOTAL.replace("s = 0", "s = 1")),  # a real bug the suite catches
+    "I would change the loop.",  # no JSON
+    bug(
+        TOTAL.replace("s = 0", "acc = 0").replace("s += x", "acc += x").replace("return s", "return acc")
+    ),  # renamed only
+    bug(TOTAL.replace("s = 0", "s = 1").replace('"""The sum of xs."""', '"""Sum."""')),  # the first again
+    bug(TOTAL.replace("    return s", "    s = s + 0\n    return s")),  # no test notices
+    bug("def mean(xs):\n    return 0\n"),  # another function
+]
+
+
+def test_bug_proposals_are_judged_by_the_seed_tests(tmp_path: Path) -> None:
+    """The bug kind: the policy rewrites a covered seed function; the seed's own
+    tests decide (a bug nothing notices is `already_solved`), the statement comes
+    from the failing tests, and the kept task carries the proposal's lineage."""
+    policy = replay(tmp_path, BUG_OUTPUTS)
+    out = tmp_path / "out"
+    result = propose_self(
+        policy,
+        out,
+        cfg=SelfPlayConfig(n=len(BUG_OUTPUTS), group_size=3, kinds=["bug"]),
+        pool=[],
+        heldout=None,
+        seeds=[str(tot_seed(tmp_path / "tot-project"))],
+        round_key="r002",
+        validation=ValidationConfig(backend="bwrap"),
+    )
+    got = [(r.kind, r.reason or r.status) for r in result.records]
+    assert got == [("bug", "kept"), ("bug", "malformed"), ("bug", "malformed"), ("bug", "duplicate"),
+                   ("bug", "already_solved"), ("bug", "malformed")]  # fmt: skip
+    assert "original program" in result.records[2].detail and "'total'" in result.records[5].detail
+    assert {r.target for r in result.records} == {"tot-project:tot:total"}
+    assert "def total(xs)" in json.loads(result.records[0].prompt)[1]["content"]
+    [task] = load_task_set(out)
+    assert task.source.operator == "llm_rewrite" and task.source.meta["proposal"]["policy"] == policy.spec
+    assert "total" in task.statement and "s = 1" not in task.statement
+    assert (task.workspace_dir / "tot" / "__init__.py").read_text() == TOTAL.replace("s = 0", "s = 1")
+    assert [r.policy for r in read_index(out) if r.status == "kept"] == [policy.spec]
+
+
+def test_self_kinds_are_checked() -> None:
+    from pydantic import ValidationError
+
+    from orchestration.resources import ProposeConfig
+
+    with pytest.raises(ValidationError, match="standalone"):
+        ProposeConfig(self_kinds=["bugs"]).mix()

@@ -115,6 +115,7 @@ def propose_round(
             cfg=mix.self_play,
             pool=[out],
             heldout=heldout,
+            seeds=seeds,
             round_key=round_key,
             validation=validation,
             workers=workers,

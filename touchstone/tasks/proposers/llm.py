@@ -55,7 +55,7 @@ class Proposal(BaseModel):
     tests: str
 
 
-def _json_object(text: str) -> dict:
+def json_object(text: str) -> dict:
     """The JSON object in a model output: the whole text, a ```json fence, or the
     outermost {...} span."""
     fence = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
@@ -78,7 +78,7 @@ def _top_level_functions(code: str) -> set[str]:
 
 def parse_proposal(text: str) -> Proposal:
     """Parse and sanity-check one model output. Raises ProposalError naming the problem."""
-    raw = _json_object(text)
+    raw = json_object(text)
     try:
         p = Proposal.model_validate(raw)
     except ValidationError as exc:

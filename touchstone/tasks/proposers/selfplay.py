@@ -19,6 +19,7 @@ Zero valid proposals is a result: the round goes on with its other sources.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
@@ -32,12 +33,15 @@ from pydantic import BaseModel, Field
 from touchstone import atomic
 from touchstone.tasks.contamination import KnownProblem, compare, configured_sets, known_problems, solution_code
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates
+from touchstone.tasks.index import read_index
 from touchstone.tasks.proposers.llm import SYSTEM_PROMPT, ProposalError, ask, parse_proposal, write_proposal_task
+from touchstone.tasks.proposers.mutation import usable_seeds
+from touchstone.tasks.proposers.selfbug import Site, answer_digest, bug_candidate, bug_messages, pool_digests, sites
 from touchstone.tasks.schema import TaskSource, load_task_set
 from touchstone.tasks.validate import ValidationConfig
 
 PROPOSALS_FILE = "proposals.parquet"
-Kind = Literal["standalone"]
+Kind = Literal["standalone", "bug"]
 
 
 class SelfPlayConfig(BaseModel):
@@ -69,7 +73,8 @@ class ProposalRecord(BaseModel):
     prompt: str  # JSON list of chat messages
     output: str  # the assistant's text
     turn: str  # JSON of the recorded token ids / logprobs ({} when the policy records none)
-    references: list[str]  # task ids shown in the prompt
+    references: list[str]  # task ids shown in the prompt (standalone)
+    target: str | None = None  # bug: the seed function (unit) the policy rewrote
     status: str  # kept | rejected (at proposal time; later stages may revoke or exclude)
     reason: str | None
     detail: str
@@ -151,6 +156,37 @@ def _candidate(task_id: str, text: str, source: TaskSource, screen: Screen) -> C
     return Candidate(task_id, source, lambda d: write_proposal_task(d, p, source))
 
 
+@dataclass
+class Prompt:
+    """What one group of proposals is asked."""
+
+    kind: str
+    messages: list[dict]
+    references: list[str]  # pool task ids shown (standalone)
+    site: Site | None = None  # the function to rewrite (bug)
+
+
+def group_prompt(
+    kind: str, refs: list[Reference], sites: list[Site], cfg: SelfPlayConfig, rng: random.Random
+) -> Prompt:
+    """A bug prompt on a random covered seed function, or a standalone prompt
+    with references drawn from the pool (also when there is no function to show)."""
+    if kind == "bug" and sites:
+        site = rng.choice(sites)
+        return Prompt("bug", bug_messages(site), [], site)
+    shown = rng.sample(refs, min(cfg.references, len(refs)))
+    return Prompt("standalone", standalone_messages(shown), [r.task_id for r in shown])
+
+
+def _bug_sites(stack: contextlib.ExitStack, cfg: SelfPlayConfig, seeds, heldout: Path | None, validation) -> list[Site]:
+    """Covered functions of the usable seeds outside held-out units ([] when no group is a bug)."""
+    if "bug" not in cfg.kinds or not cfg.n:
+        return []
+    usable, _ = stack.enter_context(usable_seeds(seeds, validation))
+    held = {r.unit for r in read_index(heldout) if r.status == "kept"} if heldout else set()
+    return sites(usable, held)
+
+
 def propose_self(
     policy,
     out: Path,
@@ -158,6 +194,7 @@ def propose_self(
     cfg: SelfPlayConfig,
     pool: list[Path],
     heldout: Path | None,
+    seeds: list | None = None,
     round_key: str | None = None,
     validation: ValidationConfig | None = None,
     workers: int = 2,
@@ -166,45 +203,53 @@ def propose_self(
     """`cfg.n` proposals of `policy` (a `touchstone.agent.policies.Policy`), screened,
     validated and written into `out` (merged into its index) with
     OUT/proposals.parquet. `pool`: task sets to draw references from and to
-    deduplicate against (not the held-out set, which is never shown)."""
+    deduplicate against (not the held-out set, which is never shown); `seeds`:
+    the seed projects bug proposals rewrite (as `propose_mutation` takes them)."""
     rng = random.Random(seed)
     validation = validation or ValidationConfig()
     refs = reference_pool(pool, cfg.snippet_chars)
     # held-out and benchmark sets, as validation's contamination check compares them
     sets = configured_sets([*([heldout] if heldout else []), *validation.contamination_sets])
     screen = Screen(known_problems(sets), known_problems(pool))
-    records, cands = [], []
-    messages: list[dict] = []
-    shown: list[Reference] = []
-    for i in range(cfg.n):
-        group, kind = i // cfg.group_size, cfg.kinds[(i // cfg.group_size) % len(cfg.kinds)]
-        if i % cfg.group_size == 0:
-            shown = rng.sample(refs, min(cfg.references, len(refs)))
-            messages = standalone_messages(shown)
-        turn = ask(policy, messages, seed * cfg.n + i)  # round r samples seeds r*n..r*n+n-1
-        text = str(turn.message.get("content") or "")
-        task_id = f"self-{round_key or 'x'}-{i:04d}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
-        lineage = {"policy": policy.spec, "checkpoint_hash": policy.checkpoint_hash, "kind": kind, "round": round_key}
-        source = TaskSource(proposer="llm", origin=policy.spec, unit=task_id, meta={"proposal": lineage})
-        cands.append(_candidate(task_id, text, source, screen))
-        records.append(
-            ProposalRecord(
-                proposal_id=task_id,
-                round=round_key,
-                kind=kind,
-                group=group,
-                policy=policy.spec,
-                checkpoint_hash=policy.checkpoint_hash,
-                prompt=json.dumps(messages),
-                output=text,
-                turn=_turn_json(turn),
-                references=[r.task_id for r in shown],
-                status="rejected",
-                reason=None,
-                detail="",
+    records, cands, bugs_seen = [], [], pool_digests(pool)
+    with contextlib.ExitStack() as stack:
+        bug_sites = _bug_sites(stack, cfg, seeds, heldout, validation)
+        for i in range(cfg.n):
+            group = i // cfg.group_size
+            if i % cfg.group_size == 0:
+                prompt = group_prompt(cfg.kinds[group % len(cfg.kinds)], refs, bug_sites, cfg, rng)
+            turn = ask(policy, prompt.messages, seed * cfg.n + i)  # round r samples seeds r*n..r*n+n-1
+            text = str(turn.message.get("content") or "")
+            task_id = f"self-{round_key or 'x'}-{i:04d}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+            lineage = {"policy": policy.spec, "checkpoint_hash": policy.checkpoint_hash, "kind": prompt.kind,
+                       "round": round_key}  # fmt: skip
+            if prompt.site is None:
+                source = TaskSource(proposer="llm", origin=policy.spec, unit=task_id, meta={"proposal": lineage})
+                cands.append(_candidate(task_id, text, source, screen))
+            else:
+                digest = (prompt.site.unit, answer_digest(text))
+                duplicate = digest[1] is not None and digest in bugs_seen
+                bugs_seen.add(digest)
+                cands.append(bug_candidate(task_id, text, prompt.site, lineage, validation, duplicate))
+            records.append(
+                ProposalRecord(
+                    proposal_id=task_id,
+                    round=round_key,
+                    kind=prompt.kind,
+                    group=group,
+                    policy=policy.spec,
+                    checkpoint_hash=policy.checkpoint_hash,
+                    prompt=json.dumps(prompt.messages),
+                    output=text,
+                    turn=_turn_json(turn),
+                    references=prompt.references,
+                    target=prompt.site.unit if prompt.site else None,
+                    status="rejected",
+                    reason=None,
+                    detail="",
+                )
             )
-        )
-    rows, kept = run_candidates(cands, out, n=None, workers=workers, cfg=validation, desc="self proposals")
+        rows, kept = run_candidates(cands, out, n=None, workers=workers, cfg=validation, desc="self proposals")
     finalize(out, rows)
     by_id = {r.id: r for r in rows}
     records = [
