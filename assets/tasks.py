@@ -85,7 +85,8 @@ def _proposer(context, config: ProposeConfig, store, policy: PolicyResource, ser
     start = starting_checkpoint(context.instance, context.partition_key)
     ckpt = store.local_copy(start.path)
     work = store.work_dir("proposed_tasks", context.partition_key) / start.checkpoint_hash[:16]
-    serve = server.serving(ckpt, start.checkpoint_hash, work, context.log) if not config.self_policy else None
+    own_weights = not config.self_policy and policy.spec != "teacher"  # the teacher is served by no server
+    serve = server.serving(ckpt, start.checkpoint_hash, work, context.log) if own_weights else None
     with serve or contextlib.nullcontext() as served:
         spec = config.self_policy or checkpoint_policy(policy.spec, ckpt, served)
         context.log.info(f"self-proposal: {config.self_proposals} proposals by {spec}")
