@@ -176,37 +176,6 @@ def test_a_proposal_copying_a_heldout_task_is_contaminated(tmp_path: Path, varia
     assert "held-out task held-rle" in record.detail
 
 
-def test_self_proposals_go_through_validation_with_their_lineage(tmp_path: Path) -> None:
-    """The recorded outputs through screening and the sandbox validation: one valid
-    task, carrying the proposing policy in its source, index row and record."""
-    outputs = [o["output"] for o in OUTPUTS]
-    policy = replay(tmp_path, outputs)
-    out = tmp_path / "out"
-    result = propose_self(
-        policy,
-        out,
-        cfg=SelfPlayConfig(n=len(outputs), group_size=1),
-        pool=[],
-        heldout=None,
-        round_key="r000",
-        validation=ValidationConfig(backend="bwrap"),
-    )
-    assert [r.reason or r.status for r in result.records] == [
-        "kept",
-        "malformed",
-        "malformed",
-        "malformed",
-        "duplicate",
-        "already_solved",
-        "reference_fails",
-    ]
-    [task] = load_task_set(out)
-    assert task.source.meta["proposal"] == {"policy": policy.spec, "checkpoint_hash": None, "kind": "standalone",
-                                            "round": "r000"}  # fmt: skip
-    [row] = [r for r in read_index(out) if r.status == "kept"]
-    assert (row.id, row.policy) == (task.id, policy.spec)
-
-
 TOTAL = '''\
 def total(xs):
     """The sum of xs."""

@@ -18,6 +18,7 @@ from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.rollout import merge_rollouts, solve
 from touchstone.data.build import build_datasets
 from touchstone.data.schema import RLRow, read_rows
+from touchstone.tasks.index import read_index
 from touchstone.tasks.proposers.llm import learnability_reward
 from touchstone.tasks.proposers.selfplay import SelfPlayConfig, read_proposals
 from touchstone.tasks.schema import load_task_set
@@ -66,6 +67,13 @@ def test_a_round_with_self_proposal_on_recorded_outputs(tmp_path: Path) -> None:
     assert sources.outcomes["procedural"].kept == 1 and sources.outcomes["self"].kept == 2
     tasks = load_task_set(out)
     assert len(tasks) == 3
+    mine = [t for t in tasks if "proposal" in t.source.meta]
+    assert [t.source.meta["proposal"] for t in mine] == [
+        {"policy": proposer.spec, "checkpoint_hash": None, "kind": kind, "round": "r000"}
+        for kind in ("standalone", "bug")
+    ]
+    index = {r.id: r for r in read_index(out)}
+    assert all(index[t.id].policy == proposer.spec for t in mine)
 
     # the round's solvers: the scripted teacher and a replayed model that never acts
     solver = tmp_path / "solver.json"

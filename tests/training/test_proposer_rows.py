@@ -5,6 +5,8 @@ its recorded token ids."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from transformers import AutoTokenizer
 
@@ -35,3 +37,30 @@ def test_one_model_trains_on_solver_and_proposer_rows(method, tiny_model, tmp_pa
     out = tmp_path / "ckpt"
     train(method, data_dir=data, base=tiny_model, out=out, round_key="r001", max_steps=1)
     assert verify_checkpoint(out).config["method"] == method
+
+
+def test_the_tiny_model_proposes_and_zero_valid_is_a_result(tiny_model, tmp_path):
+    """The laptop default as proposer: the real tiny model answers both prompts
+    (its token ids recorded); none of its answers is a task, which the round
+    reports plainly instead of failing."""
+    from touchstone.agent.policies import make_policy
+    from touchstone.agent.trajectory import Sampling
+    from touchstone.tasks.proposers.selfplay import SelfPlayConfig, read_proposals
+    from touchstone.tasks.sources import SourceMix, propose_round
+
+    policy = make_policy(f"hf:{tiny_model}", Sampling(max_tokens=48, seed=3))
+    try:
+        summary = propose_round(
+            tmp_path / "tasks",
+            SourceMix(procedural=0, self_play=SelfPlayConfig(n=2, group_size=2)),
+            seeds=None,
+            heldout=None,
+            policy=policy,
+        )
+    finally:
+        policy.close()
+    records = read_proposals(tmp_path / "tasks")
+    assert [r.reason for r in records] == ["malformed", "malformed"]
+    assert all(r.checkpoint_hash == policy.checkpoint_hash and r.policy == policy.spec for r in records)
+    assert all(json.loads(r.turn)["completion_ids"] for r in records)
+    assert summary.note.startswith("0 of 2 self-proposals were valid") and summary.outcomes["self"].kept == 0
