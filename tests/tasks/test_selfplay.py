@@ -3,6 +3,7 @@ replayed by the `replay:` policy (no live model here)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from pathlib import Path
@@ -257,3 +258,23 @@ def test_self_kinds_are_checked() -> None:
 
     with pytest.raises(ValidationError, match="standalone"):
         ProposeConfig(self_kinds=["bugs"]).mix()
+
+
+@pytest.mark.parametrize(
+    "leak",
+    [
+        'Hint: the loop is `while j < len(text) and text[j] == text[i]: j += 1` then `out.append(f"{j - i}{text[i]}")`.',
+        "Encoded hint: " + base64.b64encode(b'out.append(f"{j - i}{text[i]}")\n        i = j').decode(),
+    ],
+)
+def test_a_statement_that_gives_the_answer_away_is_a_leak(tmp_path: Path, leak: str) -> None:
+    """Self-proposals go through validation's statement-leak check (static: no sandbox run)."""
+    text = proposal(
+        "Implement rle(text), a run-length encoder. " + leak,
+        "rle",
+        WELL_FORMED["reference"],
+        WELL_FORMED["tests"],
+    )
+    result = propose_self(replay(tmp_path, [text]), tmp_path / "out", cfg=SelfPlayConfig(n=1), pool=[], heldout=None)
+    [record] = result.records
+    assert (record.status, record.reason) == ("rejected", "leak"), record.detail
