@@ -50,6 +50,7 @@ def proposed_tasks(
             seeds=storage.seed_dirs(),
             heldout=heldout,
             policy=proposer,
+            history=_history(store, round_key, config.self_history if config.self_proposals else 0),
             validation=cfg,
             workers=sandbox.workers,
             rng_seed=round_index(round_key),
@@ -70,6 +71,14 @@ def proposed_tasks(
             "self_proposal": dg.MetadataValue.text(summary.note),
         }
     )
+
+
+def _history(store, round_key: str, n: int) -> list:
+    """Earlier rounds' proposed task sets (local copies) for self-proposal."""
+    from touchstone.tasks.sources import earlier_rounds
+
+    keys = earlier_rounds(store.round_files("proposed_tasks", "index.parquet"), round_key, n)
+    return [store.local_dir("proposed_tasks", k) for k in keys]
 
 
 @contextlib.contextmanager

@@ -297,6 +297,9 @@ class ProposeConfig(dg.Config):
     )
     self_group_size: int = Field(default=2, description="self: proposals per prompt (preference pairs need two).")
     self_references: int = Field(default=3, description="self: reference tasks from the pool shown per prompt.")
+    self_history: int = Field(
+        default=2, description="self: earlier rounds whose tasks are references and known tasks too (0: none)."
+    )
     self_kinds: list[str] = Field(
         default=["standalone", "bug"],
         description="self: proposal kinds, one per prompt group in turn: standalone (statement, stub, reference, "

@@ -15,7 +15,7 @@ from touchstone.tasks.index import read_index, row_for, write_index
 from touchstone.tasks.proposers.common import write_solution_task
 from touchstone.tasks.proposers.selfplay import SelfPlayConfig, propose_self, read_proposals
 from touchstone.tasks.schema import EntryPoint, Task, TaskSource, load_task_set
-from touchstone.tasks.sources import SOURCES_FILE, RoundSources, SourceMix, draw_imported, propose_round
+from touchstone.tasks.sources import SOURCES_FILE, RoundSources, SourceMix, draw_imported, earlier_rounds, propose_round
 from touchstone.tasks.validate import Validation, ValidationConfig
 
 OUTPUTS = json.loads((Path(__file__).parent / "fixtures" / "llm_outputs.json").read_text())
@@ -278,3 +278,21 @@ def test_a_statement_that_gives_the_answer_away_is_a_leak(tmp_path: Path, leak: 
     result = propose_self(replay(tmp_path, [text]), tmp_path / "out", cfg=SelfPlayConfig(n=1), pool=[], heldout=None)
     [record] = result.records
     assert (record.status, record.reason) == ("rejected", "leak"), record.detail
+
+
+def test_earlier_rounds_are_references_and_known_tasks(tmp_path: Path) -> None:
+    assert earlier_rounds(["r000", "r003", "r001", "r002", "r004"], "r003", 2) == ["r001", "r002"]
+    assert earlier_rounds(["r000", "r001"], "r001", 5) == ["r000"] and earlier_rounds(["r000"], "r001", 0) == []
+    before = task_set(tmp_path / "r000", {"evens": PROBLEMS["evens"]})
+    statement, body, check = PROBLEMS["evens"]
+    again = proposal(
+        statement,
+        "evens",
+        f"def evens(xs):\n    {body}\n",
+        f"from solution import evens\n\ndef test_e():\n    assert {check}\n",
+    )
+    mix = SourceMix(procedural=0, self_play=SelfPlayConfig(n=1, references=1))
+    out = tmp_path / "r001"
+    propose_round(out, mix, seeds=None, heldout=None, policy=replay(tmp_path, [again]), history=[before])
+    [record] = read_proposals(out)
+    assert record.reason == "duplicate" and record.references == ["problems-evens"]

@@ -7,7 +7,8 @@
   round (drawn with the round's seed), already validated when imported;
 - `self`: `n` proposals of the round's own policy
   (`touchstone.tasks.proposers.selfplay`), conditioned on references drawn
-  from the tasks the other sources just produced.
+  from the tasks the other sources just produced and those of the last few
+  rounds (`history`), and deduplicated against all of them.
 
 Held-out tasks are excluded after the first two sources (so none is ever shown
 to the proposer as a reference) and again after self-proposal. The outcome per
@@ -24,6 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from touchstone import atomic
+from touchstone.rounds import round_index
 from touchstone.tasks.heldout import exclude_heldout
 from touchstone.tasks.index import IndexRow, read_index, write_index
 from touchstone.tasks.proposers.selfplay import SelfPlayConfig, propose_self
@@ -52,6 +54,12 @@ class RoundSources(BaseModel):
     outcomes: dict[str, SourceOutcome]
     excluded_heldout: int
     note: str  # one plain sentence on self-proposal, for the round report
+
+
+def earlier_rounds(keys, round_key: str, n: int) -> list[str]:
+    """The last `n` of `keys` before `round_key`, oldest first."""
+    before = sorted((k for k in keys if round_index(k) < round_index(round_key)), key=round_index)
+    return before[len(before) - n :] if n > 0 else []
 
 
 def source_of(row: IndexRow) -> str:
@@ -90,13 +98,15 @@ def propose_round(
     seeds: list | None,
     heldout: Path | None,
     policy=None,
+    history: list[Path] | None = None,
     validation: ValidationConfig | None = None,
     workers: int = 2,
     rng_seed: int = 0,
     round_key: str | None = None,
 ) -> RoundSources:
     """Fill `out` from every source by its quota; `policy` (a Policy) is needed
-    only when `mix.self_play.n` > 0."""
+    only when `mix.self_play.n` > 0. `history`: earlier rounds' task sets, also
+    references and known tasks for self-proposal (Absolute Zero's growing buffer)."""
     from touchstone.tasks.proposers.mutation import propose_mutation
 
     validation = validation or ValidationConfig()
@@ -113,7 +123,7 @@ def propose_round(
             policy,
             out,
             cfg=mix.self_play,
-            pool=[out],
+            pool=[out, *(history or [])],
             heldout=heldout,
             seeds=seeds,
             round_key=round_key,
