@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -346,18 +346,21 @@ _TRAJ_SCHEMA = {
 }
 
 
-_atomic_parquet = atomic.write_parquet
-
-
 def write_tables(trajectories: list[Trajectory], out: str | Path) -> tuple[Path, Path]:
     """Write `OUT/trajectories.parquet` and `OUT/steps.parquet` (sorted by id, atomically)."""
+    ordered = sorted(trajectories, key=lambda t: t.trajectory_id)
+    return stream_tables(lambda: ordered, out)
+
+
+def stream_tables(trajectories: Callable[[], Iterable[Trajectory]], out: str | Path) -> tuple[Path, Path]:
+    """The table form of the trajectories `trajectories()` yields, in that order
+    (called once per table), written a row group at a time: from a generator
+    (`rollout.iter_records`), memory stays flat in the number of trajectories."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    trajectories = sorted(trajectories, key=lambda t: t.trajectory_id)
-    rows = pl.DataFrame([t.to_row() for t in trajectories], schema=_TRAJ_SCHEMA, orient="row")
-    steps = pl.DataFrame([r for t in trajectories for r in t.step_rows()], schema=_STEP_SCHEMA, orient="row")
-    _atomic_parquet(rows, out / TRAJECTORIES_FILE)
-    _atomic_parquet(steps, out / STEPS_FILE)
+    atomic.write_parquet_rows((t.to_row() for t in trajectories()), out / TRAJECTORIES_FILE, _TRAJ_SCHEMA)
+    steps = (row for t in trajectories() for row in t.step_rows())
+    atomic.write_parquet_rows(steps, out / STEPS_FILE, _STEP_SCHEMA)
     return out / TRAJECTORIES_FILE, out / STEPS_FILE
 
 
