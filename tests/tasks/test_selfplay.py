@@ -296,3 +296,26 @@ def test_earlier_rounds_are_references_and_known_tasks(tmp_path: Path) -> None:
     propose_round(out, mix, seeds=None, heldout=None, policy=replay(tmp_path, [again]), history=[before])
     [record] = read_proposals(out)
     assert record.reason == "duplicate" and record.references == ["problems-evens"]
+
+
+def test_a_rewrite_replaces_exactly_its_function(tmp_path: Path) -> None:
+    from touchstone.tasks.proposers.llm import ProposalError
+    from touchstone.tasks.proposers.selfbug import Site, bug_messages, rewritten_file
+    from touchstone.tasks.seeding import Seed
+
+    (tmp_path / "m.py").write_text(
+        "import os\n\n\nclass A:\n    @property\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n"
+    )
+    site = Site(Seed(name="proj==1.0", root=tmp_path, sources=("m.py",), tests=()), None, "m.py", "A.f")
+    assert site.unit == "proj:m:A.f" and "@property\ndef f(self):" in bug_messages(site)[1]["content"]
+    new = rewritten_file(bug("@property\ndef f(self):\n    return 0\n"), site)
+    assert new == (tmp_path / "m.py").read_text().replace("return 1", "return 0")
+    for answer, why in [
+        (bug("def g(self):\n    return 0\n"), "exactly one function named 'f'"),
+        (bug("def f(self):\n    return 0\n\ndef h():\n    pass\n"), "exactly one function"),
+        (bug("@property\ndef f(this):\n    return 1\n"), "original program"),
+        (bug("def f(self)\n    return 0\n"), "does not parse"),
+        (json.dumps({"func": "def f(self): pass"}), "no 'function'"),
+    ]:
+        with pytest.raises(ProposalError, match=why):
+            rewritten_file(answer, site)

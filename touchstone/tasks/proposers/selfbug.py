@@ -73,10 +73,16 @@ def sites(usable: list[tuple[Seed, SeedReport]], exclude_units: set[str]) -> lis
     return found
 
 
+def _span(node: ast.AST) -> tuple[int, int]:
+    """0-based [start, end) lines of a definition, its decorators included."""
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1, node.end_lineno
+
+
 def function_source(site: Site) -> str:
+    """The function as the policy sees it: decorators included, dedented."""
     text = (site.seed.root / site.path).read_text()
-    node = _find(ast.parse(text), site.qualname)
-    return textwrap.dedent(ast.get_source_segment(text, node, padded=True) or "")
+    start, end = _span(_find(ast.parse(text), site.qualname))
+    return textwrap.dedent("".join(text.splitlines(keepends=True)[start:end]))
 
 
 def bug_messages(site: Site) -> list[dict]:
@@ -106,9 +112,9 @@ def rewritten_file(text: str, site: Site) -> str:
     if normalized_dump(defs[0]) == normalized_dump(ast.parse(function_source(site)).body[0]):
         raise ProposalError("the rewritten function is the original program")
     lines = original_text.splitlines(keepends=True)
-    start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+    start, end = _span(node)
     indented = textwrap.indent(new, " " * node.col_offset) + "\n"
-    return "".join(lines[:start]) + indented + "".join(lines[node.end_lineno :])
+    return "".join(lines[:start]) + indented + "".join(lines[end:])
 
 
 def bug_candidate(
