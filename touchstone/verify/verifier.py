@@ -14,6 +14,7 @@ import hashlib
 import json
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -120,16 +121,22 @@ def verify_trajectory(
             # reads the task's hidden tests: can fail too
             suite = HiddenSuite(task, task.required_tests, environment=environment)
             runs = _TestRuns(suite, backend, graded, deleted, Path(tmp))
-            tested, isolation = _test_checks(runs, replays, record)
-            if record is None and isolation == "not_isolated":
-                static = audit(False)
-                findings[:] = static + actions
-                checks[[c.name for c in checks].index("static_audit")] = _audit_check("static_audit", static)
-            checks.extend(tested)
-            if tested[0].status == "error" or (_rejected(checks) and not full):
-                _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
-            else:
-                checks.append(_oracle_check(task, suite, graded, deleted, Path(tmp), backend, pristine.tests))
+            with ThreadPoolExecutor(1) as pool:
+                # the oracle (own trees, own sandboxes) runs alongside the determinism runs once the
+                # tests passed once: a failing candidate, the common case, costs no oracle
+                oracle_run = _Deferred(pool, lambda: _oracle_check(task, suite, graded, deleted, Path(tmp),
+                                                                   backend, pristine.tests))  # fmt: skip
+                tested, isolation = _test_checks(runs, replays, record, on_first_pass=oracle_run.start)
+                if record is None and isolation == "not_isolated":
+                    static = audit(False)
+                    findings[:] = static + actions
+                    checks[[c.name for c in checks].index("static_audit")] = _audit_check("static_audit", static)
+                checks.extend(tested)
+                if tested[0].status == "error" or (_rejected(checks) and not full):
+                    oracle_run.wait()  # it reads the trees under tmp: never left running past them
+                    _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
+                else:
+                    checks.append(oracle_run.result())
             if progress:
                 points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
         except Exception as exc:  # infrastructure: inconclusive, never accept
@@ -253,22 +260,42 @@ class _TestRuns:
         return self.suite.run(self._tree, i, backend=self.backend)
 
 
-def _test_checks(runs: _TestRuns, replays: int, record: IsolationVerdict | None) -> tuple[list[CheckResult], Isolation]:
+class _Deferred:
+    """A call started on `pool` at most once, on demand; `result()` runs it here if never started."""
+
+    def __init__(self, pool: ThreadPoolExecutor, call: Callable[[], CheckResult]):
+        self.pool, self.call, self.future = pool, call, None
+
+    def start(self) -> None:
+        if self.future is None:
+            self.future = self.pool.submit(self.call)
+
+    def wait(self) -> None:
+        if self.future is not None:
+            self.future.exception()
+
+    def result(self) -> CheckResult:
+        return self.future.result() if self.future is not None else self.call()
+
+
+def _test_checks(
+    runs: _TestRuns, replays: int, record: IsolationVerdict | None, on_first_pass: Callable[[], None]
+) -> tuple[list[CheckResult], Isolation]:
     """The `tests` and `determinism` checks, and how they ran. Isolated unless
     the task's record says its tests cannot run isolated; a task never probed
     whose candidate fails isolated but passes in process is reported
     not isolated (the verdict then rests on the oracle), never silently."""
     if record is not None and record.status == "not_isolated":
-        checks = _repeat(runs.in_process, runs.in_process(0), replays)
+        checks = _repeat(runs.in_process, runs.in_process(0), replays, on_first_pass)
         return _noted(checks, f"not isolated ({record.detail[:300]})"), "not_isolated"
     first = runs.isolated(0)
     if first.status == "fail" and record is None:
         again = runs.in_process(0)
         if again.status == "pass":
-            checks = _repeat(runs.in_process, again, replays)
+            checks = _repeat(runs.in_process, again, replays, on_first_pass)
             why = f"fails isolated ({first.evidence[:300]}), passes with candidate code in the judging process"
             return _noted(checks, f"not isolated (task never probed; {why})"), "not_isolated"
-    return _repeat(runs.isolated, first, replays), "isolated"
+    return _repeat(runs.isolated, first, replays, on_first_pass), "isolated"
 
 
 def _noted(checks: list[CheckResult], note: str) -> list[CheckResult]:
@@ -277,11 +304,12 @@ def _noted(checks: list[CheckResult], note: str) -> list[CheckResult]:
 
 
 def _repeat(run: Callable[[int], TestRunResult], first: TestRunResult,
-            replays: int) -> list[CheckResult]:  # fmt: skip
+            replays: int, on_first_pass: Callable[[], None]) -> list[CheckResult]:  # fmt: skip
     """`tests` from the first run, `determinism` from runs 1..k-1 of the plan."""
     tests = CheckResult(name="tests", status=first.status, evidence=first.evidence)
     if first.status != "pass":
         return [tests, CheckResult(name="determinism", status="skipped", evidence="tests did not pass once")]
+    on_first_pass()
     plan = [run_plan(i) for i in range(1, max(replays, 1))]
     for i in range(1, max(replays, 1)):
         again = run(i)
