@@ -407,8 +407,9 @@ def _check_baselines(v: _Run) -> dict:
 def _check_mutation(v: _Run) -> dict:
     refs = {rel: (ref, ws) for rel, ref, ws in adequacy.reference_sources(v.task)}
     every = adequacy.all_mutants(v.task)
-    guard_changes = [m for m in every if guards.only_guards_changed(m.source, *refs[m.path])]
-    informative = [m for m in every if m not in guard_changes]
+    of_guards = [guards.only_guards_changed(m.source, *refs[m.path]) for m in every]
+    guard_changes = [m for m, g in zip(every, of_guards) if g]
+    informative = [m for m, g in zip(every, of_guards) if not g]
     picked = adequacy.sample(informative, v.cfg.trusted_max_mutants if v.trusted else v.cfg.max_mutants)
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(
@@ -421,7 +422,8 @@ def _check_mutation(v: _Run) -> dict:
     killed = outcomes.count("killed")
     evidence = {
         "sites": len(every),
-        "guard_changes": len(guard_changes),
+        "guard_changes": len(guard_changes),  # mutants of the guards alone: left out of the score
+        "guard_change_mutants": [_mutant_label(m) for m in guard_changes][:20],
         "run": len(picked),
         "sampled": len(picked) < len(informative),
         "killed": killed,
