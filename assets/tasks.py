@@ -7,12 +7,13 @@ from orchestration.publishing import publishing, table_metadata
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import ProposeConfig, SandboxResource, StorageResource
 from orchestration.storage import read_parquet
+from touchstone.paths import Asset
 
 
 @dg.asset(
     partitions_def=rounds_partitions,
     group_name="round",
-    deps=["seed_sources", "heldout_tasks"],
+    deps=[Asset.SEED_SOURCES, Asset.HELDOUT_TASKS],
     kinds={"python"},
     pool="sandbox",
 )
@@ -32,7 +33,7 @@ def proposed_tasks(
 
     store = storage.store()
     round_key = context.partition_key
-    heldout = store.local_dir("heldout_tasks")
+    heldout = store.local_dir(Asset.HELDOUT_TASKS)
     # a proposed task that copies a held-out task or a configured benchmark is rejected as contaminated
     cfg = ValidationConfig(backend=sandbox.backend, contamination_sets=round_sets(heldout, config.contamination_sets))
     with publishing(context, storage) as out:
@@ -46,11 +47,11 @@ def proposed_tasks(
             rng_seed=round_index(round_key),
         )
         excluded = exclude_heldout(out, heldout)
-    index = read_parquet(store.asset_dir("proposed_tasks", round_key) / "index.parquet")
+    index = read_parquet(store.asset_dir(Asset.PROPOSED_TASKS, round_key) / "index.parquet")
     reasons = index.filter(pl.col("status") == "rejected")["reason"].value_counts().iter_rows()
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(store.asset_dir("proposed_tasks", round_key) / "index.parquet"),
+            **table_metadata(store.asset_dir(Asset.PROPOSED_TASKS, round_key) / "index.parquet"),
             "kept": dg.MetadataValue.int(index.filter(pl.col("status") == "kept").height),
             "excluded_heldout": dg.MetadataValue.int(excluded),
             "rejection_reasons": dg.MetadataValue.json(dict(reasons)),

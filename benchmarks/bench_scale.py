@@ -6,7 +6,9 @@ The scripted teacher on the canary corpus's tiny tasks (attempts = N / tasks),
 then verify-batch (one replay) on those N trajectories. Each measurement runs in
 a fresh process, so its peak RSS (the harness process: policy, threads, tables;
 sandboxes are separate processes) is its own. Linear cost means a constant time
-per trajectory; flat memory means a peak RSS that does not grow with N."""
+per trajectory; flat memory means a peak RSS that does not grow with N (both
+stages stream: records are read and written a row group at a time, reports are
+spooled to disk; what stays per trajectory is its sort key and file name)."""
 
 from __future__ import annotations
 
@@ -113,8 +115,7 @@ def notes(rows: list[dict]) -> list[str]:
             + (
                 ", flat memory"
                 if mem_growth <= 1.5
-                else f", memory GROWS with the batch (~{_kb_per_trajectory(small, large):.0f} KB per trajectory: "
-                "the run's tables are assembled in memory)"
+                else f", memory GROWS with the batch (~{_kb_per_trajectory(small, large):.0f} KB per trajectory)"
             )
         )
     return out

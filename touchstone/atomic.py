@@ -4,9 +4,10 @@ sees half a file, and a failed write leaves the previous version intact."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,3 +40,18 @@ def write_text(path: Path, text: str) -> None:
 def write_parquet(frame: pl.DataFrame, path: Path) -> None:
     with atomic_path(path) as tmp:
         frame.write_parquet(tmp)
+
+
+def write_parquet_rows(rows: Iterable[dict], path: Path, schema: Mapping, batch_rows: int = 512) -> None:
+    """One Parquet file of `rows` (dicts of `schema`), written a row group of
+    `batch_rows` at a time, so a table is never assembled in memory: with rows
+    from a generator, memory stays flat in the number of rows."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    arrow_schema = pl.DataFrame(schema=schema).to_arrow().schema
+    rows = iter(rows)
+    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, arrow_schema, compression="zstd") as writer:
+        while chunk := list(itertools.islice(rows, batch_rows)):
+            frame = pl.DataFrame(chunk, schema=schema, orient="row")
+            writer.write_table(frame.to_arrow().cast(arrow_schema))

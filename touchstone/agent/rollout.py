@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +29,10 @@ from touchstone.agent.trajectory import (
     Trajectory,
     atomic_write_text,
     trajectory_id,
+    stream_tables,
     write_messages_jsonl,
-    write_tables,
 )
+from touchstone.concurrency import bounded_map
 from touchstone.tasks.schema import TASK_FILE, Task, load_task, load_task_set
 
 log = logging.getLogger(__name__)
@@ -65,11 +67,18 @@ def record_path(out: Path, tid: str) -> Path:
     return out / "records" / f"{tid}.json"
 
 
+def iter_records(out: Path) -> Iterator[Trajectory]:
+    """The finished attempts' records, in trajectory id order, read one at a time."""
+    for path in sorted((out / "records").glob("t-*.json"), key=lambda p: p.stem):
+        yield Trajectory.model_validate_json(path.read_text())
+
+
 def read_records(out: Path) -> list[Trajectory]:
-    return [Trajectory.model_validate_json(p.read_text()) for p in sorted((out / "records").glob("t-*.json"))]
+    return list(iter_records(out))
 
 
-def _run_attempt(attempt: Attempt, policy: Policy, out: Path, backend: str, limits: EpisodeLimits) -> Trajectory:
+def _run_attempt(attempt: Attempt, policy: Policy, out: Path, backend: str, limits: EpisodeLimits) -> str:
+    """Run and record one attempt; returns its exit reason (the record is on disk, not kept)."""
     action_log = out / "actions" / attempt.task.id / f"{attempt.trajectory_id}.jsonl"
     action_log.parent.mkdir(parents=True, exist_ok=True)
     action_log.unlink(missing_ok=True)  # left by a killed run; the episode starts over
@@ -78,7 +87,7 @@ def _run_attempt(attempt: Attempt, policy: Policy, out: Path, backend: str, limi
     )
     write_messages_jsonl(out / "jsonl" / traj.task_id / f"{traj.trajectory_id}.jsonl", traj.messages)
     atomic_write_text(record_path(out, traj.trajectory_id), traj.model_dump_json())  # last: marks done
-    return traj
+    return traj.exit_reason
 
 
 def solve(
@@ -116,11 +125,9 @@ def solve(
                 total=len(plan), initial=len(plan) - len(todo), desc=f"solve {policy_spec}", disable=not progress
             ) as bar,
         ):
-            futures = {pool.submit(_run_attempt, a, policy, out, backend, limits): a for a in todo}
-            for fut in as_completed(futures):
-                a = futures[fut]
+            for a, fut in bounded_map(pool, lambda a: _run_attempt(a, policy, out, backend, limits), todo, 2 * workers):
                 try:
-                    counts[fut.result().exit_reason] += 1
+                    counts[fut.result()] += 1
                 except Exception:  # noqa: BLE001 - keep the batch going; a rerun retries it
                     log.exception("attempt %s of task %s failed", a.index, a.task.id)
                     counts["crashed"] += 1
@@ -128,7 +135,7 @@ def solve(
                 bar.update()
     finally:
         policy.close()
-    write_tables(read_records(out), out)
+    stream_tables(lambda: iter_records(out), out)
     if counts["crashed"]:
         raise RuntimeError(f"{counts['crashed']} attempt(s) crashed (see log); rerun to retry them")
     return out

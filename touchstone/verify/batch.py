@@ -14,35 +14,30 @@ audit finding). Format: docs/formats/report.md.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import polars as pl
 from tqdm import tqdm
 
-from touchstone import atomic
+from touchstone import atomic, tables
 from touchstone.agent.trajectory import read_messages_jsonl
+from touchstone.concurrency import bounded_map
 from touchstone.tasks.schema import Task, load_task, load_task_set
-from touchstone.verify.report import CheckResult, VerificationReport
+from touchstone.verify.report import AuditFinding, CheckResult, VerificationReport
 
 REPORTS_FILE, CHECKS_FILE, FINDINGS_FILE = "reports.parquet", "checks.parquet", "findings.parquet"
 
-REPORT_SCHEMA = {
-    "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String, "task_hash": pl.String,
-    "environment_digest": pl.String, "verdict": pl.String, "reasons": pl.List(pl.String), "failed_checks": pl.List(pl.String),
-    "n_findings": pl.Int64, "progress": pl.String, "verifier_version": pl.String,
-    "duration_s": pl.Float64, "report_json": pl.String,
-}  # fmt: skip
-CHECK_SCHEMA = {
-    "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String,
-    "name": pl.String, "status": pl.String, "evidence": pl.String,
-}  # fmt: skip
-FINDING_SCHEMA = {
-    "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String, "rule": pl.String,
-    "severity": pl.String, "step": pl.Int64, "path": pl.String, "line": pl.Int64, "evidence": pl.String,
-}  # fmt: skip
+REPORT_KEYS = ("report_id", "trajectory_id", "task_id")  # the columns that tie a check or finding to its report
+# the tables' columns, derived from the report models (`touchstone.tables`); the
+# report row also carries the whole report as JSON, which `read_reports` reads
+REPORT_SCHEMA = tables.polars_schema(VerificationReport) | {"report_json": pl.String}
+CHECK_SCHEMA = {k: REPORT_SCHEMA[k] for k in REPORT_KEYS} | tables.polars_schema(CheckResult)
+FINDING_SCHEMA = {k: REPORT_SCHEMA[k] for k in REPORT_KEYS} | tables.polars_schema(AuditFinding)
 
 
 @dataclass
@@ -53,23 +48,26 @@ class BatchItem:
     recorded_diff: dict[str, Any] | None = None
 
 
-def _items_from_parquet(path: Path) -> list[BatchItem]:
-    df = pl.read_parquet(path)
-    missing = {"trajectory_id", "task_id", "messages"} - set(df.columns)
+def _items_from_parquet(path: Path, batch_rows: int = 64) -> Iterator[BatchItem]:
+    import pyarrow.parquet as pq
+
+    table = pq.ParquetFile(path)
+    columns = set(table.schema_arrow.names)
+    missing = {"trajectory_id", "task_id", "messages"} - columns
     if missing:
         raise ValueError(f"{path}: missing columns {sorted(missing)} (see docs/formats/trajectory.md)")
-    items = []
-    for row in df.iter_rows(named=True):
-        diff = None
-        if "diff_created" in df.columns:
-            diff = {k: row.get(f"diff_{k}") or [] for k in ("created", "modified", "deleted")}
-        items.append(BatchItem(row["task_id"], row["trajectory_id"], json.loads(row["messages"]), diff))
-    return items
+    diffs = [f"diff_{k}" for k in ("created", "modified", "deleted")]
+    wanted = ["task_id", "trajectory_id", "messages", *(diffs if "diff_created" in columns else [])]
+    for batch in table.iter_batches(batch_size=batch_rows, columns=wanted):
+        for row in pl.from_arrow(batch).iter_rows(named=True):
+            diff = {d.removeprefix("diff_"): row[d] or [] for d in diffs} if "diff_created" in row else None
+            yield BatchItem(row["task_id"], row["trajectory_id"], json.loads(row["messages"]), diff)
 
 
-def read_items(source: Path) -> list[BatchItem]:
+def iter_items(source: Path) -> Iterator[BatchItem]:
     """Trajectories from a parquet file, a directory holding trajectories.parquet,
-    or a directory of `<task id>/<trajectory id>.jsonl` (also below `jsonl/`)."""
+    or a directory of `<task id>/<trajectory id>.jsonl` (also below `jsonl/`),
+    read one at a time. A source holding none is refused before the first."""
     source = Path(source)
     if source.is_file() and source.suffix == ".parquet":
         return _items_from_parquet(source)
@@ -78,7 +76,7 @@ def read_items(source: Path) -> list[BatchItem]:
     files = sorted(source.rglob("*.jsonl")) if source.is_dir() else []
     if not files:
         raise ValueError(f"{source}: no trajectories.parquet and no <task id>/<trajectory id>.jsonl files")
-    return [BatchItem(f.parent.name, f.stem, read_messages_jsonl(f)) for f in files]
+    return (BatchItem(f.parent.name, f.stem, read_messages_jsonl(f)) for f in files)
 
 
 def _tasks(tasks_dirs: Path | str | list[Path | str]) -> dict[str, Task]:
@@ -127,40 +125,57 @@ def verify_batch(
 ) -> Path:
     """Verify every trajectory; returns OUT. `revoked`: task id -> why, for tasks
     taken out of the set (their trajectories are reported against a revoked
-    task). `options` go to verify_trajectory (replays, progress, backend, policy, full)."""
+    task). `options` go to verify_trajectory (replays, progress, backend, policy, full). Trajectories are read as they are
+    verified and each report is spooled to a temporary file as it comes, so
+    memory does not grow with the number of trajectories."""
     tasks = _tasks(tasks_dir)
-    items = read_items(Path(trajectories)) if isinstance(trajectories, (str, Path)) else list(trajectories)
-    reports: list[VerificationReport] = []
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(_verify_one, item, tasks, revoked or {}, options) for item in items]
-        for fut in tqdm(
-            as_completed(futures), total=len(futures), desc="verify", unit="traj", disable=not progress_bar
+    items = iter_items(Path(trajectories)) if isinstance(trajectories, (str, Path)) else trajectories
+    with (
+        ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+        tempfile.TemporaryFile() as spool,
+        tqdm(desc="verify", unit="traj", disable=not progress_bar) as bar,
+    ):
+        index: list[tuple[str, str, int]] = []  # (task id, trajectory id, offset in the spool)
+        for _, fut in bounded_map(
+            pool, lambda item: _verify_one(item, tasks, revoked or {}, options), items, 2 * max(1, workers)
         ):
-            reports.append(fut.result())
-    return write_reports(reports, Path(out))
+            report = fut.result()
+            index.append((report.task_id, report.trajectory_id, spool.tell()))
+            spool.write(report.model_dump_json().encode() + b"\n")
+            bar.update()
+        index.sort()
 
+        def spooled() -> Iterator[VerificationReport]:
+            for *_, offset in index:
+                spool.seek(offset)
+                yield VerificationReport.model_validate_json(spool.readline())
 
-_atomic_parquet = atomic.write_parquet
+        return stream_reports(spooled, Path(out))
 
 
 def write_reports(reports: list[VerificationReport], out: Path) -> Path:
+    ordered = sorted(reports, key=lambda r: (r.task_id, r.trajectory_id))
+    return stream_reports(lambda: ordered, out)
+
+
+def stream_reports(reports: Callable[[], Iterable[VerificationReport]], out: Path) -> Path:
+    """The three report tables of the reports `reports()` yields, in that order
+    (called once per table), written a row group at a time."""
     out.mkdir(parents=True, exist_ok=True)
-    reports = sorted(reports, key=lambda r: (r.task_id, r.trajectory_id))
-    rows, checks, findings = [], [], []
-    for r in reports:
-        ids = {"report_id": r.report_id, "trajectory_id": r.trajectory_id, "task_id": r.task_id}
-        rows.append({
-            **ids, "task_hash": r.task_hash, "environment_digest": r.environment_digest, "verdict": r.verdict, "reasons": r.reasons,
-            "failed_checks": r.failed_checks(), "n_findings": len(r.findings),
-            "progress": None if r.progress is None else json.dumps([p.model_dump() for p in r.progress]),
-            "verifier_version": r.verifier_version, "duration_s": r.duration_s, "report_json": r.model_dump_json(),
-        })  # fmt: skip
-        checks += [{**ids, "name": c.name, "status": c.status, "evidence": c.evidence} for c in r.checks]
-        findings += [{**ids, **f.model_dump()} for f in r.findings]
-    _atomic_parquet(pl.DataFrame(rows, schema=REPORT_SCHEMA, orient="row"), out / REPORTS_FILE)
-    _atomic_parquet(pl.DataFrame(checks, schema=CHECK_SCHEMA, orient="row"), out / CHECKS_FILE)
-    _atomic_parquet(pl.DataFrame(findings, schema=FINDING_SCHEMA, orient="row"), out / FINDINGS_FILE)
+    atomic.write_parquet_rows((_report_row(r) for r in reports()), out / REPORTS_FILE, REPORT_SCHEMA)
+    checks = ({**_ids(r), **tables.to_row(c)} for r in reports() for c in r.checks)
+    atomic.write_parquet_rows(checks, out / CHECKS_FILE, CHECK_SCHEMA)
+    findings = ({**_ids(r), **tables.to_row(f)} for r in reports() for f in r.findings)
+    atomic.write_parquet_rows(findings, out / FINDINGS_FILE, FINDING_SCHEMA)
     return out
+
+
+def _ids(r: VerificationReport) -> dict[str, str]:
+    return {k: getattr(r, k) for k in REPORT_KEYS}
+
+
+def _report_row(r: VerificationReport) -> dict[str, Any]:
+    return {**tables.to_row(r), "report_json": r.model_dump_json()}
 
 
 def read_reports(out: Path | str) -> list[VerificationReport]:

@@ -37,6 +37,7 @@ import random
 import shlex
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -104,10 +105,11 @@ def read_recording(path: Path) -> Recording:
 
 
 def recording_key(task_hash: str, environment: Environment | None) -> str:
-    """Cache key of a task's recording: the task's content, its environment and
-    the recorder itself (a changed recorder records anew)."""
+    """Cache key of a task's recording and reference replay: the task's content,
+    its environment and the sandbox files that record and replay (a changed
+    recorder or replayer runs anew)."""
     h = hashlib.sha256(f"{task_hash}\0{environment.digest if environment else ''}\0{MAX_CALLS}".encode())
-    for name in ("call_recorder.py", "codec.py"):
+    for name in ("call_recorder.py", "codec.py", "replay_runner.py"):
         h.update(Path(codec.__file__).with_name(name).read_bytes())  # the sandbox files, wherever they live
     return h.hexdigest()[:32]
 
@@ -124,6 +126,26 @@ def cached_recording(key: str | None, record: Callable[[], Recording]) -> tuple[
         # atomic: concurrent verifiers never read half a file
         atomic.write_text(path, json.dumps({"steps": rec.steps, "summary": rec.summary}))
     return rec, False
+
+
+def _cases_hash(cases: list[Case]) -> str:
+    return hashlib.sha256(json.dumps([c.encode() for c in cases], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def cached_reference_replay(
+    key: str | None, replay: Callable[[], tuple[list[Outcomes], float, bool]]
+) -> tuple[list[Outcomes], float, bool]:
+    """The reference's replay outcomes stored under `key` (None: no cache), else
+    `replay()`, stored when it finished in time."""
+    path = paths.cache() / "oracle" / f"{key}.json" if key else None
+    if path is not None and path.is_file():
+        data = json.loads(path.read_text())
+        sides = [{int(c): {int(i): s for i, s in steps.items()} for c, steps in side.items()} for side in data["sides"]]
+        return sides, data["wall_s"], False
+    sides, wall_s, timed_out = replay()
+    if path is not None and not timed_out:
+        atomic.write_text(path, json.dumps({"sides": sides, "wall_s": wall_s}))
+    return sides, wall_s, timed_out
 
 
 def record_calls(
@@ -536,19 +558,24 @@ def run_oracle(
     if not cases:
         return OracleResult("skipped", f"{head}; nothing to replay", counts)
     everything = cases + mutated
-    # the trusted reference runs both orders in one sandbox; the candidate gets a fresh one per order,
-    # so nothing it leaves on disk or in processes carries from one order to the other
-    refs, ref_wall, timed_out = run_side(reference_tree, everything, orders=ORDERS, timeout=2 * timeout, **sandbox)
+    # the trusted reference runs both orders in one sandbox, once per task (its answers depend on
+    # nothing the candidate did); the candidate gets a fresh sandbox per order, so nothing it leaves
+    # on disk or in processes carries from one order to the other
+    refs, ref_wall, timed_out = cached_reference_replay(
+        cache_key and f"{cache_key}-ref-{_cases_hash(everything)}",
+        lambda: run_side(reference_tree, everything, orders=ORDERS, timeout=2 * timeout, **sandbox),
+    )
     if timed_out:
         return OracleResult("error", f"{head}; the reference replay timed out after {2 * timeout:g} s", counts)
     limit = min(timeout, max(30.0, 5 * ref_wall + 10))  # generous: a loaded machine is not a slow solution
-    cands = []
-    for order in ORDERS:
-        (got,), _, timed_out = run_side(candidate_tree, everything, orders=[order], timeout=limit, **sandbox)
-        if timed_out:
-            return OracleResult("fail", f"{head}; the candidate exceeded the replay time limit of {limit:.1f} s "
-                                        f"(reference, both orders: {ref_wall:.2f} s)", counts)  # fmt: skip
-        cands.append(got)
+    # both orders at once: separate sandboxes over the same read-only tree
+    with ThreadPoolExecutor(len(ORDERS)) as pool:
+        sides = list(pool.map(lambda o: run_side(candidate_tree, everything, orders=[o], timeout=limit, **sandbox),
+                              ORDERS))  # fmt: skip
+    if any(timed_out for _, _, timed_out in sides):
+        return OracleResult("fail", f"{head}; the candidate exceeded the replay time limit of {limit:.1f} s "
+                                    f"(reference, both orders: {ref_wall:.2f} s)", counts)  # fmt: skip
+    cands = [got for (got,), _, _ in sides]
     cmp = compare(everything, refs, cands, contract, rec.steps)
     counts.update(
         replayed=cmp.compared,

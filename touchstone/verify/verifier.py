@@ -14,12 +14,12 @@ import hashlib
 import json
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S
 from touchstone.harness import HiddenSuite, TestRunResult, compose_tree, is_test_file, run_plan, test_dirs
-from touchstone.harness.isolation import IsolatedTrees
 from touchstone.sandbox import Environment, SandboxError
 from touchstone.tasks.environment import task_environment
 from touchstone.tasks.isolation import IsolationVerdict, recorded_isolation
@@ -29,7 +29,14 @@ from touchstone.verify.action_audit import audit_actions
 from touchstone.verify.policy import AuditPolicy, load_policy
 from touchstone.verify.protected import DEFAULT_PROTECTED, check_protected
 from touchstone.verify.replay import ReplayResult, recorded_diff_matches, replay
-from touchstone.verify.report import AuditFinding, CheckResult, Isolation, ProgressPoint, VerificationReport
+from touchstone.verify.report import (
+    DEFAULT_REPLAYS,
+    AuditFinding,
+    CheckResult,
+    Isolation,
+    ProgressPoint,
+    VerificationReport,
+)
 from touchstone.verify.static_audit import audit_files
 
 
@@ -42,7 +49,7 @@ def verify_trajectory(
     task: Task,
     messages: list[dict[str, Any]],
     *,
-    replays: int = 3,
+    replays: int = DEFAULT_REPLAYS,
     progress: bool = False,
     backend: str = "auto",
     recorded_diff: dict[str, Any] | None = None,
@@ -95,7 +102,7 @@ def verify_trajectory(
     prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
                            pristine.content, rep.files.get,
                            installed=environment.top_level if environment else frozenset(),
-                           hidden_files=pristine.hidden)  # fmt: skip
+                           hidden_files=pristine.hidden, final=rep.final)  # fmt: skip
     checks.append(_protected_check(prot))
     # graded = the candidate's changed files, minus new test files and the task's own tests
     graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
@@ -120,16 +127,22 @@ def verify_trajectory(
             # reads the task's hidden tests: can fail too
             suite = HiddenSuite(task, task.required_tests, environment=environment)
             runs = _TestRuns(suite, backend, graded, deleted, Path(tmp))
-            tested, isolation = _test_checks(runs, replays, record)
-            if record is None and isolation == "not_isolated":
-                static = audit(False)
-                findings[:] = static + actions
-                checks[[c.name for c in checks].index("static_audit")] = _audit_check("static_audit", static)
-            checks.extend(tested)
-            if tested[0].status == "error" or (_rejected(checks) and not full):
-                _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
-            else:
-                checks.append(_oracle_check(task, suite, graded, deleted, Path(tmp), backend, pristine.tests))
+            with ThreadPoolExecutor(1) as pool:
+                # the oracle (own trees, own sandboxes) runs alongside the determinism runs once the
+                # tests passed once: a failing candidate, the common case, costs no oracle
+                oracle_run = _Deferred(pool, lambda: _oracle_check(task, suite, graded, deleted, Path(tmp),
+                                                                   backend, pristine.tests))  # fmt: skip
+                tested, isolation = _test_checks(runs, replays, record, on_first_pass=oracle_run.start)
+                if record is None and isolation == "not_isolated":
+                    static = audit(False)
+                    findings[:] = static + actions
+                    checks[[c.name for c in checks].index("static_audit")] = _audit_check("static_audit", static)
+                checks.extend(tested)
+                if tested[0].status == "error" or (_rejected(checks) and not full):
+                    oracle_run.wait()  # it reads the trees under tmp: never left running past them
+                    _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
+                else:
+                    checks.append(oracle_run.result())
             if progress:
                 points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
         except Exception as exc:  # infrastructure: inconclusive, never accept
@@ -234,41 +247,58 @@ def _audit_check(name: str, found: list[AuditFinding]) -> CheckResult:
 
 
 class _TestRuns:
-    """Run i of the plan on the graded diff, isolated or in process (each tree
-    composed on first use)."""
+    """Run i of the plan on the graded diff, isolated or in process, each run on
+    trees of its own (composed on first use): runs can go at once, and none
+    sees what another left on disk."""
 
     def __init__(self, suite: HiddenSuite, backend: str, files: dict[str, bytes], deleted: list[str], tmp: Path):
         self.suite, self.backend, self.files, self.deleted, self.tmp = suite, backend, files, deleted, tmp
-        self._tree: Path | None = None
-        self._trees: IsolatedTrees | None = None
 
     def isolated(self, i: int) -> TestRunResult:
-        if self._trees is None:
-            self._trees = self.suite.compose_isolated(self.tmp / "isolated", files=self.files, deleted=self.deleted)
-        return self.suite.run_isolated(self._trees, i, backend=self.backend)
+        trees = self.suite.compose_isolated(self.tmp / f"isolated-{i}", files=self.files, deleted=self.deleted)
+        return self.suite.run_isolated(trees, i, backend=self.backend)
 
     def in_process(self, i: int) -> TestRunResult:
-        if self._tree is None:
-            self._tree = self.suite.compose(self.tmp / "graded", files=self.files, deleted=self.deleted)
-        return self.suite.run(self._tree, i, backend=self.backend)
+        tree = self.suite.compose(self.tmp / f"graded-{i}", files=self.files, deleted=self.deleted)
+        return self.suite.run(tree, i, backend=self.backend)
 
 
-def _test_checks(runs: _TestRuns, replays: int, record: IsolationVerdict | None) -> tuple[list[CheckResult], Isolation]:
+class _Deferred:
+    """A call started on `pool` at most once, on demand; `result()` runs it here if never started."""
+
+    def __init__(self, pool: ThreadPoolExecutor, call: Callable[[], CheckResult]):
+        self.pool, self.call, self.future = pool, call, None
+
+    def start(self) -> None:
+        if self.future is None:
+            self.future = self.pool.submit(self.call)
+
+    def wait(self) -> None:
+        if self.future is not None:
+            self.future.exception()
+
+    def result(self) -> CheckResult:
+        return self.future.result() if self.future is not None else self.call()
+
+
+def _test_checks(
+    runs: _TestRuns, replays: int, record: IsolationVerdict | None, on_first_pass: Callable[[], None]
+) -> tuple[list[CheckResult], Isolation]:
     """The `tests` and `determinism` checks, and how they ran. Isolated unless
     the task's record says its tests cannot run isolated; a task never probed
     whose candidate fails isolated but passes in process is reported
     not isolated (the verdict then rests on the oracle), never silently."""
     if record is not None and record.status == "not_isolated":
-        checks = _repeat(runs.in_process, runs.in_process(0), replays)
+        checks = _repeat(runs.in_process, runs.in_process(0), replays, on_first_pass)
         return _noted(checks, f"not isolated ({record.detail[:300]})"), "not_isolated"
     first = runs.isolated(0)
     if first.status == "fail" and record is None:
         again = runs.in_process(0)
         if again.status == "pass":
-            checks = _repeat(runs.in_process, again, replays)
+            checks = _repeat(runs.in_process, again, replays, on_first_pass)
             why = f"fails isolated ({first.evidence[:300]}), passes with candidate code in the judging process"
             return _noted(checks, f"not isolated (task never probed; {why})"), "not_isolated"
-    return _repeat(runs.isolated, first, replays), "isolated"
+    return _repeat(runs.isolated, first, replays, on_first_pass), "isolated"
 
 
 def _noted(checks: list[CheckResult], note: str) -> list[CheckResult]:
@@ -277,14 +307,16 @@ def _noted(checks: list[CheckResult], note: str) -> list[CheckResult]:
 
 
 def _repeat(run: Callable[[int], TestRunResult], first: TestRunResult,
-            replays: int) -> list[CheckResult]:  # fmt: skip
+            replays: int, on_first_pass: Callable[[], None]) -> list[CheckResult]:  # fmt: skip
     """`tests` from the first run, `determinism` from runs 1..k-1 of the plan."""
     tests = CheckResult(name="tests", status=first.status, evidence=first.evidence)
     if first.status != "pass":
         return [tests, CheckResult(name="determinism", status="skipped", evidence="tests did not pass once")]
+    on_first_pass()
     plan = [run_plan(i) for i in range(1, max(replays, 1))]
-    for i in range(1, max(replays, 1)):
-        again = run(i)
+    with ThreadPoolExecutor(max(len(plan), 1)) as pool:  # each run on its own trees: all at once
+        agains = list(pool.map(run, range(1, max(replays, 1))))
+    for again in agains:
         if again.status == "error":
             return [tests, CheckResult(name="determinism", status="error", evidence=again.evidence)]
         if again.status != "pass":

@@ -66,6 +66,8 @@ _SCHEMES = {
     "teacher": "touchstone.agent.policies.teacher:TeacherPolicy",
     "hf": "touchstone.agent.policies.hf:HFPolicy",
     "openai": "touchstone.agent.policies.openai:OpenAIPolicy",
+    # the filter-ablation experiment's instrument (docs/EXPERIMENTS.md), never a default
+    "hack-prone": "touchstone.agent.policies.hacks:HackPronePolicy",
 }
 
 
