@@ -102,6 +102,8 @@ def test_validate_cli_exit_codes(problem_set: Path, tmp_path: Path) -> None:
     shutil.copyfile(solved / "reference" / "solution.py", solved / "workspace" / "solution.py")
     rejected = runner.invoke(task_cli, ["validate", str(solved), "--json", "--backend", "bwrap"])
     assert rejected.exit_code == 1 and json.loads(rejected.output)["reason"] == "already_solved"
+    start = {c["name"]: c for c in json.loads(rejected.output)["checks"]}["start"]
+    assert start["status"] == "fail" and len(start["evidence"]["runs"]) == 2  # a failing check has its evidence too
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "task.json").write_text("{")
@@ -152,5 +154,6 @@ def test_a_task_without_a_reference_fails_the_reference_check_in_the_json(tmp_pa
     checks = {c["name"]: c for c in verdict["checks"]}
     assert out.exit_code == 1 and verdict["reason"] == "no_reference" and not verdict["runs"]
     assert (checks["reference"]["status"], checks["reference"]["reason"]) == ("fail", "no_reference")
+    assert checks["reference"]["evidence"]["reference"] is None
     assert [c["name"] for c in verdict["checks"]].count("reference") == 1
     assert all(checks[n]["detail"] == "not run: rejected by reference" for n in ("start", "timing", "mutation"))

@@ -213,8 +213,8 @@ def _check_audit(v: _Run) -> dict:
 # -- sandbox checks -------------------------------------------------------------------------
 
 
-def _no_reference() -> dict:
-    raise _Fail("no_reference", "task has no reference/ to validate against")
+def _no_reference(v: _Run) -> dict:
+    raise _Fail("no_reference", "task has no reference/ to validate against", task_dir=str(v.task.dir), reference=None)
 
 
 def _check_start(v: _Run, given: RunRecord | None) -> dict:
@@ -222,25 +222,29 @@ def _check_start(v: _Run, given: RunRecord | None) -> dict:
     that times out is a failing start (a bug can make code hang)."""
     conds = conditions.start_conditions(v.backend)
     runs = ([given] if given else []) + v.many(v.run(c, "start") for c in conds[1 if given else 0 :])
+    evidence = {
+        "runs": [r.condition.label() + (" timed out" if r.timed_out else f": {len(r.failed)} failing") for r in runs]
+    }
     solved = [r for r in runs if r.ok]
     if solved:
         raise _Fail(
             "already_solved",
             f"the starting workspace passes all {solved[0].passed} required tests under {solved[0].condition.label()}",
-            runs=len(runs),
+            **evidence,
         )
     passing_f2p = sorted({t for r in runs if not r.timed_out for t in (v.task.fail_to_pass or []) if t not in r.failed})
     if passing_f2p:
         raise _Fail(
-            "bad_fail_to_pass", f"declared fail_to_pass tests pass on the starting workspace: {passing_f2p[:5]}"
+            "bad_fail_to_pass",
+            f"declared fail_to_pass tests pass on the starting workspace: {passing_f2p[:5]}",
+            passing_fail_to_pass=passing_f2p,
+            **evidence,
         )
     first = runs[0]
     if v.task.fail_to_pass is None and not first.timed_out:
         v.out["f2p_p2p"] = (len(first.failed), first.passed)
     v.out["start"] = first
-    return {
-        "runs": [r.condition.label() + (" timed out" if r.timed_out else f": {len(r.failed)} failing") for r in runs]
-    }
+    return evidence
 
 
 def _check_reference(v: _Run) -> dict:
@@ -629,7 +633,7 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None, start: Any = 
     for name, fn in STATIC:  # every static check runs: they are cheap and all their evidence is useful
         blocked = _do(v, out, name, lambda fn=fn: fn(v), None) or blocked
     if task.reference_dir is None:  # recorded as the failing `reference` check, before anything runs
-        blocked = _do(v, out, "reference", _no_reference, blocked)
+        blocked = _do(v, out, "reference", lambda: _no_reference(v), blocked)
     given = _as_record(start, v.backend)
     blocked = _do(v, out, "start", lambda: _check_start(v, given), blocked)
     for name, fn in SANDBOX:
