@@ -12,12 +12,13 @@ from orchestration.policy_server import PolicyServerResource
 from orchestration.publishing import publishing, table_metadata
 from orchestration.resources import PolicyResource, ProposeConfig, SandboxResource, StorageResource
 from orchestration.storage import read_parquet
+from touchstone.paths import Asset
 
 
 @dg.asset(
     partitions_def=rounds_partitions,
     group_name="round",
-    deps=["seed_sources", "heldout_tasks", "base_model"],
+    deps=[Asset.SEED_SOURCES, Asset.HELDOUT_TASKS, Asset.BASE_MODEL],
     kinds={"python"},
     pool="sandbox",
 )
@@ -39,7 +40,7 @@ def proposed_tasks(
     store = storage.store()
     round_key = context.partition_key
     mix = config.mix()
-    heldout = store.local_dir("heldout_tasks")
+    heldout = store.local_dir(Asset.HELDOUT_TASKS)
     # a proposed task that copies a held-out task or a configured benchmark is rejected as contaminated
     cfg = ValidationConfig(backend=sandbox.backend, contamination_sets=round_sets(heldout, config.contamination_sets))
     with publishing(context, storage) as out, _proposer(context, config, store, policy, server) as proposer:
@@ -56,7 +57,7 @@ def proposed_tasks(
             rng_seed=round_index(round_key),
             round_key=round_key,
         )
-    done = store.asset_dir("proposed_tasks", round_key)
+    done = store.asset_dir(Asset.PROPOSED_TASKS, round_key)
     index = read_parquet(done / "index.parquet")
     reasons = index.filter(pl.col("status") == "rejected")["reason"].value_counts().iter_rows()
     if mix.self_play.n:
@@ -77,8 +78,8 @@ def _history(store, round_key: str, n: int) -> list:
     """Earlier rounds' proposed task sets (local copies) for self-proposal."""
     from touchstone.tasks.sources import earlier_rounds
 
-    keys = earlier_rounds(store.round_files("proposed_tasks", "index.parquet"), round_key, n)
-    return [store.local_dir("proposed_tasks", k) for k in keys]
+    keys = earlier_rounds(store.round_files(Asset.PROPOSED_TASKS, "index.parquet"), round_key, n)
+    return [store.local_dir(Asset.PROPOSED_TASKS, k) for k in keys]
 
 
 @contextlib.contextmanager
@@ -93,7 +94,7 @@ def _proposer(context, config: ProposeConfig, store, policy: PolicyResource, ser
 
     start = starting_checkpoint(context.instance, context.partition_key)
     ckpt = store.local_copy(start.path)
-    work = store.work_dir("proposed_tasks", context.partition_key) / start.checkpoint_hash[:16]
+    work = store.work_dir(Asset.PROPOSED_TASKS, context.partition_key) / start.checkpoint_hash[:16]
     own_weights = not config.self_policy and policy.spec != "teacher"  # the teacher is served by no server
     serve = server.serving(ckpt, start.checkpoint_hash, work, context.log) if own_weights else None
     with serve or contextlib.nullcontext() as served:

@@ -8,12 +8,13 @@ import dagster as dg
 from orchestration.publishing import publishing, table_metadata
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import StorageResource
+from touchstone.paths import Asset
 
 
 @dg.asset(
     partitions_def=rounds_partitions,
     group_name="round",
-    deps=["verification_reports", "raw_trajectories", "proposed_tasks"],
+    deps=[Asset.VERIFICATION_REPORTS, Asset.RAW_TRAJECTORIES, Asset.PROPOSED_TASKS],
     kinds={"polars"},
 )
 def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
@@ -25,13 +26,13 @@ def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -
     round_key = context.partition_key
     with publishing(context, storage) as out:
         build_datasets(
-            reports=store.local_dir("verification_reports", round_key) / "reports.parquet",
-            trajectories=store.local_dir("raw_trajectories", round_key) / "trajectories.parquet",
+            reports=store.local_dir(Asset.VERIFICATION_REPORTS, round_key) / "reports.parquet",
+            trajectories=store.local_dir(Asset.RAW_TRAJECTORIES, round_key) / "trajectories.parquet",
             out=out,
             round_key=round_key,
-            proposals=store.local_dir("proposed_tasks", round_key),  # the proposer's rows, after verification
+            proposals=store.local_dir(Asset.PROPOSED_TASKS, round_key),  # the proposer's rows, after verification
         )
-    done = store.asset_dir("training_data", round_key)
+    done = store.asset_dir(Asset.TRAINING_DATA, round_key)
     summary = json.loads((done / "summary.json").read_text())
     metadata: dict[str, dg.MetadataValue] = {  # visible per round: what guarded each verdict
         "guards": dg.MetadataValue.json(summary["guards"]),

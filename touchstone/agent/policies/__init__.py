@@ -67,6 +67,8 @@ _SCHEMES = {
     "hf": "touchstone.agent.policies.hf:HFPolicy",
     "openai": "touchstone.agent.policies.openai:OpenAIPolicy",
     "replay": "touchstone.agent.policies.replay:ReplayPolicy",
+    # the filter-ablation experiment's instrument (docs/EXPERIMENTS.md), never a default
+    "hack-prone": "touchstone.agent.policies.hacks:HackPronePolicy",
 }
 
 
