@@ -7,7 +7,7 @@ import dagster as dg
 
 from orchestration.publishing import publishing, table_metadata
 from orchestration.partitions import rounds_partitions
-from orchestration.resources import StorageResource
+from orchestration.resources import DataBuildConfig, StorageResource
 from touchstone.paths import Asset
 
 
@@ -17,7 +17,9 @@ from touchstone.paths import Asset
     deps=[Asset.VERIFICATION_REPORTS, Asset.RAW_TRAJECTORIES, Asset.PROPOSED_TASKS],
     kinds={"polars"},
 )
-def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+def training_data(
+    context: dg.AssetExecutionContext, config: DataBuildConfig, storage: StorageResource
+) -> dg.MaterializeResult:
     """sft/rl/dpo/kto Parquet files with lineage columns back to task, trajectory and report;
     the proposer's rows (role `proposer`) rewarded from this round's verified outcomes."""
     from touchstone.data.build import build_datasets
@@ -30,6 +32,7 @@ def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -
             trajectories=store.local_dir(Asset.RAW_TRAJECTORIES, round_key) / "trajectories.parquet",
             out=out,
             round_key=round_key,
+            config=config.data_config(),
             proposals=store.local_dir(Asset.PROPOSED_TASKS, round_key),  # the proposer's rows, after verification
         )
     done = store.asset_dir(Asset.TRAINING_DATA, round_key)

@@ -374,6 +374,21 @@ class HeldoutConfig(dg.Config):
     )
 
 
+class DataBuildConfig(dg.Config):
+    """How training_data builds the round's datasets (touchstone.data.schema.DataConfig)."""
+
+    proposer_invalid_penalty: float = Field(
+        default=-0.5,
+        description="Self-play: the proposer's reward for a proposal that is not a kept task (malformed, "
+        "duplicate, contaminated, failing validation, revoked); <= 0.",
+    )
+
+    def data_config(self):
+        from touchstone.data.schema import DataConfig, ProposerConfig
+
+        return DataConfig(proposer=ProposerConfig(invalid_penalty=self.proposer_invalid_penalty))
+
+
 class RolloutConfig(dg.Config):
     attempts: int = Field(default=1, description="Attempts per task with the round's policy (cluster: 8).")
 

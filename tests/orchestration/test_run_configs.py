@@ -30,10 +30,14 @@ def test_shipped_run_configs_validate_against_the_round_job(round_job, monkeypat
 
 
 def test_the_selfplay_config_turns_self_proposal_on_next_to_procedural_tasks():
-    from orchestration.resources import ProposeConfig
+    from orchestration.resources import DataBuildConfig, ProposeConfig
 
-    mix = ProposeConfig(**load_run_config(DEPLOY / "local-selfplay.yaml")["ops"]["proposed_tasks"]["config"]).mix()
+    ops = load_run_config(DEPLOY / "local-selfplay.yaml")["ops"]
+    mix = ProposeConfig(**ops["proposed_tasks"]["config"]).mix()
     assert mix.procedural > 0 and mix.self_play.n > 0 and mix.self_play.group_size >= 2
+    assert DataBuildConfig(**ops["training_data"]["config"]).data_config().proposer.invalid_penalty < 0
+    with pytest.raises(ValueError, match="invalid_penalty"):  # a penalty is never a reward
+        DataBuildConfig(proposer_invalid_penalty=0.5).data_config()
 
 
 def test_the_cluster_trainer_config_names_only_real_trl_fields():
