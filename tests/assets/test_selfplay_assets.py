@@ -17,7 +17,8 @@ from tests.assets.conftest import fresh_instance, tiny_resources
 from tests.tasks.test_selfplay import BY_LABEL
 from tests.tasks.test_selfplay_round import EVENS
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+# Sources plus four stages of a round: 15 min on a loaded 2-core machine, like the other heavy round tests.
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(3600)]
 
 STAGES = ["proposed_tasks", "raw_trajectories", "verification_reports", "training_data"]
 
