@@ -319,3 +319,21 @@ def test_a_rewrite_replaces_exactly_its_function(tmp_path: Path) -> None:
     ]:
         with pytest.raises(ProposalError, match=why):
             rewritten_file(answer, site)
+
+
+def test_cli_propose_self(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from cli import main
+
+    heldout = heldout_set(tmp_path / "heldout")
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps([BY_LABEL["duplicate"], "no task here"]))
+    out = tmp_path / "out"
+    args = ["propose", "self", "--policy", f"replay:{outputs}", "--n", "2", "--heldout", str(heldout)]
+    result = CliRunner().invoke(main, [*args, "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["rejected"] == 2
+    assert [r.reason for r in read_proposals(out)] == ["contaminated", "malformed"]
+    bad = CliRunner().invoke(main, ["propose", "self", "--policy", "nonsense", "--out", str(out)])
+    assert bad.exit_code != 0 and "unknown policy spec" in bad.output
