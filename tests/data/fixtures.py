@@ -106,6 +106,7 @@ ATTEMPTS = [
     ("l-2", "p-learn", POLICY, "reject"),
     ("l-3", "p-learn", POLICY, "reject"),
     ("l-4", "p-learn", POLICY, "inconclusive"),  # not an outcome: not counted
+    ("l-5", "p-learn", "hf:/copy", "accept"),  # the same weights (checkpoint hash) under another spec: counted
     ("l-t", "p-learn", "teacher", "accept"),  # another policy: the proposer's own attempts exist, so not counted
     ("t-1", "p-trivial", POLICY, "accept"),
     ("t-2", "p-trivial", POLICY, "accept"),

@@ -32,7 +32,7 @@ def test_rewards_come_from_verified_outcomes(selfplay_round):
                                                           ProposerConfig(invalid_penalty=-0.25))}  # fmt: skip
     got = {pid: (r.outcome, r.attempts, r.solve_rate, r.reward) for pid, r in rewards.items()}
     assert got == {
-        "p-learn": ("learnable", 3, pytest.approx(1 / 3), pytest.approx(2 / 3)),
+        "p-learn": ("learnable", 4, 0.5, 0.5),
         "p-bad": ("invalid", 0, None, -0.25),
         "p-trivial": ("trivial", 2, 1.0, 0.0),
         "p-copy": ("invalid", 0, None, -0.25),
@@ -40,11 +40,11 @@ def test_rewards_come_from_verified_outcomes(selfplay_round):
         "p-teacher": ("learnable", 2, 0.5, 0.5),
         "p-revoked": ("invalid", 0, None, -0.25),
     }
-    assert rewards["p-teacher"].solvers == ["teacher"] and rewards["p-learn"].solvers == [POLICY]
-    assert len(rewards["p-learn"].report_ids) == 3
+    assert rewards["p-teacher"].solvers == ["teacher"] and rewards["p-learn"].solvers == [POLICY, "hf:/copy"]
+    assert len(rewards["p-learn"].report_ids) == 4
     # group baseline: the mean reward of the round's rewarded proposals of the kind
-    mean = (2 / 3 - 0.25 + 0 - 0.25 + 0.5 - 0.25) / 6
-    assert rewards["p-learn"].advantage == pytest.approx(2 / 3 - mean)
+    mean = (0.5 - 0.25 + 0 - 0.25 + 0.5 - 0.25) / 6
+    assert rewards["p-learn"].advantage == pytest.approx(0.5 - mean)
     assert rewards["p-untried"].advantage is None
 
 
@@ -63,7 +63,7 @@ def test_proposer_rows_sit_next_to_the_solver_rows_with_lineage(selfplay_round, 
         "p-learn", POLICY, "ck-1", "r001"
     )  # fmt: skip
     reports = pl.read_parquet(reports_file)
-    counted = reports.filter(pl.col("trajectory_id").is_in(["l-1", "l-2", "l-3"]))["report_id"]
+    counted = reports.filter(pl.col("trajectory_id").is_in(["l-1", "l-2", "l-3", "l-5"]))["report_id"]
     assert learn["task_hash"] == "hash-p-learn" and sorted(learn["report_id"].split(",")) == sorted(counted)
     assert learn["messages"][-1] == {"role": "assistant", "content": "proposal p-learn", "tool_calls": None,
                                      "tool_call_id": None}  # fmt: skip
@@ -101,10 +101,9 @@ def test_round_report_section(selfplay_round, tmp_path):
     assert sp.valid_share == pytest.approx(4 / 7)
     assert sp.rejection_reasons == {"malformed": 1, "contaminated": 1, "reference_fails_in_grading": 1}
     assert sp.outcomes == {"invalid": 3, "learnable": 2, "trivial": 1, "unattempted": 1}
-    assert sp.learnability == {"min": 0.0, "median": 0.5, "mean": pytest.approx((2 / 3 + 0.5) / 3),
-                               "max": pytest.approx(2 / 3)}  # fmt: skip
-    assert sp.solve_rate["procedural"] == 0.5 and sp.attempts["self"] == 8
-    assert sp.solve_rate["self"] == pytest.approx(5 / 8)
+    assert sp.learnability == {"min": 0.0, "median": 0.5, "mean": pytest.approx(1 / 3), "max": 0.5}
+    assert sp.solve_rate["procedural"] == 0.5 and sp.attempts["self"] == 9
+    assert sp.solve_rate["self"] == pytest.approx(6 / 9)
     assert (sp.distinct_entry_points, sp.distinct_ast_shapes) == (4, 3)
     md = (out / "selfplay.md").read_text()
     assert "4 of 7 self-proposals were valid" in md and "contamination hits" in md

@@ -8,9 +8,9 @@ Reward (Absolute Zero's learnability, docs/CREDIT.md):
   `invalid_penalty`;
 - a kept task gets `1 - solve rate` when the rate is strictly between 0 and 1,
   else 0, the rate being the share of accepted verdicts among the decisive
-  (accept or reject) verified attempts of the proposing policy on it (all
-  policies' attempts when the proposing policy made none, e.g. a replayed or
-  served proposer whose round rolled out another spec; `solvers` says which);
+  (accept or reject) verified attempts of the proposing weights on it (same
+  checkpoint hash or same spec; all policies' attempts when those made none,
+  e.g. round 0, where the teacher alone solves; `solvers` says which);
 - a kept task no attempt decided carries no reward and no row (`unattempted`).
 
 RL rows: the proposal prompt plus the assistant's answer, reward, and the
@@ -69,9 +69,16 @@ class ProposerReward(BaseModel):
     verifier_version: str
 
 
-def _counted(pid: str, policy: str, examples: list[Example]) -> list[Example]:
-    decisive = [e for e in examples if e.report.task_id == pid and e.report.verdict != "inconclusive"]
-    own = [e for e in decisive if e.trajectory.policy == policy]
+def _counted(p: ProposalRecord, examples: list[Example]) -> list[Example]:
+    """The decisive verified attempts on the proposal's task by the proposing
+    weights (same checkpoint hash: a served checkpoint's spec names a port that
+    changes between steps) or spec; every policy's when those made none."""
+    decisive = [e for e in examples if e.report.task_id == p.proposal_id and e.report.verdict != "inconclusive"]
+    own = [
+        e
+        for e in decisive
+        if e.trajectory.policy == p.policy or (p.checkpoint_hash and e.trajectory.checkpoint_hash == p.checkpoint_hash)
+    ]
     return own or decisive
 
 
@@ -91,7 +98,7 @@ def proposer_rewards(
     out = []
     for p in proposals:
         row = rows.get(p.proposal_id)
-        counted = _counted(p.proposal_id, p.policy, examples) if row is not None and row.status == "kept" else []
+        counted = _counted(p, examples) if row is not None and row.status == "kept" else []
         solved = sum(e.report.verdict == "accept" for e in counted)
         rate = solved / len(counted) if counted else None
         outcome = _outcome(row, rate)
