@@ -17,7 +17,7 @@ from tests.tasks.test_selfplay import BY_LABEL, TOTAL, bug, heldout_set, proposa
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.rollout import merge_rollouts, solve
 from touchstone.data.build import build_datasets
-from touchstone.data.schema import RLRow, read_rows
+from touchstone.data.schema import DPORow, RLRow, read_rows
 from touchstone.tasks.index import read_index
 from touchstone.tasks.proposers.llm import learnability_reward
 from touchstone.tasks.proposers.selfplay import SelfPlayConfig, read_proposals
@@ -113,6 +113,12 @@ def test_a_round_with_self_proposal_on_recorded_outputs(tmp_path: Path) -> None:
     assert proposer_rows and {r["policy"] for r in proposer_rows} == {proposer.spec}
     assert all(r["task_id"] in records for r in proposer_rows)
     assert not any(rewards[r["task_id"]]["reason"] == "contaminated" for r in proposer_rows)
+    # every learnable proposal (here: the bug, which the teacher fixes and the replayed model does not)
+    # is preferred over the invalid answer to the same prompt
+    learnable = sorted(pid for pid, r in rewards.items() if r["outcome"] == "learnable")
+    pairs = [r for r in read_rows(data / "dpo.parquet", DPORow) if r["role"] == "proposer"]
+    assert sorted(r["trajectory_id"] for r in pairs) == learnable
+    assert all(records[r["rejected_trajectory_id"]].status == "rejected" for r in pairs)
     datasets = {n: pl.read_parquet(data / f"{n}.parquet") for n in ("sft", "rl", "dpo", "kto")}
     assert verified_rows_problems(datasets, reports, summary.datasets["sft"].dropped) == {}
     assert "2 of 6 self-proposals were valid" in (data / "selfplay.md").read_text()
