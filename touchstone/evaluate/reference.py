@@ -24,7 +24,8 @@ import polars as pl
 from pydantic import BaseModel
 
 from touchstone import atomic, paths
-from touchstone.agent.policies import hacks, repair, teacher
+from touchstone.agent import teacher
+from touchstone.agent.policies import hacks
 from touchstone.agent.rollout import solve
 from touchstone.tasks.schema import Task
 from touchstone.verify import VERIFIER_VERSION, verify_batch
@@ -48,8 +49,8 @@ def reference_key(tasks: list[Task]) -> str:
     h = hashlib.sha256(VERIFIER_VERSION.encode())
     for task_hash in sorted(t.content_hash for t in tasks):
         h.update(task_hash.encode())
-    for module in (teacher, repair):
-        h.update(Path(module.__file__).read_bytes())
+    for source in sorted(Path(teacher.__file__).parent.rglob("*.py")):  # the teacher's procedure
+        h.update(source.read_bytes())
     return h.hexdigest()[:16]
 
 
