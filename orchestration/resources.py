@@ -317,7 +317,8 @@ class ProposeConfig(dg.Config):
         "excluded (cluster: 500+).",
     )
     imported: list[str] = Field(
-        default=[], description="imported: task-set directories written by `touchstone tasks import-*`."
+        default=[],
+        description="imported: task-set directories the importers wrote (`touchstone propose problems`, `touchstone import swe-bench`).",
     )
     n_imported: int = Field(default=0, description="imported: tasks drawn from those sets per round.")
     self_proposals: int = Field(

@@ -3,7 +3,7 @@
 - `procedural`: `n` validated mutation tasks from the seed projects
   (`touchstone.tasks.proposers.mutation`);
 - `imported`: up to `n` kept tasks drawn from task sets the importers wrote
-  (`touchstone tasks import-problems|import-swebench`), different ones each
+  (`touchstone propose problems`, `touchstone import swe-bench`), different ones each
   round (drawn with the round's seed), already validated when imported;
 - `self`: `n` proposals of the round's own policy
   (`touchstone.tasks.proposers.selfplay`), conditioned on references drawn

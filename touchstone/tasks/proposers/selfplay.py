@@ -1,6 +1,9 @@
 """Self-play proposals: the round's own policy proposes tasks (Absolute Zero's
-proposer role), conditioned on a few reference tasks sampled from the round's
-pool so proposals stay on distribution.
+proposer role), in two kinds: a `standalone` task (statement, stub, reference,
+tests), conditioned on a few reference tasks sampled from the round's pool so
+proposals stay on distribution, and a `bug` in real code (SWE-smith's
+model-written bugs: a seed function rewritten, judged by the seed's own tests;
+touchstone.tasks.proposers.selfbug).
 
 Proposals are sampled in groups: the `group_size` proposals of a group share
 one prompt (the same references, different sampling seeds), so a learnable
@@ -8,8 +11,8 @@ proposal and an invalid one of the same group form a preference pair
 (touchstone.data.proposer). Each proposal is parsed, then screened before any
 sandbox run: a proposal matching a held-out task or a configured benchmark
 problem (normalized AST, code 5-grams, statement similarity:
-`touchstone.tasks.contamination.compare`) is rejected `contaminated`; one matching a task of the pool or an earlier proposal is
-rejected `duplicate`. Survivors go through the same validation as every task
+`touchstone.tasks.contamination.compare`) is rejected `contaminated`; one
+matching a task of the pool or an earlier proposal is rejected `duplicate`. Survivors go through the same validation as every task
 (its static leak check covers the statement). Every proposal, kept or not, is
 recorded in `DIR/proposals.parquet` (`ProposalRecord`) with its prompt, output,
 the proposing policy and its checkpoint hash; kept tasks carry the same in
@@ -50,7 +53,7 @@ class SelfPlayConfig(BaseModel):
     references: int = Field(default=3, ge=0, description="Reference tasks from the pool shown in each prompt.")
     snippet_chars: int = Field(default=1200, ge=100, description="Characters of each reference's code shown.")
     kinds: list[Kind] = Field(
-        default=["standalone"], min_length=1, description="Proposal kinds, one per group in turn."
+        default=["standalone"], min_length=1, description="Proposal kinds (standalone, bug), one per group in turn."
     )
 
 
