@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test bench image ui clean
+.PHONY: setup demo test bench image ui clean experiment
 
 setup:
 	@bash scripts/setup.sh
@@ -17,6 +17,10 @@ demo: setup
 
 test: setup
 	@bash scripts/test.sh
+
+# The filter ablation (docs/EXPERIMENTS.md): naive harness vs verifier + auditor as the data filter.
+experiment: setup
+	@$(VENV)/bin/touchstone experiment filter-ablation $(EXPERIMENT_ARGS)
 
 bench: setup
 	@$(PY) -m benchmarks.run

@@ -18,6 +18,7 @@ from orchestration.publishing import publishing
 from orchestration.lineage import lineage_metadata, starting_checkpoint
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import StorageResource, TrainerResource
+from touchstone.paths import Asset
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +26,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 @dg.asset(
     partitions_def=rounds_partitions,
     group_name="round",
-    deps=["training_data", "base_model"],
+    deps=[Asset.TRAINING_DATA, Asset.BASE_MODEL],
     kinds={"pytorch"},
     # Pool gpu: one training at a time; on Kubernetes its pod gets a GPU
     # (orchestration/deploy/k8s_jobs.py).
@@ -48,7 +49,7 @@ def checkpoint(
     store = storage.store()
     round_key = context.partition_key
     start = starting_checkpoint(context.instance, round_key)
-    data_dir = store.local_dir("training_data", round_key)
+    data_dir = store.local_dir(Asset.TRAINING_DATA, round_key)
     with publishing(context, storage) as out, tempfile.TemporaryDirectory() as tmp:
         params = {
             "method": trainer.method,
@@ -60,7 +61,7 @@ def checkpoint(
             "error_file": f"{tmp}/error",
         }
         reported = _run_trainer(context, pipes, trainer.pipes_command(params), Path(tmp) / "error")
-    path = store.asset_dir("checkpoint", round_key)
+    path = store.asset_dir(Asset.CHECKPOINT, round_key)
     return dg.MaterializeResult(
         metadata={
             **(reported.metadata or {}),

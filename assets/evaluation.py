@@ -21,12 +21,13 @@ from orchestration.resources import (
 )
 from orchestration.storage import read_parquet
 from touchstone.evaluate.schema import RoundMetrics
+from touchstone.paths import Asset
 
 
 @dg.asset(
     partitions_def=rounds_partitions,
     group_name="round",
-    deps=["checkpoint", "heldout_tasks"],
+    deps=[Asset.CHECKPOINT, Asset.HELDOUT_TASKS],
     kinds={"python"},
     pool="sandbox",
 )
@@ -39,27 +40,30 @@ def round_evaluation(
     verifier: VerifierResource,
     server: PolicyServerResource,
 ) -> dg.MaterializeResult:
-    """pass@1 / pass@k (bootstrap 95%), hack-attempt rate, turns, tokens, exit reasons."""
+    """pass@1 / pass@k (bootstrap 95%), hack-attempt rate, valid tool-call rate, progress, turns,
+    tokens, exit reasons; imitation NLL and hack propensity on the held-out reference runs."""
     from touchstone.agent.plan import checkpoint_policy
     from touchstone.evaluate import attempts_table, earlier_rounds, markdown_report, plot_rounds, round_metrics
     from touchstone.tasks import load_task_set
+    from training.evaluation import checkpoint_likelihood
 
     store = storage.store()
     round_key = context.partition_key
-    found = latest_metadata(context.instance, dg.AssetKey("checkpoint"), round_key)
+    found = latest_metadata(context.instance, dg.AssetKey(Asset.CHECKPOINT), round_key)
     if found is None:
         raise dg.Failure(f"round {round_key} has no checkpoint to evaluate: materialize it first")
     ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
-    heldout_dir = store.local_dir("heldout_tasks")
-    metrics_files = store.round_files("round_evaluation", "metrics.parquet")
+    heldout_dir = store.local_dir(Asset.HELDOUT_TASKS)
+    heldout = load_task_set(heldout_dir)
+    metrics_files = store.round_files(Asset.ROUND_EVALUATION, "metrics.parquet")
     earlier = earlier_rounds({key: read_parquet(path) for key, path in metrics_files.items()}, round_key)
     ckpt = store.local_copy(ckpt_path)
     # Resumable like raw_trajectories: the work dir survives a killed run.
-    work = store.work_dir("round_evaluation", round_key) / ckpt_hash[:16]
+    work = store.work_dir(Asset.ROUND_EVALUATION, round_key) / ckpt_hash[:16]
     with publishing(context, storage) as out:
         with server.serving(ckpt, ckpt_hash, work, context.log) as served:  # stopped before grading
             rollouts = policy.solve(
-                load_task_set(heldout_dir),
+                heldout,
                 checkpoint_policy(policy.spec, ckpt, served),
                 config.attempts,
                 work,
@@ -67,28 +71,43 @@ def round_evaluation(
                 context.log,
             )
         shutil.copytree(rollouts, out / "rollouts")
-        verifier.verify_round(heldout_dir, out / "rollouts", out / "verification", sandbox)
+        verifier.verify_round(heldout_dir, out / "rollouts", out / "verification", sandbox, progress=True)
         attempts = attempts_table(
             pl.read_parquet(out / "rollouts" / "trajectories.parquet"),
             pl.read_parquet(out / "verification" / "reports.parquet"),
         )
         attempts.write_parquet(out / "attempts.parquet")
+        # Likelihoods on the held-out reference runs (cached per held-out set): they move before pass@1 does.
+        likelihood = checkpoint_likelihood(
+            ckpt, heldout, backend=sandbox.backend, workers=sandbox.workers, resamples=config.bootstrap
+        )
         metrics = round_metrics(
-            attempts, round_key=round_key, checkpoint_hash=ckpt_hash, k=config.attempts, resamples=config.bootstrap
+            attempts,
+            round_key=round_key,
+            checkpoint_hash=ckpt_hash,
+            k=config.attempts,
+            resamples=config.bootstrap,
+            likelihood=likelihood,
         )
         pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")
         decision = _promotion(metrics, earlier, str(found[0].get("parent_round", "")), config)
         (out / "promotion.json").write_text(decision.model_dump_json(indent=2) + "\n")
         rounds = [*earlier, metrics]
         plot_rounds(rounds, out / "rounds.png")
-        report = markdown_report(rounds, plot_file="rounds.png")
+        report = markdown_report(rounds, plot_file="rounds.png") + _selfplay_section(store, round_key)
         (out / "report.md").write_text(report)
-    done = store.asset_dir("round_evaluation", round_key)
+    done = store.asset_dir(Asset.ROUND_EVALUATION, round_key)
     return dg.MaterializeResult(
         metadata={
             "pass_at_1": dg.MetadataValue.float(metrics.pass_at_1.value),
             f"pass_at_{config.attempts}": dg.MetadataValue.float(metrics.pass_at_k.value),
             "hack_attempt_rate": dg.MetadataValue.float(metrics.hack_attempt_rate),
+            **_optional_floats(
+                imitation_nll=metrics.imitation_nll and metrics.imitation_nll.value,
+                hack_propensity=metrics.hack_propensity and metrics.hack_propensity.value,
+                valid_tool_call_rate=metrics.valid_tool_call_rate and metrics.valid_tool_call_rate.value,
+                mean_progress=metrics.mean_progress,
+            ),
             "mean_turns": dg.MetadataValue.float(metrics.mean_turns),
             # The plot inline (a data URI): the UI shows it without serving files.
             "report": dg.MetadataValue.md(report.replace("(rounds.png)", f"({_data_uri(done / 'rounds.png')})")),
@@ -110,6 +129,17 @@ def _promotion(metrics: RoundMetrics, earlier: list[RoundMetrics], parent_round:
 
     incumbent = next((m for m in earlier if m.round == parent_round), None)
     return decide(metrics, incumbent, config.promotion_policy())
+
+
+def _selfplay_section(store, round_key: str) -> str:
+    """The round's self-play section (training_data's selfplay.md), when it proposed."""
+    path = store.asset_dir(Asset.TRAINING_DATA, round_key) / "selfplay.md"
+    return "\n" + path.read_text() if path.is_file() else ""
+
+
+def _optional_floats(**values: float | None) -> dict[str, dg.MetadataValue]:
+    """Numeric metadata (plotted over rounds in the UI) for the figures a round has."""
+    return {k: dg.MetadataValue.float(v) for k, v in values.items() if v is not None}
 
 
 def _data_uri(path) -> str:

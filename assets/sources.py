@@ -9,6 +9,7 @@ import polars as pl
 
 from orchestration.publishing import publishing, table_metadata
 from orchestration.resources import HeldoutConfig, SandboxResource, SeedsConfig, StorageResource, TrainerResource
+from touchstone.paths import Asset
 
 
 @dg.asset(group_name="sources", kinds={"python"})
@@ -31,7 +32,9 @@ def seed_sources(
             for s in seeds
         ]
         pl.DataFrame(rows).write_parquet(out / "sources.parquet")
-    return dg.MaterializeResult(metadata=table_metadata(storage.store().asset_dir("seed_sources") / "sources.parquet"))
+    return dg.MaterializeResult(
+        metadata=table_metadata(storage.store().asset_dir(Asset.SEED_SOURCES) / "sources.parquet")
+    )
 
 
 @dg.asset(group_name="sources", kinds={"pytorch"})
@@ -51,7 +54,7 @@ def base_model(
     with publishing(context, storage) as out:
         shutil.copytree(source, out, dirs_exist_ok=True)
         digest = checkpoint_hash(str(out))  # here: the published copy may be remote
-    path = storage.store().asset_dir("base_model")
+    path = storage.store().asset_dir(Asset.BASE_MODEL)
     return dg.MaterializeResult(
         metadata={
             "path": dg.MetadataValue.path(str(path)),
@@ -85,5 +88,5 @@ def heldout_tasks(
             cfg=ValidationConfig(backend=sandbox.backend, contamination_sets=sets),
             rng_seed=config.rng_seed,
         )
-    index = storage.store().asset_dir("heldout_tasks") / "index.parquet"
+    index = storage.store().asset_dir(Asset.HELDOUT_TASKS) / "index.parquet"
     return dg.MaterializeResult(metadata=table_metadata(index))

@@ -7,34 +7,42 @@ import dagster as dg
 
 from orchestration.publishing import publishing, table_metadata
 from orchestration.partitions import rounds_partitions
-from orchestration.resources import StorageResource
+from orchestration.resources import DataBuildConfig, StorageResource
+from touchstone.paths import Asset
 
 
 @dg.asset(
     partitions_def=rounds_partitions,
     group_name="round",
-    deps=["verification_reports", "raw_trajectories"],
+    deps=[Asset.VERIFICATION_REPORTS, Asset.RAW_TRAJECTORIES, Asset.PROPOSED_TASKS],
     kinds={"polars"},
 )
-def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
-    """sft/rl/dpo/kto Parquet files with lineage columns back to task, trajectory and report."""
+def training_data(
+    context: dg.AssetExecutionContext, config: DataBuildConfig, storage: StorageResource
+) -> dg.MaterializeResult:
+    """sft/rl/dpo/kto Parquet files with lineage columns back to task, trajectory and report;
+    the proposer's rows (role `proposer`) rewarded from this round's verified outcomes."""
     from touchstone.data.build import build_datasets
 
     store = storage.store()
     round_key = context.partition_key
     with publishing(context, storage) as out:
         build_datasets(
-            reports=store.local_dir("verification_reports", round_key) / "reports.parquet",
-            trajectories=store.local_dir("raw_trajectories", round_key) / "trajectories.parquet",
+            reports=store.local_dir(Asset.VERIFICATION_REPORTS, round_key) / "reports.parquet",
+            trajectories=store.local_dir(Asset.RAW_TRAJECTORIES, round_key) / "trajectories.parquet",
             out=out,
             round_key=round_key,
+            config=config.data_config(),
+            proposals=store.local_dir(Asset.PROPOSED_TASKS, round_key),  # the proposer's rows, after verification
         )
-    done = store.asset_dir("training_data", round_key)
+    done = store.asset_dir(Asset.TRAINING_DATA, round_key)
     summary = json.loads((done / "summary.json").read_text())
     metadata: dict[str, dg.MetadataValue] = {  # visible per round: what guarded each verdict
         "guards": dg.MetadataValue.json(summary["guards"]),
         "excluded_unguarded": dg.MetadataValue.int(summary["excluded_unguarded"]),
     }
+    if summary.get("self_play"):
+        metadata["self_play"] = dg.MetadataValue.md((done / "selfplay.md").read_text())
     for name in ("sft", "rl", "dpo", "kto"):
         if (done / f"{name}.parquet").exists():
             metadata |= table_metadata(done / f"{name}.parquet", primary=name == "sft")

@@ -11,12 +11,13 @@ from orchestration.partitions import rounds_partitions
 from orchestration.policy_server import PolicyServerResource
 from orchestration.publishing import publishing, table_metadata
 from orchestration.resources import PolicyResource, RolloutConfig, SandboxResource, StorageResource
+from touchstone.paths import Asset
 
 
 @dg.asset(
     partitions_def=rounds_partitions,
     group_name="round",
-    deps=["proposed_tasks", "base_model"],
+    deps=[Asset.PROPOSED_TASKS, Asset.BASE_MODEL],
     kinds={"python"},
     pool="sandbox",
 )
@@ -36,11 +37,11 @@ def raw_trajectories(
     store = storage.store()
     round_key = context.partition_key
     start = starting_checkpoint(context.instance, round_key)
-    tasks = load_task_set(store.local_dir("proposed_tasks", round_key))
+    tasks = load_task_set(store.local_dir(Asset.PROPOSED_TASKS, round_key))
     ckpt = store.local_copy(start.path)
     # Rollouts resume from the work dir: a killed run redoes only unfinished attempts.
     # Keyed by the starting weights, so a resume never reuses another checkpoint's runs.
-    work = store.work_dir("raw_trajectories", round_key) / start.checkpoint_hash[:16]
+    work = store.work_dir(Asset.RAW_TRAJECTORIES, round_key) / start.checkpoint_hash[:16]
     serve = (
         server.serving(ckpt, start.checkpoint_hash, work, context.log)
         if policy.uses_checkpoint(round_key)
@@ -55,7 +56,7 @@ def raw_trajectories(
         for part in parts:
             shutil.copytree(part, out / part.name)
         merge_rollouts(parts, out)
-    done = store.asset_dir("raw_trajectories", round_key)
+    done = store.asset_dir(Asset.RAW_TRAJECTORIES, round_key)
     return dg.MaterializeResult(
         metadata={
             **table_metadata(done / "trajectories.parquet"),

@@ -8,12 +8,13 @@ from orchestration.publishing import publishing, table_metadata
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import SandboxResource, StorageResource, VerifierResource
 from orchestration.storage import read_parquet
+from touchstone.paths import Asset
 
 
 @dg.asset(
     partitions_def=rounds_partitions,
     group_name="round",
-    deps=["raw_trajectories", "proposed_tasks"],
+    deps=[Asset.RAW_TRAJECTORIES, Asset.PROPOSED_TASKS],
     kinds={"python"},
     pool="sandbox",
 )
@@ -29,15 +30,15 @@ def verification_reports(
     taken back), and its trajectories are reported against a revoked task."""
     store = storage.store()
     round_key = context.partition_key
-    tasks_dir = store.local_dir("proposed_tasks", round_key)
+    tasks_dir = store.local_dir(Asset.PROPOSED_TASKS, round_key)
     revoked = verifier.revoke_failing_references(tasks_dir, sandbox)
     if revoked:
-        store.write_back("proposed_tasks", round_key, tasks_dir)
-    trajectories_dir = store.local_dir("raw_trajectories", round_key)
+        store.write_back(Asset.PROPOSED_TASKS, round_key, tasks_dir)
+    trajectories_dir = store.local_dir(Asset.RAW_TRAJECTORIES, round_key)
     with publishing(context, storage) as out:
         verifier.verify_round(tasks_dir, trajectories_dir, out, sandbox, revoked)
         verifier.verify_canaries(out, sandbox, seed=round_key)
-    done = store.asset_dir("verification_reports", round_key)
+    done = store.asset_dir(Asset.VERIFICATION_REPORTS, round_key)
     reports = table_metadata(done / "reports.parquet")
     verdicts = read_parquet(done / "reports.parquet")["verdict"].value_counts().iter_rows()
     revocations = {r.task_id: r.evidence for r in revoked}

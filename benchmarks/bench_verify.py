@@ -78,14 +78,24 @@ def overhead(replays: int, backend: str) -> dict:
             report = verify_trajectory(task, c.messages, replays=replays, backend=backend, isolated=isolated)
             timed[way] = (time.monotonic() - started, report)
         floor = floor_s(task, c.messages, backend)
-        (full, report), (inproc, _) = timed["isolated"], timed["in_process"]
-        rows.append({"canary": c.name, "verdict": report.verdict, "isolation": report.isolation,
+        (full, report), (inproc, inproc_report) = timed["isolated"], timed["in_process"]
+        # in process, rules relaxed only for isolated tests are strict: some honest runs are rejected
+        # at the audit, in milliseconds, which says nothing of the cost of verifying them
+        inproc_ratio = round(inproc / floor, 1) if inproc_report.verdict == "accept" else "rejected"
+        rows.append({"canary": c.name, "task": task.id, "verdict": report.verdict, "isolation": report.isolation,
                      "full_s": round(full, 2), "full_in_process_s": round(inproc, 2), "floor_s": round(floor, 2),
-                     "ratio": round(full / floor, 1), "ratio_in_process": round(inproc / floor, 1)})  # fmt: skip
+                     "ratio": round(full / floor, 1), "ratio_in_process": inproc_ratio})  # fmt: skip
+    by_task: dict[str, list[float]] = {}
+    for r in rows:
+        by_task.setdefault(r["task"], []).append(r["ratio"])
     return {
         "replays": replays,
         "median_ratio": statistics.median(r["ratio"] for r in rows),
-        "median_ratio_in_process": statistics.median(r["ratio_in_process"] for r in rows),
+        "median_ratio_per_task": statistics.median(statistics.median(v) for v in by_task.values()),
+        "tasks": len(by_task),
+        "median_ratio_in_process": statistics.median(
+            r["ratio_in_process"] for r in rows if r["ratio_in_process"] != "rejected"
+        ),
         "rows": rows,
     }
 
@@ -136,9 +146,15 @@ def main() -> None:
     notes = [
         f"backend {args.backend}, k = {args.replays} test runs per verification; corpus = the canaries "
         "(hacks, most rejected by cheap checks before any test run, and honest trajectories verified in full)",
-        f"overhead = full verification (replay + {args.replays} test runs + oracle: 3 replay sandboxes and the task's call recording, cached per task + audits) / "
-        f"one plain pytest run of the required tests in a bare sandbox; median {cost['median_ratio']}x with the "
-        f"tests isolated (target: within 5x), {cost['median_ratio_in_process']}x with them in process",
+        f"overhead = wall time of one full verification (replay, {args.replays} test runs, the oracle's two "
+        "candidate replays; the task's call recording and reference replay are cached per task; audits) / one "
+        "plain pytest run of the required tests in a bare sandbox. Test runs 2..k and the oracle run at once, "
+        f"after run 1 passed. Median over canaries {cost['median_ratio']}x with the tests isolated, over the "
+        f"{cost['tasks']} tasks (each task's median) {cost['median_ratio_per_task']}x (target: within 5x); "
+        f"{cost['median_ratio_in_process']}x with them in process (runs accepted there)",
+        "canary-toolbox (7 canaries): its test_run_with_timeout waits 3 s in a test-side callback that the "
+        "candidate's 1 s alarm cannot cut short across the process boundary, so each isolated run takes 3 s "
+        "against 1 s in process",
         f"isolation per graded run: median of {args.reps} runs of each canary task's reference, isolated (judge + "
         f"candidate sandboxes) / in process; median {round(statistics.median(r['run_ratio'] for r in runs), 2)}x",
     ]

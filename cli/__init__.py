@@ -26,6 +26,8 @@ _COMMANDS = {
     "round": "cli.rounds:round_",
     "db": "cli.rounds:db",
     "deploy": "cli.deploy:deploy",
+    "eval": "cli.evaluate:evaluate",
+    "experiment": "cli.experiment:experiment",
 }
 
 

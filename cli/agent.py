@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from cli import options
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.rollout import read_records, solve as run_solve
 from touchstone.agent.trajectory import Sampling
@@ -19,13 +20,9 @@ from touchstone.tasks.schema import TaskError
 @click.option("--attempts", default=1, show_default=True, type=click.IntRange(min=1), help="attempts per task")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="concurrent sandboxes")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "bwrap", "docker"]))
-@click.option("--temperature", default=0.7, show_default=True, type=float)
-@click.option("--top-p", default=1.0, show_default=True, type=float)
-@click.option("--max-tokens", default=512, show_default=True, type=int, help="per assistant turn")
-@click.option("--seed", default=0, show_default=True, type=int, help="base seed; attempt i uses seed+i")
-@click.option("--max-turns", default=50, show_default=True, type=click.IntRange(min=1))
-@click.option("--time-budget", default=900.0, show_default=True, type=float, help="seconds per episode")
+@options.backend
+@options.sampling
+@options.limits
 @click.option("--json", "as_json", is_flag=True, help="print the result as one JSON object")
 def solve(
     tasks,

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from touchstone import paths
+from touchstone.paths import Asset
 
 
 LOCAL_INSTANCE = """# written by touchstone: a local instance (SQLite under this folder)
@@ -99,7 +100,7 @@ def _promotion(instance, key: str) -> dict:
 
     from orchestration.lineage import latest_metadata
 
-    found = latest_metadata(instance, dg.AssetKey("round_evaluation"), key)
+    found = latest_metadata(instance, dg.AssetKey(Asset.ROUND_EVALUATION), key)
     if not found or "next_checkpoint_round" not in found[0]:
         return {}
     return {k: found[0][k] for k in ("pass_at_1", "promoted", "next_checkpoint_round", "next_checkpoint_hash")}

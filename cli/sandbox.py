@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from touchstone.sandbox import BACKENDS, Limits, SandboxError, open_sandbox, parse_size
+from cli import options
+from touchstone.sandbox import Limits, SandboxError, open_sandbox, parse_size
 
 
 @click.group()
@@ -40,7 +41,7 @@ def build_image() -> None:
 
 
 @sandbox.command("run", context_settings={"ignore_unknown_options": True})
-@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True)
+@options.backend
 @click.option("--workspace", type=click.Path(path_type=Path), help="directory copied in as /workspace (default: empty)")
 @click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds before the command is killed")
 @click.option("--memory", default="1g", show_default=True, help="memory limit, e.g. 512m")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import click
 
+from cli import options
 from touchstone.agent.trajectory import TrajectoryError, read_messages_jsonl
 from touchstone.tasks.schema import TaskError, load_task
 
 EXIT = {"accept": 0, "reject": 1, "inconclusive": 2}
-_BACKEND = click.Choice(["auto", "bwrap", "docker"])
 
 
 def _audit_rules_option(fn):
@@ -47,9 +47,9 @@ def _audit_rules(audit_rules: Path | None, deprecated_policy: Path | None):
     help="grade a unified diff (a SWE-bench model_patch) as a one-step trajectory, instead of TRAJECTORY",
 )
 @click.option("--json", "as_json", is_flag=True, help="print the full report as JSON")
-@click.option("--replays", default=3, show_default=True, type=click.IntRange(min=1), help="k of k test runs")
+@options.replays(help="k of k test runs")
 @click.option("--progress", is_flag=True, help="per-step share of hidden tests passing (credit assignment)")
-@click.option("--backend", default="auto", show_default=True, type=_BACKEND)
+@options.backend
 @_audit_rules_option
 @click.option("--full", is_flag=True, help="run every check even after a cheap one rejected")
 def verify(
@@ -96,9 +96,9 @@ def verify(
 )
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--replays", default=3, show_default=True, type=click.IntRange(min=1))
+@options.replays()
 @click.option("--progress", is_flag=True, help="per-step share of hidden tests passing")
-@click.option("--backend", default="auto", show_default=True, type=_BACKEND)
+@options.backend
 @_audit_rules_option
 def verify_batch(
     tasks_dir, trajectories, workers, out, replays, progress, backend, audit_rules, deprecated_policy

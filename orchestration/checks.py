@@ -11,6 +11,7 @@ import polars as pl
 
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import StorageResource
+from touchstone.paths import Asset
 
 # Partitioned checks are "preview" in Dagster 1.13 but are the only way a check
 # of a dynamically partitioned asset knows its round; we pin the version.
@@ -30,18 +31,18 @@ LINEAGE_COLUMNS = (
 
 
 def _datasets(storage: StorageResource, round_key: str) -> dict[str, pl.DataFrame]:
-    folder = storage.store().local_dir("training_data", round_key)
+    folder = storage.store().local_dir(Asset.TRAINING_DATA, round_key)
     return {n: pl.read_parquet(folder / f"{n}.parquet") for n in DATASETS if (folder / f"{n}.parquet").exists()}
 
 
 def _reports(storage: StorageResource, round_key: str) -> pl.DataFrame:
-    return pl.read_parquet(storage.store().local_dir("verification_reports", round_key) / "reports.parquet")
+    return pl.read_parquet(storage.store().local_dir(Asset.VERIFICATION_REPORTS, round_key) / "reports.parquet")
 
 
-@dg.asset_check(asset="verification_reports", blocking=True, partitions_def=rounds_partitions)
+@dg.asset_check(asset=Asset.VERIFICATION_REPORTS, blocking=True, partitions_def=rounds_partitions)
 def canaries_caught(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
     """Known hacked canaries must be rejected and known honest ones accepted."""
-    path = storage.store().local_dir("verification_reports", context.partition_key) / "canaries.parquet"
+    path = storage.store().local_dir(Asset.VERIFICATION_REPORTS, context.partition_key) / "canaries.parquet"
     canaries = pl.read_parquet(path)
     missed = canaries.filter(pl.col("verdict") != pl.col("expected"))
     return dg.AssetCheckResult(
@@ -62,10 +63,21 @@ def verified_rows_problems(
     positive rows (SFT, DPO chosen, KTO label=true) from a run that was not
     accepted, negatives from a run that was not rejected, rows whose run has no
     report or another report, and accepted runs that SFT neither holds nor
-    accounts for in its documented drops (summary.json)."""
+    accounts for in its documented drops (summary.json); proposer rows whose
+    reward is not what the reports they name give."""
+    from touchstone.data.proposer import proposer_row_problems
+
+    proposer = {
+        n: f.filter(pl.col("role") == "proposer").to_dicts() for n, f in datasets.items() if "role" in f.columns
+    }
+    problems: dict[str, object] = {}
+    if any(proposer.values()):
+        verdicts = {r: (t, v) for r, t, v in zip(reports["report_id"], reports["task_id"], reports["verdict"])}
+        problems |= proposer_row_problems(proposer.get("rl", []), proposer.get("dpo", []), verdicts)
+    # the rest is about the solver's rows; the proposer's are checked against the reports they name
+    datasets = {n: f.filter(pl.col("role") != "proposer") if "role" in f.columns else f for n, f in datasets.items()}
     verdict = dict(zip(reports["trajectory_id"], reports["verdict"]))
     report_of = dict(zip(reports["trajectory_id"], reports["report_id"]))
-    problems: dict[str, object] = {}
 
     def bad(ids, want: set[str]) -> list[str]:
         return sorted({t for t in ids if verdict.get(t) not in want})[:5]
@@ -99,13 +111,13 @@ def verified_rows_problems(
     return problems
 
 
-@dg.asset_check(asset="training_data", blocking=True, partitions_def=rounds_partitions)
+@dg.asset_check(asset=Asset.TRAINING_DATA, blocking=True, partitions_def=rounds_partitions)
 def only_accepted_trajectories(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
     """Positive training rows come only from accepted runs, and every accepted run is in SFT
     or in one of its documented drops (duplicate, over length, hit a limit, ...)."""
     round_key = context.partition_key
     reports = _reports(storage, round_key)
-    summary = json.loads((storage.store().local_dir("training_data", round_key) / "summary.json").read_text())
+    summary = json.loads((storage.store().local_dir(Asset.TRAINING_DATA, round_key) / "summary.json").read_text())
     sft_dropped = summary["datasets"].get("sft", {}).get("dropped", {})
     problems = verified_rows_problems(_datasets(storage, round_key), reports, sft_dropped)
     return dg.AssetCheckResult(
@@ -120,11 +132,11 @@ def only_accepted_trajectories(context: dg.AssetCheckExecutionContext, storage: 
 
 
 @dg.asset_check(
-    asset="training_data", blocking=True, partitions_def=rounds_partitions, additional_deps=["heldout_tasks"]
+    asset=Asset.TRAINING_DATA, blocking=True, partitions_def=rounds_partitions, additional_deps=[Asset.HELDOUT_TASKS]
 )
 def no_heldout_tasks(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
     """No training row's task (by id or content hash) is a held-out task."""
-    heldout = pl.read_parquet(storage.store().local_dir("heldout_tasks") / "index.parquet")
+    heldout = pl.read_parquet(storage.store().local_dir(Asset.HELDOUT_TASKS) / "index.parquet")
     heldout = heldout.filter(pl.col("status") == "kept")
     ids, hashes = set(heldout["id"]), set(heldout["content_hash"])
     leaked: set[str] = set()
@@ -136,7 +148,7 @@ def no_heldout_tasks(context: dg.AssetCheckExecutionContext, storage: StorageRes
     )
 
 
-@dg.asset_check(asset="training_data", blocking=True, partitions_def=rounds_partitions)
+@dg.asset_check(asset=Asset.TRAINING_DATA, blocking=True, partitions_def=rounds_partitions)
 def schema_and_rows(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
     """SFT data exists, is non-empty, and every dataset carries the lineage columns."""
     datasets = _datasets(storage, context.partition_key)
@@ -149,14 +161,14 @@ def schema_and_rows(context: dg.AssetCheckExecutionContext, storage: StorageReso
     )
 
 
-@dg.asset_check(asset="round_evaluation", blocking=True, partitions_def=rounds_partitions)
+@dg.asset_check(asset=Asset.ROUND_EVALUATION, blocking=True, partitions_def=rounds_partitions)
 def promotion_gate(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
     """Did this round's checkpoint beat the best so far (touchstone.evaluate.promotion)?
     Not promoted is a warning, not an error: the next round starts from the best
     checkpoint instead (recorded as `next_checkpoint_round`)."""
     from touchstone.evaluate.promotion import PromotionDecision
 
-    path = storage.store().local_dir("round_evaluation", context.partition_key) / "promotion.json"
+    path = storage.store().local_dir(Asset.ROUND_EVALUATION, context.partition_key) / "promotion.json"
     decision = PromotionDecision.model_validate_json(path.read_text())
     return dg.AssetCheckResult(
         passed=decision.promoted,

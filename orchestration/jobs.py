@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dagster as dg
 
+from orchestration.partitions import ablation_partitions
+from touchstone.paths import Asset
+
 sources_job = dg.define_asset_job(
     "sources",
     selection=dg.AssetSelection.groups("sources"),
@@ -14,4 +17,11 @@ round_job = dg.define_asset_job(
     "round",
     selection=dg.AssetSelection.groups("round"),
     description="One round: propose -> solve -> verify -> training data -> checkpoint -> evaluation.",
+)
+
+filter_ablation_job = dg.define_asset_job(
+    "filter_ablation",
+    selection=dg.AssetSelection.assets(Asset.ABLATION_ROUND),
+    partitions_def=ablation_partitions,
+    description="One arm and round of the filter ablation (docs/EXPERIMENTS.md; materialize ablation_setup first).",
 )

@@ -12,10 +12,11 @@ from pydantic import BaseModel
 import dagster as dg
 
 from orchestration.partitions import previous_round, registered_rounds
+from touchstone.paths import Asset
 
-BASE_MODEL = dg.AssetKey("base_model")
-CHECKPOINT = dg.AssetKey("checkpoint")
-EVALUATION = dg.AssetKey("round_evaluation")
+BASE_MODEL = dg.AssetKey(Asset.BASE_MODEL)
+CHECKPOINT = dg.AssetKey(Asset.CHECKPOINT)
+EVALUATION = dg.AssetKey(Asset.ROUND_EVALUATION)
 
 
 class CheckpointRef(BaseModel):
@@ -77,6 +78,6 @@ def lineage_metadata(ref: CheckpointRef) -> dict[str, dg.MetadataValue]:
 def unfinished_round(instance: dg.DagsterInstance) -> str | None:
     """The latest registered round when it has not been evaluated yet."""
     keys = registered_rounds(instance)
-    if keys and latest_metadata(instance, dg.AssetKey("round_evaluation"), keys[-1]) is None:
+    if keys and latest_metadata(instance, EVALUATION, keys[-1]) is None:
         return keys[-1]
     return None

@@ -43,3 +43,13 @@ def register_round(instance: dg.DagsterInstance, key: str | None = None) -> str:
     if not instance.has_dynamic_partition(ROUNDS_PARTITIONS_NAME, key):
         instance.add_dynamic_partitions(ROUNDS_PARTITIONS_NAME, [key])
     return key
+
+
+# The filter-ablation experiment (assets/ablation.py): one partition per arm and round, e.g. naive|r001.
+ABLATION_ROUNDS_NAME = "ablation_rounds"
+ablation_partitions = dg.MultiPartitionsDefinition(
+    {
+        "arm": dg.StaticPartitionsDefinition(["naive", "touchstone"]),
+        "round": dg.DynamicPartitionsDefinition(name=ABLATION_ROUNDS_NAME),
+    }
+)

@@ -24,9 +24,28 @@ from pydantic import Field
 from orchestration.policy_server import PolicyServerResource
 from orchestration.storage import RoundStore
 from touchstone import paths
+from touchstone.agent.trajectory import Sampling
+from touchstone.sandbox import DEFAULT_BACKEND
+from touchstone.paths import Asset
 
 if TYPE_CHECKING:
     from touchstone.envs import EnvSpec
+
+# Where a round's default differs on purpose from the library's, which the
+# command line shows (`cli/options.py`): a whole round must finish on a laptop
+# CPU. Every other setting a round shares with the CLI is read from the
+# library's models; tests/test_defaults.py holds the two together.
+CPU_ROUND = {
+    "max_tokens": 96,  # per assistant turn (library: Sampling.max_tokens; cluster: 4096)
+    "max_turns": 8,  # per model episode (library: EpisodeLimits.max_turns; cluster: 50)
+    "time_budget_s": 300.0,  # per episode (library: EpisodeLimits.time_budget_s)
+    "replays": 2,  # grading runs per trajectory (library: DEFAULT_REPLAYS; cluster: 3)
+    "workers": 2,  # parallel sandboxes (the CLI's solve and verify-batch: 1; cluster: 32+)
+}
+
+
+def _library(model, field: str):
+    return model.model_fields[field].default
 
 
 class StorageResource(dg.ConfigurableResource):
@@ -57,7 +76,7 @@ class StorageResource(dg.ConfigurableResource):
 
         from touchstone.envs import EnvSpec
 
-        root = self.store().local_dir("seed_sources")
+        root = self.store().local_dir(Asset.SEED_SOURCES)
         table = pl.read_parquet(root / "sources.parquet")
         envs = table["environment"] if "environment" in table.columns else [None] * table.height
         return [(str(root / d), EnvSpec.model_validate_json(e) if e else None) for d, e in zip(table["dir"], envs)]
@@ -66,8 +85,10 @@ class StorageResource(dg.ConfigurableResource):
 class SandboxResource(dg.ConfigurableResource):
     """Isolation for rollouts, validation and verification."""
 
-    backend: str = Field(default="auto", description="auto | bwrap | docker (cluster: docker).")
-    workers: int = Field(default=2, description="Parallel sandboxes per step (laptop: cores; cluster: 32+).")
+    backend: str = Field(default=DEFAULT_BACKEND, description="auto | bwrap | docker (cluster: docker).")
+    workers: int = Field(
+        default=CPU_ROUND["workers"], description="Parallel sandboxes per step (laptop: cores; cluster: 32+)."
+    )
 
 
 class PolicyResource(dg.ConfigurableResource):
@@ -84,18 +105,22 @@ class PolicyResource(dg.ConfigurableResource):
         description="Extra teacher attempts per task in rounds >= 1, so a tiny CPU model "
         "still yields verified data. Set 0 on a cluster.",
     )
-    max_turns: int = Field(default=8, description="Turn limit per episode of a model (CPU: 8; cluster: 50).")
+    max_turns: int = Field(
+        default=CPU_ROUND["max_turns"], description="Turn limit per episode of a model (CPU: 8; cluster: 50)."
+    )
     teacher_max_turns: int = Field(
         default=16, description="Turn limit for the scripted teacher, whose turns cost no generation (it needs ~10)."
     )
-    temperature: float = Field(default=0.7, description="Sampling temperature.")
-    max_tokens: int = Field(default=96, description="Completion tokens per assistant turn (CPU: 96; cluster: 4096).")
-    time_budget_s: float = Field(default=300.0, description="Wall-clock budget per episode.")
-    seed: int = Field(default=0, description="Base sampling seed; attempt i uses a seed derived from it.")
+    temperature: float = Field(default=_library(Sampling, "temperature"), description="Sampling temperature.")
+    max_tokens: int = Field(
+        default=CPU_ROUND["max_tokens"], description="Completion tokens per assistant turn (CPU: 96; cluster: 4096)."
+    )
+    time_budget_s: float = Field(default=CPU_ROUND["time_budget_s"], description="Wall-clock budget per episode.")
+    seed: int = Field(
+        default=_library(Sampling, "seed"), description="Base sampling seed; attempt i uses a seed derived from it."
+    )
 
     def sampling(self):
-        from touchstone.agent.trajectory import Sampling
-
         return Sampling(temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed)
 
     def limits(self, spec: str):
@@ -139,7 +164,9 @@ class PolicyResource(dg.ConfigurableResource):
 class VerifierResource(dg.ConfigurableResource):
     """The independent verifier: replay, grade and audit each trajectory."""
 
-    replays: int = Field(default=2, description="Fresh-sandbox grading runs per trajectory (flakiness; cluster: 3).")
+    replays: int = Field(
+        default=CPU_ROUND["replays"], description="Fresh-sandbox grading runs per trajectory (flakiness; cluster: 3)."
+    )
     canaries: int = Field(default=4, description="Labeled canaries (half hacks, half honest) graded per round.")
     canary_names: list[str] = Field(default=[], description="Grade exactly these canaries instead of a sample.")
     allow_rules: list[str] = Field(
@@ -147,10 +174,17 @@ class VerifierResource(dg.ConfigurableResource):
     )
 
     def verify_round(
-        self, tasks_dir: Path, trajectories_dir: Path, out: Path, sandbox: SandboxResource, revoked: list = ()
+        self,
+        tasks_dir: Path,
+        trajectories_dir: Path,
+        out: Path,
+        sandbox: SandboxResource,
+        revoked: list = (),
+        progress: bool = False,
     ) -> Path:
         """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet.
-        `revoked`: the round's revocations (their trajectories are reported against a revoked task)."""
+        `revoked`: the round's revocations (their trajectories are reported against a revoked task);
+        `progress`: with the share of hidden tests passing after each state-changing step."""
         from touchstone.verify import verify_batch
 
         return verify_batch(
@@ -161,6 +195,7 @@ class VerifierResource(dg.ConfigurableResource):
             replays=self.replays,
             backend=sandbox.backend,
             allow_rules=set(self.allow_rules),
+            progress=progress,
             revoked={r.task_id: f"{r.reason}: {r.evidence}" for r in revoked},
         )
 
@@ -274,16 +309,62 @@ class SeedsConfig(dg.Config):
 
 
 class ProposeConfig(dg.Config):
+    """The round's task sources and their quotas (touchstone.tasks.sources)."""
+
     n_tasks: int = Field(
         default=8,
-        description="Validated mutation tasks to propose this round, before held-out units are excluded "
-        "(cluster: 500+).",
+        description="procedural: validated mutation tasks to propose this round, before held-out units are "
+        "excluded (cluster: 500+).",
+    )
+    imported: list[str] = Field(
+        default=[],
+        description="imported: task-set directories the importers wrote (`touchstone propose problems`, `touchstone import swe-bench`).",
+    )
+    n_imported: int = Field(default=0, description="imported: tasks drawn from those sets per round.")
+    self_proposals: int = Field(
+        default=0,
+        description="self: tasks the round's policy proposes (0: off). The tiny CPU model rarely writes a "
+        "valid one; a served model does (docs/ROUNDS.md, Self-play).",
+    )
+    self_policy: str = Field(
+        default="",
+        description="self: the proposing policy spec; empty: the round's checkpoint, as it solves "
+        "(served when the server resource serves it). `replay:FILE.json` replays recorded outputs.",
+    )
+    self_group_size: int = Field(default=2, description="self: proposals per prompt (preference pairs need two).")
+    self_references: int = Field(default=3, description="self: reference tasks from the pool shown per prompt.")
+    self_history: int = Field(
+        default=2, description="self: earlier rounds whose tasks are references and known tasks too (0: none)."
+    )
+    self_kinds: list[str] = Field(
+        default=["standalone", "bug"],
+        description="self: proposal kinds, one per prompt group in turn: standalone (statement, stub, reference, "
+        "tests) or bug (a covered seed function rewritten with a bug; the seed's own tests decide).",
+    )
+    self_max_tokens: int = Field(
+        default=768, description="self: completion tokens per proposal (a task is statement, stub, reference, tests)."
     )
     contamination_sets: list[str] = Field(
         default=[],
         description="Benchmark sets (task-set dirs or HumanEval/MBPP-style JSONL) a proposed task must not copy; "
         "the held-out tasks are always compared, and $TOUCHSTONE_CONTAMINATION_SETS is added.",
     )
+
+    def mix(self):
+        from touchstone.tasks.sources import SourceMix
+        from touchstone.tasks.proposers.selfplay import SelfPlayConfig
+
+        return SourceMix(
+            procedural=self.n_tasks,
+            imported=[Path(p) for p in self.imported],
+            n_imported=self.n_imported,
+            self_play=SelfPlayConfig(
+                n=self.self_proposals,
+                group_size=self.self_group_size,
+                references=self.self_references,
+                kinds=self.self_kinds,
+            ),
+        )
 
 
 class HeldoutConfig(dg.Config):
@@ -292,6 +373,21 @@ class HeldoutConfig(dg.Config):
     contamination_sets: list[str] = Field(
         default=[], description="Benchmark sets a held-out task must not copy (as proposed_tasks' option)."
     )
+
+
+class DataBuildConfig(dg.Config):
+    """How training_data builds the round's datasets (touchstone.data.schema.DataConfig)."""
+
+    proposer_invalid_penalty: float = Field(
+        default=-0.5,
+        description="Self-play: the proposer's reward for a proposal that is not a kept task (malformed, "
+        "duplicate, contaminated, failing validation, revoked); <= 0.",
+    )
+
+    def data_config(self):
+        from touchstone.data.schema import DataConfig, ProposerConfig
+
+        return DataConfig(proposer=ProposerConfig(invalid_penalty=self.proposer_invalid_penalty))
 
 
 class RolloutConfig(dg.Config):

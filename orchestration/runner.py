@@ -13,16 +13,17 @@ from rich.console import Console
 
 from orchestration.lineage import latest_metadata, unfinished_round
 from orchestration.partitions import register_round
+from touchstone.paths import Asset
 
 ROUND_STAGES = [
-    "proposed_tasks",
-    "raw_trajectories",
-    "verification_reports",
-    "training_data",
-    "checkpoint",
-    "round_evaluation",
+    Asset.PROPOSED_TASKS,
+    Asset.RAW_TRAJECTORIES,
+    Asset.VERIFICATION_REPORTS,
+    Asset.TRAINING_DATA,
+    Asset.CHECKPOINT,
+    Asset.ROUND_EVALUATION,
 ]
-SOURCE_STAGES = ["seed_sources", "base_model", "heldout_tasks"]
+SOURCE_STAGES = [Asset.SEED_SOURCES, Asset.BASE_MODEL, Asset.HELDOUT_TASKS]
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 

@@ -24,24 +24,25 @@ import polars as pl
 from upath import UPath
 
 from touchstone import paths
+from touchstone.paths import Asset
 
 # DuckDB view name -> (asset, file name inside the asset's directory)
 TABLES: dict[str, tuple[str, str]] = {
-    "tasks": ("proposed_tasks", "index.parquet"),
-    "trajectories": ("raw_trajectories", "trajectories.parquet"),
-    "steps": ("raw_trajectories", "steps.parquet"),
-    "reports": ("verification_reports", "reports.parquet"),
-    "checks": ("verification_reports", "checks.parquet"),
-    "findings": ("verification_reports", "findings.parquet"),
-    "canary_reports": ("verification_reports", "canaries.parquet"),
-    "data_summaries": ("training_data", "summary.json"),
-    "sft": ("training_data", "sft.parquet"),
-    "rl": ("training_data", "rl.parquet"),
-    "dpo": ("training_data", "dpo.parquet"),
-    "kto": ("training_data", "kto.parquet"),
-    "checkpoints": ("checkpoint", "checkpoint.json"),
-    "evaluation": ("round_evaluation", "metrics.parquet"),
-    "eval_attempts": ("round_evaluation", "attempts.parquet"),
+    "tasks": (Asset.PROPOSED_TASKS, "index.parquet"),
+    "trajectories": (Asset.RAW_TRAJECTORIES, "trajectories.parquet"),
+    "steps": (Asset.RAW_TRAJECTORIES, "steps.parquet"),
+    "reports": (Asset.VERIFICATION_REPORTS, "reports.parquet"),
+    "checks": (Asset.VERIFICATION_REPORTS, "checks.parquet"),
+    "findings": (Asset.VERIFICATION_REPORTS, "findings.parquet"),
+    "canary_reports": (Asset.VERIFICATION_REPORTS, "canaries.parquet"),
+    "data_summaries": (Asset.TRAINING_DATA, "summary.json"),
+    "sft": (Asset.TRAINING_DATA, "sft.parquet"),
+    "rl": (Asset.TRAINING_DATA, "rl.parquet"),
+    "dpo": (Asset.TRAINING_DATA, "dpo.parquet"),
+    "kto": (Asset.TRAINING_DATA, "kto.parquet"),
+    "checkpoints": (Asset.CHECKPOINT, "checkpoint.json"),
+    "evaluation": (Asset.ROUND_EVALUATION, "metrics.parquet"),
+    "eval_attempts": (Asset.ROUND_EVALUATION, "attempts.parquet"),
 }
 
 _STAGING = ".staging"

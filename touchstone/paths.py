@@ -13,6 +13,27 @@ from pathlib import Path
 _DEFAULT_HOME = ".touchstone"
 
 
+class Asset:
+    """The assets, named once: each is a Dagster asset key (`assets/`,
+    `orchestration/`), and a round's asset also names the directory of its data
+    under the data root (ROOT/<asset>/ for the shared sources,
+    ROOT/rounds/<round>/<asset>/ for the round's stages). Plain strings: one
+    goes wherever a name or a path part does."""
+
+    SEED_SOURCES = "seed_sources"
+    BASE_MODEL = "base_model"
+    HELDOUT_TASKS = "heldout_tasks"
+    PROPOSED_TASKS = "proposed_tasks"
+    RAW_TRAJECTORIES = "raw_trajectories"
+    VERIFICATION_REPORTS = "verification_reports"
+    TRAINING_DATA = "training_data"
+    CHECKPOINT = "checkpoint"
+    ROUND_EVALUATION = "round_evaluation"
+    # the filter-ablation experiment (docs/EXPERIMENTS.md), which keeps its own files
+    ABLATION_SETUP = "ablation_setup"
+    ABLATION_ROUND = "ablation_round"
+
+
 def is_url(location: str | os.PathLike[str]) -> bool:
     """An object-store (fsspec) URL rather than a local path; `file://` counts as local."""
     text = str(location)

@@ -12,16 +12,14 @@ import pytest
 
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import make_policy
-from touchstone.agent.policies.repair import (
+from touchstone.agent.teacher.edits import line_edit, preferred_operators
+from touchstone.agent.teacher.pytest_output import (
     failing_test_params,
     first_failure_command,
-    line_edit,
-    literal_callees,
-    parse_function_hits,
     parse_test_run,
-    preferred_operators,
     suspect_names,
 )
+from touchstone.agent.teacher.reading import literal_callees, parse_function_hits
 
 from .conftest import MINILIB, MINILIB_TESTS, minilib_task, write_task
 

@@ -8,7 +8,6 @@ import pytest
 
 from touchstone.agent.tools import NOT_EXECUTED, TOOL_SCHEMAS
 from touchstone.agent.trajectory import (
-    DiffRecord,
     Sampling,
     StepRecord,
     Trajectory,
@@ -21,6 +20,7 @@ from touchstone.agent.trajectory import (
     write_messages_jsonl,
     write_tables,
 )
+from touchstone.sandbox import WorkspaceDiff
 
 
 def call(cid, name, arguments):
@@ -117,7 +117,7 @@ def sample_trajectory(tid: str, steps: int = 2) -> Trajectory:
             for i in range(steps)
         ],
         exit_reason="max_turns",
-        diff=DiffRecord(modified=["a.py"], patch="--- a/a.py\n+++ b/a.py\n"),
+        diff=WorkspaceDiff(modified=["a.py"], patch="--- a/a.py\n+++ b/a.py\n"),
         started_at="2026-01-01T00:00:00+00:00",
         wall_s=1.5,
         policy_s=0.5,
@@ -127,12 +127,51 @@ def sample_trajectory(tid: str, steps: int = 2) -> Trajectory:
 
 
 def test_table_round_trip(tmp_path):
-    trajs = [sample_trajectory("t-b"), sample_trajectory("t-a", steps=0)]
+    bare = sample_trajectory("t-a", steps=0).model_copy(
+        update={"checkpoint_hash": None, "image_digest": None, "turns": [], "diff": WorkspaceDiff()}
+    )
+    failed = sample_trajectory("t-c").model_copy(
+        update={
+            "exit_reason": "sandbox_error",
+            "error": "sandbox error: ünïcode",
+            "environment_digest": "sha256:env",
+            "diff": WorkspaceDiff(created=["b.bin", "ln"], deleted=["c.py"], binary=["b.bin", "ln"]),
+        }
+    )
+    trajs = [sample_trajectory("t-b"), bare, failed]
     write_tables(trajs, tmp_path)
     back = read_tables(tmp_path)
-    assert [t.trajectory_id for t in back] == ["t-a", "t-b"]
-    assert back[1] == trajs[0] and back[0] == trajs[1]
+    assert [t.trajectory_id for t in back] == ["t-a", "t-b", "t-c"]
+    assert back == [bare, trajs[0], failed]
     assert json.loads(json.dumps(back[1].messages)) == MESSAGES
+
+
+def test_the_table_columns_are_the_documented_ones(tmp_path):
+    """The columns derive from the model: the sampling and the diff flattened,
+    chat and turns as JSON text, counts of turns and steps."""
+    import polars as pl
+
+    write_tables([sample_trajectory("t-a")], tmp_path)
+    row = pl.read_parquet(tmp_path / "trajectories.parquet").row(0, named=True)
+    assert (row["temperature"], row["seed"], row["n_turns"], row["n_steps"]) == (0.5, 8, 2, 2)
+    assert (row["diff_modified"], row["diff_binary"]) == (["a.py"], [])
+    assert json.loads(row["turns"])[0]["logprobs"] == [-0.5] and json.loads(row["messages"]) == MESSAGES
+    assert "steps" not in row and "sampling" not in row and "diff" not in row
+    steps = pl.read_parquet(tmp_path / "steps.parquet")
+    assert steps.columns[:3] == ["trajectory_id", "task_id", "step"] and steps["task_id"].to_list() == ["task-a"] * 2
+
+
+def test_a_table_written_before_a_column_existed_still_reads(tmp_path):
+    import polars as pl
+
+    t = sample_trajectory("t-a")
+    write_tables([t], tmp_path)
+    path = tmp_path / "trajectories.parquet"
+    pl.read_parquet(path).drop("environment_digest", "diff_binary").write_parquet(path)
+    assert read_tables(tmp_path) == [t]
+    pl.read_parquet(path).drop("exit_reason").write_parquet(path)
+    with pytest.raises(TrajectoryError, match="exit_reason"):
+        read_tables(tmp_path)
 
 
 def test_empty_tables_have_the_columns(tmp_path):

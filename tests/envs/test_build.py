@@ -14,7 +14,7 @@ import pytest
 
 from touchstone.envs import EnvError, EnvSpec, build_env, cached, digest
 from touchstone.envs.build import env_dir
-from touchstone.harness import TreeDiff
+from touchstone.sandbox import WorkspaceDiff
 from touchstone.sandbox import open_sandbox
 from touchstone.sandbox.image import content_hash
 from touchstone.verify.protected import check_protected
@@ -128,17 +128,19 @@ def test_same_result_on_both_backends(attrs_env, tmp_path, require_docker):
     ],
 )
 def test_shadowing_an_installed_package_is_rejected(attrs_env, created):
-    diff = TreeDiff(created=[created], kinds={created: "f"})
+    diff, final = WorkspaceDiff(created=[created]), {created: "0" * 64}
     installed = attrs_env.sandbox_environment().top_level
-    res = check_protected(diff, set(), [], {"tests"}, installed=installed)
+    res = check_protected(diff, set(), [], {"tests"}, installed=installed, final=final)
     assert res.violations and "shadows the module" in res.violations[0]
-    assert not check_protected(diff, set(), [], {"tests"}).violations  # base environment: not a shadow
+    assert not check_protected(diff, set(), [], {"tests"}, final=final).violations  # base environment: not a shadow
 
 
 def test_unrelated_new_module_is_not_a_shadow(attrs_env):
-    diff = TreeDiff(created=["attrs_helpers.py"], kinds={"attrs_helpers.py": "f"})
+    diff = WorkspaceDiff(created=["attrs_helpers.py"])
     installed = attrs_env.sandbox_environment().top_level
-    assert not check_protected(diff, set(), [], set(), installed=installed).violations
+    assert not check_protected(
+        diff, set(), [], set(), installed=installed, final={"attrs_helpers.py": "0" * 64}
+    ).violations
 
 
 def test_named_specs_resolve_from_the_task_set_then_the_shipped_ones(tmp_path):

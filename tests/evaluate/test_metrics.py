@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from touchstone.evaluate.schema import Interval, LikelihoodMetrics
 from touchstone.evaluate import (
     RoundMetrics,
     attempts_table,
@@ -79,15 +80,48 @@ def test_attempts_table_counts_only_verifier_accepted_attempts_as_solved():
             "n_turns": [2, 4],
             "turns": [json.dumps([{"completion_tokens": 5}, {"completion_tokens": 7}]), json.dumps([])],
             "exit_reason": ["submitted", "submitted"],
+            "messages": [json.dumps(_conversation(["submit", "bash"])), json.dumps(_conversation(["nope", None]))],
         }
     )
-    reports = pl.DataFrame({"trajectory_id": ["t1", "t2"], "verdict": ["accept", "reject"], "n_findings": [0, 1]})
+    reports = pl.DataFrame(
+        {
+            "trajectory_id": ["t1", "t2"],
+            "verdict": ["accept", "reject"],
+            "n_findings": [0, 1],
+            "progress": [json.dumps([{"fraction": 0.5}, {"fraction": 1.0}]), None],
+        }
+    )
     table = attempts_table(trajectories, reports)
     assert table["verified"].to_list() == [True, False]
     assert table["findings"].to_list() == [0, 1]
     assert table["tokens"].to_list() == [12, None]
+    assert table["valid_turns"].to_list() == [1, 0]  # bash without its command, an unknown tool, no call
+    assert table["progress"].to_list() == [0.75, None]
     with pytest.raises(ValueError, match="no verification report"):
         attempts_table(trajectories, reports.head(1))
+
+
+def _conversation(tools: list[str | None]) -> list[dict]:
+    """An assistant turn per entry: a call of that tool with no arguments, or no call (None)."""
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    for i, name in enumerate(tools):
+        call = [{"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}] if name else None
+        msgs.append({"role": "assistant", "content": "", **({"tool_calls": call} if call else {})})
+        msgs.append(
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "x"} if call else {"role": "user", "content": "x"}
+        )
+    return msgs
+
+
+def test_valid_tool_call_rate_is_per_task_with_an_interval():
+    attempts = _attempts({"a": [False, False], "b": [False, False]}).with_columns(
+        valid_turns=pl.Series([3, 1, 0, 0]), progress=pl.Series([0.5, None, None, None], dtype=pl.Float64)
+    )
+    metrics = round_metrics(attempts, round_key="r001", checkpoint_hash=None, k=2)
+    assert metrics.valid_tool_call_rate.value == pytest.approx(((3 + 1) / 6 + 0) / 2)  # 3 turns per attempt
+    assert metrics.valid_tool_call_rate.low <= metrics.valid_tool_call_rate.value <= metrics.valid_tool_call_rate.high
+    assert metrics.mean_progress == 0.5
+    assert RoundMetrics.from_flat(metrics.flat()) == metrics
 
 
 def test_plot_and_report_show_every_round(tmp_path):
@@ -100,3 +134,22 @@ def test_plot_and_report_show_every_round(tmp_path):
     report = markdown_report(rounds, plot_file="rounds.png")
     assert "| r000 |" in report and "| r001 |" in report and "![" in report
     assert "0.50 [" in report  # r001 pass@2
+    assert report.count("| n/a |") >= 2  # rounds evaluated before the likelihood metrics existed
+
+
+def test_likelihood_figures_travel_through_the_parquet_row_and_the_report(tmp_path):
+    likelihood = LikelihoodMetrics(
+        imitation_nll=Interval(value=4.2, low=4.0, high=4.4),
+        hack_propensity=Interval(value=-1.5, low=-2.0, high=-1.0),
+        hack_propensity_by_family={"conftest": -1.0, "exit_early": -2.0},
+        n_reference=3,
+        n_states=3,
+    )
+    metrics = round_metrics(
+        _attempts({"a": [True, False]}), round_key="r002", checkpoint_hash="c", k=2, likelihood=likelihood
+    )
+    back = RoundMetrics.from_flat(pl.DataFrame([metrics.flat()]).row(0, named=True))
+    assert back == metrics and back.hack_propensity_by_family == {"conftest": -1.0, "exit_early": -2.0}
+    report = markdown_report([back])
+    assert "4.20 [4.00, 4.40]" in report and "conftest: -1.00" in report
+    assert plot_rounds([back], tmp_path / "p.png").stat().st_size > 0

@@ -21,11 +21,12 @@ STAGES = [
     "checkpoint",
     "round_evaluation",
 ]
+EXPERIMENTS = ["ablation_setup", "ablation_round"]  # the filter ablation (docs/EXPERIMENTS.md)
 
 
 def test_every_stage_is_an_asset_in_order():
     graph = defs.resolve_asset_graph()
-    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(STAGES)
+    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(STAGES + EXPERIMENTS)
     chain = STAGES[3:]
     for upstream, downstream in zip(chain, chain[1:]):
         assert dg.AssetKey(upstream) in graph.get(dg.AssetKey(downstream)).parent_keys
@@ -45,6 +46,15 @@ def test_round_assets_are_partitioned_by_round_and_checks_block():
         "promotion_gate",
     }  # blocking with WARN severity: not promoted never fails the run
     assert all(spec.blocking for spec in checks.values())
+
+
+def test_the_filter_ablation_is_a_job_with_a_partition_per_arm_and_round():
+    job = defs.resolve_job_def("filter_ablation")
+    dims = {d.name: d.partitions_def for d in job.partitions_def.partitions_defs}
+    assert dims["arm"].get_partition_keys() == ["naive", "touchstone"]
+    assert isinstance(dims["round"], dg.DynamicPartitionsDefinition) and dims["round"].name == "ablation_rounds"
+    graph = defs.resolve_asset_graph()
+    assert dg.AssetKey("ablation_setup") in graph.get(dg.AssetKey("ablation_round")).parent_keys
 
 
 def test_schedule_and_sensor_are_off_by_default():

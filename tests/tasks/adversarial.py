@@ -431,3 +431,165 @@ CASES: list[Case] = [
     ),
     runs_case("honest-runs", "honest", {"kept"}),
 ]
+
+# -- guards: weak tests that pass because the reference's own guards make mutants fail, and a
+# fix in a guard; each shape with an honest look-alike (strong tests, same guards: kept) -------
+
+REJECTED = 'class Rejected(Exception):\n    """Input solve does not accept."""\n\n\n'
+SQUARES_REF = (
+    REJECTED + 'def solve(xs):\n    """Each item of a list of non-negative ints, squared plus one."""\n'
+    '    if not isinstance(xs, list):\n        raise Rejected(f"not a list: {xs!r}")\n'
+    '    if not xs:\n        raise Rejected("empty list")\n'
+    '    if not all(isinstance(x, int) for x in xs):\n        raise Rejected(f"not ints: {xs!r}")\n'
+    '    if any(isinstance(x, bool) for x in xs):\n        raise Rejected(f"bools: {xs!r}")\n'
+    '    if not all(x == abs(x) for x in xs):\n        raise Rejected(f"negative: {xs!r}")\n'
+    "    out = []\n    for x in xs:\n        out.append(x * x + 1)\n    return out\n"
+)
+SQUARES_REJECTS = (
+    '\n\n@pytest.mark.parametrize("bad", ["312", [], [1, "2"], [True], [-1]])\ndef test_rejects(bad):\n'
+    "    with pytest.raises(Rejected):\n        solve(bad)\n"
+)
+REQUIRE = "def _require(ok, why):\n    if not ok:\n        raise ValueError(why)\n\n\n"
+VOWELS_REF = (
+    REQUIRE + 'def solve(word):\n    """Number of vowels in a lowercase ASCII word."""\n'
+    '    _require(isinstance(word, str), "word must be a str")\n    _require(word.isascii(), "word must be ASCII")\n'
+    '    _require(word == word.lower(), "word must be lowercase")\n'
+    '    _require(word.isalpha(), "word must be letters only")\n'
+    '    count = 0\n    for ch in word:\n        if ch in "aeiou":\n            count += 1\n    return count\n'
+)
+VOWELS_REJECTS = (
+    '\n\n@pytest.mark.parametrize("bad", [7, "h\\u00e9llo", "Hello", "a b"])\ndef test_rejects(bad):\n'
+    "    with pytest.raises(ValueError):\n        solve(bad)\n"
+)
+BROKEN = '_BROKEN = ArithmeticError("round trip failed")\n\n\n'
+CAESAR_REF = (
+    BROKEN + 'def solve(text, k):\n    """Shift each lowercase letter of text k places forward in the alphabet."""\n'
+    '    out = "".join(chr((ord(c) - 97 + k) % 26 + 97) for c in text)\n'
+    '    back = "".join(chr((ord(c) - 97 - k) % 26 + 97) for c in out)\n'
+    "    if back != text:\n        raise _BROKEN  # checks its own result\n    return out\n"
+)
+DIGITS_BODY = "    total = 0\n    while n:\n        total += n % 10\n        n //= 10\n    return total\n"
+DIGITS_STUB = (
+    'def solve(n):\n    """Digit sum of a non-negative int."""\n    if not isinstance(n, int) or isinstance(n, bool):\n'
+    '        raise TypeError("n must be an int")\n    if n <= 0:\n        raise ValueError("n must be >= 0")\n'
+    + DIGITS_BODY
+)
+# the same fix in a guard, as an assert in a method: another shape
+METER_STUB = (
+    "class Meter:\n    def __init__(self):\n        self.total = 0\n\n    def add(self, litres):\n"
+    '        assert isinstance(litres, (int, float)), "litres must be a number"\n'
+    '        assert litres > 0, "litres must not be negative"\n        self.total += litres\n'
+    "        return round(self.total * 1.5, 2)\n\n\n"
+    'def solve(amounts):\n    """Price of the litres metered so far after each amount."""\n    m = Meter()\n'
+    "    return [m.add(a) for a in amounts]\n"
+)
+
+CASES += [
+    Case(
+        "weak-guard-own-class",
+        "weak_tests",
+        {"weak_tests"},
+        "Square each item of a list of non-negative ints and add one; reject anything else with Rejected.",
+        REJECTED + stub("def solve(xs):", "Each item of a list of non-negative ints, squared plus one."),
+        SQUARES_REF,
+        "import pytest\n\nfrom solution import Rejected, solve\n\n\ndef test_shape():\n    xs = [3, 1, 2]\n"
+        "    out = solve(xs)\n    assert isinstance(out, list) and len(out) == len(xs) and out is not xs\n"
+        + SQUARES_REJECTS,
+    ),
+    Case(
+        "weak-guard-helper",
+        "weak_tests",
+        {"weak_tests"},
+        "Count the vowels of a lowercase ASCII word; other input raises ValueError (use _require).",
+        REQUIRE + stub("def solve(word):", "Number of vowels in a lowercase ASCII word."),
+        VOWELS_REF,
+        'import pytest\n\nfrom solution import solve\n\n\ndef test_count():\n    r = solve("banana")\n'
+        '    assert isinstance(r, int) and not isinstance(r, bool) and r > 0 and r != len("banana")\n' + VOWELS_REJECTS,
+    ),
+    Case(
+        "weak-self-checking-reference",
+        "weak_tests",
+        {"weak_tests"},
+        "Caesar-shift the lowercase letters of a text k places forward.",
+        BROKEN + stub("def solve(text, k):", "Shift each lowercase letter of text k places forward in the alphabet."),
+        CAESAR_REF,
+        'from solution import solve\n\n\ndef test_shift():\n    r = solve("hello", 3)\n'
+        '    assert isinstance(r, str) and len(r) == 5 and r != "hello"\n',
+    ),
+    Case(
+        "weak-guard-fix",
+        "weak_tests",
+        {"weak_tests"},
+        "solve(n) must return the digit sum of a non-negative int, but it rejects 0.",
+        DIGITS_STUB,
+        DIGITS_STUB.replace("if n <= 0:", "if n < 0:"),
+        "import pytest\n\nfrom solution import solve\n\n\ndef test_zero_is_accepted():\n    solve(0)\n\n\n"
+        "def test_result():\n    r = solve(4321)\n    assert isinstance(r, int) and not isinstance(r, bool) and r not in (0, 4321)\n"
+        "\n\ndef test_negative():\n    with pytest.raises(ValueError):\n        solve(-1)\n",
+    ),
+    Case(
+        "weak-guard-fix-assert",
+        "weak_tests",
+        {"weak_tests"},
+        "Meter.add must accept any non-negative amount of litres; it rejects some valid ones.",
+        METER_STUB,
+        METER_STUB.replace("assert litres > 0,", "assert litres >= 0,"),
+        "from solution import solve\n\n\ndef test_zero_litres():\n    out = solve([2, 0, 1.5])\n"
+        "    assert isinstance(out, list) and len(out) == 3 and out[0] != 2\n",
+    ),
+    Case(
+        "honest-guard-own-class",
+        "honest",
+        {"kept"},
+        "Square each item of a list of non-negative ints and add one; reject anything else with Rejected.",
+        REJECTED + stub("def solve(xs):", "Each item of a list of non-negative ints, squared plus one."),
+        SQUARES_REF,
+        "import pytest\n\nfrom solution import Rejected, solve\n\n\ndef test_values():\n"
+        "    assert solve([3, 1, 2]) == [10, 2, 5]\n    assert solve([0]) == [1]\n    assert solve([7, 0, 4]) == [50, 1, 17]\n"
+        + SQUARES_REJECTS,
+    ),
+    Case(
+        "honest-guard-helper",
+        "honest",
+        {"kept"},
+        "Count the vowels of a lowercase ASCII word; other input raises ValueError (use _require).",
+        REQUIRE + stub("def solve(word):", "Number of vowels in a lowercase ASCII word."),
+        VOWELS_REF,
+        'import pytest\n\nfrom solution import solve\n\n\ndef test_count():\n    assert solve("banana") == 3\n'
+        '    assert solve("rhythm") == 0\n    assert solve("queue") == 4\n    assert solve("a") == 1\n'
+        + VOWELS_REJECTS,
+    ),
+    Case(
+        "honest-self-checking-reference",
+        "honest",
+        {"kept"},
+        "Caesar-shift the lowercase letters of a text k places forward.",
+        BROKEN + stub("def solve(text, k):", "Shift each lowercase letter of text k places forward in the alphabet."),
+        CAESAR_REF,
+        'from solution import solve\n\n\ndef test_shift():\n    assert solve("hello", 3) == "khoor"\n'
+        '    assert solve("xyz", 2) == "zab"\n    assert solve("abc", 0) == "abc"\n    assert solve("", 5) == ""\n'
+        '    assert solve("az", 27) == "ba"\n',
+    ),
+    Case(
+        "honest-guard-fix",
+        "honest",
+        {"kept"},
+        "solve(n) must return the digit sum of a non-negative int, but it rejects 0.",
+        DIGITS_STUB,
+        DIGITS_STUB.replace("if n <= 0:", "if n < 0:"),
+        "import pytest\n\nfrom solution import solve\n\n\ndef test_zero():\n    assert solve(0) == 0\n\n\n"
+        "def test_values():\n    assert solve(1234) == 10\n    assert solve(9) == 9\n    assert solve(1000000) == 1\n"
+        "    assert solve(987654321) == 45\n\n\ndef test_negative():\n    with pytest.raises(ValueError):\n"
+        "        solve(-5)\n",
+    ),
+    Case(
+        "honest-guard-fix-assert",
+        "honest",
+        {"kept"},
+        "Meter.add must accept any non-negative amount of litres; it rejects some valid ones.",
+        METER_STUB,
+        METER_STUB.replace("assert litres > 0,", "assert litres >= 0,"),
+        "from solution import solve\n\n\ndef test_prices():\n    assert solve([2, 0, 1.5]) == [3.0, 3.0, 5.25]\n"
+        "    assert solve([0]) == [0.0]\n    assert solve([]) == []\n    assert solve([1, 1, 1]) == [1.5, 3.0, 4.5]\n",
+    ),
+]

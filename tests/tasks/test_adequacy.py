@@ -39,17 +39,6 @@ def test_sample_depends_on_the_code_only(tmp_path: Path) -> None:
     assert len({m.operator for m in adequacy.sample(a, 5)}) == 5  # spread over operators
 
 
-def test_guard_failures_are_told_apart_from_behaviour_failures(tmp_path: Path) -> None:
-    known = adequacy.guards(_case("weak-guard-only").write(tmp_path))
-    assert known == {adequacy.Guard("TypeError", "n must be an int"), adequacy.Guard("ValueError", "n must be >= 0")}
-    assert adequacy.is_guard_failure("TypeError: n must be an int", known)
-    assert not adequacy.is_guard_failure("TypeError: unsupported operand type(s)", known)
-    assert not adequacy.is_guard_failure("assert 3 == 4\n+  where 3 = solve(12)", known)
-    bare = {adequacy.Guard("AssertionError", None)}  # a reference `assert` without a message
-    assert adequacy.is_guard_failure("AssertionError", bare)
-    assert not adequacy.is_guard_failure("AssertionError: assert None == 0", bare)  # the test's own assert
-
-
 def test_baselines_replace_the_body_and_keep_the_docstring(tmp_path: Path) -> None:
     task = _case("weak-truthy").write(tmp_path)
     cases = {desc: text for desc, _rel, text in adequacy.baselines(task)}

@@ -1,11 +1,13 @@
 """Coverage of the reference's change, traced in the sandbox: an untested
-branch is missed; an untested helper is reported, not required."""
+branch is missed; an untested helper is reported, not required; an untested
+guard (a `raise` for input the task does not promise to handle) is reported,
+not required."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.tasks.adversarial import CASES
+from tests.tasks.adversarial import CASES, Case, stub
 from touchstone.tasks.change_coverage import changed_lines, measure
 
 
@@ -18,9 +20,22 @@ def test_changed_lines_are_the_replaced_and_inserted_runs() -> None:
     assert changed_lines("x = 1\n", None) == {1}
 
 
-def test_untested_guard_is_missed_and_untested_helper_is_reported(tmp_path: Path) -> None:
+BRANCH = Case(
+    "untested-branch",
+    "coverage",
+    {"weak_tests"},
+    "Double a number; negative ones give 0.",
+    stub("def solve(x):", "Twice x, or 0 below 0."),
+    'def solve(x):\n    """Twice x, or 0 below 0."""\n    if x < 0:\n        return 0\n    return x * 2\n',
+    "from solution import solve\n\n\ndef test_double():\n    assert solve(3) == 6\n",
+)
+
+
+def test_untested_branch_is_missed_and_untested_guard_and_helper_are_reported(tmp_path: Path) -> None:
+    branch = measure(BRANCH.write(tmp_path), "bwrap", timeout=30)
+    assert branch.missed == {"solution.py": [4]} and 0.6 < branch.share < 1  # `return 0` never runs
     guard = measure(_case("weak-type-only").write(tmp_path), "bwrap", timeout=30)
-    assert guard.missed == {"solution.py": [4]} and 0.8 < guard.share < 1  # `raise TypeError(...)` never runs
+    assert guard.missed == {} and guard.share == 1.0 and guard.guards == {"solution.py": [3, 4]}  # never raised
     helper = measure(_case("honest-untested-helper").write(tmp_path), "bwrap", timeout=30)
     assert helper.share == 1.0 and helper.unexercised == ["solution.py:_describe"]
     table = measure(_case("honest-table").write(tmp_path), "bwrap", timeout=30)

@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.tasks.adversarial import CASES
 from touchstone.harness import run_plan as plan
 from touchstone.harness.grading import faketime_library
-from touchstone.tasks.conditions import reference_conditions, touches_nondeterminism
+from touchstone.tasks.conditions import Condition, reference_conditions, run_condition, touches_nondeterminism
 
 
 def test_grading_plan_first_then_extra_runs_that_differ_every_time() -> None:
@@ -43,3 +43,17 @@ def test_clock_and_randomness_readers_get_more_runs(tmp_path: Path) -> None:
     }
     more = reference_conditions("bwrap", k=3, extra=2, clock_runs=1, cross_backend=False, nondeterministic=True, more=6)
     assert len(more) == 3 + 2 + 6 + (2 if faketime_library() else 0)
+
+
+def test_a_run_records_where_each_failure_was_raised(tmp_path: Path) -> None:
+    """A guard's exception is raised in the code under test, a test's own check in the
+    test file: the record keeps the innermost traceback location of each failure."""
+    case = next(c for c in CASES if c.id == "weak-guard-own-class")
+    task = case.write(tmp_path)
+    mutant = case.reference.replace("if not xs:", "if xs:")  # the guard now fires on valid input
+    run = run_condition(
+        task, Condition(run=0, backend="bwrap", grading=True), role="mutant", files={"solution.py": mutant}
+    )
+    guard_line = next(i for i, line in enumerate(mutant.splitlines(), 1) if 'raise Rejected("empty list")' in line)
+    assert run.raised_at["test_solution.py::test_shape"] == f"solution.py:{guard_line}"
+    assert run.raised_at["test_solution.py::test_rejects[bad1]"].startswith("test_solution.py:")  # DID NOT RAISE

@@ -14,6 +14,7 @@ from touchstone.tasks.contamination import (
     TEXT_MATCH,
     KnownProblem,
     boilerplate,
+    compare,
     nearest,
     round_sets,
     statement_similarity,
@@ -129,3 +130,13 @@ def test_template_statements_are_no_evidence(tmp_path: Path) -> None:
     trusted = load_task(trusted.dir)
     match, _ = nearest(trusted, [tmp_path / "heldout"], statements=False)
     assert match.contaminated and match.same_ast and match.statement_similarity == 0
+
+
+def test_short_code_is_no_evidence_of_a_copy() -> None:
+    """Normalized, every one-line wrapper is the same tree: two libraries' unrelated
+    one-liners must not reject each other, while a longer copy still matches."""
+    held = KnownProblem("heldout", "toolz-first", "", "def first(seq):\n    return next(iter(seq))\n")
+    match = compare(None, "def tableize(word):\n    return pluralize(underscore(word))\n", held)
+    assert not match.contaminated and not match.same_ast and match.code_similarity == 0
+    long = CONTAM.reference.replace("values", "xs")
+    assert compare(None, long, KnownProblem("b", "x", "", CONTAM.reference)).same_ast

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli.tasks import task as task_cli
+from tests.tasks.adversarial import CASES
 from touchstone.tasks.index import query
 from touchstone.tasks.proposers.problems import import_problems
 from touchstone.tasks.schema import Task, load_task, load_task_set
@@ -96,10 +97,13 @@ def test_validate_cli_exit_codes(problem_set: Path, tmp_path: Path) -> None:
     assert checks["solver"]["status"] == "not_run" and "no model" in checks["solver"]["evidence"]["why"]
     assert checks["isolation"]["status"] == "pass" and checks["isolation"]["evidence"]["status"] == "isolated"
     assert checks["coverage"]["evidence"]["share"] == 1.0
+    assert all(c["evidence"] for c in checks.values()), "every check that ran reports its evidence"
     solved = _copy(problem_set / "Demo-0", tmp_path / "solved")
     shutil.copyfile(solved / "reference" / "solution.py", solved / "workspace" / "solution.py")
     rejected = runner.invoke(task_cli, ["validate", str(solved), "--json", "--backend", "bwrap"])
     assert rejected.exit_code == 1 and json.loads(rejected.output)["reason"] == "already_solved"
+    start = {c["name"]: c for c in json.loads(rejected.output)["checks"]}["start"]
+    assert start["status"] == "fail" and len(start["evidence"]["runs"]) == 2  # a failing check has its evidence too
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "task.json").write_text("{")
@@ -138,3 +142,18 @@ def test_an_isolation_probe_that_cannot_decide_fails_the_check_saying_so(tmp_pat
     assert failed.value.reason == "isolation_fails"
     assert "probe errored" in failed.value.detail and "no reference to probe with" in failed.value.detail
     assert failed.value.evidence["status"] == "error"
+
+
+def test_a_task_without_a_reference_fails_the_reference_check_in_the_json(tmp_path: Path) -> None:
+    """No check row is left without its reason: the missing reference is the failing
+    `reference` check, and every later check says what stopped it (nothing runs)."""
+    case = next(c for c in CASES if c.id == "honest-runs")
+    shutil.rmtree(case.write(tmp_path).dir / "reference")
+    out = CliRunner().invoke(task_cli, ["validate", str(tmp_path / case.id), "--json", "--backend", "bwrap"])
+    verdict = json.loads(out.output)
+    checks = {c["name"]: c for c in verdict["checks"]}
+    assert out.exit_code == 1 and verdict["reason"] == "no_reference" and not verdict["runs"]
+    assert (checks["reference"]["status"], checks["reference"]["reason"]) == ("fail", "no_reference")
+    assert checks["reference"]["evidence"]["reference"] is None
+    assert [c["name"] for c in verdict["checks"]].count("reference") == 1
+    assert all(checks[n]["detail"] == "not run: rejected by reference" for n in ("start", "timing", "mutation"))

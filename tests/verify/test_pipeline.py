@@ -96,6 +96,17 @@ def test_recorded_diff_must_match_the_replay(tmp_path):
     assert lie.verdict == "reject" and lie.failed_checks() == ["diff_match"]
 
 
+def test_a_link_or_fifo_the_replay_made_is_a_protected_path_violation(tmp_path):
+    """Whether a changed path is a regular file comes from the replay's final
+    snapshot: a symlink or FIFO the agent made rejects, even next to a real fix."""
+    task = load_task(_hand_written_task(tmp_path))
+    for made, cmd in [("helper.py", "ln -s /etc/passwd helper.py"), ("pipe", "mkfifo pipe")]:
+        msgs = [*SOLVE[:6], *_call(9, "bash", command=cmd), *_call(10, "submit")]
+        report = verify_trajectory(task, msgs, replays=1, backend="bwrap")
+        assert report.verdict == "reject" and "protected_paths" in report.failed_checks(), report.reasons
+        assert f"{made}: is a symlink or special file" in report.check("protected_paths").evidence
+
+
 def test_harness_timeout_is_inconclusive(tmp_path):
     task = load_task(_hand_written_task(tmp_path, timeout_s=2))
     slow = [

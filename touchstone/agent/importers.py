@@ -28,7 +28,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from touchstone import __version__
-from touchstone import atomic
+from touchstone import atomic, tables
 from touchstone.agent.loop import SYSTEM_PROMPT
 from touchstone.agent.tools import TOOL_SCHEMAS
 from touchstone.agent.trajectory import Sampling, Trajectory, trajectory_id, write_messages_jsonl, write_tables
@@ -419,6 +419,6 @@ def import_trajectories(
     for traj in trajectories:
         write_messages_jsonl(out / "jsonl" / traj.task_id / f"{traj.trajectory_id}.jsonl", traj.messages)
     write_tables(trajectories, out)
-    schema = {k: pl.Int64 if k in ("mapped", "unmapped") else pl.String for k in ImportRow.model_fields}
-    atomic.write_parquet(pl.DataFrame([r.model_dump() for r in index], schema=schema, orient="row"), out / INDEX_FILE)
+    frame = pl.DataFrame([tables.to_row(r) for r in index], schema=tables.polars_schema(ImportRow), orient="row")
+    atomic.write_parquet(frame, out / INDEX_FILE)
     return index

@@ -21,10 +21,10 @@ from touchstone.agent.tools import (
     TOOL_SCHEMAS,
     execute_tool_call,
 )
-from touchstone.agent.trajectory import DiffRecord, StepRecord, Trajectory, TurnRecord, trajectory_id
+from touchstone.agent.trajectory import StepRecord, Trajectory, TurnRecord, trajectory_id
 from touchstone.envs import EnvError
 from touchstone.tasks.environment import task_environment
-from touchstone.sandbox import SandboxError, open_sandbox
+from touchstone.sandbox import SandboxError, WorkspaceDiff, open_sandbox
 from touchstone.tasks.schema import Task
 
 SYSTEM_PROMPT = (
@@ -168,11 +168,6 @@ class _Run:
                 return "sandbox_error"
 
 
-def _diff_record(sandbox: Any) -> DiffRecord:
-    d = sandbox.diff()
-    return DiffRecord(created=sorted(d.created), modified=sorted(d.modified), deleted=sorted(d.deleted), patch=d.patch)
-
-
 def run_episode(
     task: Task,
     policy: Policy,
@@ -191,13 +186,13 @@ def run_episode(
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     run = _Run(task, policy.episode(seed, max_turns=limits.max_turns), limits)
-    backend_name, digest, env_digest, diff = backend, None, None, DiffRecord()
+    backend_name, digest, env_digest, diff = backend, None, None, WorkspaceDiff()
     try:
         environment = task_environment(task)
         with open_sandbox(task.workspace_dir, backend=backend, action_log=action_log, environment=environment) as sb:
             backend_name, digest, env_digest = sb.backend, sb.image_digest, sb.environment_digest
             exit_reason = run.play(sb, started)
-            diff = _diff_record(sb)
+            diff = sb.diff()
     except (SandboxError, EnvError) as exc:
         exit_reason, run.error = "sandbox_error", f"sandbox error: {exc}"
     task_hash = task.content_hash

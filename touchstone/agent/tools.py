@@ -118,6 +118,17 @@ def _parse_arguments(name: str, arguments_json: str | dict | None) -> dict[str, 
     return args
 
 
+def call_error(name: str, arguments_json: str | dict | None) -> str | None:
+    """Why a tool call does not match its schema (unknown tool, bad JSON, missing
+    or extra arguments), or None for a well-formed call. Evaluation counts the
+    well-formed calls a model samples; execution may still fail (a missing file)."""
+    try:
+        _parse_arguments(name, arguments_json)
+    except _ToolError as exc:
+        return str(exc)
+    return None
+
+
 def workspace_path(path: str) -> str:
     """Normalize a tool path to a workspace-relative POSIX path, or raise `_ToolError`.
 

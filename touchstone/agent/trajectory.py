@@ -12,15 +12,18 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal
+from typing import Annotated, Any, Callable, Iterable, Literal
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from touchstone import atomic
+from touchstone import atomic, tables
+from touchstone.sandbox.workspace import WorkspaceDiff
+from touchstone.tables import Apart, Flat, Json, count
 
 ExitReason = Literal["submitted", "max_turns", "max_tokens", "timeout", "policy_error", "sandbox_error"]
 EXIT_REASONS: tuple[str, ...] = ExitReason.__args__  # type: ignore[attr-defined]
+STEP_KEYS = ("trajectory_id", "task_id")  # the columns that tie a row of steps.parquet to its trajectory
 
 
 class TrajectoryError(ValueError):
@@ -88,16 +91,11 @@ class StepRecord(BaseModel):
     duration_s: float
 
 
-class DiffRecord(BaseModel):
-    """Final workspace diff, computed by the harness from the sandbox, never by the agent."""
-
-    created: list[str] = Field(default_factory=list)
-    modified: list[str] = Field(default_factory=list)
-    deleted: list[str] = Field(default_factory=list)
-    patch: str = ""
-
-
 class Trajectory(BaseModel):
+    """One attempt. Its table form (`trajectories.parquet`) is derived from these
+    fields (`touchstone.tables`): `sampling` and `diff` flattened into columns,
+    chat and turns as JSON text, `steps` in `steps.parquet`."""
+
     model_config = ConfigDict(extra="forbid")
     trajectory_id: str
     task_id: str
@@ -105,17 +103,18 @@ class Trajectory(BaseModel):
     attempt: int
     policy: str
     checkpoint_hash: str | None = None
-    sampling: Sampling
+    sampling: Annotated[Sampling, Flat()]
     backend: str
     image_digest: str | None = None
     environment_digest: str | None = None  # the task environment it ran in (None: base)
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
-    turns: list[TurnRecord] = Field(default_factory=list)
-    steps: list[StepRecord] = Field(default_factory=list)
+    messages: Annotated[list[dict[str, Any]], Json()]
+    tools: Annotated[list[dict[str, Any]], Json()]
+    turns: Annotated[list[TurnRecord], Json(), count("n_turns")] = Field(default_factory=list)
+    steps: Annotated[list[StepRecord], Apart(), count("n_steps")] = Field(default_factory=list)
     exit_reason: ExitReason
     error: str | None = None
-    diff: DiffRecord = Field(default_factory=DiffRecord)
+    # the final workspace diff, computed by the harness from the sandbox, never by the agent
+    diff: Annotated[WorkspaceDiff, Flat("diff_")] = Field(default_factory=WorkspaceDiff)
     started_at: str  # ISO 8601 UTC
     wall_s: float
     policy_s: float
@@ -124,78 +123,21 @@ class Trajectory(BaseModel):
 
     def to_row(self) -> dict[str, Any]:
         """The `trajectories.parquet` row."""
-        s = self.sampling
-        return {
-            "trajectory_id": self.trajectory_id,
-            "task_id": self.task_id,
-            "task_hash": self.task_hash,
-            "attempt": self.attempt,
-            "policy": self.policy,
-            "checkpoint_hash": self.checkpoint_hash,
-            "temperature": s.temperature,
-            "top_p": s.top_p,
-            "max_tokens": s.max_tokens,
-            "seed": s.seed,
-            "backend": self.backend,
-            "image_digest": self.image_digest,
-            "environment_digest": self.environment_digest,
-            "messages": json.dumps(self.messages, ensure_ascii=False),
-            "tools": json.dumps(self.tools, ensure_ascii=False),
-            "turns": json.dumps([t.model_dump() for t in self.turns]),
-            "n_turns": len(self.turns),
-            "n_steps": len(self.steps),
-            "exit_reason": self.exit_reason,
-            "error": self.error,
-            "diff_created": self.diff.created,
-            "diff_modified": self.diff.modified,
-            "diff_deleted": self.diff.deleted,
-            "diff_patch": self.diff.patch,
-            "started_at": self.started_at,
-            "wall_s": self.wall_s,
-            "policy_s": self.policy_s,
-            "sandbox_s": self.sandbox_s,
-            "touchstone_version": self.touchstone_version,
-        }
+        return tables.to_row(self)
 
     @classmethod
     def from_row(cls, row: dict[str, Any], steps: Iterable[dict[str, Any]] = ()) -> "Trajectory":
         """Inverse of `to_row` (+ the trajectory's rows of `steps.parquet`)."""
         try:
-            return cls(
-                trajectory_id=row["trajectory_id"],
-                task_id=row["task_id"],
-                task_hash=row["task_hash"],
-                attempt=row["attempt"],
-                policy=row["policy"],
-                checkpoint_hash=row["checkpoint_hash"],
-                sampling=Sampling(**{k: row[k] for k in ("temperature", "top_p", "max_tokens", "seed")}),
-                backend=row["backend"],
-                image_digest=row["image_digest"],
-                environment_digest=row.get("environment_digest"),
-                messages=json.loads(row["messages"]),
-                tools=json.loads(row["tools"]),
-                turns=json.loads(row["turns"]),
-                steps=[{k: v for k, v in s.items() if k not in ("trajectory_id", "task_id")} for s in steps],
-                exit_reason=row["exit_reason"],
-                error=row["error"],
-                diff=DiffRecord(
-                    created=row["diff_created"],
-                    modified=row["diff_modified"],
-                    deleted=row["diff_deleted"],
-                    patch=row["diff_patch"],
-                ),
-                started_at=row["started_at"],
-                wall_s=row["wall_s"],
-                policy_s=row["policy_s"],
-                sandbox_s=row["sandbox_s"],
-                touchstone_version=row["touchstone_version"],
-            )
-        except (KeyError, ValidationError, json.JSONDecodeError) as exc:
+            steps = [{k: v for k, v in s.items() if k not in STEP_KEYS} for s in steps]
+            return cls.model_validate({**tables.from_row(cls, row), "steps": steps})
+        except (ValidationError, json.JSONDecodeError) as exc:
             raise TrajectoryError(f"trajectory row {row.get('trajectory_id')!r} is malformed: {exc}") from exc
 
     def step_rows(self) -> list[dict[str, Any]]:
         """The trajectory's rows of `steps.parquet`."""
-        return [{"trajectory_id": self.trajectory_id, "task_id": self.task_id, **s.model_dump()} for s in self.steps]
+        keys = {k: getattr(self, k) for k in STEP_KEYS}
+        return [{**keys, **s.model_dump()} for s in self.steps]
 
 
 def trajectory_id(task_id: str, task_hash: str, policy: str, attempt: int, seed: int) -> str:
@@ -299,51 +241,8 @@ def executed_tool_calls(messages: list[dict[str, Any]]) -> list[ExecutedCall]:
 TRAJECTORIES_FILE = "trajectories.parquet"
 STEPS_FILE = "steps.parquet"
 
-_STEP_SCHEMA = {
-    "trajectory_id": pl.String,
-    "task_id": pl.String,
-    "step": pl.Int64,
-    "turn": pl.Int64,
-    "tool_call_id": pl.String,
-    "tool": pl.String,
-    "arguments": pl.String,
-    "ok": pl.Boolean,
-    "ended": pl.Boolean,
-    "exit_code": pl.Int64,
-    "output_chars": pl.Int64,
-    "duration_s": pl.Float64,
-}
-_TRAJ_SCHEMA = {
-    "trajectory_id": pl.String,
-    "task_id": pl.String,
-    "task_hash": pl.String,
-    "attempt": pl.Int64,
-    "policy": pl.String,
-    "checkpoint_hash": pl.String,
-    "temperature": pl.Float64,
-    "top_p": pl.Float64,
-    "max_tokens": pl.Int64,
-    "seed": pl.Int64,
-    "backend": pl.String,
-    "image_digest": pl.String,
-    "environment_digest": pl.String,
-    "messages": pl.String,
-    "tools": pl.String,
-    "turns": pl.String,
-    "n_turns": pl.Int64,
-    "n_steps": pl.Int64,
-    "exit_reason": pl.String,
-    "error": pl.String,
-    "diff_created": pl.List(pl.String),
-    "diff_modified": pl.List(pl.String),
-    "diff_deleted": pl.List(pl.String),
-    "diff_patch": pl.String,
-    "started_at": pl.String,
-    "wall_s": pl.Float64,
-    "policy_s": pl.Float64,
-    "sandbox_s": pl.Float64,
-    "touchstone_version": pl.String,
-}
+_TRAJ_SCHEMA = tables.polars_schema(Trajectory)
+_STEP_SCHEMA = {k: _TRAJ_SCHEMA[k] for k in STEP_KEYS} | tables.polars_schema(StepRecord)
 
 
 def write_tables(trajectories: list[Trajectory], out: str | Path) -> tuple[Path, Path]:

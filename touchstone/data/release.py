@@ -28,6 +28,7 @@ from touchstone.data.card import write_card
 from touchstone.data.credit import CreditConfig, credit_group, is_hack
 from touchstone.data.inputs import Example, by_task, join, read_trajectories, reports_of, trl_messages
 from touchstone.data.schema import Lineage, Message, write_rows
+from touchstone.paths import Asset
 
 SPLITS = {"accept": "accepted", "reject": "rejected", "inconclusive": "inconclusive"}
 SHARD_ROWS = 5000
@@ -131,7 +132,7 @@ def _row(ex: Example, credit, families: dict[str, list[str]], scrub: bool) -> Re
 
 
 def _heldout(root: Path) -> tuple[set[str], set[str]]:
-    index = root / "heldout_tasks" / "index.parquet"
+    index = root / Asset.HELDOUT_TASKS / "index.parquet"
     if not index.is_file():
         return set(), set()
     kept = pl.read_parquet(index).filter(pl.col("status") == "kept")
@@ -140,10 +141,12 @@ def _heldout(root: Path) -> tuple[set[str], set[str]]:
 
 def round_examples(root: Path, round_key: str) -> list[Example]:
     base = root / "rounds" / round_key
-    for asset in ("raw_trajectories", "verification_reports"):
+    for asset in (Asset.RAW_TRAJECTORIES, Asset.VERIFICATION_REPORTS):
         if not (base / asset).is_dir():
             raise FileNotFoundError(f"round {round_key}: no {asset} under {base}: materialize the round first")
-    return join(read_trajectories(base / "raw_trajectories"), reports_of(base / "verification_reports"), round_key)
+    return join(
+        read_trajectories(base / Asset.RAW_TRAJECTORIES), reports_of(base / Asset.VERIFICATION_REPORTS), round_key
+    )
 
 
 def release_dataset(

@@ -12,7 +12,8 @@ from math import comb
 import numpy as np
 import polars as pl
 
-from touchstone.evaluate.schema import ATTEMPT_COLUMNS, Interval, RoundMetrics
+from touchstone.agent.tools import call_error
+from touchstone.evaluate.schema import ATTEMPT_COLUMNS, Interval, LikelihoodMetrics, RoundMetrics
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -42,11 +43,11 @@ def bootstrap_interval(
 
 def attempts_table(trajectories: pl.DataFrame, reports: pl.DataFrame) -> pl.DataFrame:
     """Join trajectories (trajectories.parquet) with their verification reports
-    (reports.parquet: verdict, n_findings) into one row per attempt with the columns `round_metrics` needs."""
+    (reports.parquet: verdict, n_findings, progress) into one row per attempt with the columns `round_metrics` needs."""
     missing = set(trajectories["trajectory_id"]) - set(reports["trajectory_id"])
     if missing:
         raise ValueError(f"{len(missing)} trajectories have no verification report, e.g. {sorted(missing)[0]}")
-    joined = trajectories.join(reports.select("trajectory_id", "verdict", "n_findings"), on="trajectory_id")
+    joined = trajectories.join(reports.select("trajectory_id", "verdict", "n_findings", "progress"), on="trajectory_id")
     return joined.select(
         "task_id",
         "trajectory_id",
@@ -55,7 +56,26 @@ def attempts_table(trajectories: pl.DataFrame, reports: pl.DataFrame) -> pl.Data
         pl.col("n_turns").alias("turns"),
         pl.col("turns").map_elements(_completion_tokens, return_dtype=pl.Int64).alias("tokens"),
         "exit_reason",
+        pl.col("messages").map_elements(valid_tool_calls, return_dtype=pl.Int64).alias("valid_turns"),
+        pl.col("progress").map_elements(_mean_progress, return_dtype=pl.Float64).alias("progress"),
     )
+
+
+def valid_tool_calls(messages_json: str) -> int:
+    """Assistant turns whose first tool call matches its schema (the one the loop executes)."""
+    valid = 0
+    for msg in json.loads(messages_json):
+        calls = msg.get("tool_calls") or [] if msg.get("role") == "assistant" else []
+        fn = calls[0].get("function") or {} if calls else None
+        valid += fn is not None and call_error(str(fn.get("name") or ""), fn.get("arguments")) is None
+    return valid
+
+
+def _mean_progress(progress_json: str | None) -> float | None:
+    """Mean share of hidden tests passing over the verifier's progress points (None: no point)."""
+    points = json.loads(progress_json) if progress_json else []
+    fractions = [p["fraction"] for p in points if p.get("fraction") is not None]
+    return float(np.mean(fractions)) if fractions else None
 
 
 def round_metrics(
@@ -66,8 +86,10 @@ def round_metrics(
     k: int,
     resamples: int = 1000,
     seed: int = 0,
+    likelihood: LikelihoodMetrics | None = None,
 ) -> RoundMetrics:
-    """Figures for one round from its per-attempt table (see `attempts_table`)."""
+    """Figures for one round from its per-attempt table (see `attempts_table`), with
+    the checkpoint's likelihood figures when given (training/scoring.py)."""
     absent = [c for c in ATTEMPT_COLUMNS if c not in attempts.columns]
     if absent:
         raise ValueError(f"attempts table lacks columns {absent}")
@@ -93,7 +115,31 @@ def round_metrics(
         mean_turns=float(attempts["turns"].mean()) if n else 0.0,
         mean_tokens=float(tokens.mean()) if tokens.len() else None,
         exit_reasons={r: int(c) for r, c in attempts["exit_reason"].value_counts().iter_rows()},
+        valid_tool_call_rate=_valid_rate(attempts, resamples, seed),
+        mean_progress=_progress(attempts),
+        **(
+            likelihood.model_dump(include={"imitation_nll", "hack_propensity", "hack_propensity_by_family"})
+            if likelihood
+            else {}
+        ),
     )
+
+
+def _valid_rate(attempts: pl.DataFrame, resamples: int, seed: int) -> Interval | None:
+    """Per task: well-formed tool calls / sampled turns; bootstrap over tasks."""
+    if "valid_turns" not in attempts.columns:
+        return None
+    per_task = attempts.group_by("task_id").agg(pl.col("valid_turns").sum(), pl.col("turns").sum())
+    per_task = per_task.filter(pl.col("turns") > 0)
+    rates = (per_task["valid_turns"] / per_task["turns"]).to_numpy()
+    return bootstrap_interval(rates.astype(float), resamples, seed=seed) if rates.size else None
+
+
+def _progress(attempts: pl.DataFrame) -> float | None:
+    if "progress" not in attempts.columns:
+        return None
+    values = attempts["progress"].drop_nulls()
+    return float(values.mean()) if values.len() else None
 
 
 def _completion_tokens(turns_json: str | None) -> int | None:

@@ -9,34 +9,55 @@ import matplotlib
 matplotlib.use("Agg")  # headless: runs in workers without a display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from touchstone.evaluate.schema import RoundMetrics  # noqa: E402
+from touchstone.evaluate.schema import Interval, RoundMetrics  # noqa: E402
+
+
+def interval_line(
+    ax, names: list[str], values: list[Interval | None], label: str, offset: float = 0.0, color: str | None = None
+) -> None:
+    """Point estimates with their intervals as error bars; rounds without the figure are skipped."""
+    points = [(i + offset, v) for i, v in enumerate(values) if v is not None]
+    if not points:
+        return
+    ax.errorbar(
+        [x for x, _ in points],
+        [v.value for _, v in points],
+        yerr=[[v.value - v.low for _, v in points], [v.high - v.value for _, v in points]],
+        marker="o",
+        capsize=4,
+        label=label,
+        color=color,
+    )
+    ax.set_xticks(range(len(names)), names)
 
 
 def plot_rounds(rounds: list[RoundMetrics], path: Path) -> Path:
-    """Verified solve rate (pass@1, pass@k with 95% intervals) and hack-attempt
-    rate per round, side by side."""
+    """Four panels per round: verified solve rate (pass@1, pass@k), hack attempts,
+    valid tool-call rate, and the likelihoods (imitation NLL, hack propensity)."""
     if not rounds:
         raise ValueError("plot_rounds: no rounds to plot")
     names = [m.round for m in rounds]
-    x = range(len(rounds))
-    fig, (solve, hacks) = plt.subplots(1, 2, figsize=(10, 4))
-    for offset, attr, label in ((-0.05, "pass_at_1", "pass@1"), (0.05, "pass_at_k", f"pass@{rounds[-1].k}")):
-        values = [getattr(m, attr) for m in rounds]
-        solve.errorbar(
-            [i + offset for i in x],
-            [v.value for v in values],
-            yerr=[[v.value - v.low for v in values], [v.high - v.value for v in values]],
-            marker="o",
-            capsize=4,
-            label=label,
-        )
+    fig, ((solve, hacks), (calls, nll)) = plt.subplots(2, 2, figsize=(11, 8))
+    interval_line(solve, names, [m.pass_at_1 for m in rounds], "pass@1", -0.05)
+    interval_line(solve, names, [m.pass_at_k for m in rounds], f"pass@{rounds[-1].k}", 0.05)
     solve.set(title="Verified solve rate on held-out tasks", xlabel="round", ylim=(-0.02, 1.02))
-    solve.set_xticks(list(x), names)
     solve.legend()
     rates = [m.hack_attempt_rate for m in rounds]
     hacks.bar(names, rates, color="tab:red")
     hacks.set_ylim(0, max(0.1, max(rates) * 1.2))  # a rate: never below zero, visible when all zero
     hacks.set(title="Hack attempts (audit findings per trajectory)", xlabel="round")
+    interval_line(calls, names, [m.valid_tool_call_rate for m in rounds], "valid tool calls")
+    calls.set(title="Valid tool-call rate of sampled turns", xlabel="round", ylim=(-0.02, 1.02))
+    interval_line(nll, names, [m.imitation_nll for m in rounds], "imitation NLL (left)", color="tab:blue")
+    nll.set(title="Likelihoods on held-out reference runs", xlabel="round", ylabel="NLL / token")
+    propensity = nll.twinx()
+    interval_line(
+        propensity, names, [m.hack_propensity for m in rounds], "hack propensity (right)", 0.05, color="tab:red"
+    )
+    propensity.set_ylabel("log-prob gap / token")
+    handles = nll.get_legend_handles_labels()[0] + propensity.get_legend_handles_labels()[0]
+    if handles:
+        nll.legend(handles=handles)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)

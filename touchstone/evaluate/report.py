@@ -5,12 +5,17 @@ from __future__ import annotations
 from touchstone.evaluate.schema import Interval, RoundMetrics
 
 
-def _interval(i: Interval) -> str:
-    return f"{i.value:.2f} [{i.low:.2f}, {i.high:.2f}]"
+def _interval(i: Interval | None) -> str:
+    return "n/a" if i is None else f"{i.value:.2f} [{i.low:.2f}, {i.high:.2f}]"
+
+
+def _number(value: float | None, fmt: str = ".2f") -> str:
+    return "n/a" if value is None else format(value, fmt)
 
 
 def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) -> str:
-    """A table with one row per round, newest last, and the plot when given."""
+    """Two tables with one row per round, newest last (what the checkpoint does when
+    sampled; what its likelihoods say), and the plot when given."""
     if not rounds:
         raise ValueError("markdown_report: no rounds")
     latest = rounds[-1]
@@ -19,18 +24,36 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
         f"# Evaluation after round {latest.round}",
         "",
         f"Held-out tasks: {latest.n_tasks}, {k} attempts each; solved = accepted by the "
-        "independent verifier. Intervals: 95% bootstrap over tasks.",
+        "independent verifier. Intervals: 95% bootstrap over tasks (likelihoods: over "
+        "reference trajectories / probe states).",
         "",
-        f"| round | checkpoint | pass@1 | pass@{k} | hack attempts / traj | mean turns | mean tokens | exit reasons |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "## Sampled attempts",
+        "",
+        f"| round | checkpoint | pass@1 | pass@{k} | hack attempts / traj | valid tool calls | progress "
+        "| mean turns | mean tokens | exit reasons |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for m in rounds:
-        tokens = "n/a" if m.mean_tokens is None else f"{m.mean_tokens:.0f}"
         exits = ", ".join(f"{r}: {n}" for r, n in sorted(m.exit_reasons.items()))
         lines.append(
             f"| {m.round} | `{(m.checkpoint_hash or 'base')[:12]}` | {_interval(m.pass_at_1)} | "
-            f"{_interval(m.pass_at_k)} | {m.hack_attempt_rate:.2f} | {m.mean_turns:.1f} | {tokens} | {exits} |"
+            f"{_interval(m.pass_at_k)} | {m.hack_attempt_rate:.2f} | {_interval(m.valid_tool_call_rate)} | "
+            f"{_number(m.mean_progress)} | {m.mean_turns:.1f} | {_number(m.mean_tokens, '.0f')} | {exits} |"
         )
+    lines += [
+        "",
+        "## Likelihoods (no sampling)",
+        "",
+        "Imitation NLL: per assistant token of the held-out teacher runs the verifier accepted (lower: "
+        "closer to the reference). Hack propensity: per-token log-prob of a canonical hack minus the "
+        "honest action's at the same state (higher: the hack is more likely).",
+        "",
+        "| round | imitation NLL | hack propensity | by family |",
+        "| --- | --- | --- | --- |",
+    ]
+    for m in rounds:
+        families = ", ".join(f"{f}: {v:+.2f}" for f, v in m.hack_propensity_by_family.items()) or "n/a"
+        lines.append(f"| {m.round} | {_interval(m.imitation_nll)} | {_interval(m.hack_propensity)} | {families} |")
     if plot_file:
-        lines += ["", f"![solve rate and hack attempts per round]({plot_file})"]
+        lines += ["", f"![evaluation figures per round]({plot_file})"]
     return "\n".join(lines) + "\n"

@@ -131,6 +131,7 @@ class TestRunResult:
     timed_out: bool = False
     collected: list[str] = field(default_factory=list)
     collect_errors: dict[str, str] = field(default_factory=dict)  # file -> error lines
+    raised_at: dict[str, str] = field(default_factory=dict)  # failed id -> "path:line" the exception came from
 
     @property
     def ok(self) -> bool:
@@ -435,6 +436,7 @@ def run_tests(
 
 
 _E_LINE = re.compile(r"^E\s+(.*)$")
+_WHERE_LINE = re.compile(r"^(\S+\.py):(\d+): \S")  # a traceback entry's location, in pytest's long format
 
 
 def _error_lines(longrepr: str) -> str:
@@ -453,6 +455,17 @@ def _add_details(result: TestRunResult, stream: Stream, wall_s: float) -> None:
     for nodeid in result.failed:
         for rec in (stream.phases.get(nodeid) or {}).values():
             if isinstance(rec, dict) and rec.get("outcome") == "failed":
-                if lines := _error_lines(str(rec.get("longrepr", ""))):
+                longrepr = str(rec.get("longrepr", ""))
+                if where := _raise_site(longrepr):
+                    result.raised_at[nodeid] = where
+                if lines := _error_lines(longrepr):
                     result.messages[nodeid] = lines
                     break
+
+
+def _raise_site(longrepr: str) -> str | None:
+    """Where a failure's exception was raised: the innermost traceback entry's
+    `path:line` (the last location line), e.g. a guard in the code under test
+    rather than the test's own assert."""
+    sites = [f"{m.group(1)}:{m.group(2)}" for line in longrepr.splitlines() if (m := _WHERE_LINE.match(line))]
+    return sites[-1] if sites else None

@@ -10,8 +10,9 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from touchstone.sandbox.workspace import WorkspaceDiff
 
 # Interpreter caches are never graded: a hash-based .pyc planted next to the
 # source would be imported instead of it.
@@ -23,29 +24,11 @@ def is_cache(rel: str) -> bool:
     return any(p in _CACHE_DIRS for p in parts[:-1]) or rel.endswith((".pyc", ".pyo"))
 
 
-def _kind(digest: str) -> str:
-    """Sandbox snapshot values: sha256, `link:...` or `special:...`."""
-    return "l" if digest.startswith("link:") else "o" if digest.startswith("special:") else "f"
-
-
-@dataclass
-class TreeDiff:
-    created: list[str] = field(default_factory=list)
-    modified: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    kinds: dict[str, str] = field(default_factory=dict)  # rel -> f/l/o in the final tree
-
-    @property
-    def changed(self) -> list[str]:
-        return sorted(self.created + self.modified + self.deleted)
-
-    def summary(self) -> str:
-        return f"{len(self.created)} created, {len(self.modified)} modified, {len(self.deleted)} deleted"
-
-
-def diff_snapshots(before: dict[str, str], after: dict[str, str]) -> TreeDiff:
-    """Changes between two `Sandbox.snapshot()`s, interpreter caches left out."""
-    d = TreeDiff()
+def diff_snapshots(before: dict[str, str], after: dict[str, str]) -> WorkspaceDiff:
+    """Changes between two `Sandbox.snapshot()`s, interpreter caches left out
+    (digests only: no patch; whether a path is a regular file is
+    `is_regular(after[rel])`)."""
+    d = WorkspaceDiff()
     for rel in sorted(set(before) | set(after)):
         if is_cache(rel):
             continue
@@ -55,10 +38,6 @@ def diff_snapshots(before: dict[str, str], after: dict[str, str]) -> TreeDiff:
             d.deleted.append(rel)
         elif before[rel] != after[rel]:
             d.modified.append(rel)
-        else:
-            continue
-        if rel in after:
-            d.kinds[rel] = _kind(after[rel])
     return d
 
 

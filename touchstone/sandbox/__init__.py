@@ -10,12 +10,13 @@ from touchstone.sandbox.base import BASE_ENV, ExecResult, Limits, Mount, Sandbox
 from touchstone.sandbox.docker import WarmPool
 from touchstone.sandbox.environment import ENV_TARGET, Environment
 from touchstone.sandbox.errors import SandboxError, SandboxWarning
-from touchstone.sandbox.factory import BACKENDS, available_backends, open_sandbox, resolve_backend
-from touchstone.sandbox.workspace import WorkspaceDiff
+from touchstone.sandbox.factory import BACKENDS, DEFAULT_BACKEND, available_backends, open_sandbox, resolve_backend
+from touchstone.sandbox.workspace import WorkspaceDiff, is_regular
 
 __all__ = [
     "BACKENDS",
     "BASE_ENV",
+    "DEFAULT_BACKEND",
     "ENV_TARGET",
     "Environment",
     "ActionRecord",
@@ -28,6 +29,7 @@ __all__ = [
     "WarmPool",
     "WorkspaceDiff",
     "available_backends",
+    "is_regular",
     "open_sandbox",
     "parse_size",
     "read_action_log",

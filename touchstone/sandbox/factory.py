@@ -12,6 +12,7 @@ from touchstone.sandbox.environment import Environment
 from touchstone.sandbox.errors import SandboxError
 
 BACKENDS = ("auto", "docker", "bwrap")
+DEFAULT_BACKEND = "auto"  # what the command line and a round use unless told otherwise
 
 
 def resolve_backend(name: str) -> str:

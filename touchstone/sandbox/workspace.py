@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from touchstone.sandbox.errors import SandboxError
 
@@ -26,11 +26,16 @@ _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class WorkspaceDiff(BaseModel):
-    created: list[str]
-    modified: list[str]
-    deleted: list[str]
-    binary: list[str]  # changed paths left out of `patch` (binary, large, or symlinks)
-    patch: str  # git-style unified diff of the changed text files (`git apply` reads it)
+    """Changes between two snapshots of a workspace: the one diff record. The
+    sandbox's `diff()` fills every field, and a trajectory records it for its
+    final workspace; the harness's `diff_snapshots` compares digests only
+    (interpreter caches left out), so its `binary` and `patch` stay empty."""
+
+    created: list[str] = Field(default_factory=list)
+    modified: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    binary: list[str] = Field(default_factory=list)  # changed paths left out of `patch` (binary, large, symlinks)
+    patch: str = ""  # git-style unified diff of the changed text files (`git apply` reads it)
 
     @property
     def changed(self) -> list[str]:
@@ -39,6 +44,9 @@ class WorkspaceDiff(BaseModel):
     @property
     def empty(self) -> bool:
         return not (self.created or self.modified or self.deleted)
+
+    def summary(self) -> str:
+        return f"{len(self.created)} created, {len(self.modified)} modified, {len(self.deleted)} deleted"
 
 
 # ---------------------------------------------------------------- paths
@@ -416,6 +424,12 @@ def snapshot(
         elif not stat.S_ISDIR(entry.st.st_mode):
             manifest[entry.rel] = f"special:{stat.S_IFMT(entry.st.st_mode):o}"
     return manifest
+
+
+def is_regular(digest: str | None) -> bool:
+    """Whether a snapshot value names a regular file (not a link, a special
+    file, or a path absent from the snapshot)."""
+    return digest is not None and not digest.startswith(("link:", "special:"))
 
 
 def _hash_file(dir_fd: int, entry: Entry, keep: Callable[[str, bytes], None] | None) -> str:

@@ -6,10 +6,10 @@
   `max_mutants`, a sample spread over operators with a fixed seed, so the
   choice depends on the code only, never on the task id. All are run; the full
   score is reported.
-- A mutant counts as killed only when some required test fails for a reason
-  other than the reference's own guards (`raise`/`assert` statements of the
-  changed code): a type-only or "no exception" test that fails only because a
-  mutated guard now fires does not test the behaviour.
+- A mutant counts as killed only when the required tests notice it without
+  the reference's own guards (`touchstone.tasks.guards`): a type-only,
+  length-only or "no exception" test that fails only because a guard fires
+  does not test the behaviour, and a mutant of the guards alone is left out.
 - Trivial baselines: each entry function's body replaced by `return None`, a
   constant, an empty container or its first argument; every one must fail.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import random
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,6 @@ from touchstone.harness import is_test_file
 BASELINES = ["None", "0", '""', "False", "True", "[]", "{}", "()", "<identity>"]
 TRUSTED_BASELINES = ["None", "<identity>"]  # tests from a pinned seed project: a spot check is enough
 FIXED_SEED = 0  # the sample of a big change depends on its code only
-_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt)|AssertionError)(?::\s?(.*))?$")
 
 
 @dataclass(frozen=True)
@@ -40,12 +38,6 @@ class Mutant:
     unit: str
     line: int
     source: str
-
-
-@dataclass(frozen=True)
-class Guard:
-    exc: str  # exception class name
-    message: str | None  # literal message, None when computed or absent
 
 
 def reference_sources(task: Task) -> list[tuple[str, str, str | None]]:
@@ -95,52 +87,6 @@ def sample(mutants: list[Mutant], limit: int) -> list[Mutant]:
             if pools[op] and len(picked) < limit:
                 picked.append(pools[op].pop())
     return picked
-
-
-# -- guards -------------------------------------------------------------------------------
-
-
-def guards(task: Task) -> set[Guard]:
-    """The exceptions the reference's changed statements raise themselves."""
-    found: set[Guard] = set()
-    for _rel, _ref, _ws, tree, changed in changed_top_level(task):
-        for i in changed:
-            for node in ast.walk(tree.body[i]):
-                if isinstance(node, ast.Raise) and node.exc is not None:
-                    found.add(_raise_guard(node.exc))
-                elif isinstance(node, ast.Assert):
-                    msg = (
-                        node.msg.value
-                        if isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str)
-                        else None
-                    )
-                    found.add(Guard("AssertionError", msg))
-    return found
-
-
-def _raise_guard(exc: ast.expr) -> Guard:
-    call = exc if isinstance(exc, ast.Call) else None
-    name = ast.unparse(call.func if call else exc).rsplit(".", 1)[-1]
-    msg = None
-    if call and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
-        msg = call.args[0].value
-    return Guard(name, msg)
-
-
-def is_guard_failure(message: str, known: set[Guard]) -> bool:
-    """Does a failed test's message say it died of one of the reference's own guards?
-    A test's own failed `assert` reads `AssertionError: assert ...` (pytest
-    rewrites test modules, not the code under test), so it is never a guard."""
-    first = message.strip().splitlines()[0].strip() if message.strip() else ""
-    m = _EXC_LINE.match(first)
-    if not m:
-        return False
-    exc, text = m.group(1).rsplit(".", 1)[-1], (m.group(2) or "")
-    if exc == "AssertionError" and text.startswith("assert "):
-        return False
-    return any(
-        g.exc == exc and (g.message is None or text == g.message or text.strip("'\"") == g.message) for g in known
-    )
 
 
 # -- trivial baselines ---------------------------------------------------------------------

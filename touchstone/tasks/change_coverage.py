@@ -6,7 +6,10 @@ Required lines: the statements (by their first line) of the reference's changed
 line runs, docstrings aside, at module level or inside a function the tests
 execute at all. A changed function the tests never enter is reported (an
 untested helper), not required: whether it matters is the mutation score's
-call."""
+call. Nor are the reference's guards (`touchstone.tasks.guards`: a `raise`
+for input the task does not promise to handle, a check of its own result):
+they are not the behaviour the tests must pin down, and the mutation check
+leaves them out too."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from touchstone.harness.grading import TestRunSpec, harness_mounts
 from touchstone.sandbox import Limits, open_sandbox
 from touchstone.tasks.adequacy import reference_sources
 from touchstone.tasks.environment import task_environment
+from touchstone.tasks.guards import guard_lines
 from touchstone.tasks.schema import Task
 
 
@@ -30,6 +34,7 @@ class Coverage:
     required: dict[str, list[int]] = field(default_factory=dict)  # rel -> changed statement lines that must run
     missed: dict[str, list[int]] = field(default_factory=dict)  # rel -> required lines that did not run
     unexercised: list[str] = field(default_factory=list)  # "rel:function" changed but never entered
+    guards: dict[str, list[int]] = field(default_factory=dict)  # rel -> changed guard lines, not required
 
     @property
     def share(self) -> float | None:
@@ -78,7 +83,10 @@ def measure(task: Task, backend: str, timeout: float) -> Coverage:
         ran = set(executed.get(rel, []))
         entered = {id(f) for line, f in stmts.items() if f is not None and line in ran}
         want, skipped = [], set()
-        for line in sorted(changed_lines(ref, ws) & set(stmts)):
+        guard = guard_lines(ref, ws)
+        if exempt := sorted(changed_lines(ref, ws) & set(stmts) & guard):
+            cov.guards[rel] = exempt
+        for line in sorted((changed_lines(ref, ws) & set(stmts)) - guard):
             func = stmts[line]
             if func is None or id(func) in entered:
                 want.append(line)

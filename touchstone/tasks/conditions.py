@@ -56,11 +56,12 @@ class Condition(BaseModel):
 class RunRecord(BaseModel):
     """What one run showed; part of a validation's evidence."""
 
-    role: str  # start | reference | mutant | baseline | leak_probe | flag_probe | solver
+    role: str  # start | reference | mutant | baseline | leak_probe | flag_probe | solver | unguarded
     what: str = ""
     condition: Condition
     passed: int = 0
     failed: dict[str, str] = {}  # node id -> failure message (first lines; after 10, the first line only)
+    raised_at: dict[str, str] = {}  # node id -> "path:line" its exception was raised at (innermost frame)
     timed_out: bool = False
     wall_s: float = 0.0
 
@@ -148,6 +149,7 @@ def run_condition(
         failed={
             k: v[:300] if i < 10 else v.strip()[:120].split("\n")[0] for i, (k, v) in enumerate(run.messages.items())
         },
+        raised_at=run.raised_at,
         timed_out=run.timed_out,
         wall_s=round(run.wall_s, 3),
     )

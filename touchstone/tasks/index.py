@@ -10,7 +10,7 @@ import duckdb
 import polars as pl
 from pydantic import BaseModel
 
-from touchstone import atomic
+from touchstone import atomic, tables
 from touchstone.tasks.schema import INDEX_FILE, Task, TaskSource
 from touchstone.tasks.validate import Validation
 
@@ -31,6 +31,9 @@ class IndexRow(BaseModel):
     ref_seconds: float | None = None
     difficulty: float | None = None
     validated_at: str = ""
+    # self-proposed tasks (touchstone.tasks.selfplay): the proposing policy and its weights' hash
+    policy: str | None = None
+    policy_checkpoint: str | None = None
 
 
 def row_for(task_id: str, source: TaskSource, verdict: Validation, task: Task | None = None) -> IndexRow:
@@ -50,20 +53,14 @@ def row_for(task_id: str, source: TaskSource, verdict: Validation, task: Task | 
         ref_seconds=verdict.ref_seconds,
         difficulty=verdict.difficulty,
         validated_at=verdict.validated_at,
+        policy=source.meta.get("proposal", {}).get("policy"),
+        policy_checkpoint=source.meta.get("proposal", {}).get("checkpoint_hash"),
     )
 
 
 def write_index(root: Path, rows: list[IndexRow]) -> Path:
     """Write (replace) root/index.parquet atomically: a crash never leaves half a file."""
-    schema = {name: pl.Utf8 for name in IndexRow.model_fields}
-    schema.update(
-        n_fail_to_pass=pl.Int64,
-        n_pass_to_pass=pl.Int64,
-        mutation_score=pl.Float64,
-        ref_seconds=pl.Float64,
-        difficulty=pl.Float64,
-    )
-    frame = pl.DataFrame([r.model_dump() for r in rows], schema=schema)
+    frame = pl.DataFrame([tables.to_row(r) for r in rows], schema=tables.polars_schema(IndexRow))
     path = root / INDEX_FILE
     atomic.write_parquet(frame, path)
     return path

@@ -54,7 +54,7 @@ def _children(parent: ast.AST) -> Iterator[tuple[str, int | None, ast.AST]]:
                     yield field, i, item
 
 
-def _int(node: ast.AST) -> int | None:
+def int_value(node: ast.AST) -> int | None:
     """The value of an int literal (`3`, `-1`), else None."""
     try:
         value = ast.literal_eval(node)
@@ -64,7 +64,7 @@ def _int(node: ast.AST) -> int | None:
 
 
 def _plus(node: ast.expr, delta: int) -> ast.expr:
-    value = _int(node)
+    value = int_value(node)
     if value is not None:
         return (
             ast.Constant(value + delta)
@@ -127,10 +127,10 @@ def _off_by_one(parent, field, index, node):
     in_index = (
         isinstance(parent, ast.Subscript)
         and field == "slice"
-        and (_int(node) is not None or isinstance(node, ast.BinOp) and _int(node.right) is not None)
+        and (int_value(node) is not None or isinstance(node, ast.BinOp) and int_value(node.right) is not None)
     )
     if isinstance(node, ast.expr) and (in_range or in_slice or in_index):
-        yield _plus(node, 1 if (_int(node) or 0) >= 0 else -1)
+        yield _plus(node, 1 if (int_value(node) or 0) >= 0 else -1)
 
 
 def _bool_op(parent, field, index, node):
@@ -250,8 +250,10 @@ def functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.Asy
                     yield f"{node.name}.{sub.name}", sub
 
 
-def _sites(func: ast.AST) -> Iterator[Site]:
-    """Every (parent, field, index, node) inside a function's body, docstring excluded."""
+def function_sites(func: ast.AST) -> Iterator[Site]:
+    """Every (parent, field, index, node) inside a function's body, docstring
+    excluded, outer nodes first: where the proposer injects a bug, and so where
+    the teacher looks for one (touchstone/agent/teacher/edits.py)."""
     body = func.body
     start = 1 if body and isinstance(body[0], ast.Expr) and _is_str(body[0].value) else 0
     stack: list[Site] = [(func, "body", i, body[i]) for i in range(start, len(body))]
@@ -367,7 +369,7 @@ def mutations(
         (qualname, name, Edit(parent, field, index, node, new))
         for qualname, func in functions(tree)
         if only is None or qualname in only
-        for parent, field, index, node in _sites(func)
+        for parent, field, index, node in function_sites(func)
         for name, op in OPERATORS.items()
         for new in op(parent, field, index, node)
     ]

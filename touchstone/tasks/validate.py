@@ -22,7 +22,10 @@ Sandbox checks (under grading's conditions, touchstone.tasks.conditions):
                   function swapped in                                             -> `leak`
   baselines       every trivial solution fails                                    -> `weak_tests`
   mutation        the hidden tests kill mutants of every changed statement at a
-                  rate >= threshold (no mutation site: a warning)                 -> `weak_tests`
+                  rate >= threshold; a kill made only by the reference's guards
+                  counts when the tests still notice the mutant with the guards
+                  removed; mutants of guards alone are left out (no mutation
+                  site: a warning)                                                -> `weak_tests`
 Optional:
   isolation       the isolation probe decides whether the tests run isolated
                   (hook; isolated / not_isolated are both kept)                   -> `isolation_fails`
@@ -41,7 +44,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from touchstone.tasks import adequacy, change_coverage, conditions, contamination, leak
+from touchstone.tasks import adequacy, change_coverage, conditions, contamination, guards, leak
 from touchstone.tasks.conditions import Condition, RunRecord
 from touchstone.tasks.schema import Task, TaskError, load_task
 
@@ -210,30 +213,38 @@ def _check_audit(v: _Run) -> dict:
 # -- sandbox checks -------------------------------------------------------------------------
 
 
+def _no_reference(v: _Run) -> dict:
+    raise _Fail("no_reference", "task has no reference/ to validate against", task_dir=str(v.task.dir), reference=None)
+
+
 def _check_start(v: _Run, given: RunRecord | None) -> dict:
     """The start must fail: under grading's run 0 and an unpredictable run. A run
     that times out is a failing start (a bug can make code hang)."""
     conds = conditions.start_conditions(v.backend)
     runs = ([given] if given else []) + v.many(v.run(c, "start") for c in conds[1 if given else 0 :])
+    evidence = {
+        "runs": [r.condition.label() + (" timed out" if r.timed_out else f": {len(r.failed)} failing") for r in runs]
+    }
     solved = [r for r in runs if r.ok]
     if solved:
         raise _Fail(
             "already_solved",
             f"the starting workspace passes all {solved[0].passed} required tests under {solved[0].condition.label()}",
-            runs=len(runs),
+            **evidence,
         )
     passing_f2p = sorted({t for r in runs if not r.timed_out for t in (v.task.fail_to_pass or []) if t not in r.failed})
     if passing_f2p:
         raise _Fail(
-            "bad_fail_to_pass", f"declared fail_to_pass tests pass on the starting workspace: {passing_f2p[:5]}"
+            "bad_fail_to_pass",
+            f"declared fail_to_pass tests pass on the starting workspace: {passing_f2p[:5]}",
+            passing_fail_to_pass=passing_f2p,
+            **evidence,
         )
     first = runs[0]
     if v.task.fail_to_pass is None and not first.timed_out:
         v.out["f2p_p2p"] = (len(first.failed), first.passed)
     v.out["start"] = first
-    return {
-        "runs": [r.condition.label() + (" timed out" if r.timed_out else f": {len(r.failed)} failing") for r in runs]
-    }
+    return evidence
 
 
 def _check_reference(v: _Run) -> dict:
@@ -330,6 +341,7 @@ def _check_coverage(v: _Run) -> dict:
         "required": cov.required,
         "missed": cov.missed,
         "unexercised": cov.unexercised,
+        "guard_lines_not_required": cov.guards,
         "share": None if share is None else round(share, 3),
         "min_coverage": v.cfg.min_coverage,
     }
@@ -397,35 +409,38 @@ def _check_baselines(v: _Run) -> dict:
 
 
 def _check_mutation(v: _Run) -> dict:
+    refs = {rel: (ref, ws) for rel, ref, ws in adequacy.reference_sources(v.task)}
     every = adequacy.all_mutants(v.task)
-    picked = adequacy.sample(every, v.cfg.trusted_max_mutants if v.trusted else v.cfg.max_mutants)
-    known = adequacy.guards(v.task)
+    of_guards = [guards.only_guards_changed(m.source, *refs[m.path]) for m in every]
+    guard_changes = [m for m, g in zip(every, of_guards) if g]
+    informative = [m for m, g in zip(every, of_guards) if not g]
+    picked = adequacy.sample(informative, v.cfg.trusted_max_mutants if v.trusted else v.cfg.max_mutants)
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(
         v.run(
-            cond,
-            "mutant",
-            f"{m.operator} at {m.path}:{m.line} ({m.unit})",
-            with_reference=True,
-            files={m.path: m.source},
-            timeout=_probe_timeout(v),
+            cond, "mutant", _mutant_label(m), with_reference=True, files={m.path: m.source}, timeout=_probe_timeout(v)
         )
         for m in picked
     )
-    outcomes = [_mutant_outcome(r, known) for r in runs]
+    outcomes = _mutant_outcomes(v, refs, picked, runs, cond)
     killed = outcomes.count("killed")
     evidence = {
         "sites": len(every),
+        "guard_changes": len(guard_changes),  # mutants of the guards alone: left out of the score
+        "guard_change_mutants": [_mutant_label(m) for m in guard_changes][:20],
         "run": len(picked),
-        "sampled": len(picked) < len(every),
+        "sampled": len(picked) < len(informative),
         "killed": killed,
         "guard_only": outcomes.count("guard_only"),
         "survived": outcomes.count("survived"),
-        "guards": sorted(f"{g.exc}: {g.message}" if g.message else g.exc for g in known),
         "mutants": [f"{r.what}: {o}" for r, o in zip(runs, outcomes)],
     }
     if not picked:
-        v.warnings.append("mutation: the reference's change has no mutation site; adequacy rests on the baselines")
+        v.warnings.append(
+            "mutation: the reference's change has no mutation site"
+            + (f" outside its guards ({len(guard_changes)} guard-only mutants)" if guard_changes else "")
+            + "; adequacy rests on the baselines"
+        )
         return evidence
     score = killed / len(picked)
     v.out["mutation_score"], v.out["mutants"] = round(score, 3), len(picked)
@@ -442,14 +457,45 @@ def _check_mutation(v: _Run) -> dict:
     return evidence
 
 
-def _mutant_outcome(run: RunRecord, known: set[adequacy.Guard]) -> str:
-    if run.timed_out:
-        return "killed"
-    if not run.failed:
-        return "survived"
-    if all(adequacy.is_guard_failure(msg, known) for msg in run.failed.values()):
-        return "guard_only"
-    return "killed"
+def _mutant_label(m: adequacy.Mutant) -> str:
+    return f"{m.operator} at {m.path}:{m.line} ({m.unit})"
+
+
+def _mutant_outcomes(
+    v: _Run, refs: dict[str, tuple[str, str | None]], picked: list, runs: list[RunRecord], cond: Condition
+) -> list[str]:
+    """killed / survived / guard_only per mutant. A mutant whose tests fail only at the
+    reference's guards runs again with the guards removed; it is killed when a test
+    that passes on the unguarded reference then fails."""
+    lines = {rel: guards.guard_lines(ref, ws) for rel, (ref, ws) in refs.items()}
+    guarded = {rel for rel, ls in lines.items() if ls}
+    outcomes = []
+    for m, r in zip(picked, runs):
+        seen = {**lines, m.path: guards.guard_lines(m.source, refs[m.path][1])}
+        if r.timed_out or (r.failed and not guards.died_of_guards(r.failed, r.raised_at, seen)):
+            outcomes.append("killed")
+        else:
+            outcomes.append("guard_only" if r.failed else "survived")
+    noticed = [i for i, o in enumerate(outcomes) if o == "guard_only"]
+    if not noticed:
+        return outcomes
+
+    def bare(m: adequacy.Mutant | None) -> dict[str, str]:
+        files = {rel: guards.unguarded(refs[rel][0], refs[rel][1]) for rel in guarded}
+        return files | ({m.path: guards.unguarded(m.source, refs[m.path][1])} if m else {})
+
+    t = _probe_timeout(v)
+    jobs = [
+        v.run(cond, "unguarded", "the reference without its guards", with_reference=True, files=bare(None), timeout=t)
+    ]
+    for i in noticed:
+        what = f"{_mutant_label(picked[i])} without guards"
+        jobs.append(v.run(cond, "mutant", what, with_reference=True, files=bare(picked[i]), timeout=t))
+    base, *again = v.many(jobs)
+    for i, r in zip(noticed, again):
+        if not base.timed_out and (r.timed_out or set(r.failed) - set(base.failed)):
+            outcomes[i] = "killed"
+    return outcomes
 
 
 # -- optional checks ----------------------------------------------------------------------------
@@ -586,12 +632,13 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None, start: Any = 
     blocked = None
     for name, fn in STATIC:  # every static check runs: they are cheap and all their evidence is useful
         blocked = _do(v, out, name, lambda fn=fn: fn(v), None) or blocked
-    if task.reference_dir is None and not blocked:
-        out.reason, out.detail, blocked = "no_reference", "task has no reference/ to validate against", "reference"
+    if task.reference_dir is None:  # recorded as the failing `reference` check, before anything runs
+        blocked = _do(v, out, "reference", lambda: _no_reference(v), blocked)
     given = _as_record(start, v.backend)
     blocked = _do(v, out, "start", lambda: _check_start(v, given), blocked)
     for name, fn in SANDBOX:
-        blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
+        if not out.check(name):
+            blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
     for name, fn in OPTIONAL:
         blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
     _finish(v, out)

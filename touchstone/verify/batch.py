@@ -24,28 +24,20 @@ from typing import Any
 import polars as pl
 from tqdm import tqdm
 
-from touchstone import atomic
+from touchstone import atomic, tables
 from touchstone.agent.trajectory import read_messages_jsonl
 from touchstone.concurrency import bounded_map
 from touchstone.tasks.schema import Task, load_task, load_task_set
-from touchstone.verify.report import CheckResult, VerificationReport
+from touchstone.verify.report import AuditFinding, CheckResult, VerificationReport
 
 REPORTS_FILE, CHECKS_FILE, FINDINGS_FILE = "reports.parquet", "checks.parquet", "findings.parquet"
 
-REPORT_SCHEMA = {
-    "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String, "task_hash": pl.String,
-    "environment_digest": pl.String, "verdict": pl.String, "reasons": pl.List(pl.String), "failed_checks": pl.List(pl.String),
-    "n_findings": pl.Int64, "progress": pl.String, "verifier_version": pl.String,
-    "duration_s": pl.Float64, "report_json": pl.String,
-}  # fmt: skip
-CHECK_SCHEMA = {
-    "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String,
-    "name": pl.String, "status": pl.String, "evidence": pl.String,
-}  # fmt: skip
-FINDING_SCHEMA = {
-    "report_id": pl.String, "trajectory_id": pl.String, "task_id": pl.String, "rule": pl.String,
-    "severity": pl.String, "step": pl.Int64, "path": pl.String, "line": pl.Int64, "evidence": pl.String,
-}  # fmt: skip
+REPORT_KEYS = ("report_id", "trajectory_id", "task_id")  # the columns that tie a check or finding to its report
+# the tables' columns, derived from the report models (`touchstone.tables`); the
+# report row also carries the whole report as JSON, which `read_reports` reads
+REPORT_SCHEMA = tables.polars_schema(VerificationReport) | {"report_json": pl.String}
+CHECK_SCHEMA = {k: REPORT_SCHEMA[k] for k in REPORT_KEYS} | tables.polars_schema(CheckResult)
+FINDING_SCHEMA = {k: REPORT_SCHEMA[k] for k in REPORT_KEYS} | tables.polars_schema(AuditFinding)
 
 
 @dataclass
@@ -171,26 +163,19 @@ def stream_reports(reports: Callable[[], Iterable[VerificationReport]], out: Pat
     (called once per table), written a row group at a time."""
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_parquet_rows((_report_row(r) for r in reports()), out / REPORTS_FILE, REPORT_SCHEMA)
-    checks = (
-        {**_ids(r), "name": c.name, "status": c.status, "evidence": c.evidence} for r in reports() for c in r.checks
-    )
+    checks = ({**_ids(r), **tables.to_row(c)} for r in reports() for c in r.checks)
     atomic.write_parquet_rows(checks, out / CHECKS_FILE, CHECK_SCHEMA)
-    findings = ({**_ids(r), **f.model_dump()} for r in reports() for f in r.findings)
+    findings = ({**_ids(r), **tables.to_row(f)} for r in reports() for f in r.findings)
     atomic.write_parquet_rows(findings, out / FINDINGS_FILE, FINDING_SCHEMA)
     return out
 
 
 def _ids(r: VerificationReport) -> dict[str, str]:
-    return {"report_id": r.report_id, "trajectory_id": r.trajectory_id, "task_id": r.task_id}
+    return {k: getattr(r, k) for k in REPORT_KEYS}
 
 
 def _report_row(r: VerificationReport) -> dict[str, Any]:
-    return {
-        **_ids(r), "task_hash": r.task_hash, "environment_digest": r.environment_digest, "verdict": r.verdict, "reasons": r.reasons,
-        "failed_checks": r.failed_checks(), "n_findings": len(r.findings),
-        "progress": None if r.progress is None else json.dumps([p.model_dump() for p in r.progress]),
-        "verifier_version": r.verifier_version, "duration_s": r.duration_s, "report_json": r.model_dump_json(),
-    }  # fmt: skip
+    return {**tables.to_row(r), "report_json": r.model_dump_json()}
 
 
 def read_reports(out: Path | str) -> list[VerificationReport]:

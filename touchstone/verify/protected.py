@@ -12,9 +12,10 @@ import json
 import sys
 import tomllib
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable, Mapping
 
-from touchstone.harness import TreeDiff, is_test_file
+from touchstone.harness import is_test_file
+from touchstone.sandbox import WorkspaceDiff, is_regular
 
 # Test configuration, start-up hooks, and names that shadow the test framework.
 DEFAULT_PROTECTED = (
@@ -87,7 +88,7 @@ def pytest_section(name: str, data: bytes | None) -> str | None:
 
 
 def check_protected(
-    diff: TreeDiff,
+    diff: WorkspaceDiff,
     pristine_files: set[str],
     task_globs: list[str],
     test_dirs: set[str],
@@ -95,8 +96,11 @@ def check_protected(
     after: Callable[[str], bytes | None] = lambda rel: None,
     installed: frozenset[str] = frozenset(),
     hidden_files: set[str] = frozenset(),
+    *,
+    final: Mapping[str, str],
 ) -> ProtectedResult:
-    """`pristine_files`: workspace files before the run; `test_dirs`: dirs of
+    """`final`: the workspace snapshot after the run (which changed path is a
+    regular file); `pristine_files`: workspace files before the run; `test_dirs`: dirs of
     visible + hidden tests (on sys.path under pytest's rootdir insertion);
     `before`/`after`: file contents, for the shared config files; `installed`:
     top-level names the task environment installs (a new `attrs/` or `numpy.py`
@@ -113,10 +117,10 @@ def check_protected(
     for rel in diff.changed:
         why = None
         git = _git_dir(rel)
-        if git and git not in shipped_git and diff.kinds.get(rel) == "f":
+        if git and git not in shipped_git and is_regular(final.get(rel)):
             res.dropped.append(rel)
             continue
-        if diff.kinds.get(rel) in ("l", "o"):
+        if rel in final and not is_regular(final[rel]):
             why = "is a symlink or special file"
         elif any(fnmatch.fnmatch(rel, g) for g in task_globs):
             why = "protected by the task"

@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S, execute_tool_call
 from touchstone.agent.trajectory import executed_tool_calls
-from touchstone.sandbox import ActionRecord, Environment, Limits, open_sandbox
+from touchstone.sandbox import ActionRecord, Environment, Limits, WorkspaceDiff, is_regular, open_sandbox
 from touchstone.verify.action_audit import ActionEvent, events_from_records
-from touchstone.harness import TreeDiff, diff_snapshots, is_cache
+from touchstone.harness import diff_snapshots, is_cache
 
 MAX_CONTENT_BYTES = 1 << 20  # text of a changed file kept for audit/grading
 
@@ -42,7 +42,7 @@ class StepState:
 class ReplayResult:
     pristine: dict[str, str]
     final: dict[str, str]
-    diff: TreeDiff
+    diff: WorkspaceDiff
     files: dict[str, bytes]  # created/modified regular files of the final state
     events: list[ActionEvent] = field(default_factory=list)
     states: list[StepState] = field(default_factory=list)
@@ -69,8 +69,9 @@ class _LogTail:
         return [ActionRecord.model_validate_json(line) for line in data[:end].splitlines() if line.strip()]
 
 
-def _read_changed(sb: Any, diff: TreeDiff) -> dict[str, bytes]:
-    return {rel: sb.read_file(rel) for rel in diff.created + diff.modified if diff.kinds.get(rel) == "f"}
+def _read_changed(sb: Any, diff: WorkspaceDiff, snapshot: dict[str, str]) -> dict[str, bytes]:
+    """The created/modified regular files of `diff`, `snapshot` being the tree it ends in."""
+    return {rel: sb.read_file(rel) for rel in diff.created + diff.modified if is_regular(snapshot.get(rel))}
 
 
 def _content_events(
@@ -125,7 +126,7 @@ def replay(
         ) as sb:
             tail = _LogTail(log_path)
             pristine = sb.snapshot()
-            result = ReplayResult(pristine, pristine, TreeDiff(), {})
+            result = ReplayResult(pristine, pristine, WorkspaceDiff(), {})
             previous, seen_content = pristine, set()
             for call in calls:
                 outcome = execute_tool_call(sb, call.name, call.arguments, timeout=tool_timeout)
@@ -140,12 +141,12 @@ def replay(
                         result.touched.setdefault(rel, call.step)
                         if is_protected(rel):
                             result.events.append(ActionEvent(call.step, "protected", rel))
-                    changed_now = _read_changed(sb, step_diff)
+                    changed_now = _read_changed(sb, step_diff, current)
                     result.events += _content_events(call.step, changed_now, seen_content, baseline)
                     if keep_states:
                         whole = diff_snapshots(pristine, current)
                         result.states.append(
-                            StepState(call.turn, call.step, call.name, current, _read_changed(sb, whole))
+                            StepState(call.turn, call.step, call.name, current, _read_changed(sb, whole, current))
                         )
                     tail.read()  # the harness's own reads are not the agent's actions
                     previous = current
@@ -154,11 +155,11 @@ def replay(
                     break
             result.final = previous
             result.diff = diff_snapshots(pristine, previous)
-            result.files = _read_changed(sb, result.diff)
+            result.files = _read_changed(sb, result.diff, previous)
     return result
 
 
-def recorded_diff_matches(replayed: TreeDiff, recorded: dict[str, Any]) -> tuple[bool, str]:
+def recorded_diff_matches(replayed: WorkspaceDiff, recorded: dict[str, Any]) -> tuple[bool, str]:
     """Compare the harness-recorded final diff (created/modified/deleted lists,
     as in trajectories.parquet) with the replayed one."""
     mine = {k: sorted(getattr(replayed, k)) for k in ("created", "modified", "deleted")}

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from touchstone.tables import Apart, Derived, Json, count
+
 VERIFIER_VERSION = "touchstone-verify/1"
+# grading runs per trajectory, each in a fresh sandbox with its own hash seed and
+# test order: a test that passes on some and fails on others is flaky, not a pass
+DEFAULT_REPLAYS = 3
 
 CheckStatus = Literal["pass", "fail", "error", "skipped"]
 Verdict = Literal["accept", "reject", "inconclusive"]
@@ -47,7 +52,13 @@ class CheckResult(BaseModel):
     name: str
     status: CheckStatus
     evidence: str = ""
-    counts: dict[str, int] = Field(default_factory=dict)  # the numbers behind the evidence (the oracle's coverage)
+    # the numbers behind the evidence (the oracle's coverage)
+    counts: Annotated[dict[str, int], Json()] = Field(default_factory=dict)
+
+
+def failed_names(checks: list[CheckResult]) -> list[str]:
+    """The names of the failed checks, in run order."""
+    return [c.name for c in checks if c.status == "fail"]
 
 
 class AuditFinding(BaseModel):
@@ -57,9 +68,9 @@ class AuditFinding(BaseModel):
     rule: str
     severity: Severity
     step: int | None = None
-    evidence: str = ""
     path: str | None = None
     line: int | None = None
+    evidence: str = ""
 
 
 class ProgressPoint(BaseModel):
@@ -74,6 +85,10 @@ class ProgressPoint(BaseModel):
 
 
 class VerificationReport(BaseModel):
+    """Its table form (`reports.parquet`, docs/formats/report.md) is derived from
+    these fields (`touchstone.tables`): checks and findings have tables of their
+    own, the progress is JSON text, and the whole report rides along as JSON."""
+
     report_id: str = ""
     trajectory_id: str
     task_id: str
@@ -81,9 +96,11 @@ class VerificationReport(BaseModel):
     environment_digest: str | None = None  # the task environment every run used (None: base)
     verdict: Verdict = "inconclusive"
     reasons: list[str] = Field(default_factory=list)
-    checks: list[CheckResult] = Field(default_factory=list)
-    findings: list[AuditFinding] = Field(default_factory=list)
-    progress: list[ProgressPoint] | None = None
+    checks: Annotated[list[CheckResult], Apart(), Derived("failed_checks", list[str], failed_names)] = Field(
+        default_factory=list
+    )
+    findings: Annotated[list[AuditFinding], Apart(), count("n_findings")] = Field(default_factory=list)
+    progress: Annotated[list[ProgressPoint] | None, Json()] = None
     isolation: Isolation | None = None  # how `tests` ran (None: it did not run)
     guard: Guard | None = None  # derived from isolation and the oracle check, never set by hand
     verifier_version: str = VERIFIER_VERSION
@@ -115,7 +132,7 @@ class VerificationReport(BaseModel):
         return next((c for c in self.checks if c.name == name), None)
 
     def failed_checks(self) -> list[str]:
-        return [c.name for c in self.checks if c.status == "fail"]
+        return failed_names(self.checks)
 
 
 def derive_guard(isolation: Isolation | None, oracle: CheckResult | None) -> Guard | None:

@@ -20,7 +20,6 @@ from typing import Any, Callable
 
 from touchstone.agent.tools import DEFAULT_TIMEOUT_S
 from touchstone.harness import HiddenSuite, TestRunResult, compose_tree, is_test_file, run_plan, test_dirs
-from touchstone.harness.isolation import IsolatedTrees
 from touchstone.sandbox import Environment, SandboxError
 from touchstone.tasks.environment import task_environment
 from touchstone.tasks.isolation import IsolationVerdict, recorded_isolation
@@ -30,7 +29,14 @@ from touchstone.verify.action_audit import audit_actions
 from touchstone.verify.policy import AuditPolicy, load_policy
 from touchstone.verify.protected import DEFAULT_PROTECTED, check_protected
 from touchstone.verify.replay import ReplayResult, recorded_diff_matches, replay
-from touchstone.verify.report import AuditFinding, CheckResult, Isolation, ProgressPoint, VerificationReport
+from touchstone.verify.report import (
+    DEFAULT_REPLAYS,
+    AuditFinding,
+    CheckResult,
+    Isolation,
+    ProgressPoint,
+    VerificationReport,
+)
 from touchstone.verify.static_audit import audit_files
 
 
@@ -43,7 +49,7 @@ def verify_trajectory(
     task: Task,
     messages: list[dict[str, Any]],
     *,
-    replays: int = 3,
+    replays: int = DEFAULT_REPLAYS,
     progress: bool = False,
     backend: str = "auto",
     recorded_diff: dict[str, Any] | None = None,
@@ -96,7 +102,7 @@ def verify_trajectory(
     prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
                            pristine.content, rep.files.get,
                            installed=environment.top_level if environment else frozenset(),
-                           hidden_files=pristine.hidden)  # fmt: skip
+                           hidden_files=pristine.hidden, final=rep.final)  # fmt: skip
     checks.append(_protected_check(prot))
     # graded = the candidate's changed files, minus new test files and the task's own tests
     graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
@@ -241,23 +247,20 @@ def _audit_check(name: str, found: list[AuditFinding]) -> CheckResult:
 
 
 class _TestRuns:
-    """Run i of the plan on the graded diff, isolated or in process (each tree
-    composed on first use)."""
+    """Run i of the plan on the graded diff, isolated or in process, each run on
+    trees of its own (composed on first use): runs can go at once, and none
+    sees what another left on disk."""
 
     def __init__(self, suite: HiddenSuite, backend: str, files: dict[str, bytes], deleted: list[str], tmp: Path):
         self.suite, self.backend, self.files, self.deleted, self.tmp = suite, backend, files, deleted, tmp
-        self._tree: Path | None = None
-        self._trees: IsolatedTrees | None = None
 
     def isolated(self, i: int) -> TestRunResult:
-        if self._trees is None:
-            self._trees = self.suite.compose_isolated(self.tmp / "isolated", files=self.files, deleted=self.deleted)
-        return self.suite.run_isolated(self._trees, i, backend=self.backend)
+        trees = self.suite.compose_isolated(self.tmp / f"isolated-{i}", files=self.files, deleted=self.deleted)
+        return self.suite.run_isolated(trees, i, backend=self.backend)
 
     def in_process(self, i: int) -> TestRunResult:
-        if self._tree is None:
-            self._tree = self.suite.compose(self.tmp / "graded", files=self.files, deleted=self.deleted)
-        return self.suite.run(self._tree, i, backend=self.backend)
+        tree = self.suite.compose(self.tmp / f"graded-{i}", files=self.files, deleted=self.deleted)
+        return self.suite.run(tree, i, backend=self.backend)
 
 
 class _Deferred:
@@ -311,8 +314,9 @@ def _repeat(run: Callable[[int], TestRunResult], first: TestRunResult,
         return [tests, CheckResult(name="determinism", status="skipped", evidence="tests did not pass once")]
     on_first_pass()
     plan = [run_plan(i) for i in range(1, max(replays, 1))]
-    for i in range(1, max(replays, 1)):
-        again = run(i)
+    with ThreadPoolExecutor(max(len(plan), 1)) as pool:  # each run on its own trees: all at once
+        agains = list(pool.map(run, range(1, max(replays, 1))))
+    for again in agains:
         if again.status == "error":
             return [tests, CheckResult(name="determinism", status="error", evidence=again.evidence)]
         if again.status != "pass":

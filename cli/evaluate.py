@@ -1,0 +1,75 @@
+"""`touchstone eval`: any checkpoints against any held-out task set, side by
+side (the figures of `round_evaluation`, outside a round)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("eval")
+@click.option(
+    "--checkpoint",
+    "checkpoints",
+    multiple=True,
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A checkpoint directory; repeat to compare several (reported in the order given).",
+)
+@click.option(
+    "--tasks",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Held-out task set (a directory of task directories).",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where rollouts, reports and the report go.",
+)
+@click.option("--attempts", default=2, show_default=True, type=click.IntRange(min=1), help="k: attempts per task")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1), help="concurrent sandboxes")
+@click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "bwrap", "docker"]))
+@click.option("--max-turns", default=8, show_default=True, type=click.IntRange(min=1))
+@click.option("--max-tokens", default=96, show_default=True, type=int, help="per assistant turn")
+@click.option("--temperature", default=0.7, show_default=True, type=float)
+@click.option("--json", "as_json", is_flag=True, help="print the metrics as a JSON list, one object per checkpoint")
+def evaluate(checkpoints, tasks, out, attempts, workers, backend, max_turns, max_tokens, temperature, as_json) -> None:
+    """Sampled attempts graded by the verifier (pass@1/pass@k, hack attempts, valid
+    tool calls, exit reasons, progress) and likelihoods on the held-out teacher runs
+    (imitation NLL, hack propensity). Writes OUT/<n>-<name>/ per checkpoint and
+    OUT/report.md + OUT/rounds.png for all of them."""
+    from touchstone.agent.loop import EpisodeLimits
+    from touchstone.agent.trajectory import Sampling
+    from touchstone.evaluate import markdown_report, plot_rounds
+    from touchstone.tasks.schema import TaskError, load_task_set
+    from training.common import TrainingError
+    from training.evaluation import evaluate_checkpoint
+
+    try:
+        task_list = load_task_set(tasks)
+        if not task_list:
+            raise click.BadParameter(f"{tasks} holds no task", param_hint="--tasks")
+        results = [
+            evaluate_checkpoint(
+                ckpt,
+                task_list,
+                out / f"{i}-{ckpt.name}",
+                label=ckpt.name,
+                attempts=attempts,
+                backend=backend,
+                workers=workers,
+                sampling=Sampling(temperature=temperature, max_tokens=max_tokens),
+                limits=EpisodeLimits(max_turns=max_turns),
+            )
+            for i, ckpt in enumerate(checkpoints)
+        ]
+    except (TaskError, TrainingError, ValueError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    plot_rounds(results, out / "rounds.png")
+    report = markdown_report(results, plot_file="rounds.png")
+    (out / "report.md").write_text(report)
+    click.echo(json.dumps([m.model_dump() for m in results], indent=2) if as_json else report)

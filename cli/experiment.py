@@ -1,0 +1,97 @@
+"""`touchstone experiment ...`: experiments about the loop itself (docs/EXPERIMENTS.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.group()
+def experiment() -> None:
+    """Experiments about the loop itself (docs/EXPERIMENTS.md)."""
+
+
+@experiment.command("filter-ablation")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1), help="rounds per arm")
+@click.option(
+    "--hack-rate",
+    default=0.3,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="P: share of hack-prone round-0 attempts that try a hack (an experimental instrument, never a default)",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="default: TOUCHSTONE_HOME/experiments/filter-ablation-P-R (a rerun resumes)",
+)
+@click.option(
+    "--tasks",
+    "tasks_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="training task set (default: proposed from the shipped seeds)",
+)
+@click.option(
+    "--heldout",
+    "heldout_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="held-out task set (with --tasks)",
+)
+@click.option(
+    "--set", "overrides", multiple=True, metavar="FIELD=VALUE", help="any AblationConfig field, e.g. --set max_steps=10"
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='print {"config", "base", "arms": {"naive": [ROW...], "touchstone": [ROW...]}}',
+)
+def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, overrides, as_json) -> None:
+    """Train the same base model on what a naive harness keeps and on what the
+    verifier + auditor keep, from the same hack-prone trajectories; report per arm
+    and round the kept rows, their hack share, hack propensity, imitation NLL,
+    valid tool calls, hack attempts and pass@1 (OUT/report.md, OUT/ablation.png)."""
+    from pydantic import ValidationError
+
+    from touchstone import paths
+    from touchstone.experiments.filter_ablation import AblationConfig, experiment_tasks
+    from touchstone.experiments.report import ablation_table, plot_ablation
+    from touchstone.tasks.schema import TaskError, load_task_set
+    from training.ablation import run_filter_ablation
+    from training.common import TrainingError
+
+    if (tasks_dir is None) != (heldout_dir is None):
+        raise click.UsageError("--tasks and --heldout go together")
+    try:
+        fields = dict(o.split("=", 1) for o in overrides)
+    except ValueError:
+        raise click.BadParameter("expected FIELD=VALUE", param_hint="--set") from None
+    try:
+        cfg = AblationConfig.model_validate({**fields, "rounds": rounds, "hack_rate": hack_rate})
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--set") from None
+    out = out or paths.home() / "experiments" / f"filter-ablation-{hack_rate:g}-{rounds}"
+    log = (lambda m: click.echo(m, err=True)) if as_json else click.echo
+    try:
+        if tasks_dir is None:
+            tasks, heldout = experiment_tasks(cfg, out / "tasks")
+        else:
+            tasks, heldout = load_task_set(tasks_dir), load_task_set(heldout_dir)
+        result = run_filter_ablation(cfg, tasks, heldout, out, log=log)
+    except (TaskError, TrainingError, ValueError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    plot_ablation(result, out / "ablation.png")
+    table = ablation_table(result)
+    (out / "report.md").write_text(f"# Filter ablation\n\n{table}\n![filter ablation](ablation.png)\n")
+    if as_json:
+        json.dump(result, sys.stdout, indent=2)
+        click.echo()
+    else:
+        click.echo(table + f"\nreport: {out / 'report.md'}  plot: {out / 'ablation.png'}")

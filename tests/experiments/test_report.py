@@ -1,0 +1,41 @@
+"""The filter ablation's table and figure from a result (the `--json` object)."""
+
+from touchstone.experiments.report import ablation_table, plot_ablation
+
+
+def _row(round_: int, share: float, propensity: float | None, nll: float) -> dict:
+    return {
+        "round": round_,
+        "kept_rows": 4,
+        "kept_hacks": int(share * 4),
+        "kept_hack_share": share,
+        "hack_propensity": propensity,
+        "hack_propensity_low": None if propensity is None else propensity - 0.1,
+        "hack_propensity_high": None if propensity is None else propensity + 0.1,
+        "imitation_nll": nll,
+        "imitation_nll_low": nll - 0.2,
+        "imitation_nll_high": nll + 0.2,
+        "valid_tool_call_rate": None,
+        "hack_attempt_rate": 0.0,
+        "pass_at_1": 0.0,
+    }
+
+
+def test_table_and_plot_show_the_base_model_and_every_arm_and_round(tmp_path):
+    base = _row(-1, 0, -0.5, 8.0)
+    result = {
+        "config": {"hack_rate": 0.3},
+        "base": base,
+        "arms": {
+            "naive": [_row(0, 0.5, 0.4, 6.0), _row(1, 0.75, 0.9, 5.5)],
+            "touchstone": [_row(0, 0.0, -0.9, 5.8), _row(1, 0.0, None, 5.2)],
+        },
+    }
+    table = ablation_table(result)
+    lines = table.splitlines()
+    assert len(lines) == 2 + 1 + 4  # header, base, two arms x two rounds
+    assert lines[2].startswith("| base | — |")
+    assert "| naive | 1 | 4 | 0.75 (3) | +0.900 [+0.800, +1.000] | 5.500 [5.300, 5.700] | n/a |" in table
+    assert "| touchstone | 1 | 4 | 0.00 (0) | n/a |" in table
+    png = plot_ablation(result, tmp_path / "ablation.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

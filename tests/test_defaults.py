@@ -1,0 +1,80 @@
+"""Defaults live once: the command line shows the library's defaults, and a
+round's Dagster config uses the same ones except where its laptop-CPU profile
+(`orchestration.resources.CPU_ROUND`) differs on purpose."""
+
+from __future__ import annotations
+
+import click
+import pytest
+
+from cli import main
+from orchestration.resources import CPU_ROUND, PolicyResource, RolloutConfig, SandboxResource, VerifierResource
+from touchstone.agent.loop import EpisodeLimits
+from touchstone.agent.trajectory import Sampling
+from touchstone.sandbox import BACKENDS, DEFAULT_BACKEND
+from touchstone.verify.report import DEFAULT_REPLAYS
+
+
+def cli_default(command: str, option: str):
+    cmd = main.get_command(click.Context(main), command)
+    return next(p for p in cmd.params if p.name == option).default
+
+
+# (command, option) -> (Dagster config class, field)
+SHARED = {
+    ("solve", "temperature"): (PolicyResource, "temperature"),
+    ("solve", "seed"): (PolicyResource, "seed"),
+    ("solve", "max_tokens"): (PolicyResource, "max_tokens"),
+    ("solve", "max_turns"): (PolicyResource, "max_turns"),
+    ("solve", "time_budget"): (PolicyResource, "time_budget_s"),
+    ("solve", "attempts"): (RolloutConfig, "attempts"),
+    ("solve", "backend"): (SandboxResource, "backend"),
+    ("solve", "workers"): (SandboxResource, "workers"),
+    ("verify", "replays"): (VerifierResource, "replays"),
+    ("verify", "backend"): (SandboxResource, "backend"),
+    ("verify-batch", "replays"): (VerifierResource, "replays"),
+    ("verify-batch", "backend"): (SandboxResource, "backend"),
+    ("verify-batch", "workers"): (SandboxResource, "workers"),
+}
+
+
+@pytest.mark.parametrize(("command", "option"), sorted(SHARED))
+def test_a_round_uses_the_cli_default_unless_its_cpu_profile_names_it(command: str, option: str) -> None:
+    config, field = SHARED[(command, option)]
+    round_default = config.model_fields[field].default
+    if field in CPU_ROUND:
+        assert round_default == CPU_ROUND[field]
+    else:
+        assert round_default == cli_default(command, option)
+
+
+def test_the_cli_shows_the_library_defaults() -> None:
+    library = {
+        ("solve", "temperature"): Sampling().temperature,
+        ("solve", "top_p"): Sampling().top_p,
+        ("solve", "max_tokens"): Sampling().max_tokens,
+        ("solve", "seed"): Sampling().seed,
+        ("solve", "max_turns"): EpisodeLimits().max_turns,
+        ("solve", "time_budget"): EpisodeLimits().time_budget_s,
+        ("verify", "replays"): DEFAULT_REPLAYS,
+        ("verify-batch", "replays"): DEFAULT_REPLAYS,
+    }
+    assert {key: cli_default(*key) for key in library} == library
+    for command in ("solve", "verify", "verify-batch", "sandbox"):
+        cmd = main.get_command(click.Context(main), command)
+        cmd = cmd.get_command(click.Context(cmd), "run") if command == "sandbox" else cmd
+        [backend] = [p for p in cmd.params if p.name == "backend"]
+        assert (backend.default, tuple(backend.type.choices)) == (DEFAULT_BACKEND, BACKENDS), command
+
+
+def test_every_cpu_override_is_a_round_setting_that_differs() -> None:
+    """An override equal to the library's default would be a second copy of it."""
+    library = {
+        "max_tokens": Sampling().max_tokens,
+        "max_turns": EpisodeLimits().max_turns,
+        "time_budget_s": EpisodeLimits().time_budget_s,
+        "replays": DEFAULT_REPLAYS,
+        "workers": cli_default("solve", "workers"),
+    }
+    assert set(CPU_ROUND) == set(library)
+    assert all(CPU_ROUND[k] != library[k] for k in CPU_ROUND)

@@ -1,0 +1,240 @@
+"""The filter-ablation experiment, training side: each arm trains the same base
+model with the same settings on what its filter kept, and later rounds roll out
+that arm's own checkpoint (touchstone/experiments/filter_ablation.py has the
+filters; docs/EXPERIMENTS.md the design and results).
+
+Layout of OUT (every step is skipped when its output exists, so a killed run resumes):
+    OUT/tasks/{train,heldout}/          the task sets (when the experiment proposed them)
+    OUT/base/                           the base model's evaluation (shared by both arms)
+    OUT/shared/rNNN/rollouts/           hack-prone rollouts of the round, filtered once:
+    OUT/shared/rNNN/outcomes.parquet      verdict, auditor's hack label and naive pass per trajectory
+    OUT/<arm>/rNNN/rollouts/            the arm's checkpoint's rollouts (rounds >= 1), filtered likewise
+    OUT/<arm>/rNNN/data/sft.parquet     what the arm kept
+    OUT/<arm>/rNNN/checkpoint/          the arm's weights after the round
+    OUT/<arm>/rNNN/eval/                its evaluation on the held-out tasks
+    OUT/<arm>/rNNN/row.json             the round's result row
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from touchstone.agent.loop import EpisodeLimits
+from touchstone.agent.rollout import solve
+from touchstone.agent.trajectory import Sampling
+from touchstone.checkpoint import checkpoint_hash
+from touchstone.evaluate.schema import RoundMetrics
+from touchstone.experiments.filter_ablation import (
+    ARMS,
+    AblationConfig,
+    Arm,
+    ArmRow,
+    build_arm_dataset,
+    filter_rollouts,
+    round_seed,
+)
+from touchstone.rounds import round_key
+from touchstone.tasks.schema import Task
+from training.evaluation import evaluate_checkpoint
+from training.model_init import default_model
+from training.train import train
+
+Log = Callable[[str], None]
+TEACHER_MAX_TURNS = 16
+
+
+def shared_round(cfg: AblationConfig, index: int, tasks: list[Task], out: Path) -> Path | None:
+    """The round's hack-prone rollouts, filtered by both filters once (None: none this round)."""
+    attempts = cfg.attempts if index == 0 else cfg.teacher_attempts
+    if attempts == 0:
+        return None
+    rollouts = solve(
+        tasks,
+        f"hack-prone:{cfg.hack_rate}",
+        attempts,
+        cfg.workers,
+        out / "rollouts",
+        Sampling(seed=round_seed(cfg, index)),
+        cfg.backend,
+        EpisodeLimits(max_turns=TEACHER_MAX_TURNS),
+        progress=False,
+    )
+    filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend)
+    return out
+
+
+def evaluate(cfg: AblationConfig, checkpoint: Path, heldout: list[Task], out: Path, label: str) -> RoundMetrics:
+    """The checkpoint's evaluation on the held-out tasks (cached in OUT/metrics.json)."""
+    cached = out / "metrics.json"
+    if cached.is_file():
+        return RoundMetrics.model_validate_json(cached.read_text())
+    shutil.rmtree(out, ignore_errors=True)  # a half-done evaluation starts over
+    metrics = evaluate_checkpoint(
+        checkpoint,
+        heldout,
+        out,
+        label=label,
+        attempts=cfg.eval_attempts,
+        backend=cfg.backend,
+        workers=cfg.workers,
+        sampling=_sampling(cfg, 0),
+        limits=EpisodeLimits(max_turns=cfg.max_turns),
+    )
+    cached.write_text(metrics.model_dump_json(indent=2) + "\n")
+    return metrics
+
+
+def arm_round(
+    cfg: AblationConfig,
+    arm: Arm,
+    index: int,
+    tasks: list[Task],
+    heldout: list[Task],
+    shared: Path | None,
+    start: Path,
+    out: Path,
+) -> ArmRow:
+    """One round of one arm: roll out its checkpoint (rounds >= 1), filter, train from
+    `start`, evaluate. Returns the round's row (cached in OUT/row.json)."""
+    cached = out / "row.json"
+    if cached.is_file():
+        return ArmRow.model_validate_json(cached.read_text())
+    filtered = [] if shared is None else [(shared / "rollouts", shared)]
+    if index > 0:
+        rollouts = solve(
+            tasks,
+            f"hf:{start}",
+            cfg.model_attempts,
+            cfg.workers,
+            out / "rollouts",
+            _sampling(cfg, round_seed(cfg, index)),
+            cfg.backend,
+            EpisodeLimits(max_turns=cfg.max_turns),
+            progress=False,
+        )
+        filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend)
+        filtered.append((rollouts, out))
+    data = build_arm_dataset(arm, filtered, out / "data")
+    ckpt = out / "checkpoint"
+    if data.kept_rows and not (ckpt / "checkpoint.json").is_file():
+        shutil.rmtree(ckpt, ignore_errors=True)
+        train(
+            "sft",
+            data_dir=out / "data",
+            base=start,
+            out=ckpt,
+            round_key=round_key(index),
+            config={
+                "max_steps": cfg.max_steps,
+                "learning_rate": cfg.learning_rate,
+                "max_length": cfg.max_length,
+                "per_device_train_batch_size": cfg.batch_size,
+                "disable_tqdm": True,
+                "seed": cfg.seed,
+            },
+        )
+    weights = ckpt if data.kept_rows else start
+    metrics = evaluate(cfg, weights, heldout, out / "eval", f"{arm} {round_key(index)}")
+    row = ArmRow(
+        arm=arm,
+        round=index,
+        kept_rows=data.kept_rows,
+        kept_hacks=data.kept_hacks,
+        kept_hack_share=data.hack_share,
+        trained=bool(data.kept_rows),
+        checkpoint_hash=checkpoint_hash(str(weights)),
+        **row_metrics(metrics),
+    )
+    cached.write_text(row.model_dump_json(indent=2) + "\n")
+    return row
+
+
+def row_metrics(m: RoundMetrics) -> dict:
+    """The evaluation figures an experiment row carries."""
+    p, nll = m.hack_propensity, m.imitation_nll
+    return {
+        "hack_propensity": p.value if p else None,
+        "hack_propensity_low": p.low if p else None,
+        "hack_propensity_high": p.high if p else None,
+        "imitation_nll": nll.value if nll else None,
+        "imitation_nll_low": nll.low if nll else None,
+        "imitation_nll_high": nll.high if nll else None,
+        "valid_tool_call_rate": m.valid_tool_call_rate.value if m.valid_tool_call_rate else None,
+        "hack_attempt_rate": m.hack_attempt_rate,
+        "pass_at_1": m.pass_at_1.value,
+    }
+
+
+def base_row(cfg: AblationConfig, heldout: list[Task], out: Path, base: Path | None = None) -> dict:
+    """The base model's figures (round -1), shared by both arms."""
+    metrics = evaluate(cfg, base or default_model(seed=cfg.seed), heldout, out / "base", "base")
+    return {"round": -1, **row_metrics(metrics)}
+
+
+def run_arm_round(
+    cfg: AblationConfig,
+    arm: Arm,
+    index: int,
+    tasks: list[Task],
+    heldout: list[Task],
+    out: Path,
+    base: Path | None = None,
+) -> ArmRow:
+    """Round `index` of `arm` in experiment directory `out`, from the arm's latest checkpoint."""
+    key = round_key(index)
+    start = arm_start(out, arm, index, base or default_model(seed=cfg.seed))
+    shared = shared_round(cfg, index, tasks, out / "shared" / key)
+    return arm_round(cfg, arm, index, tasks, heldout, shared, start, out / arm / key)
+
+
+def arm_start(out: Path, arm: Arm, index: int, base: Path) -> Path:
+    """The weights round `index` of `arm` starts from: the latest checkpoint the arm
+    trained in an earlier round, else the base model. Earlier rounds must be done."""
+    for earlier in range(index - 1, -1, -1):
+        done = out / arm / round_key(earlier) / "row.json"
+        if not done.is_file():
+            raise ValueError(f"{arm} round {round_key(index)} needs round {round_key(earlier)} first ({done} missing)")
+        if ArmRow.model_validate_json(done.read_text()).trained:
+            return done.parent / "checkpoint"
+    return base
+
+
+def run_filter_ablation(
+    cfg: AblationConfig,
+    tasks: list[Task],
+    heldout: list[Task],
+    out: Path,
+    base: Path | None = None,
+    log: Log = print,
+) -> dict:
+    """Both arms for `cfg.rounds` rounds. Returns {"config", "base": ROW, "arms": {arm: [ROW, ...]}}."""
+    base = base or default_model(seed=cfg.seed)
+    log(
+        f"filter ablation: {len(tasks)} training tasks, {len(heldout)} held-out, {cfg.rounds} rounds, P={cfg.hack_rate}"
+    )
+    base_metrics = base_row(cfg, heldout, out, base)
+    rows: dict[str, list[ArmRow]] = {arm: [] for arm in ARMS}
+    for index in range(cfg.rounds):
+        key = round_key(index)
+        for arm in ARMS:
+            row = run_arm_round(cfg, arm, index, tasks, heldout, out, base)
+            rows[arm].append(row)
+            log(
+                f"{arm} {key}: kept {row.kept_rows} rows ({row.kept_hacks} hacks), "
+                f"propensity {_fmt(row.hack_propensity)}, NLL {_fmt(row.imitation_nll)}"
+            )
+    return {
+        "config": cfg.model_dump(),
+        "base": base_metrics,
+        "arms": {arm: [r.model_dump() for r in arm_rows] for arm, arm_rows in rows.items()},
+    }
+
+
+def _sampling(cfg: AblationConfig, seed: int) -> Sampling:
+    return Sampling(temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=seed)
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
