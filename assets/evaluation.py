@@ -94,7 +94,7 @@ def round_evaluation(
         (out / "promotion.json").write_text(decision.model_dump_json(indent=2) + "\n")
         rounds = [*earlier, metrics]
         plot_rounds(rounds, out / "rounds.png")
-        report = markdown_report(rounds, plot_file="rounds.png")
+        report = markdown_report(rounds, plot_file="rounds.png") + _selfplay_section(store, round_key)
         (out / "report.md").write_text(report)
     done = store.asset_dir(Asset.ROUND_EVALUATION, round_key)
     return dg.MaterializeResult(
@@ -129,6 +129,12 @@ def _promotion(metrics: RoundMetrics, earlier: list[RoundMetrics], parent_round:
 
     incumbent = next((m for m in earlier if m.round == parent_round), None)
     return decide(metrics, incumbent, config.promotion_policy())
+
+
+def _selfplay_section(store, round_key: str) -> str:
+    """The round's self-play section (training_data's selfplay.md), when it proposed."""
+    path = store.asset_dir(Asset.TRAINING_DATA, round_key) / "selfplay.md"
+    return "\n" + path.read_text() if path.is_file() else ""
 
 
 def _optional_floats(**values: float | None) -> dict[str, dg.MetadataValue]:

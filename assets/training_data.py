@@ -7,18 +7,21 @@ import dagster as dg
 
 from orchestration.publishing import publishing, table_metadata
 from orchestration.partitions import rounds_partitions
-from orchestration.resources import StorageResource
+from orchestration.resources import DataBuildConfig, StorageResource
 from touchstone.paths import Asset
 
 
 @dg.asset(
     partitions_def=rounds_partitions,
     group_name="round",
-    deps=[Asset.VERIFICATION_REPORTS, Asset.RAW_TRAJECTORIES],
+    deps=[Asset.VERIFICATION_REPORTS, Asset.RAW_TRAJECTORIES, Asset.PROPOSED_TASKS],
     kinds={"polars"},
 )
-def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
-    """sft/rl/dpo/kto Parquet files with lineage columns back to task, trajectory and report."""
+def training_data(
+    context: dg.AssetExecutionContext, config: DataBuildConfig, storage: StorageResource
+) -> dg.MaterializeResult:
+    """sft/rl/dpo/kto Parquet files with lineage columns back to task, trajectory and report;
+    the proposer's rows (role `proposer`) rewarded from this round's verified outcomes."""
     from touchstone.data.build import build_datasets
 
     store = storage.store()
@@ -29,6 +32,8 @@ def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -
             trajectories=store.local_dir(Asset.RAW_TRAJECTORIES, round_key) / "trajectories.parquet",
             out=out,
             round_key=round_key,
+            config=config.data_config(),
+            proposals=store.local_dir(Asset.PROPOSED_TASKS, round_key),  # the proposer's rows, after verification
         )
     done = store.asset_dir(Asset.TRAINING_DATA, round_key)
     summary = json.loads((done / "summary.json").read_text())
@@ -36,6 +41,8 @@ def training_data(context: dg.AssetExecutionContext, storage: StorageResource) -
         "guards": dg.MetadataValue.json(summary["guards"]),
         "excluded_unguarded": dg.MetadataValue.int(summary["excluded_unguarded"]),
     }
+    if summary.get("self_play"):
+        metadata["self_play"] = dg.MetadataValue.md((done / "selfplay.md").read_text())
     for name in ("sft", "rl", "dpo", "kto"):
         if (done / f"{name}.parquet").exists():
             metadata |= table_metadata(done / f"{name}.parquet", primary=name == "sft")

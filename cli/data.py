@@ -51,9 +51,21 @@ def data() -> None:
     default=None,
     help="YAML with DataConfig fields (keep_per_task, max_tokens, credit: {gamma, ...}).",
 )
+@click.option(
+    "--proposals",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The round's task set holding proposals.parquet: add the proposer's rows (self-play).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 def build(
-    reports: Path, trajectories: Path, out: Path, round_key: str | None, config: Path | None, as_json: bool
+    reports: Path,
+    trajectories: Path,
+    out: Path,
+    round_key: str | None,
+    config: Path | None,
+    proposals: Path | None,
+    as_json: bool,
 ) -> None:
     """Write OUT/{sft,rl,dpo,kto}.parquet and OUT/summary.json."""
     from touchstone.config import ConfigError, load_config
@@ -65,7 +77,7 @@ def build(
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     try:
-        summary = build_datasets(reports, trajectories, out, round_key=round_key, config=cfg)
+        summary = build_datasets(reports, trajectories, out, round_key=round_key, config=cfg, proposals=proposals)
     except ValueError as exc:  # DataError, or a report inconsistent with its trajectory (credit)
         raise click.ClickException(str(exc)) from None
     if as_json:

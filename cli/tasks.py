@@ -184,6 +184,69 @@ def llm(policy, n, attempts, existing, out, workers, backend, k, threshold, as_j
     _summary(out, as_json, kept=result.kept, rejected=result.rejected, rewards=str(result.rewards_path))
 
 
+@propose.command("self")
+@click.option("--policy", required=True, help="the proposing policy: hf:PATH, openai:URL#MODEL, replay:FILE.json")
+@click.option("--n", type=int, default=8, show_default=True, help="proposals to request")
+@click.option("--group-size", type=int, default=2, show_default=True, help="proposals per prompt")
+@click.option("--references", type=int, default=3, show_default=True, help="pool tasks shown per standalone prompt")
+@click.option(
+    "--kind",
+    "kinds",
+    type=click.Choice(["standalone", "bug"]),
+    multiple=True,
+    help="proposal kinds in turn (default: standalone)",
+)
+@click.option(
+    "--pool",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    multiple=True,
+    help="task sets to draw references from and deduplicate against (repeatable)",
+)
+@click.option("--heldout", type=click.Path(exists=True, file_okay=False, path_type=Path), help="held-out task set")
+@click.option(
+    "--seed", "seeds", multiple=True, help="seed projects a bug proposal rewrites (default: the shipped seeds)"
+)
+@click.option("--max-tokens", type=int, default=768, show_default=True, help="completion tokens per proposal")
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+@_proposer_options
+def self_play(
+    policy,
+    n,
+    group_size,
+    references,
+    kinds,
+    pool,
+    heldout,
+    seeds,
+    max_tokens,
+    out,
+    workers,
+    backend,
+    k,
+    threshold,
+    as_json,
+) -> None:
+    """Self-play proposals as a round makes them: screened against the held-out set and
+    the pool, validated, recorded in OUT/proposals.parquet (docs/formats/task.md)."""
+    from touchstone.agent.policies import make_policy
+    from touchstone.agent.trajectory import Sampling
+    from touchstone.tasks.proposers.selfplay import SelfPlayConfig, propose_self
+
+    cfg = SelfPlayConfig(n=n, group_size=group_size, references=references, kinds=list(kinds) or ["standalone"])
+    try:
+        proposer = make_policy(policy, Sampling(max_tokens=max_tokens))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--policy") from None
+    try:
+        result = propose_self(
+            proposer, out, cfg=cfg, pool=list(pool), heldout=heldout, seeds=list(seeds) or None,
+            validation=_cfg(backend, k, threshold, [heldout] if heldout else []), workers=workers,
+        )  # fmt: skip
+    finally:
+        proposer.close()
+    _summary(out, as_json, kept=result.kept, rejected=result.rejected, proposals=str(out / "proposals.parquet"))
+
+
 @click.group()
 def task() -> None:
     """Inspect and validate one task directory."""

@@ -63,10 +63,21 @@ def verified_rows_problems(
     positive rows (SFT, DPO chosen, KTO label=true) from a run that was not
     accepted, negatives from a run that was not rejected, rows whose run has no
     report or another report, and accepted runs that SFT neither holds nor
-    accounts for in its documented drops (summary.json)."""
+    accounts for in its documented drops (summary.json); proposer rows whose
+    reward is not what the reports they name give."""
+    from touchstone.data.proposer import proposer_row_problems
+
+    proposer = {
+        n: f.filter(pl.col("role") == "proposer").to_dicts() for n, f in datasets.items() if "role" in f.columns
+    }
+    problems: dict[str, object] = {}
+    if any(proposer.values()):
+        verdicts = {r: (t, v) for r, t, v in zip(reports["report_id"], reports["task_id"], reports["verdict"])}
+        problems |= proposer_row_problems(proposer.get("rl", []), proposer.get("dpo", []), verdicts)
+    # the rest is about the solver's rows; the proposer's are checked against the reports they name
+    datasets = {n: f.filter(pl.col("role") != "proposer") if "role" in f.columns else f for n, f in datasets.items()}
     verdict = dict(zip(reports["trajectory_id"], reports["verdict"]))
     report_of = dict(zip(reports["trajectory_id"], reports["report_id"]))
-    problems: dict[str, object] = {}
 
     def bad(ids, want: set[str]) -> list[str]:
         return sorted({t for t in ids if verdict.get(t) not in want})[:5]

@@ -309,16 +309,62 @@ class SeedsConfig(dg.Config):
 
 
 class ProposeConfig(dg.Config):
+    """The round's task sources and their quotas (touchstone.tasks.sources)."""
+
     n_tasks: int = Field(
         default=8,
-        description="Validated mutation tasks to propose this round, before held-out units are excluded "
-        "(cluster: 500+).",
+        description="procedural: validated mutation tasks to propose this round, before held-out units are "
+        "excluded (cluster: 500+).",
+    )
+    imported: list[str] = Field(
+        default=[],
+        description="imported: task-set directories the importers wrote (`touchstone propose problems`, `touchstone import swe-bench`).",
+    )
+    n_imported: int = Field(default=0, description="imported: tasks drawn from those sets per round.")
+    self_proposals: int = Field(
+        default=0,
+        description="self: tasks the round's policy proposes (0: off). The tiny CPU model rarely writes a "
+        "valid one; a served model does (docs/ROUNDS.md, Self-play).",
+    )
+    self_policy: str = Field(
+        default="",
+        description="self: the proposing policy spec; empty: the round's checkpoint, as it solves "
+        "(served when the server resource serves it). `replay:FILE.json` replays recorded outputs.",
+    )
+    self_group_size: int = Field(default=2, description="self: proposals per prompt (preference pairs need two).")
+    self_references: int = Field(default=3, description="self: reference tasks from the pool shown per prompt.")
+    self_history: int = Field(
+        default=2, description="self: earlier rounds whose tasks are references and known tasks too (0: none)."
+    )
+    self_kinds: list[str] = Field(
+        default=["standalone", "bug"],
+        description="self: proposal kinds, one per prompt group in turn: standalone (statement, stub, reference, "
+        "tests) or bug (a covered seed function rewritten with a bug; the seed's own tests decide).",
+    )
+    self_max_tokens: int = Field(
+        default=768, description="self: completion tokens per proposal (a task is statement, stub, reference, tests)."
     )
     contamination_sets: list[str] = Field(
         default=[],
         description="Benchmark sets (task-set dirs or HumanEval/MBPP-style JSONL) a proposed task must not copy; "
         "the held-out tasks are always compared, and $TOUCHSTONE_CONTAMINATION_SETS is added.",
     )
+
+    def mix(self):
+        from touchstone.tasks.sources import SourceMix
+        from touchstone.tasks.proposers.selfplay import SelfPlayConfig
+
+        return SourceMix(
+            procedural=self.n_tasks,
+            imported=[Path(p) for p in self.imported],
+            n_imported=self.n_imported,
+            self_play=SelfPlayConfig(
+                n=self.self_proposals,
+                group_size=self.self_group_size,
+                references=self.self_references,
+                kinds=self.self_kinds,
+            ),
+        )
 
 
 class HeldoutConfig(dg.Config):
@@ -327,6 +373,21 @@ class HeldoutConfig(dg.Config):
     contamination_sets: list[str] = Field(
         default=[], description="Benchmark sets a held-out task must not copy (as proposed_tasks' option)."
     )
+
+
+class DataBuildConfig(dg.Config):
+    """How training_data builds the round's datasets (touchstone.data.schema.DataConfig)."""
+
+    proposer_invalid_penalty: float = Field(
+        default=-0.5,
+        description="Self-play: the proposer's reward for a proposal that is not a kept task (malformed, "
+        "duplicate, contaminated, failing validation, revoked); <= 0.",
+    )
+
+    def data_config(self):
+        from touchstone.data.schema import DataConfig, ProposerConfig
+
+        return DataConfig(proposer=ProposerConfig(invalid_penalty=self.proposer_invalid_penalty))
 
 
 class RolloutConfig(dg.Config):

@@ -65,6 +65,9 @@ def evaluate_checkpoint(
         pl.read_parquet(out / "verification" / "reports.parquet"),
     )
     table.write_parquet(out / "attempts.parquet")
+    broken = table.filter(pl.col("exit_reason") == "sandbox_error")
+    if broken.height:  # the sandbox failed, not the model: no figure to report
+        raise RuntimeError(f"{broken.height} attempt(s) of {label} ended in a sandbox error; see {out / 'rollouts'}")
     likelihood = checkpoint_likelihood(checkpoint, tasks, backend=backend, workers=workers, resamples=resamples)
     metrics = round_metrics(
         table,

@@ -22,11 +22,22 @@ def round_job():
     return defs.resolve_job_def("round")
 
 
-@pytest.mark.parametrize("name", ["cluster.yaml", "local-served.yaml"])
+@pytest.mark.parametrize("name", ["cluster.yaml", "local-served.yaml", "local-selfplay.yaml"])
 def test_shipped_run_configs_validate_against_the_round_job(round_job, monkeypatch, name):
     for key, value in CLUSTER_ENV.items():
         monkeypatch.setenv(key, value)
     assert dg.validate_run_config(round_job, load_run_config(DEPLOY / name))
+
+
+def test_the_selfplay_config_turns_self_proposal_on_next_to_procedural_tasks():
+    from orchestration.resources import DataBuildConfig, ProposeConfig
+
+    ops = load_run_config(DEPLOY / "local-selfplay.yaml")["ops"]
+    mix = ProposeConfig(**ops["proposed_tasks"]["config"]).mix()
+    assert mix.procedural > 0 and mix.self_play.n > 0 and mix.self_play.group_size >= 2
+    assert DataBuildConfig(**ops["training_data"]["config"]).data_config().proposer.invalid_penalty < 0
+    with pytest.raises(ValueError, match="invalid_penalty"):  # a penalty is never a reward
+        DataBuildConfig(proposer_invalid_penalty=0.5).data_config()
 
 
 def test_the_cluster_trainer_config_names_only_real_trl_fields():

@@ -15,10 +15,21 @@ from touchstone.data.inputs import Example, join, read_trajectories, reports_of
 from touchstone.data.preference import build_dpo, build_kto
 from touchstone.data.rl import build_rl
 from touchstone.data.schema import DataConfig, DPORow, KTORow, RLRow, SFTRow, write_rows
+from touchstone.data.proposer import (
+    REWARDS_FILE,
+    build_proposer_dpo,
+    build_proposer_rl,
+    proposer_rewards,
+    write_rewards,
+)
+from touchstone.data.selfplay_report import SelfPlayReport, markdown, selfplay_report
 from touchstone.data.sft import build_sft
+from touchstone.tasks.index import read_index
+from touchstone.tasks.proposers.selfplay import read_proposals
 
 BUILDERS = {"sft": (build_sft, SFTRow), "rl": (build_rl, RLRow), "dpo": (build_dpo, DPORow), "kto": (build_kto, KTORow)}
 SUMMARY_FILE = "summary.json"
+SELFPLAY_FILE = "selfplay.md"
 
 
 class DatasetSummary(BaseModel):
@@ -38,6 +49,7 @@ class BuildSummary(BaseModel):
     excluded_unguarded: int  # runs left out of every dataset: guard "none" (see DataConfig.include_unguarded)
     datasets: dict[str, DatasetSummary]
     config: dict[str, Any]
+    self_play: SelfPlayReport | None = None  # the round's proposals, when it had a self source
 
 
 def summarize(
@@ -86,8 +98,11 @@ def build_datasets(
     out: str | Path,
     round_key: str | None = None,
     config: DataConfig | None = None,
+    proposals: str | Path | None = None,
 ) -> BuildSummary:
-    """Write OUT/{sft,rl,dpo,kto}.parquet and OUT/summary.json."""
+    """Write OUT/{sft,rl,dpo,kto}.parquet and OUT/summary.json; with `proposals`
+    (the round's task set, holding proposals.parquet when it had a self source)
+    also the proposer's rows, OUT/proposer_rewards.parquet and OUT/selfplay.md."""
     cfg = config or DataConfig()
     examples = join(read_trajectories(trajectories), reports_of(reports), round_key)
     kept, unguarded = split_unguarded(examples, cfg)
@@ -98,12 +113,34 @@ def build_datasets(
             dropped["unguarded"] += n
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    report = add_proposer_rows(frames, Path(proposals), kept, cfg, out) if proposals else None
     for name, (rows, _) in frames.items():
         write_rows(rows, BUILDERS[name][1], out / f"{name}.parquet")
-    summary = summarize(examples, frames, cfg, round_key, len(unguarded))
+    summary = summarize(examples, frames, cfg, round_key, len(unguarded)).model_copy(update={"self_play": report})
     (out / SUMMARY_FILE).write_text(json.dumps(summary.model_dump(), indent=2) + "\n")
     write_card(out, {name: f"{name}.parquet" for name in BUILDERS}, _card_body(summary))
     return summary
+
+
+def add_proposer_rows(frames: dict, task_dir: Path, examples: list[Example], cfg: DataConfig, out: Path):
+    """Proposer RL rows and DPO pairs appended to the solver's (from verified
+    outcomes only: `examples` are the guarded runs); the rewards and the
+    report's self-play section written next to them. None without proposals."""
+    proposals = read_proposals(task_dir)
+    if not proposals:
+        return None
+    index = read_index(task_dir)
+    rewards = proposer_rewards(proposals, index, examples, cfg.proposer)
+    for name, (rows, dropped) in (
+        ("rl", build_proposer_rl(rewards, proposals, index)),
+        ("dpo", build_proposer_dpo(rewards, proposals, index, cfg.max_pairs_per_task)),
+    ):
+        frames[name][0].extend(rows)
+        frames[name][1].update({f"proposer_{k}": v for k, v in dropped.items()})
+    write_rewards(rewards, out / REWARDS_FILE)
+    report = selfplay_report(rewards, index, examples, task_dir)
+    (out / SELFPLAY_FILE).write_text(markdown(report))
+    return report
 
 
 def _card_body(summary: BuildSummary) -> str:

@@ -66,7 +66,8 @@ def _sharegpt(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, str]]
 
 
 def export_row(row: dict[str, Any], dataset: str, fmt: ExportFormat) -> dict[str, Any]:
-    lineage = {k: row[k] for k in Lineage.model_fields}
+    # a file built before a lineage column existed (e.g. `role`) reads as its default
+    lineage = {k: row[k] if k in row else f.default for k, f in Lineage.model_fields.items()}
     if fmt == "trl":
         fields = {k: f.annotation for k, f in MODELS[dataset].model_fields.items() if k not in Lineage.model_fields}
         body = {k: [_clean(m) for m in row[k]] if ann == list[Message] else row[k] for k, ann in fields.items()}

@@ -27,13 +27,24 @@ from touchstone.atomic import atomic_path
 from touchstone.data.credit import CreditConfig
 
 
+class ProposerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    invalid_penalty: float = Field(
+        -0.5,
+        le=0,
+        description="Proposer reward of a proposal that is not a kept task (invalid, duplicate, contaminated).",
+    )
+
+
 class DataConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelled key is an error, not a silent default
 
     credit: CreditConfig = Field(default_factory=CreditConfig)
     keep_per_task: int = Field(2, ge=1, description="SFT: keep the best k accepted runs per task.")
     max_tokens: int = Field(16384, ge=1, description="Drop rows longer than this many tokens.")
-    max_pairs_per_task: int = Field(4, ge=1, description="DPO: at most this many pairs per task.")
+    max_pairs_per_task: int = Field(4, ge=1, description="DPO: at most this many pairs per task (proposer: per group).")
+    proposer: ProposerConfig = Field(default_factory=ProposerConfig)
     include_unguarded: bool = Field(
         False,
         description="Keep runs whose tests ran with candidate code in the "
@@ -51,6 +62,9 @@ class Lineage(BaseModel):
     verifier_version: str
     report_id: str
     environment_digest: str | None = None  # the task environment the run was verified in (None: base)
+    # solver: an agent run on a task; proposer: a self-play proposal episode, whose
+    # trajectory_id and task_id are the proposal's id (touchstone.data.proposer)
+    role: Literal["solver", "proposer"] = "solver"
 
 
 class ToolFunction(BaseModel):

@@ -24,7 +24,8 @@ import polars as pl
 from pydantic import BaseModel
 
 from touchstone import atomic, paths
-from touchstone.agent.policies import hacks, repair, teacher
+from touchstone.agent import teacher
+from touchstone.agent.policies import hacks
 from touchstone.agent.rollout import solve
 from touchstone.tasks.schema import Task
 from touchstone.verify import VERIFIER_VERSION, verify_batch
@@ -48,8 +49,8 @@ def reference_key(tasks: list[Task]) -> str:
     h = hashlib.sha256(VERIFIER_VERSION.encode())
     for task_hash in sorted(t.content_hash for t in tasks):
         h.update(task_hash.encode())
-    for module in (teacher, repair):
-        h.update(Path(module.__file__).read_bytes())
+    for source in sorted(Path(teacher.__file__).parent.rglob("*.py")):  # the teacher's procedure
+        h.update(source.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -77,13 +78,22 @@ def reference_set(tasks: list[Task], *, backend: str = "auto", workers: int = 1,
         verdicts = verify_batch(
             [t.dir for t in tasks], rollouts, workers=workers, out=Path(tmp) / "verify", backend=backend, replays=1
         )
-        accepted = pl.read_parquet(verdicts / "reports.parquet").filter(pl.col("verdict") == "accept")
+        reports = pl.read_parquet(verdicts / "reports.parquet")
+        _refuse_infrastructure_failures(pl.read_parquet(rollouts / "trajectories.parquet"))
+        accepted = reports.filter(pl.col("verdict") == "accept")
         runs = pl.read_parquet(rollouts / "trajectories.parquet").join(
             accepted.select("trajectory_id"), on="trajectory_id"
         )
         root.mkdir(parents=True, exist_ok=True)
         atomic.write_parquet(runs.select("task_id", "trajectory_id", "messages", "tools").sort("task_id"), target)
     return target
+
+
+def _refuse_infrastructure_failures(runs: pl.DataFrame) -> None:
+    """A sandbox that failed says nothing about the teacher: such a set must not be cached."""
+    broken = runs.filter(pl.col("exit_reason") == "sandbox_error")
+    if broken.height:
+        raise RuntimeError(f"reference set: the sandbox failed on {broken.height} teacher run(s): {broken['error'][0]}")
 
 
 def read_reference(path: Path) -> list[dict[str, Any]]:

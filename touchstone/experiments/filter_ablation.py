@@ -110,11 +110,14 @@ def filter_rollouts(tasks: list[Task], rollouts: Path, out: Path, *, workers: in
     target = out / OUTCOMES_FILE
     if target.is_file():
         return target
+    trajs = {t.trajectory_id: t for t in read_trajectories(rollouts)}
+    broken = [t for t in trajs.values() if t.exit_reason == "sandbox_error"]
+    if broken:  # the sandbox failed, not the policy: a rerun redoes them (delete OUT/rollouts)
+        raise RuntimeError(f"{len(broken)} rollout(s) in {rollouts} ended in a sandbox error: {broken[0].error}")
     reports_dir = verify_batch(
         [t.dir for t in tasks], rollouts, workers=workers, out=out / "verification", backend=backend, replays=1
     )
     naive = grade_naive(tasks, rollouts, workers, backend)
-    trajs = {t.trajectory_id: t for t in read_trajectories(rollouts)}
     rows = [
         {
             "trajectory_id": r.trajectory_id,

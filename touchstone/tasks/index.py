@@ -31,6 +31,9 @@ class IndexRow(BaseModel):
     ref_seconds: float | None = None
     difficulty: float | None = None
     validated_at: str = ""
+    # self-proposed tasks (touchstone.tasks.selfplay): the proposing policy and its weights' hash
+    policy: str | None = None
+    policy_checkpoint: str | None = None
 
 
 def row_for(task_id: str, source: TaskSource, verdict: Validation, task: Task | None = None) -> IndexRow:
@@ -50,6 +53,8 @@ def row_for(task_id: str, source: TaskSource, verdict: Validation, task: Task | 
         ref_seconds=verdict.ref_seconds,
         difficulty=verdict.difficulty,
         validated_at=verdict.validated_at,
+        policy=source.meta.get("proposal", {}).get("policy"),
+        policy_checkpoint=source.meta.get("proposal", {}).get("checkpoint_hash"),
     )
 
 

@@ -1,7 +1,7 @@
 """Policies: what chooses the next assistant message.
 
 A policy is named by a spec string used everywhere (CLI, Dagster config):
-`teacher`, `hf:PATH`, `openai:BASE_URL#MODEL`; sampling parameters travel
+`teacher`, `hf:PATH`, `openai:BASE_URL#MODEL`, `replay:JSON` (recorded outputs); sampling parameters travel
 separately (`Sampling`). `make_policy(spec, sampling)` builds one.
 
 A `Policy` is shared by concurrent episodes; `policy.episode(seed)` returns an
@@ -66,6 +66,7 @@ _SCHEMES = {
     "teacher": "touchstone.agent.policies.teacher:TeacherPolicy",
     "hf": "touchstone.agent.policies.hf:HFPolicy",
     "openai": "touchstone.agent.policies.openai:OpenAIPolicy",
+    "replay": "touchstone.agent.policies.replay:ReplayPolicy",
     # the filter-ablation experiment's instrument (docs/EXPERIMENTS.md), never a default
     "hack-prone": "touchstone.agent.policies.hacks:HackPronePolicy",
 }
@@ -75,7 +76,9 @@ def make_policy(spec: str, sampling: Sampling | None = None) -> Policy:
     """Build the policy named by `spec`. Raises ValueError naming a bad spec."""
     scheme, _, rest = spec.partition(":")
     if scheme not in _SCHEMES:
-        raise ValueError(f"unknown policy spec {spec!r}: expected 'teacher', 'hf:PATH' or 'openai:BASE_URL#MODEL'")
+        raise ValueError(
+            f"unknown policy spec {spec!r}: expected 'teacher', 'hf:PATH', 'openai:BASE_URL#MODEL' or 'replay:JSON'"
+        )
     if scheme == "teacher" and rest:
         raise ValueError(f"policy spec {spec!r}: 'teacher' takes no argument")
     if scheme != "teacher" and not rest:

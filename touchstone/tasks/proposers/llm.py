@@ -55,7 +55,7 @@ class Proposal(BaseModel):
     tests: str
 
 
-def _json_object(text: str) -> dict:
+def json_object(text: str) -> dict:
     """The JSON object in a model output: the whole text, a ```json fence, or the
     outermost {...} span."""
     fence = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
@@ -78,7 +78,7 @@ def _top_level_functions(code: str) -> set[str]:
 
 def parse_proposal(text: str) -> Proposal:
     """Parse and sanity-check one model output. Raises ProposalError naming the problem."""
-    raw = _json_object(text)
+    raw = json_object(text)
     try:
         p = Proposal.model_validate(raw)
     except ValidationError as exc:
@@ -145,15 +145,15 @@ class DedupIndex:
 # -- building and scoring -----------------------------------------------------------------
 
 
-def write_proposal_task(task_dir: Path, task_id: str, p: Proposal, origin: str) -> tuple[Task, TestRunResult | None]:
-    meta = Task(
-        id=task_id,
+def write_proposal_task(task_dir: Path, p: Proposal, source: TaskSource) -> tuple[Task, TestRunResult | None]:
+    task = Task(
+        id=source.unit,
         statement=p.statement,
         timeout_s=30,
         entry_points=[EntryPoint(module="solution", function=p.entry_point)],
-        source=TaskSource(proposer="llm", origin=origin, unit=task_id),
+        source=source,
     )
-    return write_solution_task(task_dir, meta, stub=p.stub, reference=p.reference, tests=p.tests), None
+    return write_solution_task(task_dir, task, stub=p.stub, reference=p.reference, tests=p.tests), None
 
 
 def proposal_candidate(task_id: str, text: str, origin: str, dedup: DedupIndex) -> Candidate:
@@ -169,7 +169,7 @@ def proposal_candidate(task_id: str, text: str, origin: str, dedup: DedupIndex) 
     if duplicate:
         verdict = reject(task_id, "duplicate", duplicate)
         return Candidate(task_id, source, lambda _d: verdict)
-    return Candidate(task_id, source, lambda d: write_proposal_task(d, task_id, p, origin))
+    return Candidate(task_id, source, lambda d: write_proposal_task(d, p, source))
 
 
 def learnability_reward(solve_rate: float | None) -> float:
@@ -197,15 +197,20 @@ def solve_rate(task: Task, policy, attempts: int, backend: str) -> float:
     return wins / attempts
 
 
-def generate(policy, seed: int) -> str:
-    from touchstone.agent.policies import PolicyError
+def ask(policy, messages: list[dict], seed: int):
+    """One completion of `policy` (a `PolicyTurn`); a policy that fails answers
+    with a turn naming its error, which no parser accepts."""
+    from touchstone.agent.policies import PolicyError, PolicyTurn
 
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": USER_PROMPT}]
     try:
-        turn = policy.episode(seed, max_turns=1).act(messages, [])
+        return policy.episode(seed, max_turns=1).act(messages, [])
     except PolicyError as exc:
-        return f"<policy error: {exc}>"
-    return str(turn.message.get("content") or "")
+        return PolicyTurn(message={"role": "assistant", "content": f"<policy error: {exc}>"})
+
+
+def generate(policy, seed: int) -> str:
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": USER_PROMPT}]
+    return str(ask(policy, messages, seed).message.get("content") or "")
 
 
 @dataclass

@@ -12,6 +12,7 @@ reference/ holds the original of the mutated file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import random
 import shutil
@@ -140,9 +141,15 @@ def statement_for(seed_name: str, failures: dict[str, str], collect_errors: dict
 
 
 def build_candidate(
-    seed: Seed, report: SeedReport, mutation: Mutation, task_dir: Path, cfg: ValidationConfig
+    seed: Seed,
+    report: SeedReport,
+    mutation: Mutation,
+    task_dir: Path,
+    cfg: ValidationConfig,
+    source: TaskSource | None = None,
 ) -> tuple[Task, TestRunResult] | Validation:
-    """Write the task for one mutation; reject mutants that do not compile or that no test notices."""
+    """Write the task for one mutation; reject mutants that do not compile or that no test notices.
+    `source`: the task's source when another proposer wrote the mutant (self-play)."""
     task_id = task_dir.name
     error = compile_error(mutation.source, mutation.path)
     if error:
@@ -155,7 +162,7 @@ def build_candidate(
         timeout_s=60,
         protected=list(seed.tests),
         entry_points=[EntryPoint(module=module, function=func)],
-        source=_source(seed, mutation),
+        source=source or _source(seed, mutation),
         environment=seed.environment,
     )
     task = write_task_dir(task_dir, seed, draft, {mutation.path: mutation.source}, {mutation.path: original})
@@ -254,6 +261,24 @@ def propose_mutation(
     `tests`: path prefix or glob of the test files that count."""
     cfg = cfg or ValidationConfig()
     out.mkdir(parents=True, exist_ok=True)
+    with usable_seeds(seeds, cfg, environment, tests) as (usable, reports):
+        rows, kept = run_candidates(
+            candidates(usable, cfg, random.Random(rng_seed)), out, n=n, workers=workers, cfg=cfg, desc="mutation tasks"
+        )
+    index = finalize(out, rows)
+    return MutationResult(out, index, len(kept), len(rows) - len(kept), reports)
+
+
+@contextlib.contextmanager
+def usable_seeds(
+    seeds: list[str | tuple[str, EnvSpec | None]] | None,
+    cfg: ValidationConfig,
+    environment: EnvSpec | None = None,
+    tests: str | None = None,
+) -> Iterator[tuple[list[tuple[Seed, SeedReport]], list[SeedReport]]]:
+    """The seeds resolved into a temporary directory and checked (their own
+    suite passes in the sandbox): (usable seeds with their reports, every
+    report), valid while the context is open. No usable seed is a SeedError."""
     with tempfile.TemporaryDirectory(prefix="touchstone-seeds-") as tmp:
         work = Path(tmp)
         pairs = [s if isinstance(s, tuple) else (s, environment) for s in seeds or []]
@@ -263,8 +288,4 @@ def propose_mutation(
         usable = [(s, r) for s, r in zip(resolved, reports) if r.usable]
         if not usable:
             raise SeedError("no usable seed: " + "; ".join(f"{r.name}: {r.detail}" for r in reports))
-        rows, kept = run_candidates(
-            candidates(usable, cfg, random.Random(rng_seed)), out, n=n, workers=workers, cfg=cfg, desc="mutation tasks"
-        )
-    index = finalize(out, rows)
-    return MutationResult(out, index, len(kept), len(rows) - len(kept), reports)
+        yield usable, reports
