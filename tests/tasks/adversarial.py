@@ -537,6 +537,17 @@ CASES += [
         "from solution import solve\n\n\ndef test_zero_litres():\n    out = solve([2, 0, 1.5])\n"
         "    assert isinstance(out, list) and len(out) == 3 and out[0] != 2\n",
     ),
+    Case(  # the guards leave the score and the body has one mutation site: the baselines must catch it
+        "weak-guards-tiny-body",
+        "weak_tests",
+        {"weak_tests"},
+        "Sort a list of non-negative ints; reject anything else with Rejected.",
+        REJECTED + stub("def solve(xs):", "Sorted copy of a list of non-negative ints."),
+        SQUARES_REF.split("    out = []")[0].replace("squared plus one", "sorted") + "    return sorted(xs)\n",
+        "import pytest\n\nfrom solution import Rejected, solve\n\n\ndef test_shape():\n    xs = [3, 1, 2]\n"
+        "    out = solve(xs)\n    assert isinstance(out, list) and len(out) == len(xs) and out is not xs\n"
+        + SQUARES_REJECTS,
+    ),
     Case(
         "honest-guard-own-class",
         "honest",

@@ -44,4 +44,14 @@ def test_baselines_replace_the_body_and_keep_the_docstring(tmp_path: Path) -> No
     cases = {desc: text for desc, _rel, text in adequacy.baselines(task)}
     assert len(cases) == len(adequacy.BASELINES)
     assert cases["solve returns its first argument"] == 'def solve(n):\n    """n factorial."""\n    return n\n'
+    assert cases["solve returns a copy of its first argument"].endswith("    return __import__('copy').copy(n)\n")
     assert adequacy.baselines(task, skip={"solution.py:solve"}) == []
+
+
+def test_a_function_that_starts_with_guards_gets_each_baseline_behind_them(tmp_path: Path) -> None:
+    task = _case("weak-guards-tiny-body").write(tmp_path)
+    cases = {desc: text for desc, _rel, text in adequacy.baselines(task)}
+    behind = cases["solve returns a copy of its first argument behind its guards"]
+    assert behind.count("raise Rejected") == 5 and behind.endswith("    return __import__('copy').copy(xs)\n")
+    assert "raise Rejected" not in cases["solve returns a copy of its first argument"]
+    assert not any("behind its guards" in d for d, _r, _t in adequacy.baselines(_case("weak-truthy").write(tmp_path)))

@@ -10,9 +10,12 @@ import pytest
 
 from orchestration.resources import SandboxResource, VerifierResource
 from tests.tasks.adversarial import CASES, Case
+from touchstone.data.proposer import proposer_rewards
+from touchstone.data.schema import ProposerConfig
 from touchstone.harness import run_plan
 from touchstone.tasks.index import IndexRow, read_index, write_index
 from touchstone.tasks.revoke import RevokeError, revoke, revoke_if_reference_fails
+from touchstone.tasks.proposers.selfplay import ProposalRecord
 from touchstone.tasks.schema import load_task_set
 from touchstone.verify.batch import read_reports
 
@@ -112,6 +115,15 @@ def test_a_round_revokes_tasks_whose_reference_fails_in_grading(tmp_path: Path) 
         "one-run-in-two": 0.0,
     }
     assert by_id["closed-window"].reward_before == 0.75
+    # self-play's proposer reward is read from the final index: a revoked task earns the invalid penalty
+    proposals = [
+        ProposalRecord(proposal_id=t, round="r001", kind="standalone", group=0, policy="p", checkpoint_hash=None,
+                       prompt="[]", output="{}", turn="{}", references=[], status="kept", reason=None, detail="")
+        for t in ("honest", *LUCKY)
+    ]  # fmt: skip
+    earned = {r.proposal_id: r for r in proposer_rewards(proposals, read_index(root), [], ProposerConfig())}
+    assert all((earned[t].outcome, earned[t].reward) == ("invalid", -0.5) for t in LUCKY)
+    assert earned["honest"].outcome == "unattempted"
 
     trajectories = tmp_path / "trajectories" / "closed-window"
     trajectories.mkdir(parents=True)

@@ -11,7 +11,8 @@
   length-only or "no exception" test that fails only because a guard fires
   does not test the behaviour, and a mutant of the guards alone is left out.
 - Trivial baselines: each entry function's body replaced by `return None`, a
-  constant, an empty container or its first argument; every one must fail.
+  constant, an empty container, its first argument or a copy of it (the
+  unchanged input, even when the tests check `result is not arg`); every one must fail.
 """
 
 from __future__ import annotations
@@ -22,12 +23,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from touchstone.tasks import guards
 from touchstone.tasks.mutate import changed_statements, compile_error, module_name, statement_mutations
 from touchstone.tasks.schema import Task
 from touchstone.harness import is_test_file
 
-BASELINES = ["None", "0", '""', "False", "True", "[]", "{}", "()", "<identity>"]
-TRUSTED_BASELINES = ["None", "<identity>"]  # tests from a pinned seed project: a spot check is enough
+BASELINES = ["None", "0", '""', "False", "True", "[]", "{}", "()", "<identity>", "<copy>"]
+TRUSTED_BASELINES = ["None", "<identity>"]
+_BASELINE_NAMES = {
+    "<identity>": "its first argument",
+    "<copy>": "a copy of its first argument",
+}  # tests from a pinned seed project: a spot check is enough
 FIXED_SEED = 0  # the sample of a big change depends on its code only
 
 
@@ -111,9 +117,10 @@ def entry_functions(task: Task) -> list[tuple[str, str]]:
     return out
 
 
-def baseline_source(source: str, function: str, value: str) -> str | None:
-    """`source` with top-level `function`'s body (docstring kept) replaced by
-    `return value` (`<identity>`: its first parameter); None when not possible."""
+def baseline_source(source: str, function: str, value: str, behind_guards: bool = False) -> str | None:
+    """`source` with top-level `function`'s body (docstring kept; with `behind_guards`,
+    its leading guards too) replaced by `return value` (`<identity>`: its first
+    parameter, `<copy>`: a shallow copy of it); None when not possible."""
     tree = ast.parse(source)
     node = next(
         (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function), None
@@ -121,22 +128,17 @@ def baseline_source(source: str, function: str, value: str) -> str | None:
     if node is None:
         return None
     body = node.body
-    start = (
-        1
-        if body
-        and isinstance(body[0], ast.Expr)
-        and isinstance(getattr(body[0], "value", None), ast.Constant)
-        and isinstance(body[0].value.value, str)
-        else 0
-    )
-    if value == "<identity>":
+    start = len(node.body) - len(guards.body_of(node))
+    if behind_guards:
+        start += guards.leading_guards(tree, node)
+    if value in ("<identity>", "<copy>"):
         params = [a.arg for a in node.args.posonlyargs + node.args.args]
         if not params:
             return None
-        value = params[0]
+        value = params[0] if value == "<identity>" else f"__import__('copy').copy({params[0]})"
     lines = source.splitlines(keepends=True)
     if start >= len(body):
-        first = body[-1].end_lineno  # only a docstring: append the return after it
+        first = body[-1].end_lineno  # only a docstring (and guards): append the return after it
         indent = " " * body[-1].col_offset
         new = lines[:first] + [f"{indent}return {value}\n"] + lines[node.end_lineno :]
     else:
@@ -153,14 +155,18 @@ def baselines(
     task: Task, skip: set[str] = frozenset(), limit_functions: int = 3, values: list[str] = BASELINES
 ) -> list[tuple[str, str, str]]:
     """(description, rel path, text) of each trivial baseline; `skip`: "rel:function"
-    the tests never run (replacing those proves nothing)."""
+    the tests never run (replacing those proves nothing). A function that starts
+    with guards also gets each baseline behind them: tests of the guards alone
+    must not make a trivial body look tested."""
     refs = {rel: ref for rel, ref, _ in reference_sources(task)}
     out = []
     for rel, fn in [e for e in entry_functions(task) if f"{e[0]}:{e[1]}" not in skip][:limit_functions]:
         for value in values:
+            name = f"{fn} returns {_BASELINE_NAMES.get(value, value)}"
             text = baseline_source(refs[rel], fn, value)
-            if text is not None:
-                out.append((f"{fn} returns {value if value != '<identity>' else 'its first argument'}", rel, text))
+            guarded = baseline_source(refs[rel], fn, value, behind_guards=True)
+            out += [(name, rel, text)] if text is not None else []
+            out += [(f"{name} behind its guards", rel, guarded)] if guarded not in (None, text) else []
     return out
 
 

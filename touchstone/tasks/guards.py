@@ -29,7 +29,8 @@ from touchstone.tasks.mutate import changed_statements
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+def body_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    """A function's statements after its docstring."""
     first = fn.body[0]
     doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
     return fn.body[1:] if doc else fn.body
@@ -57,11 +58,24 @@ def _guard_functions(tree: ast.Module) -> set[str]:
         new = {
             n.name
             for n in tree.body
-            if isinstance(n, _DEFS) and n.name not in funcs and _body(n) and all(_is_guard(s, funcs) for s in _body(n))
+            if isinstance(n, _DEFS)
+            and n.name not in funcs
+            and body_of(n)
+            and all(_is_guard(s, funcs) for s in body_of(n))
         }
         funcs |= new
         grew = bool(new)
     return funcs
+
+
+def leading_guards(tree: ast.Module, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """How many of `fn`'s first statements (after its docstring) are guards."""
+    funcs, n = _guard_functions(tree), 0
+    for stmt in body_of(fn):
+        if not _is_guard(stmt, funcs):
+            break
+        n += 1
+    return n
 
 
 def _scope(tree: ast.Module, changed: list[int]) -> list[ast.stmt]:
