@@ -338,14 +338,23 @@ def containers(stack: Stack, all_: bool = True) -> list:
     return _client().containers.list(all=all_, filters={"label": f"{LABEL}={stack.name}"})
 
 
-def prune_run(stack: Stack, run_id: str) -> int:
-    """Remove the exited containers of a finished run (its run worker and steps; the
-    step's command line names the run), so rounds do not pile up containers."""
+def prune_run(stack: Stack, run_id: str, timeout_s: float = 120) -> int:
+    """Remove the containers of a finished run (its run worker and steps; the step's
+    command line names the run), so rounds do not pile up containers. The run
+    worker is still exiting when the run is already marked finished: wait for each
+    to exit (up to `timeout_s`) instead of skipping it, which left one behind per run."""
+    import requests
+
     removed = 0
     for container in containers(stack):
-        if container.status == "exited" and _run_of(container) == run_id:
-            container.remove(force=True)
-            removed += 1
+        if _run_of(container) != run_id:
+            continue
+        try:
+            container.wait(timeout=timeout_s)
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            pass  # still running after the run finished: removed by force
+        container.remove(force=True)
+        removed += 1
     return removed
 
 
