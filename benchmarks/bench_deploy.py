@@ -6,15 +6,18 @@ Both run the shared sources then round r000 with the tests' tiny settings
 (tests/assets/conftest.py). Per mode: the round's wall time (submission to
 finish), the time its steps spent computing (STEP_START -> STEP_SUCCESS, summed),
 Dagster's overhead per step (the rest of the wall time, divided by the steps:
-run and step launch, code loading, event writes) and peak memory (in-process:
-the process's peak RSS; Docker: the largest single container and the largest
-sum over the deployment's containers at one time, from their cgroups)."""
+run and step launch, code loading, event writes) and peak memory, sampled every
+half second during the round: `peak_one_mb` is the largest single unit (in-process:
+one process of the round's tree, the run's own or a trainer's; Docker: one
+container, from its cgroup, less inactive file cache as `docker stats` counts it)
+and `peak_total_mb` the largest sum at one time (in-process: the run's process
+and all its descendants, sandboxes and trainer included; Docker: every container
+of the deployment, services, runs, steps and sandboxes)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -68,7 +71,8 @@ def in_process_child(home: Path) -> None:
     instance = dg.DagsterInstance.get()
     assert ensure_sources(instance, resources=tiny_resources(home), run_config=TINY_CONFIG).success
     started = time.monotonic()
-    result = run_round(instance, "r000", resources=tiny_resources(home), run_config=TINY_CONFIG)
+    with _Peaks(_process_tree_bytes) as peaks:
+        result = run_round(instance, "r000", resources=tiny_resources(home), run_config=TINY_CONFIG)
     wall = time.monotonic() - started
     assert result.success, "the in-process round failed"
     print(
@@ -76,7 +80,8 @@ def in_process_child(home: Path) -> None:
             {
                 "wall": wall,
                 "timing": _timings(instance, result.run_id),
-                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "peak_one": peaks.one,
+                "peak_total": peaks.total,
             }
         )
     )
@@ -95,15 +100,21 @@ def in_process() -> dict:
         raise RuntimeError(f"in-process round failed:\n{done.stderr[-3000:]}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
     return _row(
-        "in_process", out["wall"], out["timing"], peak_container_mb="", peak_total_mb=round(out["peak_rss_mb"]), up_s=""
+        "in_process",
+        out["wall"],
+        out["timing"],
+        peak_one_mb=round(out["peak_one"] / 2**20),
+        peak_total_mb=round(out["peak_total"] / 2**20),
+        up_s="",
     )
 
 
-class _CgroupPeaks:
-    """Polls the memory cgroups of the deployment's containers (cgroup v1 or v2)."""
+class _Peaks:
+    """Samples `measure()` (the memory of each unit, a list of bytes) every half
+    second in a thread: the largest unit and the largest sum seen."""
 
-    def __init__(self, label: str):
-        self.label, self.peak_one, self.peak_total = label, 0, 0
+    def __init__(self, measure):
+        self.measure, self.one, self.total = measure, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -116,34 +127,51 @@ class _CgroupPeaks:
         self._thread.join()
 
     def _run(self) -> None:
-        import docker
-
-        client = docker.from_env()
         while not self._stop.wait(0.5):
-            total = 0
-            for c in client.api.containers(filters={"label": self.label}):
-                usage = _memory_bytes(c["Id"])
-                self.peak_one = max(self.peak_one, usage)
-                total += usage
-            self.peak_total = max(self.peak_total, total)
+            sizes = self.measure()
+            self.one, self.total = max(self.one, *sizes, 0), max(self.total, sum(sizes))
 
 
-def _memory_bytes(container_id: str) -> int:
-    for path in (
-        f"/sys/fs/cgroup/memory/docker/{container_id}/memory.usage_in_bytes",
-        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.current",
+def _process_tree_bytes() -> list[int]:
+    """RSS of this process and of each of its descendants (sandboxes, trainer)."""
+    import psutil
+
+    me = psutil.Process()
+    sizes = []
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            sizes.append(proc.memory_info().rss)
+        except psutil.Error:  # ended between listing and reading
+            continue
+    return sizes
+
+
+def _container_bytes(label: str):
+    import docker
+
+    client = docker.from_env()
+    return lambda: [_cgroup_bytes(c["Id"]) for c in client.api.containers(filters={"label": label})]
+
+
+def _cgroup_bytes(container_id: str) -> int:
+    """A container's memory as `docker stats` counts it: usage less inactive file cache (cgroup v1 or v2)."""
+    for base, usage, inactive in (
+        (f"/sys/fs/cgroup/memory/docker/{container_id}", "memory.usage_in_bytes", "total_inactive_file"),
+        (f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope", "memory.current", "inactive_file"),
     ):
         try:
-            return int(Path(path).read_text())
+            used = int(Path(base, usage).read_text())
+            stat = dict(line.split() for line in Path(base, "memory.stat").read_text().splitlines())
         except OSError:
             continue
+        return max(used - int(stat.get(inactive, 0)), 0)
     return 0
 
 
 def docker_deployment() -> dict:
     from orchestration.deploy.runs import run_rounds
     from orchestration.deploy.stack import LABEL, Stack, down, host_instance, up
-    from tests.orchestration.test_docker_deploy import tiny_run_config
+    from tests.assets.conftest import tiny_run_config
     from tests.serving import free_port
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -156,7 +184,7 @@ def docker_deployment() -> dict:
             up_s = time.monotonic() - up_started
             (sources,) = run_rounds(stack, 0, tiny_run_config(), log=lambda m: print(m, file=sys.stderr))
             assert sources.success, sources.failures
-            with _CgroupPeaks(f"{LABEL}={stack.name}") as peaks:
+            with _Peaks(_container_bytes(f"{LABEL}={stack.name}")) as peaks:
                 (outcome,) = run_rounds(stack, 1, tiny_run_config(), log=lambda m: print(m, file=sys.stderr))
             assert outcome.success, outcome.failures
             with host_instance(stack) as instance:
@@ -167,8 +195,8 @@ def docker_deployment() -> dict:
         "docker",
         outcome.wall_s,
         timing,
-        peak_container_mb=round(peaks.peak_one / 2**20),
-        peak_total_mb=round(peaks.peak_total / 2**20),
+        peak_one_mb=round(peaks.one / 2**20),
+        peak_total_mb=round(peaks.total / 2**20),
         up_s=round(up_s, 1),
     )
 

@@ -102,11 +102,19 @@ def describe_failures(result: dg.ExecuteInProcessResult) -> list[str]:
         if not e.passed
     ]
     steps = [
-        f"step {e.step_key}: {e.step_failure_data.error.message.strip()[:500]}"
+        f"step {e.step_key}: {innermost(e.step_failure_data.error).message.strip()[:500]}"
         for e in result.all_events
         if e.is_step_failure and e.step_failure_data.error is not None
     ]
     return checks + steps
+
+
+def innermost(error):
+    """The error that started it: a failed step's own message is Dagster's wrapper
+    ("Error occurred while executing op ..."), which names no cause."""
+    while error.cause is not None:
+        error = error.cause
+    return error
 
 
 class _ProgressWatcher:

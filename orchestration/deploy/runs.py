@@ -20,7 +20,7 @@ from orchestration.deploy.stack import (
 )
 from orchestration.lineage import latest_metadata, unfinished_round
 from orchestration.partitions import register_round
-from orchestration.runner import QUIET, ROUND_STAGES, SOURCE_STAGES, _run_config_for
+from orchestration.runner import QUIET, ROUND_STAGES, SOURCE_STAGES, _run_config_for, innermost
 
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
@@ -99,7 +99,7 @@ def _failures(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     for record in instance.all_logs(run_id, of_type=kinds):
         event = record.dagster_event
         error = getattr(event.event_specific_data, "error", None)
-        message = error.message.strip()[:800] if error else (event.message or "")
+        message = innermost(error).message.strip()[:800] if error else (event.message or "")
         lines.append(f"{event.step_key or 'run'}: {message}")
     return lines
 

@@ -48,6 +48,14 @@ def tiny_resources(home: Path, **overrides) -> dict:
     }
 
 
+def tiny_run_config(**resources: dict) -> dict:
+    """The tiny settings as run config (`touchstone round run -c`, a deployment): the data
+    root is the runner's. `resources`: resource name -> config merged over the tiny one."""
+    tiny = {k: r.model_dump(exclude_unset=True) for k, r in tiny_resources(home=None).items() if k != "storage"}
+    names = tiny.keys() | resources.keys()
+    return {**TINY_CONFIG, "resources": {k: {"config": {**tiny.get(k, {}), **resources.get(k, {})}} for k in names}}
+
+
 @contextlib.contextmanager
 def fresh_instance(base: Path, run_config: dict = TINY_CONFIG) -> Iterator[tuple[dg.DagsterInstance, Path, dict]]:
     """A fresh TOUCHSTONE_HOME and DAGSTER_HOME below `base` (set in the environment

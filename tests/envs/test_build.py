@@ -170,3 +170,35 @@ def test_a_built_environment_holds_only_its_tree_and_manifest(tmp_path):
     built = build_env(EnvSpec(setup=["pip install --no-deps -e ."]), tmp_path)
     assert sorted(p.name for p in built.dir.iterdir()) == ["env.json", "tree"]
     assert "tiny==1" in built.manifest.packages and "tiny" not in built.manifest.top_level  # the workspace's own
+
+
+@pytest.mark.docker
+def test_without_bubblewrap_the_build_runs_in_a_container_and_gives_the_same_environment(
+    attrs_env, tmp_path, monkeypatch, require_docker
+):
+    """A step container of the Docker deployment has no bubblewrap and no root
+    filesystem, only the Docker socket: the same spec builds there in a container of
+    the sandbox image, to the same digest, packages and files, and runs the same."""
+    from touchstone.envs import build
+    from tests.envs.conftest import ATTRS
+
+    monkeypatch.setattr(build, "bwrap_available", lambda: False)
+    monkeypatch.setenv("TOUCHSTONE_CACHE", str(tmp_path / "cache"))  # nothing cached, no rootfs
+    built = build_env(ATTRS)
+    assert not built.reused and built.digest == attrs_env.digest and str(tmp_path) in str(built.dir)
+    assert built.manifest.packages == attrs_env.manifest.packages
+    assert built.manifest.top_level == attrs_env.manifest.top_level
+
+    def files(env) -> set[str]:
+        tree = env.dir / build.TREE
+        return {str(p.relative_to(tree)) for p in tree.rglob("*") if "__pycache__" not in p.parts}
+
+    assert files(built) == files(attrs_env)
+    assert not list((tmp_path / "cache").glob("rootfs*"))
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "test_a.py").write_text(
+        "import attrs\ndef test_v():\n    assert attrs.__version__ == '23.2.0'\n"
+    )
+    with open_sandbox(tmp_path / "ws", backend="docker", environment=built.sandbox_environment()) as sb:
+        r = sb.exec("python3 -m pytest -q -p no:cacheprovider test_a.py")
+    assert r.exit_code == 0, r.stdout + r.stderr

@@ -1,68 +1,82 @@
-"""The Docker deployment, for real: `up` builds the images here and starts
-PostgreSQL, the code location, the daemon and the webserver; one tiny round is
-submitted through the webserver, queued, launched by the DockerRunLauncher, its
-steps run in containers (docker_executor) that start their sandboxes as sibling
-containers; the round gives the same assets, checks and lineage as an
-in-process round (tests/assets/test_rounds.py); `down` leaves no container."""
+"""The Docker deployment, for real, driven by `touchstone deploy up|run|status|down`:
+`up` builds the images here and starts PostgreSQL, the code location, the daemon
+and the webserver; `run` submits one tiny round through the webserver, queued,
+launched by the DockerRunLauncher, its steps run in containers (docker_executor)
+that start their sandboxes as sibling containers; the round gives the same
+assets, checks and lineage as an in-process round (tests/assets/test_rounds.py);
+`down` leaves no container and no network."""
+
+import re
+import types
 
 import dagster as dg
 import duckdb
 import polars as pl
 import pytest
+import yaml
+from click.testing import CliRunner
 
-from orchestration.deploy.runs import run_rounds
-from orchestration.deploy.stack import LABEL, Stack, containers, down, host_instance, up
+from cli import main
+from orchestration.deploy.stack import LABEL, Stack, containers, host_instance
 from orchestration.lineage import latest_metadata
 from orchestration.runner import ROUND_STAGES, SOURCE_STAGES
 from orchestration.storage import RoundStore
-from tests.assets.conftest import TINY_CONFIG, tiny_resources
+from tests.assets.conftest import tiny_run_config
 from tests.serving import free_port
 
-# The first test also pays for `up` (images built on a fresh machine) and the round.
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(3600)]
+# The first test also pays for `up` (images built on a fresh machine: 20 min at load 15 here) and the round.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(5400)]
 
 CHECKS = {"canaries_caught", "only_accepted_trajectories", "no_heldout_tasks", "schema_and_rows"}
+# `deploy run` prints one line per run: JOB PARTITION STATUS WALLs run=ID
+RUN_LINE = re.compile(r"^(?P<job>\w+) (?P<partition>\S+) (?P<status>[A-Z_]+) \d+s run=(?P<run_id>\S+)$", re.M)
 
 
-def tiny_run_config() -> dict:
-    """The in-process tests' tiny settings as run config (the data root is the deployment's)."""
-    resources = {
-        k: {"config": r.model_dump(exclude_unset=True)} for k, r in tiny_resources(home=None).items() if k != "storage"
-    }
-    return {**TINY_CONFIG, "resources": resources}
+def deploy(*args: str) -> str:
+    """`touchstone deploy ARGS` as typed; its stdout, or a failure with everything it printed."""
+    result = CliRunner().invoke(main, ["deploy", *args])
+    assert result.exit_code == 0, (
+        f"deploy {args[0]} exited {result.exit_code}:\n{result.output[-6000:]}{result.exception!r}"
+    )
+    return result.stdout
 
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
-    stack = Stack(
-        root=tmp_path_factory.mktemp("deploy"),
-        name=f"tstest-{free_port()}",
-        web_port=free_port(),
-        pg_port=free_port(),
-        sandbox_slots=2,
-    )
+    root = tmp_path_factory.mktemp("deploy")
+    config = root.parent / f"{root.name}-run.yaml"
+    config.write_text(yaml.safe_dump(tiny_run_config()))
+    name = f"tstest-{free_port()}"
+    ports = ["--web-port", str(free_port()), "--pg-port", str(free_port())]
     try:
-        up(stack)
-        outcomes = run_rounds(stack, 1, tiny_run_config(), timeout_s=3600)
+        deploy("up", "--root", str(root), "--name", name, *ports, "--sandbox-slots", "2")
+        printed = deploy("run", "--root", str(root), "--rounds", "1", "--config", str(config), "--timeout", "3600")
+        outcomes = [types.SimpleNamespace(**m.groupdict()) for m in RUN_LINE.finditer(printed)]
+        status = deploy("status", "--root", str(root))
+        stack = Stack.load(root)
         with host_instance(stack) as instance:
-            yield stack, outcomes, instance
+            yield stack, outcomes, instance, status
     finally:
-        removed = down(stack, volumes=True)
-        assert removed and not containers(stack)
-        import docker
+        stack = Stack.load(root) if (root / "deploy.json").is_file() else None
+        if stack is not None:
+            deploy("down", "--root", str(root), "--volumes")
+            assert not containers(stack)
+            import docker
 
-        client = docker.from_env()
-        assert not client.networks.list(filters={"label": f"{LABEL}={stack.name}"})
-        client.close()
+            client = docker.from_env()
+            assert not client.networks.list(filters={"label": f"{LABEL}={stack.name}"})
+            assert not client.volumes.list(filters={"name": stack.pg_volume})
+            client.close()
 
 
 def test_a_round_through_the_deployment_succeeds_with_every_check(deployment):
-    _, outcomes, instance = deployment
-    assert [(o.job, o.status) for o in outcomes] == [("sources", "SUCCESS"), ("round", "SUCCESS")], [
-        o.failures for o in outcomes
-    ]
+    _, outcomes, instance, status = deployment
+    assert [(o.job, o.status) for o in outcomes] == [("sources", "SUCCESS"), ("round", "SUCCESS")]
     (round_run,) = [o for o in outcomes if o.job == "round"]
-    assert round_run.partition == "r000" and not round_run.failed_checks
+    assert round_run.partition == "r000"
+    assert re.search(rf"run {round_run.run_id[:8]} round +r000 +SUCCESS", status), status
+    for service in ("postgres", "code", "daemon", "webserver"):
+        assert re.search(rf"-{service} +running", status), status
     for stage in ROUND_STAGES:
         assert latest_metadata(instance, dg.AssetKey(stage), "r000") is not None, stage
     for stage in SOURCE_STAGES:
@@ -71,11 +85,12 @@ def test_a_round_through_the_deployment_succeeds_with_every_check(deployment):
         e.dagster_event.event_specific_data.check_name: e.dagster_event.event_specific_data.passed
         for e in instance.all_logs(round_run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
     }
+    assert checks.pop("promotion_gate"), "the first evaluated round has nothing to lose to"
     assert checks == dict.fromkeys(CHECKS, True)
 
 
 def test_runs_and_steps_ran_in_containers_and_sandboxes_next_to_them(deployment):
-    stack, outcomes, instance = deployment
+    stack, outcomes, instance, _ = deployment
     for outcome in outcomes:
         run = instance.get_run_by_id(outcome.run_id)
         assert run.tags.get("docker/container_id"), "the run was not launched in a container"
@@ -96,7 +111,7 @@ def test_runs_and_steps_ran_in_containers_and_sandboxes_next_to_them(deployment)
 
 
 def test_lineage_and_data_match_an_in_process_round(deployment):
-    stack, _, instance = deployment
+    stack, _, instance, _ = deployment
     base = latest_metadata(instance, dg.AssetKey("base_model"))[0]
     rollout = latest_metadata(instance, dg.AssetKey("raw_trajectories"), "r000")[0]
     checkpoint = latest_metadata(instance, dg.AssetKey("checkpoint"), "r000")[0]

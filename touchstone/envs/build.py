@@ -15,6 +15,7 @@ written last, so a killed build never leaves a half-built environment."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -29,6 +30,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from touchstone import paths
+from touchstone.envs import docker_build
 from touchstone.envs.spec import EnvError, EnvSpec, digest
 from touchstone.sandbox import Environment
 from touchstone.sandbox.image import build_lock, content_hash, ensure_rootfs
@@ -100,12 +102,15 @@ def build_env(spec: EnvSpec, workspace: Path | None = None, *, timeout: float = 
             return found
         for stale in final.parent.glob(f"{final.name}.building-*"):  # a killed build's (we hold the lock)
             shutil.rmtree(stale, ignore_errors=True)
-        rootfs = ensure_rootfs(progress=False)
+        rootfs = ensure_rootfs(progress=False) if bwrap_available() else None
         started = time.monotonic()
         tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}.building-", dir=final.parent))
         try:
             tree = tmp / TREE
-            shutil.copytree(rootfs / "usr/local", tree, symlinks=True)
+            if rootfs is None:
+                docker_build.copy_base_tree(tree)
+            else:
+                shutil.copytree(rootfs / "usr/local", tree, symlinks=True)
             _run_build(spec, rootfs, tree, tmp, workspace, timeout)
             manifest = EnvManifest(
                 digest=env_digest, spec=spec, base_image="sha256:" + content_hash(),
@@ -123,8 +128,17 @@ def build_env(spec: EnvSpec, workspace: Path | None = None, *, timeout: float = 
     return BuiltEnv(manifest=manifest, dir=final)
 
 
-def _run_build(spec: EnvSpec, rootfs: Path, tree: Path, tmp: Path, workspace: Path | None, timeout: float) -> None:
-    """pip install the requirements, then each setup command, in the build sandbox."""
+def bwrap_available() -> bool:
+    """False in a step container of the Docker deployment (no bubblewrap, but the
+    Docker socket): environments are then built in a container (docker_build)."""
+    return shutil.which("bwrap") is not None
+
+
+def _run_build(
+    spec: EnvSpec, rootfs: Path | None, tree: Path, tmp: Path, workspace: Path | None, timeout: float
+) -> None:
+    """pip install the requirements, then each setup command, in the build sandbox
+    (bwrap over `rootfs`; None: a container, touchstone/envs/docker_build.py)."""
     steps: list[tuple[str, str]] = []
     if spec.requirements:
         steps.append(("requirements", f"python3 -m pip install {_PIP_FLAGS} -- {shlex.join(spec.requirements)}"))
@@ -137,16 +151,22 @@ def _run_build(spec: EnvSpec, rootfs: Path, tree: Path, tmp: Path, workspace: Pa
     else:
         ws.mkdir()
     try:
-        argv, env = _build_sandbox(rootfs, tree, ws, tmp)
+        if rootfs is None:
+            run = docker_build.step_runner(tree, ws, tmp)
+        else:
+            argv, env = _build_sandbox(rootfs, tree, ws, tmp)
+            run = functools.partial(_run_step, argv, env)
         for what, command in steps:
-            _run_step(argv, env, what, command, tmp / "build.log", timeout)
+            rc = run(what, command, tmp / "build.log", timeout)
+            if rc != 0:
+                raise EnvError(_failure(what, rc, (tmp / "build.log").read_text(errors="replace")))
     finally:  # only tree/ is the environment; the workspace copy and pip's helper are scratch
-        for scratch in ("workspace", "helper", "build.log"):
+        for scratch in ("workspace", "helper", "build.log", "pylib", "ca.pem"):
             path = tmp / scratch
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
 
-def _run_step(argv: list[str], env: dict[str, str], what: str, command: str, log: Path, timeout: float) -> None:
+def _run_step(argv: list[str], env: dict[str, str], what: str, command: str, log: Path, timeout: float) -> int:
     with open(log, "wb") as out:
         try:
             rc = subprocess.run(
@@ -159,15 +179,21 @@ def _run_step(argv: list[str], env: dict[str, str], what: str, command: str, log
             ).returncode
         except subprocess.TimeoutExpired:
             raise EnvError(f"environment build: {what} did not finish in {timeout:g} s") from None
-    if rc != 0:
-        raise EnvError(_failure(what, rc, log.read_text(errors="replace")))
+    return rc
 
 
-def _build_sandbox(rootfs: Path, tree: Path, ws: Path, tmp: Path) -> tuple[list[str], dict[str, str]]:
-    """bwrap argv prefix and environment of the build sandbox (network on)."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise EnvError("building an environment needs bubblewrap: apt-get install -y bubblewrap")
+class BuildInputs(BaseModel):
+    """What a build sandbox mounts besides the root filesystem, tree and workspace,
+    and its environment variables (the same for bwrap and for Docker)."""
+
+    helper: Path  # bin/pip -> python3 -m pip, at /mnt/build
+    pip: Path  # the harness's pip package, at /mnt/pylib/pip
+    pip_cache: Path  # at /mnt/pip-cache
+    ca: Path | None  # a CA bundle for pip, at /mnt/ca.pem
+    env: dict[str, str]
+
+
+def build_inputs(tmp: Path) -> BuildInputs:
     pip_spec = importlib.util.find_spec("pip")
     if pip_spec is None or not pip_spec.submodule_search_locations:
         raise EnvError("building an environment needs pip in the harness's Python (it runs pip in the build sandbox)")
@@ -177,17 +203,6 @@ def _build_sandbox(rootfs: Path, tree: Path, ws: Path, tmp: Path) -> tuple[list[
     (helper / "bin" / "pip").chmod(0o755)
     pip_cache = paths.cache() / "pip-cache"
     pip_cache.mkdir(parents=True, exist_ok=True)
-    argv = [
-        bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-        "--new-session", "--uid", "1000", "--gid", "1000", "--hostname", "envbuild",
-        "--ro-bind", str(rootfs), "/", "--proc", "/proc", "--dev", "/dev",
-        "--tmpfs", "/tmp", "--tmpfs", "/home/agent", "--bind", str(tree), "/usr/local",
-        "--bind", str(ws), "/workspace", "--tmpfs", "/mnt",
-        "--ro-bind", str(helper), "/mnt/build", "--ro-bind", list(pip_spec.submodule_search_locations)[0], "/mnt/pylib/pip",
-        "--bind", str(pip_cache), "/mnt/pip-cache", "--chdir", "/workspace", "--clearenv",
-    ]  # fmt: skip
-    if Path("/etc/resolv.conf").is_file():
-        argv += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
     env_vars = {
         "PATH": "/mnt/build/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/home/agent", "LANG": "C.UTF-8",
         "PYTHONPATH": "/mnt/pylib", "PIP_CACHE_DIR": "/mnt/pip-cache", "PIP_BREAK_SYSTEM_PACKAGES": "1",
@@ -196,11 +211,33 @@ def _build_sandbox(rootfs: Path, tree: Path, ws: Path, tmp: Path) -> tuple[list[
     }  # fmt: skip
     ca = next((os.environ[v] for v in _CA_VARS if os.environ.get(v) and Path(os.environ[v]).is_file()), None)
     if ca:
-        argv += ["--ro-bind", ca, "/mnt/ca.pem"]
         env_vars["PIP_CERT"] = "/mnt/ca.pem"
     # proxies and an http(s) index reach the build sandbox; a file:// index of the host does not exist there
     env_vars |= {v: os.environ[v] for v in _PASS_VARS if os.environ.get(v) and not os.environ[v].startswith("file:")}
-    for key, value in env_vars.items():
+    pip = Path(list(pip_spec.submodule_search_locations)[0])
+    return BuildInputs(helper=helper, pip=pip, pip_cache=pip_cache, ca=Path(ca) if ca else None, env=env_vars)
+
+
+def _build_sandbox(rootfs: Path, tree: Path, ws: Path, tmp: Path) -> tuple[list[str], dict[str, str]]:
+    """bwrap argv prefix and environment of the build sandbox (network on)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise EnvError("building an environment needs bubblewrap: apt-get install -y bubblewrap")
+    inputs = build_inputs(tmp)
+    argv = [
+        bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+        "--new-session", "--uid", "1000", "--gid", "1000", "--hostname", "envbuild",
+        "--ro-bind", str(rootfs), "/", "--proc", "/proc", "--dev", "/dev",
+        "--tmpfs", "/tmp", "--tmpfs", "/home/agent", "--bind", str(tree), "/usr/local",
+        "--bind", str(ws), "/workspace", "--tmpfs", "/mnt",
+        "--ro-bind", str(inputs.helper), "/mnt/build", "--ro-bind", str(inputs.pip), "/mnt/pylib/pip",
+        "--bind", str(inputs.pip_cache), "/mnt/pip-cache", "--chdir", "/workspace", "--clearenv",
+    ]  # fmt: skip
+    if Path("/etc/resolv.conf").is_file():
+        argv += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
+    if inputs.ca:
+        argv += ["--ro-bind", str(inputs.ca), "/mnt/ca.pem"]
+    for key, value in inputs.env.items():
         argv += ["--setenv", key, value]
     return [*argv, "--"], {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 
