@@ -32,6 +32,7 @@ from typing import Iterator
 
 from touchstone.harness.testfiles import TEST_MODULE_PATTERNS
 from touchstone.sandbox.environment import Environment
+from touchstone import pyast
 
 RESULTS_FILE = "results.jsonl"
 FAKETIME_LIB = "libfaketime.so.1"
@@ -88,7 +89,7 @@ def test_functions(path: str, source: str) -> list[str]:
     them. Parametrized ids extend these with `[...]`. Trusted because the file
     is the task's, not the agent's."""
     try:
-        tree = ast.parse(source, filename=path)
+        tree = pyast.parse(source, filename=path)
     except SyntaxError:
         return []  # nothing trusted to expect; `evaluate` fails an empty requirement
     return _collect(tree.body, path)

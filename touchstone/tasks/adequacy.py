@@ -27,6 +27,7 @@ from touchstone.tasks import guards
 from touchstone.tasks.mutate import changed_statements, compile_error, module_name, statement_mutations
 from touchstone.tasks.schema import Task
 from touchstone.harness import is_test_file
+from touchstone import pyast
 
 BASELINES = ["None", "0", '""', "False", "True", "[]", "{}", "()", "<identity>", "<copy>"]
 TRUSTED_BASELINES = ["None", "<identity>"]
@@ -62,7 +63,7 @@ def changed_top_level(task: Task) -> Iterator[tuple[str, str, str | None, ast.Mo
     changed top-level statements) of every reference .py file that parses."""
     for rel, ref_text, ws_text in reference_sources(task):
         try:
-            yield rel, ref_text, ws_text, ast.parse(ref_text), changed_statements(ref_text, ws_text)
+            yield rel, ref_text, ws_text, pyast.parse(ref_text), changed_statements(ref_text, ws_text)
         except SyntaxError:
             continue
 
@@ -121,7 +122,7 @@ def baseline_source(source: str, function: str, value: str, behind_guards: bool 
     """`source` with top-level `function`'s body (docstring kept; with `behind_guards`,
     its leading guards too) replaced by `return value` (`<identity>`: its first
     parameter, `<copy>`: a shallow copy of it); None when not possible."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     node = next(
         (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function), None
     )

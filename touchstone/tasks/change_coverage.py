@@ -27,6 +27,7 @@ from touchstone.tasks.adequacy import reference_sources
 from touchstone.tasks.environment import task_environment
 from touchstone.tasks.guards import guard_lines
 from touchstone.tasks.schema import Task
+from touchstone import pyast
 
 
 @dataclass
@@ -77,7 +78,7 @@ def measure(task: Task, backend: str, timeout: float) -> Coverage:
     cov = Coverage()
     for rel, ref, ws in sources:
         try:
-            stmts = _statement_lines(ast.parse(ref))
+            stmts = _statement_lines(pyast.parse(ref))
         except SyntaxError:
             continue
         ran = set(executed.get(rel, []))

@@ -40,6 +40,7 @@ from touchstone.tasks.similarity import (
     text_similarity,
     word_shingles,
 )
+from touchstone import pyast
 
 ENV_SETS = "TOUCHSTONE_CONTAMINATION_SETS"  # os.pathsep-separated task sets / JSONL files, always added
 CODE_MATCH = 0.6  # token 5-gram Jaccard of normalized code at or above which code is the same problem
@@ -106,11 +107,11 @@ def solution_code(task: Task) -> str:
 def changed_source(reference: str, workspace: str | None) -> str:
     """Source of the top-level statements of `reference` that `workspace` lacks."""
     try:
-        tree = ast.parse(reference)
+        tree = pyast.parse(reference)
     except SyntaxError:
         return reference
     try:
-        old = {ast.dump(s) for s in ast.parse(workspace).body} if workspace is not None else set()
+        old = {ast.dump(s) for s in pyast.parse(workspace).body} if workspace is not None else set()
     except SyntaxError:
         old = set()
     return "\n\n".join(ast.get_source_segment(reference, s) or "" for s in tree.body if ast.dump(s) not in old)

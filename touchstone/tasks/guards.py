@@ -25,6 +25,7 @@ import ast
 from functools import lru_cache
 
 from touchstone.tasks.mutate import changed_statements
+from touchstone import pyast
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -111,7 +112,7 @@ def _guards(tree: ast.Module, scope: list[ast.stmt]) -> list[ast.stmt]:
 def guard_lines(source: str, workspace: str | None) -> set[int]:
     """Line numbers of the guards of `source` (a reference file or a mutant of it)."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return set()
     stmts = _guards(tree, _scope(tree, changed_statements(source, workspace)))
@@ -145,7 +146,7 @@ def _dead_stores(fn: ast.AST) -> set[int]:
 def unguarded(source: str, workspace: str | None) -> str:
     """`source` without the guards of its guard scope, nor the assignments only they
     read (normalized through ast.unparse)."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     scope = _scope(tree, changed_statements(source, workspace))
     tree = _Replace({id(g) for g in _guards(tree, scope)}).visit(tree)
     for fn in (n for top in scope for n in ast.walk(top) if isinstance(n, _DEFS)):

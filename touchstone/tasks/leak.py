@@ -36,6 +36,7 @@ from pathlib import Path
 
 from touchstone.tasks.schema import Task
 from touchstone.tasks.similarity import normalized_dump, tokens
+from touchstone import pyast
 
 ARTIFACTS = [
     ".git",
@@ -212,7 +213,7 @@ def _inert_text(source: str) -> str:
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return source  # not Python after all: all of it is inert text
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError):
         return source
     for node in ast.walk(tree):
@@ -291,13 +292,13 @@ def changed_defs(reference: str, workspace: str | None) -> dict[str, str]:
 
 def _defs(source: str) -> dict[str, str]:
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return {}
     out: dict[str, str] = {}
     for n in ast.walk(tree):  # breadth first: a name's outermost definition wins
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name not in out:
-            out[n.name] = normalized_dump(ast.parse(ast.unparse(n)))
+            out[n.name] = normalized_dump(pyast.parse(ast.unparse(n)))
     return out
 
 
@@ -305,13 +306,13 @@ def _live_copies(source: str, funcs: dict[str, set[str]]) -> list[str]:
     if not funcs:
         return []
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return []
     found = []
     for n in ast.walk(tree):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in funcs:
-            if normalized_dump(ast.parse(ast.unparse(n))) in funcs[n.name]:
+            if normalized_dump(pyast.parse(ast.unparse(n))) in funcs[n.name]:
                 found.append(f"defines {n.name} (line {n.lineno}) exactly as the reference does")
     return found
 
@@ -333,7 +334,7 @@ def flag_probes(source: str) -> list[tuple[str, str]]:
     """(description, text) of `source` with its module-level flags flipped: all
     at once, then each alone. A flag is a top-level `NAME = True/False/0/1/None`."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return []
     flags = [
@@ -371,7 +372,7 @@ def definers(modules: dict[str, str], function: str, exclude: str) -> list[str]:
         if rel == exclude:
             continue
         try:
-            tree = ast.parse(text)
+            tree = pyast.parse(text)
         except SyntaxError:
             continue
         if any(

@@ -15,6 +15,7 @@ import copy
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from touchstone import pyast
 
 # -- the edit an operator proposes ----------------------------------------------------
 
@@ -348,7 +349,7 @@ def apply_edit(source: str, tree: ast.Module, edit: Edit) -> str | None:
             snippet = "\n".join(text.splitlines()[start - 1 : stmt.end_lineno + delta]) + "\n"
             expect_len = 1
         try:
-            new = ast.parse(snippet)
+            new = pyast.parse(snippet)
         except SyntaxError:
             continue
         if top is None and ast.dump(new) == want:
@@ -364,7 +365,7 @@ def mutations(
     """Single-edit mutations of the functions of one file (`only`: qualified names
     to restrict to). Sites are enumerated cheaply, shuffled by `rng` (when given),
     and rendered lazily, so a consumer pays only for the mutations it takes."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     candidates = [
         (qualname, name, Edit(parent, field, index, node, new))
         for qualname, func in functions(tree)
@@ -385,9 +386,9 @@ def changed_statements(reference: str, workspace: str | None) -> list[int]:
     """Indices of the reference's top-level statements (functions, classes with
     their nested classes, module-level tables and constants) that the workspace
     version lacks verbatim (all of them when it has no such file or it does not parse)."""
-    ref = ast.parse(reference)
+    ref = pyast.parse(reference)
     try:
-        old = {ast.dump(s) for s in ast.parse(workspace).body} if workspace is not None else set()
+        old = {ast.dump(s) for s in pyast.parse(workspace).body} if workspace is not None else set()
     except SyntaxError:
         old = set()
     return [i for i, stmt in enumerate(ref.body) if ast.dump(stmt) not in old]
@@ -410,7 +411,7 @@ def _statement_sites(stmt: ast.stmt) -> Iterator[Site]:
 def statement_mutations(source: str, path: str, module: str, indices: list[int]) -> list[Mutation]:
     """Every single-edit mutation (adequacy operators) inside the given top-level
     statements, rendered, in source order."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     out = []
     for i in indices:
         stmt = tree.body[i]
@@ -427,9 +428,9 @@ def statement_mutations(source: str, path: str, module: str, indices: list[int])
 def changed_functions(reference: str, workspace: str | None) -> set[str]:
     """Qualified names of functions whose AST differs between two versions of a
     file (all of them when the workspace has no such file or it does not parse)."""
-    ref = dict(functions(ast.parse(reference)))
+    ref = dict(functions(pyast.parse(reference)))
     try:
-        ws = dict(functions(ast.parse(workspace))) if workspace is not None else {}
+        ws = dict(functions(pyast.parse(workspace))) if workspace is not None else {}
     except SyntaxError:
         ws = {}
     return {name for name, node in ref.items() if name not in ws or ast.dump(ws[name]) != ast.dump(node)}

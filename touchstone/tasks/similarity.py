@@ -10,6 +10,7 @@ import ast
 import difflib
 import hashlib
 import re
+from touchstone import pyast
 
 # a lenient tokenizer that works on any text (code in comments, decoded strings,
 # prose): words, two-char operators, then any other non-space character
@@ -66,7 +67,7 @@ def normalize(node: ast.AST) -> ast.AST:
 
 
 def normalized_dump(code: str | ast.AST) -> str:
-    tree = ast.parse(code) if isinstance(code, str) else code
+    tree = pyast.parse(code) if isinstance(code, str) else code
     return ast.dump(normalize(tree), annotate_fields=False)
 
 
@@ -83,7 +84,7 @@ def code_tokens(code: str) -> list[str]:
     """Tokens of the normalized code (names renamed, docstrings dropped); falls back
     to the raw tokens when the code does not parse."""
     try:
-        return tokens(ast.unparse(normalize(ast.parse(code))))
+        return tokens(ast.unparse(normalize(pyast.parse(code))))
     except (SyntaxError, ValueError, RecursionError):
         return tokens(code)
 

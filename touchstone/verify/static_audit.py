@@ -29,6 +29,7 @@ from touchstone.harness import is_test_file
 from touchstone.verify.ast_audit import Resolver, Visitor
 from touchstone.verify.policy import AuditPolicy, StaticRule, load_policy
 from touchstone.verify.report import AuditFinding
+from touchstone import pyast
 
 _UTF8 = {"utf-8", "utf-8-sig"}
 
@@ -105,7 +106,7 @@ def audit_source(path: str, source: str, policy: AuditPolicy, *, isolated: bool 
 
 def _parse(path: str, source: str) -> ast.Module | None:
     try:
-        return ast.parse(source, filename=path)
+        return pyast.parse(source, filename=path)
     except (SyntaxError, ValueError):
         return None
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from touchstone.tasks.mutate import OPERATORS, Edit, Operator, apply_edit, function_sites, functions, int_value
+from touchstone import pyast
 
 
 def _drop_one(parent, field_name, index, node) -> Iterator[ast.AST]:
@@ -138,7 +139,7 @@ def edit_candidates(
     """Single-edit repairs of one function, lines implicated by a traceback first,
     then by distance to them, then edits that make the code more like the rest of
     `corpus`, then operators the exception points to, then by operator plausibility."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     func = dict(functions(tree)).get(qualname)
     if func is None:
         return []

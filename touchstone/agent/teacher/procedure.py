@@ -4,7 +4,6 @@ text the teacher last wrote into each, and the text with only accepted edits."""
 
 from __future__ import annotations
 
-import ast
 from collections import Counter
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from touchstone.agent.teacher.reading import (
     qualname_at,
 )
 from touchstone.harness import is_test_file
+from touchstone import pyast
 
 # No bytecode or pytest cache: the teacher leaves only its edits in the workspace.
 TEST_COMMAND = "PYTHONDONTWRITEBYTECODE=1 python -m pytest -q --tb=native -p no:cacheprovider"
@@ -214,7 +214,7 @@ def _anchor_at_def(current: str, target: str, old: str) -> tuple[str, str]:
 
 def _parses(text: str) -> bool:
     try:
-        ast.parse(text)
+        pyast.parse(text)
     except (SyntaxError, ValueError):
         return False
     return True

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from touchstone.harness import TEST_DIRS, TEST_MODULE_PATTERNS, is_test_file
 from touchstone.tasks.mutate import functions
+from touchstone import pyast
 
 CALL_RE = re.compile(r"([A-Za-z_][\w]*)\s*\(")
 # Builtins and keywords that look like calls: never a function worth reading.
@@ -150,7 +151,7 @@ def trim_window(text: str) -> str:
 
 def called_names(module: str, qualname: str) -> list[str]:
     """Names of everything `qualname` calls (plain names and attributes), first seen first."""
-    node = dict(functions(ast.parse(module))).get(qualname)
+    node = dict(functions(pyast.parse(module))).get(qualname)
     out: dict[str, None] = {}
     for sub in ast.walk(node) if node is not None else ():
         if isinstance(sub, ast.Call):
@@ -181,7 +182,7 @@ def literal_callees(observation: str) -> list[str]:
 def qualname_at(source: str, lineno: int) -> str | None:
     """Qualified name of the function whose definition spans `lineno`."""
     best = None
-    for qualname, node in functions(ast.parse(source)):
+    for qualname, node in functions(pyast.parse(source)):
         start = min([node.lineno] + [d.lineno for d in node.decorator_list])
         if start <= lineno <= (node.end_lineno or node.lineno):
             best = qualname

@@ -26,6 +26,7 @@ from touchstone.harness import TestRunResult, run_hidden_tests
 from touchstone.tasks.schema import INDEX_FILE, EntryPoint, Task, TaskSource, load_task_set
 from touchstone.tasks.similarity import normalized_ast_hash, text_similarity
 from touchstone.tasks.validate import ValidationConfig
+from touchstone import pyast
 
 SIMILARITY = 0.9  # statements at least this similar are near-duplicates
 REWARDS_FILE = "proposer_rewards.parquet"
@@ -73,7 +74,7 @@ def json_object(text: str) -> dict:
 
 
 def _top_level_functions(code: str) -> set[str]:
-    return {n.name for n in ast.parse(code).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return {n.name for n in pyast.parse(code).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 def parse_proposal(text: str) -> Proposal:
@@ -91,7 +92,7 @@ def parse_proposal(text: str) -> Proposal:
         raise ProposalError("statement is too short to describe a task")
     for name in ("stub", "reference", "tests"):
         try:
-            ast.parse(getattr(p, name))
+            pyast.parse(getattr(p, name))
         except SyntaxError as exc:
             raise ProposalError(f"{name} does not parse: line {exc.lineno}: {exc.msg}") from None
     for name in ("stub", "reference"):

@@ -25,6 +25,7 @@ from touchstone.tasks.schema import TaskSource, load_task_set
 from touchstone.tasks.seeding import Seed
 from touchstone.tasks.similarity import normalized_dump
 from touchstone.tasks.validate import ValidationConfig
+from touchstone import pyast
 
 OPERATOR = "llm_rewrite"
 SYSTEM_PROMPT = """You introduce realistic bugs into real Python code, to train a coding agent to find and fix them.
@@ -64,7 +65,7 @@ def sites(usable: list[tuple[Seed, SeedReport]], exclude_units: set[str]) -> lis
     found = []
     for seed, report in usable:
         for path in seed.sources:
-            tree = ast.parse((seed.root / path).read_text())
+            tree = pyast.parse((seed.root / path).read_text())
             names = report.covered.get(path, {}) if report.covered else {}
             for qualname in sorted(names):
                 site = Site(seed, report, path, qualname)
@@ -81,7 +82,7 @@ def _span(node: ast.AST) -> tuple[int, int]:
 def function_source(site: Site) -> str:
     """The function as the policy sees it: decorators included, dedented."""
     text = (site.seed.root / site.path).read_text()
-    start, end = _span(_find(ast.parse(text), site.qualname))
+    start, end = _span(_find(pyast.parse(text), site.qualname))
     return textwrap.dedent("".join(text.splitlines(keepends=True)[start:end]))
 
 
@@ -101,15 +102,15 @@ def rewritten_file(text: str, site: Site) -> str:
         raise ProposalError("no 'function' string in the answer")
     new = textwrap.dedent(value).strip("\n")
     try:
-        body = ast.parse(new).body
+        body = pyast.parse(new).body
     except SyntaxError as exc:
         raise ProposalError(f"function does not parse: line {exc.lineno}: {exc.msg}") from None
     original_text = (site.seed.root / site.path).read_text()
-    node = _find(ast.parse(original_text), site.qualname)
+    node = _find(pyast.parse(original_text), site.qualname)
     defs = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if len(body) != 1 or len(defs) != 1 or defs[0].name != node.name:
         raise ProposalError(f"the answer must be exactly one function named {node.name!r}")
-    if normalized_dump(defs[0]) == normalized_dump(ast.parse(function_source(site)).body[0]):
+    if normalized_dump(defs[0]) == normalized_dump(pyast.parse(function_source(site)).body[0]):
         raise ProposalError("the rewritten function is the original program")
     lines = original_text.splitlines(keepends=True)
     start, end = _span(node)
@@ -132,7 +133,7 @@ def bug_candidate(
     if duplicate:
         verdict = reject(task_id, "duplicate", f"the same bug in {site.unit} is already a task or proposal this round")
         return Candidate(task_id, source, lambda _d: verdict)
-    node = _find(ast.parse((site.seed.root / site.path).read_text()), site.qualname)
+    node = _find(pyast.parse((site.seed.root / site.path).read_text()), site.qualname)
     mutation = Mutation(
         operator=OPERATOR, path=site.path, unit=site.unit.split(":", 1)[1], lineno=node.lineno, source=new_file
     )
@@ -146,7 +147,7 @@ def answer_digest(text: str) -> str | None:
     """What identifies a rewrite for deduplication: its function, normalized (None: no function)."""
     try:
         value = json_object(text).get("function")
-        body = ast.parse(textwrap.dedent(value)).body if isinstance(value, str) else []
+        body = pyast.parse(textwrap.dedent(value)).body if isinstance(value, str) else []
     except (ProposalError, SyntaxError):
         return None
     return normalized_dump(body[0]) if len(body) == 1 else None
@@ -161,7 +162,7 @@ def pool_digests(pool: list[Path]) -> set[tuple[str, str]]:
             path, unit = task.source.meta.get("path"), task.source.unit
             if task.source.proposer != "mutation" or not path or not (task.workspace_dir / path).is_file():
                 continue
-            node = _find(ast.parse((task.workspace_dir / path).read_text()), unit.rsplit(":", 1)[-1])
+            node = _find(pyast.parse((task.workspace_dir / path).read_text()), unit.rsplit(":", 1)[-1])
             if node is not None:
                 found.add((unit, normalized_dump(node)))
     return found
