@@ -341,9 +341,11 @@ def _oracle_check(
         contract = oracle.contract_of(task.source.meta)
     except ValueError as exc:
         return CheckResult(name="oracle", status="error", evidence=str(exc))
-    record_tree, ref_tree = tmp / "oracle-record", tmp / "reference"
+    record_tree = tmp / "oracle-record"
     compose_tree(record_tree, task.workspace_dir, overlays=[task.reference_dir], tests=task.hidden_tests_dir)
-    compose_tree(ref_tree, task.workspace_dir, overlays=[task.reference_dir])
+    # the reference's replay tree is composed like the candidate's: test directories (and data files
+    # in them) absent from both, so a call that reads one fails alike instead of only for the candidate
+    ref_tree = suite.compose(tmp / "reference", overlays=[task.reference_dir], with_tests=False)
     # the replay trees get no hidden tests: nothing on the candidate's disk holds an expected value
     cand_tree = suite.compose(tmp / "oracle-candidate", files=files, deleted=deleted, with_tests=False)
     test_code = sorted(set(suite.sources) | pristine_tests)
