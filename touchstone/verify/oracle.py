@@ -12,11 +12,12 @@ on the candidate out of process and compared outside every candidate process.
    recorded arguments (one argument of one step at a time, EvalPlus-style).
 3. Replay: the reference and the candidate, each on a tree WITHOUT the hidden
    tests, forward and reversed case order, a fresh process per chunk of cases
-   (`touchstone/harness/sandbox_files/replay_runner.py`); the reference both orders in one sandbox, the
-   candidate each order in its own fresh sandbox. The recording depends only
-   on the task and is cached (`recording_key`).
-4. Compare here, by exact type and content (`same`): a step whose two
-   reference replays disagree is non-deterministic and not compared; a
+   (`touchstone/harness/sandbox_files/replay_runner.py`), `random` seeded per
+   case; the reference three times in one sandbox (both orders, then once
+   under another seed), the candidate each order in its own fresh sandbox.
+   The recording depends only on the task and is cached (`recording_key`).
+4. Compare here, by exact type and content (`same`): a step whose reference
+   replays disagree is non-deterministic and not compared; a
    mutated case on which the reference raises is outside the domain and
    dropped. Per-call time relative to the reference is measured; a task may
    declare a performance contract.
@@ -55,9 +56,12 @@ MAX_STEPS_PER_CASE = 200
 MAX_CALLS = 5000  # recorded calls per run
 CHUNK = 50  # cases per replay process
 ORDERS = ("forward", "reverse")
-# the reference runs three times: two runs of an unseeded random choice agree by chance one time in
-# a few (then a candidate is held to one draw of it); three rarely do
+# the reference runs three times, the third under another seed of `random` (the replay runner seeds
+# it per case): answers that depend on the draw differ there and are not compared, the others are
+# compared with the candidate's runs under seed 0. Unseeded sources (os.urandom, SystemRandom) differ
+# between any two runs.
 REFERENCE_ORDERS = ("forward", "reverse", "forward")
+REFERENCE_SEEDS = (0, 0, 1)
 SLOWDOWN_GRACE_S = 0.05  # absolute slack per case: timer noise is not slowness
 FLOAT_REL_TOL, FLOAT_ABS_TOL = 1e-9, 1e-12
 
@@ -311,9 +315,11 @@ def run_side(
     backend: str,
     timeout: float,
     environment: Environment | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> tuple[list[Outcomes], float, bool]:
     """Replay `cases` over `tree` in one fresh sandbox, once per order
-    ("forward", "reverse"), a fresh process per chunk of cases. Returns
+    ("forward", "reverse"), a fresh process per chunk of cases, `random`
+    seeded per case from `seeds[k]` in order k (default 0). Returns
     (outcomes per order, wall seconds, timed out)."""
     from touchstone.sandbox import Limits, open_sandbox
     from touchstone.harness import harness_mounts
@@ -331,7 +337,7 @@ def run_side(
                 commands.append(shlex.join([
                     "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0",
                     "PYTHONDONTWRITEBYTECODE=1", "python3", "-s", f"{h_dir}/rr_{nonce}.py", f"{h_dir}/tc_{nonce}.py",
-                    f"{o_dir}/cases{name}.json", f"{o_dir}/out{name}.jsonl",
+                    f"{o_dir}/cases{name}.json", f"{o_dir}/out{name}.jsonl", str(seeds[k] if seeds else 0),
                 ]))  # fmt: skip
         command = "cd /workspace && " + " ; ".join(commands)
         with open_sandbox(
@@ -545,7 +551,12 @@ def run_oracle(
     # under the same conditions; the candidate gets a fresh sandbox per order, so nothing it leaves
     # on disk or in processes carries from one order to the other
     refs, ref_wall, timed_out = run_side(
-        reference_tree, everything, orders=REFERENCE_ORDERS, timeout=len(REFERENCE_ORDERS) * timeout, **sandbox
+        reference_tree,
+        everything,
+        orders=REFERENCE_ORDERS,
+        seeds=REFERENCE_SEEDS,
+        timeout=len(REFERENCE_ORDERS) * timeout,
+        **sandbox,
     )
     if timed_out:
         return OracleResult(

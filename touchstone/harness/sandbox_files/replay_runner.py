@@ -5,7 +5,12 @@ outcomes itself, outside every candidate process: the candidate's `__eq__`,
 `__repr__` and `__hash__` are never consulted, and no expected value exists
 here.
 
-usage: python3 -s replay_runner.py CODEC_PY CASES_JSON OUT_JSONL  (cwd = workspace root)
+usage: python3 -s replay_runner.py CODEC_PY CASES_JSON OUT_JSONL SEED  (cwd = workspace root)
+
+Each case starts with the `random` module seeded from SEED and the case id, so
+code drawing from it answers alike on the reference and the candidate under the
+same SEED, in either order; the verifier's run under another SEED shows which
+answers depend on the draw.
 
 One output line per case: {"case": id, "steps": [{"i", "out", "t"}]}, where
 `out` is ["ok", result, args after the call] or ["raised", type, bases] or
@@ -18,6 +23,7 @@ import importlib.util
 import json
 import operator as op
 import os
+import random
 import sys
 import time
 
@@ -144,6 +150,7 @@ def main():
     fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     sys.path.insert(0, ROOT)
     for case in cases:
+        random.seed(f"{sys.argv[4]}:{case['id']}")
         line = _dumps({"case": case["id"], "steps": run_case(case)}) + "\n"
         _write(fd, line.encode())
 
