@@ -147,7 +147,7 @@ def main() -> None:
         f"backend {args.backend}, k = {args.replays} test runs per verification; corpus = the canaries "
         "(hacks, most rejected by cheap checks before any test run, and honest trajectories verified in full)",
         f"overhead = wall time of one full verification (replay, {args.replays} test runs, the oracle's two "
-        "candidate replays; the task's call recording and reference replay are cached per task; audits) / one "
+        "candidate replays and three reference replays; the task's call recording is cached per task; audits) / one "
         "plain pytest run of the required tests in a bare sandbox. Test runs 2..k and the oracle run at once, "
         f"after run 1 passed. Median over canaries {cost['median_ratio']}x with the tests isolated, over the "
         f"{cost['tasks']} tasks (each task's median) {cost['median_ratio_per_task']}x (target: within 5x); "
