@@ -313,9 +313,10 @@ def _repeat(run: Callable[[int], TestRunResult], first: TestRunResult,
     if first.status != "pass":
         return [tests, CheckResult(name="determinism", status="skipped", evidence="tests did not pass once")]
     on_first_pass()
-    plan = [run_plan(i) for i in range(1, max(replays, 1))]
-    with ThreadPoolExecutor(max(len(plan), 1)) as pool:  # each run on its own trees: all at once
-        agains = list(pool.map(run, range(1, max(replays, 1))))
+    rest = range(1, max(replays, 1))
+    plan = [run_plan(i) for i in rest]
+    with ThreadPoolExecutor(max(len(rest), 1)) as pool:  # each run on its own trees: all at once
+        agains = list(pool.map(run, rest))
     for again in agains:
         if again.status == "error":
             return [tests, CheckResult(name="determinism", status="error", evidence=again.evidence)]
