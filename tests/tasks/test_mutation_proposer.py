@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.tasks.conftest import write_calc
+from touchstone.tasks.environment import task_environment
 from touchstone.tasks.index import query
 from touchstone.tasks.leak import find_leaks
 from touchstone.tasks.mutate import Mutation
@@ -19,8 +20,11 @@ from touchstone.tasks.validate import Validation, ValidationConfig
 
 def check_kept_task(task) -> None:
     """F2P fails on the workspace and passes once the original is restored; no history."""
-    before = run_hidden_tests(task, required=task.fail_to_pass, backend="bwrap")
-    after = run_hidden_tests(task, overlays=[task.reference_dir], required=task.required_tests, backend="bwrap")
+    env = task_environment(task)  # glom's tests import face, boltons: only the task's environment has them
+    before = run_hidden_tests(task, required=task.fail_to_pass, environment=env, backend="bwrap")
+    after = run_hidden_tests(
+        task, overlays=[task.reference_dir], required=task.required_tests, environment=env, backend="bwrap"
+    )
     assert set(before.failed) == set(task.fail_to_pass) and not before.passed
     assert after.ok and set(after.passed) == set(task.required_tests)
     names = {p.name for p in task.workspace_dir.rglob("*")}
