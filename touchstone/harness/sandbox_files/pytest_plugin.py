@@ -46,7 +46,10 @@ def pytest_collection_finish(session):
 def pytest_runtest_makereport(item, call):
     # returns None: pytest's own implementation still makes the report
     if call.excinfo is not None:
-        _RAISED[(item.nodeid, call.when)] = _raised(call.excinfo.value, str(item.config.rootpath))
+        try:
+            _RAISED[(item.nodeid, call.when)] = _raised(call.excinfo.value, str(item.config.rootpath))
+        except Exception:  # an exception object that resists inspection: the report's text still tells
+            pass
 
 
 def _raised(exc, root):
@@ -58,7 +61,7 @@ def _raised(exc, root):
     cls = type(exc)
     name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
     try:
-        message = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        message = (str(exc).strip().splitlines() or [""])[0][:300]
     except Exception:
         message = "<unprintable>"
     at = origin.get("at") or _innermost(exc.__traceback__, root.rstrip("/") + "/")
