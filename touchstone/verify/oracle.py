@@ -540,10 +540,15 @@ class ReferenceReplay:
     cached: bool = False
 
 
-def reference_key(recording: str, cases: list[Case]) -> str:
+def reference_key(recording: str, cases: list[Case], backend: str) -> str:
     """Cache key of the reference's replay: the recording's key (task content,
-    environment, recorder and codec), the cases, the runs and the runner."""
-    h = hashlib.sha256(f"{recording}\0{json.dumps([REFERENCE_ORDERS, REFERENCE_SEEDS, CLOCK_PROBE_S])}".encode())
+    environment, recorder and codec), the sandbox (backend and image), the
+    cases, the runs and the runner."""
+    from touchstone.sandbox import resolve_backend
+    from touchstone.sandbox.image import short_hash
+
+    runs = json.dumps([REFERENCE_ORDERS, REFERENCE_SEEDS, CLOCK_PROBE_S, resolve_backend(backend), short_hash()])
+    h = hashlib.sha256(f"{recording}\0{runs}".encode())
     h.update(json.dumps([c.encode() for c in cases], sort_keys=True).encode())
     h.update(Path(codec.__file__).with_name("replay_runner.py").read_bytes())
     return h.hexdigest()[:32]
@@ -632,7 +637,7 @@ def run_oracle(
         return OracleResult("skipped", f"{head}; nothing to replay", counts)
     everything = cases + mutated
     cacheable = cache_key is not None and contract.max_slowdown is None and faketime_library() is not None
-    key = reference_key(cache_key, everything) if cacheable else None
+    key = reference_key(cache_key, everything, backend) if cacheable else None
     ref = cached_reference(key)
     # the candidate gets a fresh sandbox per order, so nothing it leaves on disk or in processes carries
     # from one order to the other; both at once, and alongside the reference's replay when it is not
