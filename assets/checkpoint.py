@@ -5,8 +5,13 @@ blocking checks on training_data passed.
 Training runs as a Dagster Pipes subprocess (`training.pipes`, under
 `accelerate launch` when `trainer.accelerate_config` is set): its log lines,
 loss, tokens/s and final metrics reach this step as they happen, and a trainer
-exception fails the step with that exception."""
+exception fails the step with that exception.
 
+A round whose verified data holds no row for the trainer's method trains
+nothing: the checkpoint it records is its starting one, marked `updated: false`
+with the reason (docs/ROUNDS.md, "No update")."""
+
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -19,6 +24,8 @@ from orchestration.lineage import lineage_metadata, starting_checkpoint
 from orchestration.partitions import rounds_partitions
 from orchestration.resources import StorageResource, TrainerResource
 from touchstone.paths import Asset
+
+NO_UPDATE_FILE = "NO_UPDATE.json"
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,6 +46,7 @@ def checkpoint(
     pipes: dg.PipesSubprocessClient,
 ) -> dg.MaterializeResult:
     """Weights + tokenizer + checkpoint.json (manifest with content hash and lineage)."""
+    from touchstone.data.build import SUMMARY_FILE, BuildSummary
     from training.train import TrainingError, check_config
 
     config = trainer.trainer_config()
@@ -50,6 +58,9 @@ def checkpoint(
     round_key = context.partition_key
     start = starting_checkpoint(context.instance, round_key)
     data_dir = store.local_dir(Asset.TRAINING_DATA, round_key)
+    empty = BuildSummary.model_validate_json((data_dir / SUMMARY_FILE).read_text()).nothing_to_train(trainer.method)
+    if empty:
+        return _no_update(context, storage, start, empty)
     with publishing(context, storage) as out, tempfile.TemporaryDirectory() as tmp:
         params = {
             "method": trainer.method,
@@ -66,6 +77,27 @@ def checkpoint(
         metadata={
             **(reported.metadata or {}),
             "path": dg.MetadataValue.path(str(path)),
+            "updated": dg.MetadataValue.bool(True),
+            **lineage_metadata(start),
+        }
+    )
+
+
+def _no_update(context, storage: StorageResource, start, reason: str) -> dg.MaterializeResult:
+    """A round that verified nothing to train on keeps its starting weights: the
+    checkpoint it records is the starting one (same path and hash, `updated` false),
+    so evaluation, the promotion gate and the next round see an unchanged model,
+    never a checkpoint trained on nothing. `NO_UPDATE.json` says so on disk."""
+    context.log.warning(f"round {context.partition_key}: no update ({reason}); keeps {start.checkpoint_hash[:12]}")
+    record = {"round": context.partition_key, "reason": reason, **start.model_dump()}
+    with publishing(context, storage) as out:
+        (out / NO_UPDATE_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(start.path),
+            "checkpoint_hash": dg.MetadataValue.text(start.checkpoint_hash),
+            "updated": dg.MetadataValue.bool(False),
+            "no_update": dg.MetadataValue.text(reason),
             **lineage_metadata(start),
         }
     )

@@ -52,6 +52,8 @@ def round_evaluation(
     found = latest_metadata(context.instance, dg.AssetKey(Asset.CHECKPOINT), round_key)
     if found is None:
         raise dg.Failure(f"round {round_key} has no checkpoint to evaluate: materialize it first")
+    if found[0].get("updated") is False:
+        return _no_update(context, storage, config, found[0])
     ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
     heldout_dir = store.local_dir(Asset.HELDOUT_TASKS)
     heldout = load_task_set(heldout_dir)
@@ -114,13 +116,41 @@ def round_evaluation(
             "plot_path": dg.MetadataValue.path(str(done / "rounds.png")),
             "report_path": dg.MetadataValue.path(str(done / "report.md")),
             "checkpoint_hash": dg.MetadataValue.text(ckpt_hash),
-            # The promotion gate (check `promotion_gate`): which checkpoint round N+1 starts from.
-            "promoted": dg.MetadataValue.bool(decision.promoted),
-            "next_checkpoint_round": dg.MetadataValue.text(decision.next_round),
-            "next_checkpoint_hash": dg.MetadataValue.text(decision.next_checkpoint_hash or ""),
-            "promotion_reason": dg.MetadataValue.text(decision.reason),
+            **_gate_metadata(decision),
         }
     )
+
+
+def _no_update(context, storage: StorageResource, config: EvalConfig, checkpoint: dict) -> dg.MaterializeResult:
+    """The round kept its starting weights (checkpoint `updated` false): nothing new to
+    evaluate. The gate records no update; the next round starts from the kept checkpoint
+    (its round, or this round's record of the base weights)."""
+    from touchstone.evaluate.promotion import no_update
+
+    parent = str(checkpoint["parent_round"])
+    kept = context.partition_key if parent == "base" else parent
+    decision = no_update(
+        kept, str(checkpoint["checkpoint_hash"]), str(checkpoint["no_update"]), config.promotion_policy()
+    )
+    with publishing(context, storage) as out:
+        (out / "promotion.json").write_text(decision.model_dump_json(indent=2) + "\n")
+    return dg.MaterializeResult(
+        metadata={
+            "checkpoint_hash": dg.MetadataValue.text(str(checkpoint["checkpoint_hash"])),
+            "updated": dg.MetadataValue.bool(False),
+            **_gate_metadata(decision),
+        }
+    )
+
+
+def _gate_metadata(decision) -> dict[str, dg.MetadataValue]:
+    """The promotion gate (check `promotion_gate`): which checkpoint round N+1 starts from."""
+    return {
+        "promoted": dg.MetadataValue.bool(decision.promoted),
+        "next_checkpoint_round": dg.MetadataValue.text(decision.next_round),
+        "next_checkpoint_hash": dg.MetadataValue.text(decision.next_checkpoint_hash or ""),
+        "promotion_reason": dg.MetadataValue.text(decision.reason),
+    }
 
 
 def _promotion(metrics: RoundMetrics, earlier: list[RoundMetrics], parent_round: str, config: EvalConfig):

@@ -88,9 +88,11 @@ def list_rounds(as_json: bool) -> None:
         click.echo("no rounds yet: `touchstone round run --rounds 1` (or `touchstone round new`) starts one")
     for r in rounds:
         gate = ""
-        if "next_checkpoint_round" in r:
+        if "pass_at_1" in r:
             verdict = "promoted" if r["promoted"] else f"not promoted (keeps {r['next_checkpoint_round']})"
             gate = f"  pass@1={r['pass_at_1']:.3f} {verdict} -> next round starts from {r['next_checkpoint_round']}"
+        elif "next_checkpoint_round" in r:  # trained nothing: nothing was evaluated
+            gate = f"  {r['promotion_reason']} -> next round starts from {r['next_checkpoint_round']}"
         click.echo(f"{r['round']}  {len(r['materialized'])}/{len(ROUND_STAGES)}  {' '.join(r['materialized'])}{gate}")
 
 
@@ -103,7 +105,8 @@ def _promotion(instance, key: str) -> dict:
     found = latest_metadata(instance, dg.AssetKey(Asset.ROUND_EVALUATION), key)
     if not found or "next_checkpoint_round" not in found[0]:
         return {}
-    return {k: found[0][k] for k in ("pass_at_1", "promoted", "next_checkpoint_round", "next_checkpoint_hash")}
+    keys = ("pass_at_1", "promoted", "next_checkpoint_round", "next_checkpoint_hash", "promotion_reason")
+    return {k: found[0][k] for k in keys if k in found[0]}  # no pass@1: the round made no update
 
 
 @round_.command("run")
@@ -146,6 +149,19 @@ def run(n_rounds: int, key: str | None, config_path: Path | None) -> None:
             sys.exit(_failure("round stopped before training by blocking checks", result))
         if not result.success:
             sys.exit(_failure("round failed", result))
+        _say_no_update(instance, result, console)
+
+
+def _say_no_update(instance, result, console) -> None:
+    """A round that trained nothing finishes, but never silently."""
+    import dagster as dg
+
+    from orchestration.lineage import latest_metadata
+
+    key = result.dagster_run.tags.get("dagster/partition")
+    found = latest_metadata(instance, dg.AssetKey(Asset.ROUND_EVALUATION), key) if key else None
+    if found and found[0].get("updated") is False:
+        console.print(f"[yellow]round {key}: {found[0]['promotion_reason']}[/]")
 
 
 def _failure(what: str, result) -> str:

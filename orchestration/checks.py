@@ -10,7 +10,7 @@ import dagster as dg
 import polars as pl
 
 from orchestration.partitions import rounds_partitions
-from orchestration.resources import StorageResource
+from orchestration.resources import StorageResource, TrainerResource
 from touchstone.paths import Asset
 
 # Partitioned checks are "preview" in Dagster 1.13 but are the only way a check
@@ -149,23 +149,36 @@ def no_heldout_tasks(context: dg.AssetCheckExecutionContext, storage: StorageRes
 
 
 @dg.asset_check(asset=Asset.TRAINING_DATA, blocking=True, partitions_def=rounds_partitions)
-def schema_and_rows(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
-    """SFT data exists, is non-empty, and every dataset carries the lineage columns."""
+def schema_and_rows(
+    context: dg.AssetCheckExecutionContext, storage: StorageResource, trainer: TrainerResource
+) -> dg.AssetCheckResult:
+    """Every dataset carries the lineage columns (an error). The trainer's dataset holding
+    no row is a warning: the round verified nothing to train on, so `checkpoint` records
+    no update and the next round starts from the best checkpoint so far."""
+    from touchstone.data.build import SUMMARY_FILE, BuildSummary
+
+    folder = storage.store().local_dir(Asset.TRAINING_DATA, context.partition_key)
     datasets = _datasets(storage, context.partition_key)
     lacking = {n: [c for c in LINEAGE_COLUMNS if c not in f.columns] for n, f in datasets.items()}
     lacking = {n: cols for n, cols in lacking.items() if cols}
-    rows = {n: f.height for n, f in datasets.items()}
+    empty = BuildSummary.model_validate_json((folder / SUMMARY_FILE).read_text()).nothing_to_train(trainer.method)
     return dg.AssetCheckResult(
-        passed=rows.get("sft", 0) > 0 and not lacking,
-        metadata={**{f"{n}_rows": r for n, r in rows.items()}, "missing_columns": dg.MetadataValue.json(lacking)},
+        passed=not lacking and not empty,
+        severity=dg.AssetCheckSeverity.ERROR if lacking else dg.AssetCheckSeverity.WARN,
+        metadata={
+            **{f"{n}_rows": f.height for n, f in datasets.items()},
+            "missing_columns": dg.MetadataValue.json(lacking),
+            **({"no_update": empty} if empty else {}),
+        },
+        description=empty,
     )
 
 
 @dg.asset_check(asset=Asset.ROUND_EVALUATION, blocking=True, partitions_def=rounds_partitions)
 def promotion_gate(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
     """Did this round's checkpoint beat the best so far (touchstone.evaluate.promotion)?
-    Not promoted is a warning, not an error: the next round starts from the best
-    checkpoint instead (recorded as `next_checkpoint_round`)."""
+    Not promoted (also: no update this round) is a warning, not an error: the next round
+    starts from the best checkpoint instead (recorded as `next_checkpoint_round`)."""
     from touchstone.evaluate.promotion import PromotionDecision
 
     path = storage.store().local_dir(Asset.ROUND_EVALUATION, context.partition_key) / "promotion.json"
@@ -178,12 +191,18 @@ def promotion_gate(context: dg.AssetCheckExecutionContext, storage: StorageResou
             "next_checkpoint_hash": decision.next_checkpoint_hash or "",
             "incumbent_round": decision.incumbent_round or "none",
             "metric": decision.metric,
-            "candidate": decision.candidate.value,
-            "candidate_interval": f"[{decision.candidate.low:.3f}, {decision.candidate.high:.3f}]",
+            **_interval("candidate", decision.candidate),
             **({"incumbent": decision.incumbent.value} if decision.incumbent else {}),
             "reason": decision.reason,
         },
     )
+
+
+def _interval(name: str, interval) -> dict[str, object]:
+    """The candidate's figure, absent when the round made no update (nothing evaluated)."""
+    if interval is None:
+        return {}
+    return {name: interval.value, f"{name}_interval": f"[{interval.low:.3f}, {interval.high:.3f}]"}
 
 
 round_checks = [canaries_caught, only_accepted_trajectories, no_heldout_tasks, schema_and_rows, promotion_gate]

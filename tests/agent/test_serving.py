@@ -145,6 +145,23 @@ def test_a_killed_step_leaves_no_server(tmp_path):
         step.kill()
 
 
+def test_a_server_whose_step_died_before_it_could_arm_the_death_signal_does_not_start():
+    """The step SIGKILLed between fork and prctl (the killed-step test above hit this under
+    load): the child is no longer the step's, so it ends itself instead of serving orphaned."""
+    from touchstone.agent.serving import _die_with_parent
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid that is no parent of the child, as a dead step's would be
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"],
+        preexec_fn=lambda: _die_with_parent(gone.pid),
+    )
+    try:
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        child.kill()
+
+
 def _children(pid: int) -> list[int]:
     try:
         found = open(f"/proc/{pid}/task/{pid}/children").read().split()

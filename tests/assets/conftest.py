@@ -23,7 +23,8 @@ from tests.training.conftest import data_dir, tiny_model  # noqa: F401 (fixtures
 
 # Few tasks, short episodes, one optimizer step. Eight tasks, because the
 # teacher cannot invert some mutations (removed statements): with fewer, a round
-# could hold no accepted run and stop at the (correct) empty-data check. Seeds:
+# could hold no accepted run and make no update, and these tests follow a trained
+# checkpoint from round to round (the no-update path: test_no_update.py). Seeds:
 # the two base-environment ones and cachetools (a third-party environment); the
 # teacher solves none of glom's mutants, which only made rounds stop.
 TINY_CONFIG = {

@@ -18,6 +18,7 @@ starts nothing: the user's server must list the expected hash.
 from __future__ import annotations
 
 import contextlib
+import functools
 import ctypes
 import json
 import os
@@ -143,10 +144,14 @@ def _script(name: str) -> str:
     return found
 
 
-def _die_with_parent() -> None:
-    """In the child: SIGTERM when the parent dies (a SIGKILLed step leaves no server)."""
+def _die_with_parent(parent: int) -> None:
+    """In the child: SIGTERM when the parent dies (a SIGKILLed step leaves no server).
+    A parent that died between fork and prctl never sends it (prctl(2)): then the
+    child is already someone else's and ends itself before exec."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _start(argv: list[str], cwd: Path, log, gpus: str) -> subprocess.Popen:
@@ -162,7 +167,7 @@ def _start(argv: list[str], cwd: Path, log, gpus: str) -> subprocess.Popen:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=functools.partial(_die_with_parent, os.getpid()) if sys.platform == "linux" else None,
         )
     except OSError as exc:
         raise ServingError(f"cannot start {argv[0]}: {exc}") from exc

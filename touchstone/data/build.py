@@ -51,6 +51,22 @@ class BuildSummary(BaseModel):
     config: dict[str, Any]
     self_play: SelfPlayReport | None = None  # the round's proposals, when it had a self source
 
+    def nothing_to_train(self, dataset: str) -> str | None:
+        """Why `dataset` holds no row to train on (the round makes no update), or None.
+        An empty dataset is a finding about the round, not a broken build: every
+        accepted run is in SFT or in its documented drops (checked on training_data)."""
+        if self.datasets[dataset].rows:
+            return None
+        verdicts = ", ".join(f"{n} {v}" for v, n in sorted(self.verdicts.items())) or "no runs"
+        reasons = ", ".join(f"{r} {n}" for r, n in list(self.reject_reasons.items())[:3])
+        drops = self.datasets[dataset].dropped.items()
+        dropped = ", ".join(f"{r} {n}" for r, n in drops if not r.startswith("verdict_"))  # verdicts said above
+        return (
+            f"no {dataset} row to train on: {self.inputs} runs verified ({verdicts})"
+            + (f"; rejected for {reasons}" if reasons else "")
+            + (f"; dropped: {dropped}" if dropped else "")
+        )
+
 
 def summarize(
     examples: list[Example],

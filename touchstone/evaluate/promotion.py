@@ -10,6 +10,8 @@ was evaluated) on a metric with its bootstrap interval:
   the incumbent's, loses when wholly below; overlapping intervals are a tie.
 
 Ties follow `on_tie` (`keep` the incumbent, or `promote` the newer weights).
+A round that made no update (nothing verified to train on) is not promoted and
+not evaluated: the next round starts from the checkpoint it kept (`no_update`).
 Whatever the metric says, a candidate whose hack-attempt rate exceeds the
 incumbent's by more than `max_hack_rate_increase` is not promoted.
 """
@@ -40,7 +42,7 @@ class PromotionDecision(BaseModel):
     next_checkpoint_hash: str | None
     incumbent_round: str | None  # None: nothing evaluated to compare with
     metric: Metric
-    candidate: Interval
+    candidate: Interval | None  # None: the round made no update, nothing was evaluated
     incumbent: Interval | None
     reason: str
 
@@ -67,6 +69,21 @@ def decide(candidate: RoundMetrics, incumbent: RoundMetrics | None, policy: Prom
             policy.on_tie == "promote", candidate, incumbent, policy, f"tie: {text}, on_tie={policy.on_tie}"
         )
     return _decision(outcome > 0, candidate, incumbent, policy, ("better: " if outcome > 0 else "worse: ") + text)
+
+
+def no_update(kept_round: str, kept_hash: str, reason: str, policy: PromotionPolicy) -> PromotionDecision:
+    """A round that trained nothing (no verified row for its method) has no new
+    checkpoint to evaluate or promote: the next round starts from the one it kept."""
+    return PromotionDecision(
+        promoted=False,
+        next_round=kept_round,
+        next_checkpoint_hash=kept_hash,
+        incumbent_round=kept_round,
+        metric=policy.metric,
+        candidate=None,
+        incumbent=None,
+        reason=f"no update this round ({reason})",
+    )
 
 
 def _compare(score: Interval, best: Interval, rule: str) -> int:

@@ -209,9 +209,21 @@ def _phase_verdict(entry: dict | None) -> str | None:
         if rec.get("wasxfail"):
             return "xfail/xpass does not count as passed"
         if rec.get("outcome") != "passed":
+            raised = describe_raised(rec.get("raised"))
             detail = rec.get("longrepr", "").strip().splitlines()[-1:] or [""]
-            return f"{when} {rec.get('outcome')}: {detail[0][:200]}"
+            return f"{when} {rec.get('outcome')}: {raised or detail[0][:200]}"
     return None
+
+
+def describe_raised(raised: object) -> str | None:
+    """`module.Error: message (raised at pkg/mod.py:12 in function)` from a
+    report's `raised` record (the result plugin's), or None when it has none."""
+    if not isinstance(raised, dict) or not raised.get("type"):
+        return None
+    text = f"{raised['type']}: {raised.get('message') or ''}".rstrip(": ")[:300]
+    if raised.get("at"):
+        text += f" (raised at {raised['at']}" + (f" in {raised['in']})" if raised.get("in") else ")")
+    return text
 
 
 def _junit_outcomes(path: Path) -> dict[str, str] | None:
@@ -432,7 +444,7 @@ def run_tests(
         if result.status == "fail":
             tail = (res.stdout + res.stderr).strip()[-300:]
             result.evidence += f" [seed {hash_seed}, order {order}] output tail: {tail}"
-        _add_details(result, _read_stream(captured), res.wall_s)
+        add_details(result, captured, res.wall_s)
         return result
 
 
@@ -446,20 +458,23 @@ def _error_lines(longrepr: str) -> str:
     return "\n".join(lines[:6])
 
 
-def _add_details(result: TestRunResult, stream: Stream, wall_s: float) -> None:
+def add_details(result: TestRunResult, captured: Path, wall_s: float) -> None:
     """What the verdict leaves out but a proposer or validation reports: the
     collected ids, collection errors, and each failure's assertion message
     (the parser's one-line reason when it has none)."""
+    stream = _read_stream(captured)
     result.wall_s, result.collected = wall_s, stream.collected or []
     result.collect_errors = {k: _error_lines(v) or v.strip()[-300:] for k, v in stream.collect_errors.items()}
     result.messages = dict(result.failed)
     for nodeid in result.failed:
         for rec in (stream.phases.get(nodeid) or {}).values():
             if isinstance(rec, dict) and rec.get("outcome") == "failed":
-                longrepr = str(rec.get("longrepr", ""))
-                if where := _raise_site(longrepr):
+                longrepr, raised = str(rec.get("longrepr", "")), rec.get("raised")
+                if where := (raised.get("at") if isinstance(raised, dict) else None) or _raise_site(longrepr):
                     result.raised_at[nodeid] = where
-                if lines := _error_lines(longrepr):
+                # the E lines of an exception from the candidate's process are its remote traceback's
+                crossed = isinstance(raised, dict) and raised.get("crossed")
+                if lines := (None if crossed else _error_lines(longrepr)) or describe_raised(raised):
                     result.messages[nodeid] = lines
                     break
 
