@@ -34,7 +34,7 @@ import click
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1), help="concurrent sandboxes")
 @click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "bwrap", "docker"]))
 @click.option("--max-turns", default=8, show_default=True, type=click.IntRange(min=1))
-@click.option("--max-tokens", default=96, show_default=True, type=int, help="per assistant turn")
+@click.option("--max-tokens", default=192, show_default=True, type=int, help="per assistant turn")
 @click.option("--temperature", default=0.7, show_default=True, type=float)
 @click.option("--json", "as_json", is_flag=True, help="print the metrics as a JSON list, one object per checkpoint")
 def evaluate(checkpoints, tasks, out, attempts, workers, backend, max_turns, max_tokens, temperature, as_json) -> None:

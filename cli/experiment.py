@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -78,12 +79,16 @@ def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, overrides, a
         raise click.BadParameter(str(exc), param_hint="--set") from None
     out = out or paths.home() / "experiments" / f"filter-ablation-{hack_rate:g}-{rounds}"
     log = (lambda m: click.echo(m, err=True)) if as_json else click.echo
+    # With --json, stdout is the result alone: what the libraries print meanwhile
+    # (the trainer prints its loss logs) goes to stderr.
+    quiet = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
     try:
-        if tasks_dir is None:
-            tasks, heldout = experiment_tasks(cfg, out / "tasks")
-        else:
-            tasks, heldout = load_task_set(tasks_dir), load_task_set(heldout_dir)
-        result = run_filter_ablation(cfg, tasks, heldout, out, log=log)
+        with quiet:
+            if tasks_dir is None:
+                tasks, heldout = experiment_tasks(cfg, out / "tasks")
+            else:
+                tasks, heldout = load_task_set(tasks_dir), load_task_set(heldout_dir)
+            result = run_filter_ablation(cfg, tasks, heldout, out, log=log)
     except (TaskError, TrainingError, ValueError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
     (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dagster as dg
 
-from orchestration.partitions import ablation_partitions
 from touchstone.paths import Asset
 
 sources_job = dg.define_asset_job(
@@ -22,6 +21,5 @@ round_job = dg.define_asset_job(
 filter_ablation_job = dg.define_asset_job(
     "filter_ablation",
     selection=dg.AssetSelection.assets(Asset.ABLATION_ROUND),
-    partitions_def=ablation_partitions,
     description="One arm and round of the filter ablation (docs/EXPERIMENTS.md; materialize ablation_setup first).",
 )

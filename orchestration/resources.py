@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 # CPU. Every other setting a round shares with the CLI is read from the
 # library's models; tests/test_defaults.py holds the two together.
 CPU_ROUND = {
-    "max_tokens": 96,  # per assistant turn (library: Sampling.max_tokens; cluster: 4096)
+    # per assistant turn (library: Sampling.max_tokens; cluster: 4096); 192 fits 97% of the
+    # teacher's turns with the tiny tokenizer (96: 60%), so a call copied from it is not cut off
+    "max_tokens": 192,
     "max_turns": 8,  # per model episode (library: EpisodeLimits.max_turns; cluster: 50)
     "time_budget_s": 300.0,  # per episode (library: EpisodeLimits.time_budget_s)
     "replays": 2,  # grading runs per trajectory (library: DEFAULT_REPLAYS; cluster: 3)
@@ -113,7 +115,7 @@ class PolicyResource(dg.ConfigurableResource):
     )
     temperature: float = Field(default=_library(Sampling, "temperature"), description="Sampling temperature.")
     max_tokens: int = Field(
-        default=CPU_ROUND["max_tokens"], description="Completion tokens per assistant turn (CPU: 96; cluster: 4096)."
+        default=CPU_ROUND["max_tokens"], description="Completion tokens per assistant turn (CPU: 192; cluster: 4096)."
     )
     time_budget_s: float = Field(default=CPU_ROUND["time_budget_s"], description="Wall-clock budget per episode.")
     seed: int = Field(
@@ -249,13 +251,17 @@ class TrainerResource(dg.ConfigurableResource):
         description="Round-0 weights: a checkpoint directory or a model id already in the local Hugging "
         "Face cache (never downloaded at run time). Empty: the default tiny model.",
     )
-    max_steps: int = Field(default=4, description="Optimizer steps per round (laptop: 4; cluster: 2000).")
+    # Laptop defaults sized so the tiny model visibly learns over three rounds
+    # (docs/EXPERIMENTS.md, "Making `make demo` show learning"): each round goes
+    # on from the last one's checkpoint, so round N has had (N+1) x max_steps.
+    max_steps: int = Field(default=30, description="Optimizer steps per round (laptop: 30; cluster: 2000).")
     max_length: int = Field(
-        default=8192,
+        default=2048,
         description="Tokens per training row; the SFT trainer cuts longer rows. Teacher runs on the shipped "
-        "seeds reach ~21k tokens with the tiny tokenizer; 8192 keeps a CPU step near 10 s (cluster: 32768).",
+        "seeds reach ~20k tokens with the tiny tokenizer; 2048 keeps their first turns (the tool-call format "
+        "the tiny model must learn first) and a CPU step near 2 s (cluster: 32768).",
     )
-    learning_rate: float = Field(default=5e-4, description="Peak learning rate.")
+    learning_rate: float = Field(default=2e-3, description="Peak learning rate (laptop: 2e-3 for the tiny model).")
     config: dict[str, Any] = Field(
         default={},
         description="Any field of the method's TRL config (SFTConfig, PGConfig, DPOConfig, KTOConfig): "

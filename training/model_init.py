@@ -11,10 +11,12 @@ serve`) work on a model we can build without the Hub. Real users point
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sysconfig
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 
 import torch
@@ -35,6 +37,11 @@ TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_respons
 
 VOCAB_SIZE = 4096
 CORPUS_BYTES = 3_000_000  # enough code for sensible merges, trains in seconds
+# Copies of the agent's own text (tools, call format, the teacher's test command)
+# in the tokenizer's corpus: enough that BPE merges `bash`, `arguments`,
+# `command`, `PYTHONDONTWRITEBYTECODE`... into single tokens. Without them a tool
+# call is ~70 pieces of 1-3 characters, which the tiny model garbles (`DONDON...`).
+AGENT_TEXT_COPIES = 200
 SEEDS_DIR = Path(__file__).resolve().parent.parent / "touchstone" / "tasks" / "seeds"
 
 
@@ -58,6 +65,24 @@ def _texts(files: list[Path]) -> Iterator[str]:
         yield path.read_text(encoding="utf-8", errors="replace")
 
 
+def agent_text() -> str:
+    """What the agent reads and writes apart from code: the system prompt, the
+    tool schemas, and one call of each tool in the chat template's format (the
+    bash call is the teacher's first action, which every episode starts with)."""
+    from touchstone.agent.loop import SYSTEM_PROMPT
+    from touchstone.agent.teacher.procedure import FIRST_ACTION
+    from touchstone.agent.tools import TOOL_SCHEMAS
+
+    calls = []
+    for schema in TOOL_SCHEMAS:
+        fn = schema["function"]
+        args = {p: "" for p in fn["parameters"]["properties"]}
+        if fn["name"] == FIRST_ACTION.tool:
+            args = FIRST_ACTION.args
+        calls.append(f"<tool_call>\n{json.dumps({'name': fn['name'], 'arguments': args})}\n</tool_call>")
+    return "\n".join([SYSTEM_PROMPT, json.dumps(TOOL_SCHEMAS), FIRST_ACTION.thought, *calls]) + "\n"
+
+
 def train_tokenizer(files: list[Path]) -> PreTrainedTokenizerFast:
     # Exactly Qwen2's pipeline: `AutoTokenizer` loads a qwen2 model's tokenizer
     # as `Qwen2Tokenizer`, which rebuilds normalizer and pre-tokenizer this way;
@@ -77,7 +102,7 @@ def train_tokenizer(files: list[Path]) -> PreTrainedTokenizerFast:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(_texts(files), trainer=trainer)
+    tok.train_from_iterator(chain(_texts(files), [agent_text()] * AGENT_TEXT_COPIES), trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|im_end|>",
@@ -165,8 +190,9 @@ def default_model(seed: int = 0, pretrain_steps: int = 0) -> Path:
     """The default model, built once per machine into the cache and reused
     (tests and round 0 call this). Built in a temp dir and renamed, so a
     half-written model is never seen."""
-    # Keyed by this builder's own source, so a changed recipe never reuses a stale build.
-    recipe = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:10]
+    # Keyed by this builder's own source and the agent text it trains the tokenizer on,
+    # so a changed recipe never reuses a stale build.
+    recipe = hashlib.sha256(Path(__file__).read_bytes() + agent_text().encode()).hexdigest()[:10]
     target = paths.cache() / "models" / f"tiny-qwen2-{recipe}-s{seed}-p{pretrain_steps}"
     if (target / "checkpoint.json").is_file():
         return target

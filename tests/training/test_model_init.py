@@ -95,3 +95,19 @@ def test_cli_builds_a_loadable_model(tmp_path):
     assert result.exit_code == 0, result.output
     assert verify_checkpoint(tmp_path / "m").round is None
     AutoModelForCausalLM.from_pretrained(tmp_path / "m")
+
+
+def test_the_agents_words_are_whole_tokens(model_dir):
+    """Tool names, argument keys and the teacher's test command are single tokens,
+    so a tool call is a short sequence the tiny model can learn to reproduce."""
+    from touchstone.agent.teacher.procedure import FIRST_ACTION
+    from touchstone.agent.tools import TOOL_SCHEMAS
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    for schema in TOOL_SCHEMAS:
+        fn = schema["function"]
+        for word in [*fn["name"].split("_"), *fn["parameters"]["properties"], "arguments"]:
+            assert len(tok.tokenize(f'"{word}"')) == 3, (word, tok.tokenize(f'"{word}"'))
+    assert "PYTHONDONTWRITEBYTECODE" in tok.tokenize(FIRST_ACTION.args["command"])
+    call = '<tool_call>\n{"name": "bash", "arguments": {"command": "%s"}}\n</tool_call>' % FIRST_ACTION.args["command"]
+    assert len(tok.tokenize(call)) <= 35

@@ -5,10 +5,12 @@ written here; each candidate is a trajectory that writes its files."""
 
 import json
 import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
 
+from touchstone import paths
 from touchstone.tasks.schema import load_task
 from touchstone.verify.verifier import verify_trajectory
 
@@ -531,6 +533,84 @@ def test_check_candidate_lookup_table_is_rejected_on_docker(humaneval):
     check = oracle_of(humaneval, lookup, backend="docker")
     assert check.status == "fail" and "3 calls recorded (0 not replayable)" in check.evidence
     assert oracle_of(humaneval, HE_REFERENCE, backend="docker").status == "pass"
+
+
+# ------------------------------------------- the reference's replay, cached
+
+FROM_CACHE = "the reference's replay from the cache"
+ADD = "def add(a, b):\n    return a + b\n"
+
+
+def _varying_task(root: Path, body: str, tests: str) -> tuple[Path, dict]:
+    """A one-function task whose reference is `body`, with a fresh nonce so no
+    earlier run of this test left its replay in the cache."""
+    ref = {"vary.py": f"# {uuid.uuid4().hex}\nimport datetime\nimport os\nimport random\n\n\n{body}\n\n{ADD}"}
+    hidden = {"tests/test_vary.py": f"import vary\n\n\n{tests}\n\ndef test_add():\n    assert vary.add(2, 3) == 5\n"}
+    return make_task(root, "vary", workspace={"vary.py": ""}, hidden=hidden, reference=ref), ref
+
+
+@pytest.mark.parametrize(
+    "body, tests, cached",
+    [
+        # seeded per case by the replay runner: the same under seed 0 in any process, order or clock
+        (
+            "def pick(xs):\n    return random.choice(xs)\n",
+            "def test_pick():\n    assert vary.pick([1, 2, 3]) in (1, 2, 3)\n",
+            True,
+        ),
+        ("def neg(a):\n    return -a\n", "def test_neg():\n    assert vary.neg(2) == -2\n", True),
+        # the clock at the resolution of a day: two runs a second apart agree, the shifted clock does not
+        (
+            "def stamp(x):\n    return f'{x}-{datetime.date.today().isoformat()}'\n",
+            "def test_stamp():\n    assert vary.stamp('a').startswith('a-')\n",
+            False,
+        ),
+        (
+            "def year():\n    return datetime.datetime.now().year\n",
+            "def test_year():\n    assert vary.year() > 2000\n",
+            False,
+        ),
+        # unseeded randomness: differs from process to process
+        (
+            "def token():\n    return os.urandom(4).hex()\n",
+            "def test_token():\n    assert len(vary.token()) == 8\n",
+            False,
+        ),
+    ],
+)
+def test_the_reference_replay_is_cached_only_once_shown_deterministic(tmp_path, body, tests, cached):
+    task, ref = _varying_task(tmp_path, body, tests)
+    first = oracle_of(task, ref)
+    assert first.status == "pass" and FROM_CACHE not in first.evidence, first.evidence
+    second = oracle_of(task, ref)
+    assert second.status == "pass", second.evidence
+    assert (FROM_CACHE in second.evidence) is cached, second.evidence
+
+
+def test_a_rejection_never_rests_on_the_cached_replay(tmp_path):
+    body = "def scale(x):\n    return 3 * x\n"
+    task, ref = _varying_task(tmp_path, body, "def test_scale():\n    assert vary.scale(2) == 6\n")
+    oracle_of(task, ref)  # fills the cache
+    wrong = {"vary.py": body.replace("3 * x", "6 if x == 2 else 0")}
+    check = oracle_of(task, wrong)
+    assert check.status == "fail" and FROM_CACHE not in check.evidence, check.evidence
+    # a cache entry that holds the reference to a wrong answer: the honest candidate still passes, and the
+    # entry is dropped
+    (entry,) = [p for p in (paths.cache() / "oracle").glob("reference-*.json") if p.stat().st_mtime >= _started(task)]
+    data = json.loads(entry.read_text())
+    for run in data["runs"]:
+        for steps in run.values():
+            for step in steps.values():
+                if step["out"][0] == "ok":
+                    step["out"][1] = ["int", 12345] if step["out"][1] != ["int", 12345] else ["int", 1]
+    entry.write_text(json.dumps(data))
+    check = oracle_of(task, ref)
+    assert check.status == "pass" and "disagreed with a fresh one: dropped" in check.evidence, check.evidence
+    assert not entry.exists()
+
+
+def _started(task: Path) -> float:
+    return (task / "task.json").stat().st_mtime
 
 
 # ------------------------------------------------ mutation tasks from the seeds

@@ -14,8 +14,11 @@ on the candidate out of process and compared outside every candidate process.
    tests, forward and reversed case order, a fresh process per chunk of cases
    (`touchstone/harness/sandbox_files/replay_runner.py`), `random` seeded per
    case; the reference three times in one sandbox (both orders, then once
-   under another seed), the candidate each order in its own fresh sandbox.
-   The recording depends only on the task and is cached (`recording_key`).
+   under another seed), the candidate each order in its own fresh sandbox,
+   at the same time. The recording depends only on the task and is cached
+   (`recording_key`); the reference's replay is cached only once shown
+   deterministic (`reference_key`, `deterministic`), and a rejection never
+   rests on a cached replay: the reference is replayed afresh first.
 4. Compare here, by exact type and content (`same`): a step whose reference
    replays disagree is non-deterministic and not compared; a
    mutated case on which the reference raises is outside the domain and
@@ -35,7 +38,9 @@ import itertools
 import json
 import math
 import random
+import secrets
 import shlex
+import shutil
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from touchstone import paths
 from touchstone import atomic
+from touchstone.harness.grading import FAKETIME_LIB, faketime_env, faketime_library
 from touchstone.harness.sandbox_files import codec
 from touchstone.sandbox.environment import Environment
 
@@ -62,6 +68,11 @@ ORDERS = ("forward", "reverse")
 # between any two runs.
 REFERENCE_ORDERS = ("forward", "reverse", "forward")
 REFERENCE_SEEDS = (0, 0, 1)
+# Before the reference's replay may be cached, one more run: forward under seed 0 again, with the wall
+# clock over a year ahead (libfaketime) in another process. The replay is cached only when this run and
+# the two seed-0 runs agree on every outcome: what it returns then depends on neither the process, the
+# order nor the clock, down to the year (an answer reading the clock is never held to a stale value).
+CLOCK_PROBE_S = 400 * 86_400
 SLOWDOWN_GRACE_S = 0.05  # absolute slack per case: timer noise is not slowness
 FLOAT_REL_TOL, FLOAT_ABS_TOL = 1e-9, 1e-12
 
@@ -316,10 +327,12 @@ def run_side(
     timeout: float,
     environment: Environment | None = None,
     seeds: Sequence[int] | None = None,
+    clocks: Sequence[int] | None = None,
 ) -> tuple[list[Outcomes], float, bool]:
     """Replay `cases` over `tree` in one fresh sandbox, once per order
     ("forward", "reverse"), a fresh process per chunk of cases, `random`
-    seeded per case from `seeds[k]` in order k (default 0). Returns
+    seeded per case from `seeds[k]` in order k (default 0), the wall clock
+    `clocks[k]` seconds ahead (default 0: the real clock). Returns
     (outcomes per order, wall seconds, timed out)."""
     from touchstone.sandbox import Limits, open_sandbox
     from touchstone.harness import harness_mounts
@@ -327,8 +340,11 @@ def run_side(
     files = (("replay_runner.py", "rr_{nonce}.py"), ("codec.py", "tc_{nonce}.py"))
     with harness_mounts(*files) as (h_dir, o_dir, mounts, out, nonce):
         commands, outputs = [], []
+        if any(clocks or ()):
+            shutil.copyfile(faketime_library(), mounts[0].host / FAKETIME_LIB)
         for k, order in enumerate(orders):
             seq = cases[::-1] if order == "reverse" else cases
+            clock = faketime_env(h_dir, clocks[k]) if clocks and clocks[k] else {}
             outputs.append([])
             for n, start in enumerate(range(0, len(seq), CHUNK)):
                 name = f"{k}-{n}"
@@ -336,7 +352,8 @@ def run_side(
                 outputs[-1].append(out / f"out{name}.jsonl")
                 commands.append(shlex.join([
                     "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0",
-                    "PYTHONDONTWRITEBYTECODE=1", "python3", "-s", f"{h_dir}/rr_{nonce}.py", f"{h_dir}/tc_{nonce}.py",
+                    "PYTHONDONTWRITEBYTECODE=1", *(f"{var}={val}" for var, val in clock.items()),
+                    "python3", "-s", f"{h_dir}/rr_{nonce}.py", f"{h_dir}/tc_{nonce}.py",
                     f"{o_dir}/cases{name}.json", f"{o_dir}/out{name}.jsonl", str(seeds[k] if seeds else 0),
                 ]))  # fmt: skip
         command = "cd /workspace && " + " ; ".join(commands)
@@ -513,8 +530,78 @@ def _coverage(rec: Recording, not_replayable: Counter, capped: Counter, cached: 
     return counts, head + (", recording from the cache" if cached else "")
 
 
+@dataclass
+class ReferenceReplay:
+    """The reference's replay of a task's cases: REFERENCE_ORDERS under
+    REFERENCE_SEEDS, and the wall seconds per order."""
+
+    runs: list[Outcomes]
+    per_order: float
+    cached: bool = False
+
+
+def reference_key(recording: str, cases: list[Case], backend: str) -> str:
+    """Cache key of the reference's replay: the recording's key (task content,
+    environment, recorder and codec), the sandbox (backend and image), the
+    cases, the runs and the runner."""
+    from touchstone.sandbox import resolve_backend
+    from touchstone.sandbox.image import short_hash
+
+    runs = json.dumps([REFERENCE_ORDERS, REFERENCE_SEEDS, CLOCK_PROBE_S, resolve_backend(backend), short_hash()])
+    h = hashlib.sha256(f"{recording}\0{runs}".encode())
+    h.update(json.dumps([c.encode() for c in cases], sort_keys=True).encode())
+    h.update(Path(codec.__file__).with_name("replay_runner.py").read_bytes())
+    return h.hexdigest()[:32]
+
+
+def _reference_path(key: str) -> Path:
+    return paths.cache() / "oracle" / f"reference-{key}.json"
+
+
+def cached_reference(key: str | None) -> ReferenceReplay | None:
+    path = _reference_path(key) if key else None
+    if path is None or not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    runs = [{int(c): {int(i): step for i, step in steps.items()} for c, steps in run.items()} for run in data["runs"]]
+    return ReferenceReplay(runs, data["per_order"], cached=True)
+
+
+def deterministic(runs: list[Outcomes]) -> bool:
+    """Whether every run has the same outcome for every step (times aside)."""
+
+    def outcomes(run: Outcomes) -> dict:
+        return {c: {i: step["out"] for i, step in steps.items()} for c, steps in run.items()}
+
+    return all(outcomes(run) == outcomes(runs[0]) for run in runs[1:])
+
+
+def replay_reference(tree: Path, cases: list[Case], *, key: str | None, timeout: float,
+                     **sandbox) -> tuple[ReferenceReplay, bool]:  # fmt: skip
+    """The reference's three runs in one fresh sandbox; with a cache `key`, a
+    fourth run under a shifted clock, and the three stored when the seed-0 runs
+    (both orders, and the shifted clock) agree on every outcome. Returns
+    (replay, timed out)."""
+    probe = key is not None
+    orders = REFERENCE_ORDERS + (("forward",) if probe else ())
+    seeds = REFERENCE_SEEDS + ((0,) if probe else ())
+    clocks = (0,) * len(REFERENCE_ORDERS) + ((CLOCK_PROBE_S + secrets.randbelow(86_400),) if probe else ())
+    runs, wall, timed_out = run_side(tree, cases, orders=orders, seeds=seeds, clocks=clocks,
+                                     timeout=len(orders) * timeout, **sandbox)  # fmt: skip
+    replay = ReferenceReplay(runs[: len(REFERENCE_ORDERS)], wall / len(orders))
+    same_seed = [run for run, seed in zip(runs, seeds) if seed == 0]
+    if probe and not timed_out and deterministic(same_seed):
+        # atomic: concurrent verifiers never read half a file
+        atomic.write_text(_reference_path(key), json.dumps({"runs": replay.runs, "per_order": replay.per_order}))
+    return replay, timed_out
+
+
+def _time_limit(timeout: float, per_order: float) -> float:
+    return min(timeout, max(30.0, 10 * per_order + 10))  # generous: a loaded machine is not a slow solution
+
+
 def run_oracle(
-    record_tree: Path,
+    record_tree: Callable[[], Path],
     reference_tree: Path,
     candidate_tree: Path,
     test_files: list[str],
@@ -527,13 +614,16 @@ def run_oracle(
     first: Sequence[str] = (),
     cache_key: str | None = None,
 ) -> OracleResult:
-    """Record on `record_tree` (reference + hidden tests), replay on
-    `reference_tree` and `candidate_tree` (neither holds hidden tests);
-    `first`: tests whose calls the caps must not cut (fail-to-pass);
-    `cache_key`: `recording_key(...)` to reuse the task's recording."""
+    """Record on `record_tree()` (reference + hidden tests; composed only when
+    the recording is not cached), replay on `reference_tree` and
+    `candidate_tree` (neither holds hidden tests); `first`: tests whose calls
+    the caps must not cut (fail-to-pass); `cache_key`: `recording_key(...)` to
+    reuse the task's recording and, once shown deterministic, the reference's
+    replay (not for a performance contract: its times are compared like with
+    like, in the same conditions)."""
     sandbox = {"backend": backend, "environment": environment}
     rec, cached = cached_recording(
-        cache_key, lambda: record_calls(record_tree, test_files, test_code, timeout=timeout, **sandbox)
+        cache_key, lambda: record_calls(record_tree(), test_files, test_code, timeout=timeout, **sandbox)
     )
     if rec.summary is None:  # nothing the candidate did: a timeout may pass, a crash will not
         status, why = ("error", f"timed out after {timeout:g} s") if rec.timed_out else ("skipped", "crashed")
@@ -546,47 +636,68 @@ def run_oracle(
     if not cases:
         return OracleResult("skipped", f"{head}; nothing to replay", counts)
     everything = cases + mutated
-    # the trusted reference runs both orders in one sandbox, next to the candidate's runs: a reference
-    # whose answers vary from process to process (unseeded randomness a cached run hid) must vary
-    # under the same conditions; the candidate gets a fresh sandbox per order, so nothing it leaves
-    # on disk or in processes carries from one order to the other
-    refs, ref_wall, timed_out = run_side(
-        reference_tree,
-        everything,
-        orders=REFERENCE_ORDERS,
-        seeds=REFERENCE_SEEDS,
-        timeout=len(REFERENCE_ORDERS) * timeout,
-        **sandbox,
-    )
-    if timed_out:
-        return OracleResult(
-            "error", f"{head}; the reference replay timed out after {len(REFERENCE_ORDERS) * timeout:g} s", counts
-        )
-    per_order = ref_wall / len(REFERENCE_ORDERS)
-    limit = min(timeout, max(30.0, 10 * per_order + 10))  # generous: a loaded machine is not a slow solution
-    # both orders at once: each sandbox works on a private copy of the tree
+    cacheable = cache_key is not None and contract.max_slowdown is None and faketime_library() is not None
+    key = reference_key(cache_key, everything, backend) if cacheable else None
+    ref = cached_reference(key)
+    # the candidate gets a fresh sandbox per order, so nothing it leaves on disk or in processes carries
+    # from one order to the other; both at once, and alongside the reference's replay when it is not
+    # cached (the time limit, relative to the reference's, is applied to the candidate's wall time)
     with ThreadPoolExecutor(len(ORDERS)) as pool:
-        sides = list(pool.map(lambda o: run_side(candidate_tree, everything, orders=[o], timeout=limit, **sandbox),
-                              ORDERS))  # fmt: skip
-    if any(timed_out for _, _, timed_out in sides):
-        return OracleResult("fail", f"{head}; the candidate exceeded the replay time limit of {limit:.1f} s "
-                                    f"(reference: {per_order:.2f} s per order)", counts)  # fmt: skip
-    cands = [got for (got,), _, _ in sides]
-    cmp = compare(everything, refs, cands, contract, rec.steps)
-    counts.update(
-        replayed=cmp.compared,
-        mutated=cmp.mutated_compared,
-        unstable=cmp.unstable,
-        mutated_dropped=cmp.mutated_dropped,
-        context_dependent=cmp.context_dependent,
-    )
-    body = (f"{head}; {cmp.compared} calls replayed in {len(cases)} tests, {cmp.mutated_compared} of them on "
-            f"{len(mutated) - cmp.mutated_dropped} mutated inputs, forward and reversed, "
-            f"{CHUNK} cases per process; {cmp.unstable} non-deterministic on the reference not compared; "
-            f"{cmp.context_dependent} replayed otherwise than under the tests (monkeypatches, state left by "
-            f"other tests); slowest case {cmp.worst_slowdown:.1f}x the reference")  # fmt: skip
-    if cmp.counterexample:
-        return OracleResult("fail", f"{cmp.counterexample} [{body}]", counts)
-    if cmp.compared == 0:
-        return OracleResult("skipped", f"{body}: nothing compared", counts)
-    return OracleResult("pass", f"all agree with the reference: {body}", counts)
+        sides = [pool.submit(run_side, candidate_tree, everything, orders=[o], timeout=timeout, **sandbox)
+                 for o in ORDERS]  # fmt: skip
+        if ref is None:
+            ref, timed_out = replay_reference(reference_tree, everything, key=key, timeout=timeout, **sandbox)
+            if timed_out:
+                return OracleResult("error", f"{head}; the reference replay timed out", counts)
+        cands = [side.result() for side in sides]
+    judge = _Judge(head, counts, everything, len(cases), len(mutated), contract, rec, timeout)
+    verdict = judge(ref, cands)
+    if verdict.status == "fail" and ref.cached:  # a rejection never rests on the cache: replay it afresh
+        fresh, timed_out = replay_reference(reference_tree, everything, key=None, timeout=timeout, **sandbox)
+        if timed_out:
+            return OracleResult("error", f"{head}; the reference replay timed out", counts)
+        verdict = judge(fresh, cands)
+        if verdict.status != "fail":  # the cached replay held the candidate to something the reference no longer does
+            _reference_path(key).unlink(missing_ok=True)
+            verdict.evidence += "; the cached replay of the reference disagreed with a fresh one: dropped"
+    return verdict
+
+
+@dataclass
+class _Judge:
+    """The oracle's verdict on the candidate's replays against a reference replay."""
+
+    head: str
+    counts: dict
+    everything: list[Case]
+    n_cases: int
+    n_mutated: int
+    contract: OracleContract
+    rec: Recording
+    timeout: float
+
+    def __call__(self, ref: ReferenceReplay, cands: list[tuple[list[Outcomes], float, bool]]) -> OracleResult:
+        head, counts = self.head, dict(self.counts)
+        limit = _time_limit(self.timeout, ref.per_order)
+        if any(timed_out or wall > limit for _, wall, timed_out in cands):
+            return OracleResult("fail", f"{head}; the candidate exceeded the replay time limit of {limit:.1f} s "
+                                        f"(reference: {ref.per_order:.2f} s per order)", counts)  # fmt: skip
+        cmp = compare(self.everything, ref.runs, [got for (got,), _, _ in cands], self.contract, self.rec.steps)
+        counts.update(
+            replayed=cmp.compared,
+            mutated=cmp.mutated_compared,
+            unstable=cmp.unstable,
+            mutated_dropped=cmp.mutated_dropped,
+            context_dependent=cmp.context_dependent,
+        )
+        body = (f"{head}; {cmp.compared} calls replayed in {self.n_cases} tests, {cmp.mutated_compared} of them "
+                f"on {self.n_mutated - cmp.mutated_dropped} mutated inputs, forward and reversed, "
+                f"{CHUNK} cases per process; {cmp.unstable} non-deterministic on the reference not compared; "
+                f"{cmp.context_dependent} replayed otherwise than under the tests (monkeypatches, state left by "
+                f"other tests); slowest case {cmp.worst_slowdown:.1f}x the reference"
+                + ("; the reference's replay from the cache (shown deterministic)" if ref.cached else ""))  # fmt: skip
+        if cmp.counterexample:
+            return OracleResult("fail", f"{cmp.counterexample} [{body}]", counts)
+        if cmp.compared == 0:
+            return OracleResult("skipped", f"{body}: nothing compared", counts)
+        return OracleResult("pass", f"all agree with the reference: {body}", counts)

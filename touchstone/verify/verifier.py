@@ -13,6 +13,7 @@ import fnmatch
 import hashlib
 import json
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -247,20 +248,27 @@ def _audit_check(name: str, found: list[AuditFinding]) -> CheckResult:
 
 
 class _TestRuns:
-    """Run i of the plan on the graded diff, isolated or in process, each run on
-    trees of its own (composed on first use): runs can go at once, and none
-    sees what another left on disk."""
+    """Run i of the plan on the graded diff, isolated or in process. The trees
+    are composed once, on first use, and shared by every run: each sandbox
+    works on a private copy of them (`open_sandbox`), so runs can go at once
+    and none sees what another left on disk."""
 
     def __init__(self, suite: HiddenSuite, backend: str, files: dict[str, bytes], deleted: list[str], tmp: Path):
         self.suite, self.backend, self.files, self.deleted, self.tmp = suite, backend, files, deleted, tmp
+        self.lock = threading.Lock()
+        self.trees: dict[str, Any] = {}
+
+    def _composed(self, way: str, compose: Callable[..., Any]) -> Any:
+        with self.lock:
+            if way not in self.trees:
+                self.trees[way] = compose(self.tmp / way, files=self.files, deleted=self.deleted)
+            return self.trees[way]
 
     def isolated(self, i: int) -> TestRunResult:
-        trees = self.suite.compose_isolated(self.tmp / f"isolated-{i}", files=self.files, deleted=self.deleted)
-        return self.suite.run_isolated(trees, i, backend=self.backend)
+        return self.suite.run_isolated(self._composed("isolated", self.suite.compose_isolated), i, backend=self.backend)
 
     def in_process(self, i: int) -> TestRunResult:
-        tree = self.suite.compose(self.tmp / f"graded-{i}", files=self.files, deleted=self.deleted)
-        return self.suite.run(tree, i, backend=self.backend)
+        return self.suite.run(self._composed("graded", self.suite.compose), i, backend=self.backend)
 
 
 class _Deferred:
@@ -342,8 +350,11 @@ def _oracle_check(
         contract = oracle.contract_of(task.source.meta)
     except ValueError as exc:
         return CheckResult(name="oracle", status="error", evidence=str(exc))
-    record_tree = tmp / "oracle-record"
-    compose_tree(record_tree, task.workspace_dir, overlays=[task.reference_dir], tests=task.hidden_tests_dir)
+
+    def record_tree() -> Path:  # composed only when the task's recording is not cached
+        tree = tmp / "oracle-record"
+        return compose_tree(tree, task.workspace_dir, overlays=[task.reference_dir], tests=task.hidden_tests_dir)
+
     # the reference's replay tree is composed like the candidate's: test directories (and data files
     # in them) absent from both, so a call that reads one fails alike instead of only for the candidate
     ref_tree = suite.compose(tmp / "reference", overlays=[task.reference_dir], with_tests=False)

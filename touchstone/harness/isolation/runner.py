@@ -176,6 +176,7 @@ def _decide(judged, server: _Server, out: Path, captured: Path, required, prefix
         return grading.TestRunResult("error", f"isolation: the judge could not reach the candidate's process "
                                               f"({why}); {server.tail()}")  # fmt: skip
     result = grading.evaluate(captured, out / grading.JUNIT_FILE, required, prefixes)
+    grading.add_details(result, captured, judged.wall_s)
     if status.get("broken"):
         result.evidence += f"; isolation: the candidate's process failed ({status['broken']})"
     if result.status == "fail":

@@ -7,7 +7,11 @@ candidate code is collected. It
 - writes one JSON line per test phase report, the collected node ids, and a
   final record; the verifier requires a passed record per required test;
 - orders the collected tests per TOUCHSTONE_ORDER (forward, reverse,
-  shuffle:SEED) for the determinism check.
+  shuffle:SEED) for the determinism check;
+- with each failed phase, what was raised: the exception's class, the first
+  line of its message and where it was raised in the workspace (the innermost
+  frame under the rootdir; for an exception from the candidate's process in an
+  isolated run, the origin it carried across, see remote/wire.py `ORIGIN`).
 
 This file runs inside the candidate's test process, so it is defence in depth,
 not a trust anchor: see docs/VERIFIER.md ("what the test run guarantees").
@@ -21,6 +25,7 @@ _FD = os.open(os.environ["TOUCHSTONE_RESULTS"], os.O_WRONLY | os.O_CREAT | os.O_
 _ORDER = os.environ.get("TOUCHSTONE_ORDER", "forward")
 _write = os.write  # bound now: later rebinding of os.write does not reach us
 _dumps = json.dumps
+_RAISED = {}  # (node id, phase) -> what the phase raised, until its report is written
 
 
 def _emit(record):
@@ -38,7 +43,53 @@ def pytest_collection_finish(session):
     _emit({"event": "collected", "ids": [item.nodeid for item in session.items]})
 
 
+def pytest_runtest_makereport(item, call):
+    # returns None: pytest's own implementation still makes the report
+    if call.excinfo is not None:
+        _stash(item, call.when, call.excinfo.value)
+
+
+def pytest_exception_interact(node, call, report):
+    if report.when == "collect":  # a module that fails to import; pytest calls this before the collect report
+        _stash(node, "collect", call.excinfo.value)
+
+
+def _stash(node, when, exc):
+    try:
+        _RAISED[(node.nodeid, when)] = _raised(exc, str(node.config.rootpath))
+    except Exception:  # an exception object that resists inspection: the report's text still tells
+        pass
+
+
+def _raised(exc, root):
+    """{"type", "message", "at": "path:line" or None, "in": function, "crossed":
+    whether it came from the other process of an isolated run}."""
+    origin = getattr(exc, "__dict__", {}).get("__touchstone_origin__")
+    if not isinstance(origin, dict):
+        origin = {}
+    cls = type(exc)
+    name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    try:
+        message = (str(exc).strip().splitlines() or [""])[0][:300]
+    except Exception:
+        message = "<unprintable>"
+    at = origin.get("at") or _innermost(exc.__traceback__, root.rstrip("/") + "/")
+    return {"type": str(origin.get("type") or name)[:300], "message": message,
+            "at": f"{at[0]}:{at[1]}" if at else None, "in": at[2] if at else None, "crossed": bool(origin)}  # fmt: skip
+
+
+def _innermost(tb, root):
+    at = None
+    while tb is not None:
+        path = tb.tb_frame.f_code.co_filename
+        if path.startswith(root):
+            at = (path[len(root) :], tb.tb_lineno, tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return at
+
+
 def pytest_runtest_logreport(report):
+    raised = _RAISED.pop((report.nodeid, report.when), None)
     _emit(
         {
             "event": "report",
@@ -47,13 +98,16 @@ def pytest_runtest_logreport(report):
             "outcome": report.outcome,
             "wasxfail": hasattr(report, "wasxfail"),
             "longrepr": str(report.longrepr)[-800:] if report.failed else "",
+            "raised": raised if report.failed else None,
         }
     )
 
 
 def pytest_collectreport(report):
+    raised = _RAISED.pop((report.nodeid, "collect"), None)
     if report.failed:
-        _emit({"event": "collect_error", "nodeid": report.nodeid, "longrepr": str(report.longrepr)[-800:]})
+        _emit({"event": "collect_error", "nodeid": report.nodeid, "longrepr": str(report.longrepr)[-800:],
+               "raised": raised})  # fmt: skip
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -118,7 +118,7 @@ def _is_test_failure(exc: BaseException) -> bool:
 
 class JudgeEndpoint(wire.Endpoint):
     def __init__(self, sock):
-        super().__init__(sock, JudgePolicy(self))
+        super().__init__(sock, JudgePolicy(self), root=_CONFIG["root"])
 
     def module_proxy(self, name: str, hid: int):
         module = sys.modules.get(name)

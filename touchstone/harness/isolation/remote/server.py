@@ -42,7 +42,7 @@ def main(argv: list[str]) -> None:
     conn, _ = server.accept()
     server.close()
     conn.settimeout(None)
-    wire.Endpoint(conn, importer=_importer(root)).serve_forever()
+    wire.Endpoint(conn, importer=_importer(root), root=root).serve_forever()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,10 @@ Values cross in one of two ways:
 
 Exceptions cross as (class, args, text): builtin classes as themselves, other
 classes as a "mirror" class built on the receiving side (same name, bases
-mapped), whose instances keep a handle to the original.
+mapped), whose instances keep a handle to the original. Each also carries its
+origin (`ORIGIN`): the class's full name and the innermost frame under the
+sending side's root (the candidate's own code), so a failure report names
+where the candidate raised, not this module's re-raise.
 
 `Endpoint` is symmetric; a `Policy` decides what the other side may do with
 this side's objects (the judge's policy is strict: see judge.py).
@@ -47,11 +50,16 @@ import traceback
 import types
 import weakref
 
+# pytest leaves this module's frames out of tracebacks (judge side): a failure's location is the test's line
+__tracebackhide__ = True
 MAX_FRAME = 64 << 20
 MAX_DEPTH = 200
 MAX_TEXT = 4000
 _HEADER = struct.Struct(">I")
 _BIG_INT_BITS = 12000  # beyond this, ints travel as hex (int->str is capped at 4300 digits)
+# An exception's origin, kept in its __dict__ under this name on the receiving side and sent on with it
+# when it crosses again: {"type": "pkg.mod.Error", "at": ["pkg/mod.py", line, "function"] or None}.
+ORIGIN = "__touchstone_origin__"
 
 
 class IsolationBroken(BaseException):
@@ -215,10 +223,11 @@ class Endpoint:
     """One side of the connection: the handle table of our exported objects,
     proxies for the other side's, and the request/serve loop."""
 
-    def __init__(self, sock, policy: Policy | None = None, importer=None):
+    def __init__(self, sock, policy: Policy | None = None, importer=None, root: str | None = None):
         self.channel = Channel(sock)
         self.policy = policy or Policy()
         self.importer = importer  # callable(name, entry) on the side that owns the modules
+        self.root = root  # this side's workspace: where an exception's origin is looked for
         self.mail = threading.Condition()  # guards the mailbox, the reader flag and the qid sets
         self.mailbox: dict[int, dict] = {}  # answers read by a thread for another
         self.waiting: set[int] = set()
@@ -343,7 +352,7 @@ class Endpoint:
             out = {"e": {"bt": next(b.__name__ for b in cls.__mro__ if builtin_class_name(b))}}
         if self.policy.redact(exc):
             return out
-        out.update(s=_safe(str, exc), rp=_safe(repr, exc))
+        out.update(s=_safe(str, exc), rp=_safe(repr, exc), w=origin_of(exc, self.root))
         try:
             out["a"] = self.encode(tuple(exc.args), memo, depth + 1)
         except Unencodable:
@@ -485,6 +494,8 @@ class Endpoint:
         if getattr(cls, "__touchstone_remote__", None) is not None:
             exc.__dict__["__touchstone_str__"] = text
             exc.__dict__["__touchstone_repr__"] = rep
+        if isinstance(v.get("w"), dict):
+            exc.__dict__[ORIGIN] = _checked_origin(v["w"])
         if v.get("tb"):
             exc.add_note("remote traceback (candidate process):\n" + _text(_str(v["tb"]), MAX_TEXT))
         return exc
@@ -1098,6 +1109,39 @@ def _dict(x) -> dict:
 
 def _text(s: str, limit: int) -> str:
     return s if len(s) <= limit else s[: limit - 15] + "...[truncated]"
+
+
+def origin_of(exc: BaseException, root: str | None) -> dict | None:
+    """Where `exc` comes from: the origin it brought across (it crossed before),
+    else its class's full name and the innermost traceback frame under `root`."""
+    try:
+        known = exc.__dict__.get(ORIGIN)
+        if isinstance(known, dict):
+            return known
+        cls = type(exc)
+        module = cls.__module__ if type(cls.__module__) is str else "?"
+        name = cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+        at, tb = None, exc.__traceback__
+        while tb is not None and root:
+            path = tb.tb_frame.f_code.co_filename
+            if path.startswith(root.rstrip("/") + "/"):
+                at = [
+                    _text(path[len(root.rstrip("/")) + 1 :], 300),
+                    tb.tb_lineno,
+                    _text(tb.tb_frame.f_code.co_name, 200),
+                ]
+            tb = tb.tb_next
+        return {"type": _text(name, 300), "at": at}
+    except Exception:  # the candidate's class or frames misbehave: no origin, never a broken reply
+        return None
+
+
+def _checked_origin(w: dict) -> dict:
+    at = w.get("at")
+    if at is not None:
+        path, line, function = _list(at, 3)
+        at = [_text(_str(path), 300), _int(line), _text(_str(function), 200)]
+    return {"type": _text(_str(w.get("type", "")), 300), "at": at}
 
 
 def _identifier(s: str) -> str:
