@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
 import subprocess
 import sys
@@ -82,6 +83,7 @@ def measure(stage: str, count: int, out: Path, workers: int, backend: str) -> di
         "per_trajectory_s": round(row["wall_s"] / max(n, 1), 3),
         "per_minute": round(60 * n / row["wall_s"], 1),
         "peak_rss_mb": round(row["peak_rss_mb"]),
+        "load_1m": round(os.getloadavg()[0], 1),  # other work on the machine inflates per_trajectory_s
     }
 
 

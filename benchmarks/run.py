@@ -51,11 +51,14 @@ def machine() -> str:
     mem_kb = int(
         next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
     )
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     return (
         f"{os.cpu_count()} × {cpu}, {mem_kb / 2**20:.0f} GiB RAM, Linux {platform.release()}, "
-        f"Python {platform.python_version()}; load average {load}"
+        f"Python {platform.python_version()}; load average {load_average()}"
     )
+
+
+def load_average() -> str:
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def run_area(area: str) -> tuple[dict | None, str]:
@@ -130,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                 result, error = run_area(area)
             except subprocess.TimeoutExpired:
                 result, error = None, f"timed out after {TIMEOUT_S} s"
+        where += f" at the start, {load_average()} at the end"  # a load that changed mid-run skews comparisons
         write_section(area, section(area, result, error, started, time.monotonic() - t0, where))
         console.print(f"bench {area}: {'ok' if result else 'FAILED'} ({time.monotonic() - t0:.0f} s)")
         if result is None:
