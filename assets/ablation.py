@@ -16,6 +16,7 @@ import dagster as dg
 from pydantic import Field
 
 from orchestration.partitions import ablation_partitions
+from touchstone.paths import Asset
 
 
 class AblationRunConfig(dg.Config):
@@ -26,6 +27,8 @@ class AblationRunConfig(dg.Config):
     directory: str = Field(
         default="", description="Experiment directory (empty: TOUCHSTONE_HOME/experiments/filter-ablation)."
     )
+    tasks: str = Field(default="", description="Training task set (empty: proposed from the shipped seeds).")
+    heldout: str = Field(default="", description="Held-out task set (with tasks).")
 
     def resolved(self):
         from touchstone import paths
@@ -33,6 +36,17 @@ class AblationRunConfig(dg.Config):
 
         out = Path(self.directory) if self.directory else paths.home() / "experiments" / "filter-ablation"
         return AblationConfig.model_validate(self.settings), out
+
+    def task_sets(self, cfg, out: Path):
+        """(training, held-out) tasks: the given sets, else proposed once into OUT/tasks."""
+        from touchstone.experiments.filter_ablation import experiment_tasks
+        from touchstone.tasks.schema import load_task_set
+
+        if bool(self.tasks) != bool(self.heldout):
+            raise dg.Failure("ablation config: `tasks` and `heldout` go together")
+        if self.tasks:
+            return load_task_set(Path(self.tasks)), load_task_set(Path(self.heldout))
+        return experiment_tasks(cfg, out / "tasks")
 
 
 def _floats(row: dict[str, Any]) -> dict[str, dg.MetadataValue]:
@@ -42,11 +56,10 @@ def _floats(row: dict[str, Any]) -> dict[str, dg.MetadataValue]:
 @dg.asset(group_name="filter_ablation", kinds={"pytorch"}, pool="sandbox")
 def ablation_setup(context: dg.AssetExecutionContext, config: AblationRunConfig) -> dg.MaterializeResult:
     """Training and held-out task sets, and the base model's evaluation (shared by both arms)."""
-    from touchstone.experiments.filter_ablation import experiment_tasks
     from training.ablation import base_row
 
     cfg, out = config.resolved()
-    tasks, heldout = experiment_tasks(cfg, out / "tasks")
+    tasks, heldout = config.task_sets(cfg, out)
     row = base_row(cfg, heldout, out)
     return dg.MaterializeResult(
         metadata={
@@ -67,20 +80,62 @@ def ablation_setup(context: dg.AssetExecutionContext, config: AblationRunConfig)
 )
 def ablation_round(context: dg.AssetExecutionContext, config: AblationRunConfig) -> dg.MaterializeResult:
     """One arm's round: kept rows, their hack share, hack propensity, imitation NLL, pass@1."""
-    from touchstone.experiments.filter_ablation import experiment_tasks
     from touchstone.rounds import round_index
     from training.ablation import run_arm_round
 
     cfg, out = config.resolved()
     keys = context.partition_key.keys_by_dimension
-    tasks, heldout = experiment_tasks(cfg, out / "tasks")
+    arm, index = keys["arm"], round_index(keys["round"])
+    lineage = _parent_lineage(context.instance, cfg, out, arm, keys["round"])
+    tasks, heldout = config.task_sets(cfg, out)
     try:
-        row = run_arm_round(cfg, keys["arm"], round_index(keys["round"]), tasks, heldout, out)
+        row = run_arm_round(cfg, arm, index, tasks, heldout, out)
     except ValueError as exc:
         raise dg.Failure(str(exc)) from exc
     return dg.MaterializeResult(
         metadata={
-            "directory": dg.MetadataValue.path(str(out / keys["arm"] / keys["round"])),
+            "directory": dg.MetadataValue.path(str(out / arm / keys["round"])),
+            "checkpoint_hash": dg.MetadataValue.text(row.checkpoint_hash),
+            **lineage,
             **_floats(row.model_dump()),
         }
     )
+
+
+def _parent_lineage(
+    instance: dg.DagsterInstance, cfg, out: Path, arm: str, round_key: str
+) -> dict[str, dg.MetadataValue]:
+    """Round N of an arm starts from the weights its round N-1 ended with. Dynamic
+    partitions cannot declare that dependency (dagster-io/dagster#15079), so it is
+    looked up in the instance's records: fail unless arm|N-1 was materialized and
+    the weights on disk are the ones that materialization recorded."""
+    from orchestration.lineage import latest_metadata
+    from touchstone.checkpoint import checkpoint_hash
+    from touchstone.rounds import previous_round, round_index
+    from training.ablation import arm_start
+    from training.model_init import default_model
+
+    prev = previous_round(round_key)
+    if prev is None:
+        return {"parent_partition": dg.MetadataValue.text("base")}
+    parent = dg.MultiPartitionKey({"arm": arm, "round": prev})
+    found = latest_metadata(instance, dg.AssetKey(Asset.ABLATION_ROUND), parent)
+    if found is None:
+        raise dg.Failure(
+            f"{arm}|{round_key} starts from {parent}, which has not been materialized: materialize it first"
+        )
+    metadata, run_id = found
+    try:
+        start = arm_start(out, arm, round_index(round_key), default_model(seed=cfg.seed))
+    except ValueError as exc:
+        raise dg.Failure(str(exc)) from exc
+    if checkpoint_hash(start) != metadata.get("checkpoint_hash"):
+        raise dg.Failure(
+            f"{arm}|{round_key}: the weights in {out} ({start}) are not the ones {parent} recorded "
+            f"(run {run_id}): was it materialized with another directory?"
+        )
+    return {
+        "parent_partition": dg.MetadataValue.text(str(parent)),
+        "parent_run": dg.MetadataValue.dagster_run(run_id),
+        "start_checkpoint_hash": dg.MetadataValue.text(checkpoint_hash(start)),
+    }

@@ -223,7 +223,6 @@ def main() -> None:
         f"isolation per graded run: median of {args.reps} runs of each canary task's reference, isolated (judge + "
         f"candidate sandboxes) / in process; median {round(statistics.median(r['run_ratio'] for r in runs), 2)}x",
     ]
-    notes.append("load average at the end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     results = throughput_rows + cost["rows"] + runs
     print(json.dumps({"bench": "verify", "results": results, "notes": notes}, indent=2))
 

@@ -29,9 +29,9 @@ from tests.assets.conftest import tiny_run_config
 # The shared tiny settings (8 tasks: fewer and the teacher may solve none in r000, which then
 # trains nothing and r001 would serve the base weights, proving nothing about serving a new
 # checkpoint). r001 runs without the teacher and, training nothing, evaluates nothing: two server
-# starts (r000's evaluation, r001's rollouts). With 4 tasks and no cachetools it took 19 min at
-# load 12 (r000 then trained nothing); with 3 starts and the teacher in r001, sources and r000
-# alone took 38 min at load 13-18.
+# starts (r000's evaluation, r001's rollouts). Passed in 35 min at load 12-18 on 2 cores
+# (sources 5.5, r000 16.5, r001 13); before (teacher in r001, three starts) sources and r000
+# alone took 38 min at load 13-18. With 4 tasks it took 19 min, but r000 then trained nothing.
 pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(5400)]
 
 LOCAL_SERVED = Path(__file__).parents[2] / "orchestration" / "deploy" / "local-served.yaml"

@@ -102,7 +102,9 @@ def test_the_evidence_names_the_candidates_exception_and_where_it_was_raised(tmp
         assert why.startswith(f"call failed: {raised}") and f"(raised at {where} in {func})" in why, (name, why)
         assert "wire.py" not in why and "/mnt/" not in why, (name, why)
         assert result.raised_at[f"tests/test_raises.py::{name}"] == where, name
+        # messages feed task statements: what was raised, never the line to fix
         assert result.messages[f"tests/test_raises.py::{name}"].startswith(raised), name
+        assert where not in result.messages[f"tests/test_raises.py::{name}"], name
     assert "wire.py" not in result.evidence.split("output tail:")[0], result.evidence
 
 
@@ -128,3 +130,22 @@ def test_the_origin_record_survives_a_json_round_trip_only_as_plain_data():
     assert wire._checked_origin(json.loads(json.dumps(origin))) == origin
     with pytest.raises(wire.IsolationBroken):
         wire._checked_origin({"type": "X", "at": ["a.py", "12", "f"]})  # a line that is not an int
+
+
+@pytest.mark.parametrize("in_process", [False, True], ids=["isolated", "in-process"])
+def test_a_candidate_module_failing_at_import_is_named_in_the_collection_error(tmp_path: Path, in_process: bool):
+    files, tests, expected = {"errors.py": ERRORS}, {}, {}
+    for kind, statement in KINDS.items():
+        name = kind.replace("-", "_")
+        source = _Source(PRELUDE)
+        line = source.add(statement.replace("return ", "_ = "))  # at module level, while the test imports it
+        files[f"bad_{name}.py"] = source.text()
+        tests[f"tests/test_imports_{name}.py"] = f"import bad_{name}\n\n\ndef test_it():\n    pass\n"
+        raised = ": ".join(_expected_raise(kind, f"bad_{name}"))
+        expected[f"tests/test_imports_{name}.py"] = (raised, f"(raised at bad_{name}.py:{line} in <module>)")
+    result = run(tmp_path, files, tests, in_process=in_process)
+    assert result.status == "fail" and "collection errors in" in result.evidence, result.evidence
+    first, where = next((e for e in expected.values() if f"(first: {e[0]} {e[1]})" in result.evidence), (None, None))
+    assert first and "wire.py" not in result.evidence.split("output tail:")[0], result.evidence
+    # collect_errors feed task statements: what was raised, never the line to fix
+    assert result.collect_errors == {path: raised for path, (raised, _) in expected.items()}, result.collect_errors

@@ -150,6 +150,7 @@ class Stream:
     collected: list[str] | None = None
     phases: dict[str, dict] = field(default_factory=dict)
     collect_errors: dict[str, str] = field(default_factory=dict)
+    collect_raised: dict[str, dict] = field(default_factory=dict)  # file -> what its import raised
     finishes: list[object] = field(default_factory=list)  # exit statuses of finish records
     problems: list[str] = field(default_factory=list)
 
@@ -183,6 +184,8 @@ def _read_stream(path: Path) -> Stream:
             entry[when] = rec
         elif event == "collect_error":
             st.collect_errors[str(rec.get("nodeid"))] = str(rec.get("longrepr", ""))
+            if isinstance(rec.get("raised"), dict):
+                st.collect_raised[str(rec.get("nodeid"))] = rec["raised"]
         elif event == "finish":
             st.finishes.append(rec.get("exitstatus"))
     if n_collected > 1:
@@ -215,13 +218,16 @@ def _phase_verdict(entry: dict | None) -> str | None:
     return None
 
 
-def describe_raised(raised: object) -> str | None:
+def describe_raised(raised: object, where: bool = True) -> str | None:
     """`module.Error: message (raised at pkg/mod.py:12 in function)` from a
-    report's `raised` record (the result plugin's), or None when it has none."""
+    report's `raised` record (the result plugin's), or None when it has none.
+    `where=False` leaves the location out: `messages` and `collect_errors` feed
+    task statements, which must not point at the line to fix (it is in
+    `raised_at`)."""
     if not isinstance(raised, dict) or not raised.get("type"):
         return None
     text = f"{raised['type']}: {raised.get('message') or ''}".rstrip(": ")[:300]
-    if raised.get("at"):
+    if where and raised.get("at"):
         text += f" (raised at {raised['at']}" + (f" in {raised['in']})" if raised.get("in") else ")")
     return text
 
@@ -298,7 +304,9 @@ def evaluate(
     if junit is None:
         problems.append("no readable JUnit report (pytest did not finish)")
     if stream.collect_errors:
-        problems.append(f"collection errors in {', '.join(sorted(stream.collect_errors))[:300]}")
+        raised = describe_raised(next(iter(stream.collect_raised.values()), None))
+        problems.append(f"collection errors in {', '.join(sorted(stream.collect_errors))[:300]}"
+                        + (f" (first: {raised})" if raised else ""))  # fmt: skip
     if result.failed or junit is None or stream.problems:
         result.status = "fail"
         first = list(result.failed.items())[:3]
@@ -464,7 +472,8 @@ def add_details(result: TestRunResult, captured: Path, wall_s: float) -> None:
     (the parser's one-line reason when it has none)."""
     stream = _read_stream(captured)
     result.wall_s, result.collected = wall_s, stream.collected or []
-    result.collect_errors = {k: _error_lines(v) or v.strip()[-300:] for k, v in stream.collect_errors.items()}
+    result.collect_errors = {k: describe_raised(stream.collect_raised.get(k), where=False) or _error_lines(v) or v.strip()[-300:]
+                             for k, v in stream.collect_errors.items()}  # fmt: skip
     result.messages = dict(result.failed)
     for nodeid in result.failed:
         for rec in (stream.phases.get(nodeid) or {}).values():
@@ -474,7 +483,7 @@ def add_details(result: TestRunResult, captured: Path, wall_s: float) -> None:
                     result.raised_at[nodeid] = where
                 # the E lines of an exception from the candidate's process are its remote traceback's
                 crossed = isinstance(raised, dict) and raised.get("crossed")
-                if lines := (None if crossed else _error_lines(longrepr)) or describe_raised(raised):
+                if lines := (None if crossed else _error_lines(longrepr)) or describe_raised(raised, where=False):
                     result.messages[nodeid] = lines
                     break
 

@@ -642,7 +642,7 @@ def run_oracle(
     # the candidate gets a fresh sandbox per order, so nothing it leaves on disk or in processes carries
     # from one order to the other; both at once, and alongside the reference's replay when it is not
     # cached (the time limit, relative to the reference's, is applied to the candidate's wall time)
-    with ThreadPoolExecutor(len(ORDERS) + 1) as pool:
+    with ThreadPoolExecutor(len(ORDERS)) as pool:
         sides = [pool.submit(run_side, candidate_tree, everything, orders=[o], timeout=timeout, **sandbox)
                  for o in ORDERS]  # fmt: skip
         if ref is None:

@@ -46,10 +46,19 @@ def pytest_collection_finish(session):
 def pytest_runtest_makereport(item, call):
     # returns None: pytest's own implementation still makes the report
     if call.excinfo is not None:
-        try:
-            _RAISED[(item.nodeid, call.when)] = _raised(call.excinfo.value, str(item.config.rootpath))
-        except Exception:  # an exception object that resists inspection: the report's text still tells
-            pass
+        _stash(item, call.when, call.excinfo.value)
+
+
+def pytest_exception_interact(node, call, report):
+    if report.when == "collect":  # a module that fails to import; pytest calls this before the collect report
+        _stash(node, "collect", call.excinfo.value)
+
+
+def _stash(node, when, exc):
+    try:
+        _RAISED[(node.nodeid, when)] = _raised(exc, str(node.config.rootpath))
+    except Exception:  # an exception object that resists inspection: the report's text still tells
+        pass
 
 
 def _raised(exc, root):
@@ -95,8 +104,10 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_collectreport(report):
+    raised = _RAISED.pop((report.nodeid, "collect"), None)
     if report.failed:
-        _emit({"event": "collect_error", "nodeid": report.nodeid, "longrepr": str(report.longrepr)[-800:]})
+        _emit({"event": "collect_error", "nodeid": report.nodeid, "longrepr": str(report.longrepr)[-800:],
+               "raised": raised})  # fmt: skip
 
 
 def pytest_sessionfinish(session, exitstatus):
