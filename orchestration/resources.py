@@ -254,7 +254,7 @@ class TrainerResource(dg.ConfigurableResource):
     # Laptop defaults sized so the tiny model visibly learns over three rounds
     # (docs/EXPERIMENTS.md, "Making `make demo` show learning"): each round goes
     # on from the last one's checkpoint, so round N has had (N+1) x max_steps.
-    max_steps: int = Field(default=30, description="Optimizer steps per round (laptop: 30; cluster: 2000).")
+    max_steps: int = Field(default=60, description="Optimizer steps per round (laptop: 60; cluster: 2000).")
     max_length: int = Field(
         default=2048,
         description="Tokens per training row; the SFT trainer cuts longer rows. Teacher runs on the shipped "
@@ -262,11 +262,18 @@ class TrainerResource(dg.ConfigurableResource):
         "the tiny model must learn first) and a CPU step near 2 s (cluster: 32768).",
     )
     learning_rate: float = Field(default=2e-3, description="Peak learning rate (laptop: 2e-3 for the tiny model).")
+    # Constant on a laptop: each round is a short continuation of the last, and a schedule
+    # that decays to zero within every round spends half its steps at a small rate (30
+    # decaying steps a round: no valid tool call after three rounds; 60 constant: 11/12
+    # first turns valid; docs/EXPERIMENTS.md).
+    lr_scheduler_type: Literal["constant", "constant_with_warmup", "linear", "cosine"] = Field(
+        default="constant", description="Learning-rate schedule within a round (laptop: constant; cluster: cosine)."
+    )
     config: dict[str, Any] = Field(
         default={},
         description="Any field of the method's TRL config (SFTConfig, PGConfig, DPOConfig, KTOConfig): "
         "per_device_train_batch_size, gradient_accumulation_steps, bf16, activation_checkpointing, ... "
-        "Wins over max_steps / max_length / learning_rate above. Unknown fields fail the step, named.",
+        "Wins over max_steps / max_length / learning_rate / lr_scheduler_type above. Unknown fields fail the step, named.",
     )
     torch_dtype: Literal["float32", "bfloat16", "float16", "auto"] = Field(
         default="float32", description="Weights dtype when loading (GPU: bfloat16)."
@@ -292,6 +299,7 @@ class TrainerResource(dg.ConfigurableResource):
             "max_length": self.max_length,
             "max_steps": self.max_steps,
             "learning_rate": self.learning_rate,
+            "lr_scheduler_type": self.lr_scheduler_type,
             **self.config,
             **{k: v for k, v in model.items() if v},
         }
