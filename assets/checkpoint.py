@@ -46,7 +46,7 @@ def checkpoint(
     pipes: dg.PipesSubprocessClient,
 ) -> dg.MaterializeResult:
     """Weights + tokenizer + checkpoint.json (manifest with content hash and lineage)."""
-    from touchstone.data.build import SUMMARY_FILE, BuildSummary
+    from touchstone.data.build import read_summary
     from training.train import TrainingError, check_config
 
     config = trainer.trainer_config()
@@ -58,7 +58,7 @@ def checkpoint(
     round_key = context.partition_key
     start = starting_checkpoint(context.instance, round_key)
     data_dir = store.local_dir(Asset.TRAINING_DATA, round_key)
-    empty = BuildSummary.model_validate_json((data_dir / SUMMARY_FILE).read_text()).nothing_to_train(trainer.method)
+    empty = read_summary(data_dir).nothing_to_train(trainer.method)
     if empty:
         return _no_update(context, storage, start, empty)
     with publishing(context, storage) as out, tempfile.TemporaryDirectory() as tmp:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -90,9 +89,9 @@ def build(
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def summary(directory: Path) -> None:
     """Print the summary of a built dataset directory."""
-    from touchstone.data.build import SUMMARY_FILE
+    from touchstone.data.build import read_summary
 
-    _print_summary(json.loads((directory / SUMMARY_FILE).read_text()))
+    _print_summary(read_summary(directory).model_dump())
 
 
 def expand_rounds(spec: str) -> list[str]:

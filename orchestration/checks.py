@@ -155,13 +155,13 @@ def schema_and_rows(
     """Every dataset carries the lineage columns (an error). The trainer's dataset holding
     no row is a warning: the round verified nothing to train on, so `checkpoint` records
     no update and the next round starts from the best checkpoint so far."""
-    from touchstone.data.build import SUMMARY_FILE, BuildSummary
+    from touchstone.data.build import read_summary
 
     folder = storage.store().local_dir(Asset.TRAINING_DATA, context.partition_key)
     datasets = _datasets(storage, context.partition_key)
     lacking = {n: [c for c in LINEAGE_COLUMNS if c not in f.columns] for n, f in datasets.items()}
     lacking = {n: cols for n, cols in lacking.items() if cols}
-    empty = BuildSummary.model_validate_json((folder / SUMMARY_FILE).read_text()).nothing_to_train(trainer.method)
+    empty = read_summary(folder).nothing_to_train(trainer.method)
     return dg.AssetCheckResult(
         passed=not lacking and not empty,
         severity=dg.AssetCheckSeverity.ERROR if lacking else dg.AssetCheckSeverity.WARN,

@@ -68,6 +68,11 @@ class BuildSummary(BaseModel):
         )
 
 
+def read_summary(data_dir: Path) -> BuildSummary:
+    """The summary `build_datasets` wrote into a built dataset directory."""
+    return BuildSummary.model_validate_json((Path(data_dir) / SUMMARY_FILE).read_text())
+
+
 def summarize(
     examples: list[Example],
     frames: dict[str, tuple[list[BaseModel], Counter]],
