@@ -79,22 +79,67 @@ def training_template(tokenizer) -> str:
         raise TrainingError(f"base tokenizer: no assistant masks for its chat template: {exc}") from None
 
 
+def turn_windows(example: dict[str, list], max_length: int) -> list[dict[str, list]]:
+    """A tokenized row longer than `max_length`, split at turn boundaries into
+    windows of at most `max_length` tokens, so every assistant turn is trained
+    once: the first window is the row's start; each later one ends with the
+    first turn not yet trained and holds as much of the conversation before it
+    as fits. A window's labels and weights cover only the turns it trains (the
+    context before them is context). A turn longer than `max_length` keeps its
+    first `max_length` tokens. Why: cutting a long row to its start threw away
+    every turn after the first observation (a test run's output alone can
+    exceed 2048 tokens), so a model never learned what to do after a tool's
+    answer (docs/TRAINING.md, docs/EXPERIMENTS.md)."""
+    n = len(example["input_ids"])
+    if n <= max_length:
+        return [example]
+    spans = assistant_spans([int(label != -100) for label in example["labels"]])
+    windows, trained = [], 0  # spans[:trained] are trained
+    start, end = 0, max_length  # the row's start first
+    while trained < len(spans):
+        first, last = spans[trained]
+        if last - first > max_length:  # a turn longer than a window: its first max_length tokens
+            windows.append(_window(example, first, first + max_length, [spans[trained]]))
+            trained += 1
+        else:
+            inside = [i for i in range(trained, len(spans)) if spans[i][0] >= start and spans[i][1] <= end]
+            if inside:
+                windows.append(_window(example, start, end, [spans[i] for i in inside]))
+                trained = inside[-1] + 1
+        if trained < len(spans):  # the next window ends with the first turn not yet trained
+            end = spans[trained][1]
+            start = max(0, end - max_length)
+    return windows
+
+
+def _window(example: dict[str, list], start: int, end: int, spans: list[tuple[int, int]]) -> dict[str, list]:
+    """Tokens [start, end) of `example`, with labels and weights kept only on `spans`."""
+    keep = [False] * (end - start)
+    for s, e in spans:
+        for j in range(max(s, start), min(e, end)):
+            keep[j - start] = True
+    labels = example["labels"][start:end]
+    weights = example["token_weights"][start:end]
+    return {
+        "input_ids": example["input_ids"][start:end],
+        "labels": [t if k else -100 for t, k in zip(labels, keep)],
+        "token_weights": [w if k else 0.0 for w, k in zip(weights, keep)],
+    }
+
+
 def tokenize_dataset(rows: list[dict[str, Any]], tokenizer, max_length: int) -> tuple[Dataset, int]:
-    """Tokenized rows, cut to their first max_length tokens (TRL's
-    `keep_start`; the weights are cut with them), and how many were cut. A row
-    left without any assistant token is not kept."""
+    """Tokenized rows, a row longer than max_length split into turn windows
+    (`turn_windows`), and how many rows were split. A window left without any
+    assistant token is not kept."""
     template = training_template(tokenizer)
-    examples, truncated = [], 0
+    examples, split = [], 0
     for row in tqdm(rows, desc="tokenize sft", unit="row"):
-        ex = tokenize_row(row, tokenizer, template)
-        if len(ex["input_ids"]) > max_length:
-            truncated += 1
-            ex = {k: v[:max_length] for k, v in ex.items()}
-        if any(label != -100 for label in ex["labels"]):
-            examples.append(ex)
+        windows = turn_windows(tokenize_row(row, tokenizer, template), max_length)
+        split += len(windows) > 1
+        examples += [w for w in windows if any(label != -100 for label in w["labels"])]
     if not examples:
         raise TrainingError(f"no SFT row has an assistant token within max_length={max_length}")
-    return Dataset.from_list(examples), truncated
+    return Dataset.from_list(examples), split
 
 
 class WeightedCollator(DataCollatorForLanguageModeling):
@@ -142,10 +187,10 @@ class WeightedSFTTrainer(SFTTrainer):
 def build_trainer(
     data_dir: str | Path, base: str | Path, work_dir: Path, out: Path, config: str | Path | dict | None = None
 ) -> tuple[WeightedSFTTrainer, int]:
-    """The trainer, and how many rows were cut to max_length."""
+    """The trainer, and how many rows were split into turn windows."""
     model, tokenizer = load_base(base, config)
     args = trl_args(SFTConfig, work_dir, load_overrides(config), max_length=4096, remove_unused_columns=False)
-    dataset, truncated = tokenize_dataset(read_rows(data_dir, "sft"), tokenizer, args.max_length)
+    dataset, split = tokenize_dataset(read_rows(data_dir, "sft"), tokenizer, args.max_length)
     trainer = WeightedSFTTrainer(
         model=model,
         args=args,
@@ -154,7 +199,7 @@ def build_trainer(
         data_collator=WeightedCollator(pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=args.pad_to_multiple_of),
         callbacks=[tensorboard(out)],
     )
-    return trainer, truncated
+    return trainer, split
 
 
 def train_sft(
@@ -166,7 +211,7 @@ def train_sft(
 ) -> CheckpointManifest:
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="touchstone-sft-") as work:
-        trainer, truncated = build_trainer(data_dir, base, Path(work), out, config)
+        trainer, split = build_trainer(data_dir, base, Path(work), out, config)
         result = trainer.train()
         return finish(
             trainer,
@@ -178,7 +223,7 @@ def train_sft(
             metrics={
                 "train_loss": result.training_loss,
                 "steps": result.global_step,
-                "rows": len(trainer.train_dataset),
-                "rows_truncated": truncated,
+                "rows": len(trainer.train_dataset),  # training examples: rows, long ones as their windows
+                "rows_split": split,
             },
         )

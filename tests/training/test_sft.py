@@ -23,6 +23,7 @@ from training.sft import (
     tokenize_dataset,
     tokenize_row,
     train_sft,
+    turn_windows,
     training_template,
 )
 
@@ -53,17 +54,37 @@ def test_masked_tokens_have_zero_weight_in_the_built_batch(tiny_model, data_dir)
     assert "bash output 0" in tool_output and "You are a coding agent." in tool_output
 
 
-def test_long_rows_are_cut_with_their_weights_and_template_problems_are_clear(tiny_model, data_dir):
+def test_long_rows_are_split_into_turn_windows_that_train_every_turn_once(tiny_model, data_dir):
     tok = AutoTokenizer.from_pretrained(tiny_model)
     rows = _rows(data_dir)
     full = [tokenize_row(r, tok, training_template(tok)) for r in rows]
-    cut = max(len(e["input_ids"]) for e in full) - 1
-    dataset, truncated = tokenize_dataset(rows, tok, cut)
-    assert truncated >= 1 and len(dataset) == len(rows)
     longest = max(range(len(full)), key=lambda i: len(full[i]["input_ids"]))
-    assert dataset[longest]["token_weights"] == full[longest]["token_weights"][:cut]
-    with pytest.raises(TrainingError, match="no SFT row has an assistant token within max_length=5"):
-        tokenize_dataset(rows, tok, 5)
+    row = full[longest]
+    spans = assistant_spans([int(label != -100) for label in row["labels"]])
+    assert len(spans) >= 3
+    # A window that holds the first two turns but not the third: the third needs a window of its own.
+    cut = spans[2][0] - 1
+    windows = turn_windows(row, cut)
+    assert len(windows) >= 2 and all(len(w["input_ids"]) <= cut for w in windows)
+    trained = []
+    for w in windows:
+        # the window is a slice of the row: find where, then map its labelled tokens back
+        ids = w["input_ids"]
+        start = next(i for i in range(len(row["input_ids"])) if row["input_ids"][i : i + len(ids)] == ids)
+        marked = [start + j for j, label in enumerate(w["labels"]) if label != -100]
+        assert all(w["labels"][j - start] == row["labels"][j] for j in marked)
+        assert all(w["token_weights"][j - start] == row["token_weights"][j] for j in marked)
+        assert all(w["token_weights"][j] == 0 for j, label in enumerate(w["labels"]) if label == -100)
+        trained += marked
+    # every assistant token of the row is trained exactly once, and a later window ends with its turn
+    assert sorted(trained) == [j for s, e in spans for j in range(s, e)]
+    assert windows[-1]["labels"][-1] != -100 or windows[-1]["labels"][-2] != -100
+    dataset, split = tokenize_dataset(rows, tok, cut)
+    assert split >= 1 and len(dataset) > len(rows)
+    assert turn_windows(row, len(row["input_ids"])) == [row]
+    # a turn longer than the window keeps its first tokens
+    short = turn_windows(row, 5)
+    assert len(short) == len(spans) and all(len(w["input_ids"]) == 5 and w["labels"][0] != -100 for w in short)
     tok.chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}"
     with pytest.raises(TrainingError, match="no assistant masks"):
         tokenize_dataset(rows, tok, 4096)
@@ -106,7 +127,7 @@ def test_training_changes_weights_lowers_loss_and_writes_checkpoint(sft_ckpt, ti
     assert manifest.round == "r0" and manifest.parent_hash == content_hash(tiny_model)
     assert manifest.datasets == {"sft": content_hash(data_dir / "sft.parquet")}
     assert manifest.config["method"] == "sft" and manifest.metrics["steps"] == 8
-    assert manifest.metrics["rows_truncated"] == 0
+    assert manifest.metrics["rows_split"] == 0
     # The next round starts from this tokenizer: TRL must still recognise its template.
     assert AutoTokenizer.from_pretrained(out).chat_template == AutoTokenizer.from_pretrained(tiny_model).chat_template
     assert list((out / "logs").glob("events.out.tfevents.*"))
