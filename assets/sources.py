@@ -3,12 +3,20 @@ mutate, the base model, and the held-out tasks that evaluation uses and
 training never sees."""
 
 import shutil
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
 from orchestration.publishing import publishing, table_metadata
-from orchestration.resources import HeldoutConfig, SandboxResource, SeedsConfig, StorageResource, TrainerResource
+from orchestration.resources import (
+    HeldoutConfig,
+    SandboxResource,
+    SeedsConfig,
+    StorageResource,
+    TrainerResource,
+    WarmStartConfig,
+)
 from touchstone.paths import Asset
 
 
@@ -37,20 +45,29 @@ def seed_sources(
     )
 
 
-@dg.asset(group_name="sources", kinds={"pytorch"})
+@dg.asset(group_name="sources", deps=[seed_sources, Asset.HELDOUT_TASKS], kinds={"pytorch"}, pool="sandbox")
 def base_model(
-    context: dg.AssetExecutionContext, storage: StorageResource, trainer: TrainerResource
+    context: dg.AssetExecutionContext,
+    config: WarmStartConfig,
+    storage: StorageResource,
+    sandbox: SandboxResource,
+    trainer: TrainerResource,
 ) -> dg.MaterializeResult:
-    """The round-0 starting weights: a configured checkpoint or the default tiny model."""
+    """The round-0 starting weights: a configured checkpoint as it is, or the default
+    tiny model warm-started on verified teacher runs of never-held-out seed tasks
+    (training/warm_start.py; `n_tasks: 0` for none)."""
     from touchstone.checkpoint import checkpoint_hash
     from training.model_init import default_model
-
     from training.model_options import ModelOptionError, resolve_base
 
     try:
         source = str(resolve_base(trainer.base_checkpoint)) if trainer.base_checkpoint else str(default_model())
     except ModelOptionError as exc:
         raise dg.Failure(str(exc)) from exc
+    warm = None
+    if not trainer.base_checkpoint and config.n_tasks:
+        model, warm = _warm_start(context, config, storage, sandbox, trainer, source)
+        source = str(model)
     with publishing(context, storage) as out:
         shutil.copytree(source, out, dirs_exist_ok=True)
         digest = checkpoint_hash(str(out))  # here: the published copy may be remote
@@ -60,7 +77,23 @@ def base_model(
             "path": dg.MetadataValue.path(str(path)),
             "checkpoint_hash": dg.MetadataValue.text(digest),
             "source": dg.MetadataValue.text(source),
+            **({"warm_start": dg.MetadataValue.json(warm.model_dump())} if warm else {}),
         }
+    )
+
+
+def _warm_start(context, config: WarmStartConfig, storage, sandbox, trainer, source: str):
+    from training.warm_start import warm_start
+
+    return warm_start(
+        Path(source),
+        seeds=storage.seed_dirs(),
+        heldout=storage.store().local_dir(Asset.HELDOUT_TASKS),
+        trainer_config=trainer.trainer_config(),
+        cfg=config.warm_start_config(),
+        backend=sandbox.backend,
+        workers=sandbox.workers,
+        log=context.log.info,
     )
 
 

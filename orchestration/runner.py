@@ -23,7 +23,7 @@ ROUND_STAGES = [
     Asset.CHECKPOINT,
     Asset.ROUND_EVALUATION,
 ]
-SOURCE_STAGES = [Asset.SEED_SOURCES, Asset.BASE_MODEL, Asset.HELDOUT_TASKS]
+SOURCE_STAGES = [Asset.SEED_SOURCES, Asset.HELDOUT_TASKS, Asset.BASE_MODEL]
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 

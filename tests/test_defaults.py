@@ -12,6 +12,7 @@ from orchestration.resources import CPU_ROUND, PolicyResource, RolloutConfig, Sa
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.trajectory import Sampling
 from touchstone.sandbox import BACKENDS, DEFAULT_BACKEND
+from touchstone.tasks.seeding import shipped_names
 from touchstone.verify.report import DEFAULT_REPLAYS
 
 
@@ -75,6 +76,7 @@ def test_every_cpu_override_is_a_round_setting_that_differs() -> None:
         "time_budget_s": EpisodeLimits().time_budget_s,
         "replays": DEFAULT_REPLAYS,
         "workers": cli_default("solve", "workers"),
+        "seeds": shipped_names(),  # `touchstone propose mutation` without --seed: every shipped seed
     }
     assert set(CPU_ROUND) == set(library)
     assert all(CPU_ROUND[k] != library[k] for k in CPU_ROUND)

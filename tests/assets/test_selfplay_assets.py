@@ -30,6 +30,7 @@ def test_round_assets_with_self_proposal_on_recorded_outputs(tmp_path):
         "ops": {
             "seed_sources": {"config": {"seeds": ["inflection"]}},
             "heldout_tasks": {"config": {"n_tasks": 1}},
+            "base_model": {"config": {"n_tasks": 0}},
             "proposed_tasks": {"config": {"n_tasks": 2, "self_proposals": 4, "self_group_size": 2,
                                           "self_kinds": ["standalone"], "self_policy": f"replay:{outputs}"}},
             "raw_trajectories": {"config": {"attempts": 1}},

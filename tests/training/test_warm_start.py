@@ -1,0 +1,44 @@
+"""The warm start: verified teacher runs of seed tasks that share no source unit
+with a held-out task, a trained checkpoint whose manifest names its data, and a
+cache hit the second time (real proposer, sandbox, teacher, verifier, trainer)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from touchstone.checkpoint import checkpoint_hash, read_manifest
+from touchstone.tasks.index import read_index
+from touchstone.tasks.proposers.mutation import propose_mutation
+from touchstone.tasks.seeding import default_seeds
+from touchstone.tasks.validate import ValidationConfig
+from training.warm_start import TASKS_FILE, WarmStartConfig, warm_start
+
+
+def test_warm_start_trains_on_verified_runs_of_non_heldout_tasks_and_is_cached(tiny_model, tmp_path):
+    seeds = [(str(s.root), s.environment) for s in default_seeds(tmp_path / "seeds", ["inflection", "toolz"])]
+    heldout = tmp_path / "heldout"
+    propose_mutation(heldout, seeds=seeds, n=1, cfg=ValidationConfig(backend="auto"), rng_seed=1_000_000)
+    held_units = {r.unit for r in read_index(heldout) if r.status == "kept"}
+    assert held_units
+    cfg = WarmStartConfig(n_tasks=3, max_steps=2)
+    logs: list[str] = []
+    kwargs = dict(seeds=seeds, heldout=heldout, trainer_config={"max_length": 1024}, cfg=cfg, backend="auto")
+    model, result = warm_start(tiny_model, **kwargs, workers=2, log=logs.append)
+
+    data = model.parent / "data"
+    tasks = pl.read_parquet(data / TASKS_FILE)
+    kept = tasks.filter(pl.col("status") == "kept")
+    assert kept.height == result.tasks and not set(kept["unit"]) & held_units
+    assert result.runs == result.tasks and result.base_hash == checkpoint_hash(tiny_model)
+    sft = pl.read_parquet(data / "sft.parquet")
+    assert sft.height == result.rows and set(sft["task_id"]) <= set(kept["id"])
+    assert result.checkpoint_hash == checkpoint_hash(model)
+    if result.trained:  # the teacher's accepted runs trained the weights; the manifest says from what
+        manifest = read_manifest(model)
+        assert manifest.parent_hash == result.base_hash and manifest.metrics["steps"] == 2
+        assert result.checkpoint_hash != result.base_hash
+    else:
+        assert result.rows == 0 and result.checkpoint_hash == result.base_hash
+
+    again, cached = warm_start(tiny_model, **kwargs, workers=2, log=logs.append)
+    assert again == model and cached == result and logs[-1].startswith("warm start: cached")

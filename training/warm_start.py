@@ -1,0 +1,153 @@
+"""The warm start: a brief SFT of the default tiny model on verified teacher runs
+of seed tasks that are never held out, before round 0 (asset `base_model`).
+
+Why: a freshly initialized 0.9M-parameter model has never seen the agent's
+tool-call format, and round 0's few verified runs (about half of its 8 tasks on
+the shipped seeds) are all it would learn it from. The warm start shows it
+other tasks' runs first, so the rounds' own data moves a model that already
+writes calls (docs/EXPERIMENTS.md, "Making `make demo` show learning").
+
+It goes through the same filter as a round: mutation tasks validated from the
+seeds with their own random stream, every task sharing a source unit with a
+held-out task excluded, the teacher's runs graded by the verifier; only
+accepted runs become SFT rows. The result is cached per machine under the
+hash of everything it depends on (the base weights, the seeds, the held-out
+set, the teacher's and this module's code, the verifier version, the settings).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from touchstone import paths
+from touchstone.agent import teacher
+from touchstone.checkpoint import checkpoint_hash
+from touchstone.hashing import tree_hash
+from touchstone.tasks.index import INDEX_FILE, read_index
+
+# Its own task stream: rounds seed the proposer with 0, 1, ...; the held-out set with 1_000_000.
+WARM_START_RNG_SEED = 2_000_000
+RESULT_FILE = "warm_start.json"
+TASKS_FILE = "tasks.parquet"  # the warm start's task index, next to its SFT rows
+
+
+class WarmStartConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    n_tasks: int = Field(8, ge=0, description="validated seed tasks the teacher solves (0: no warm start)")
+    # 200 steps on ~5 accepted runs (~40 windows of 1024 tokens): about 90 s on a 2-core CPU
+    max_steps: int = Field(200, ge=1, description="SFT steps on the accepted runs")
+    teacher_max_turns: int = Field(16, ge=1)
+    rng_seed: int = WARM_START_RNG_SEED
+
+
+class WarmStartResult(BaseModel):
+    """What the warm start did (OUT/warm_start.json next to the weights)."""
+
+    key: str
+    base_hash: str  # the weights it started from
+    tasks: int  # kept tasks after held-out units were excluded
+    excluded_heldout: int
+    runs: int
+    accepted: int
+    rows: int  # SFT rows trained on
+    trained: bool  # False: the verifier accepted nothing; the weights are the base's
+    checkpoint_hash: str
+
+
+def warm_start(
+    base: Path,
+    *,
+    seeds: list,
+    heldout: Path | None,
+    trainer_config: dict,
+    cfg: WarmStartConfig,
+    backend: str = "auto",
+    workers: int = 1,
+    log: Callable[[str], None] = print,
+) -> tuple[Path, WarmStartResult]:
+    """The warm-started checkpoint of `base` (cached) and what went into it."""
+    key = _key(base, seeds, heldout, trainer_config, cfg)
+    root = paths.cache() / "warm-start" / key
+    if (root / "model" / RESULT_FILE).is_file():
+        log(f"warm start: cached ({root})")
+        return root / "model", WarmStartResult.model_validate_json((root / "model" / RESULT_FILE).read_text())
+    with tempfile.TemporaryDirectory(prefix="touchstone-warm-", dir=_parent(root)) as tmp:
+        work = Path(tmp)
+        result = _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers, log)
+        (work / "model" / RESULT_FILE).write_text(result.model_dump_json(indent=2) + "\n")
+        shutil.rmtree(root, ignore_errors=True)  # a half-written earlier attempt
+        root.mkdir()
+        (work / "data").rename(root / "data")
+        (work / "model").rename(root / "model")  # last: a model dir means a finished warm start
+    return root / "model", result
+
+
+def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers, log) -> WarmStartResult:
+    from touchstone.agent.loop import EpisodeLimits
+    from touchstone.agent.rollout import solve
+    from touchstone.data.build import build_datasets
+    from touchstone.tasks.contamination import round_sets
+    from touchstone.tasks.heldout import exclude_heldout
+    from touchstone.tasks.proposers.mutation import propose_mutation
+    from touchstone.tasks.schema import load_task_set
+    from touchstone.tasks.validate import ValidationConfig
+    from touchstone.verify import verify_batch
+    from training.train import train
+
+    log(f"warm start: {cfg.n_tasks} seed tasks, the teacher's runs, {cfg.max_steps} SFT steps")
+    validation = ValidationConfig(backend=backend, contamination_sets=round_sets(heldout))
+    propose_mutation(work / "tasks", seeds=seeds, n=cfg.n_tasks, workers=workers, cfg=validation, rng_seed=cfg.rng_seed)
+    excluded = exclude_heldout(work / "tasks", heldout) if heldout else 0
+    tasks = load_task_set(work / "tasks")
+    limits = EpisodeLimits(max_turns=cfg.teacher_max_turns)
+    rollouts = solve(tasks, "teacher", 1, workers, work / "rollouts", None, backend, limits, progress=True)
+    verify_batch(work / "tasks", rollouts, workers=workers, out=work / "verify", backend=backend)
+    summary = build_datasets(work / "verify" / "reports.parquet", rollouts / "trajectories.parquet", work / "data")
+    shutil.copy(work / "tasks" / INDEX_FILE, work / "data" / TASKS_FILE)  # lineage: which tasks, which kept
+    rows = summary.datasets["sft"].rows
+    if rows:
+        config = {**trainer_config, "max_steps": cfg.max_steps}
+        train("sft", data_dir=work / "data", base=base, out=work / "model", config=config)
+    else:
+        log("warm start: the verifier accepted no teacher run; the base weights are kept")
+        shutil.copytree(base, work / "model")
+    log(f"warm start: {summary.verdicts.get('accept', 0)}/{summary.inputs} teacher runs accepted, {rows} rows")
+    return WarmStartResult(
+        key=key,
+        base_hash=checkpoint_hash(base),
+        tasks=len(tasks),
+        excluded_heldout=excluded,
+        runs=summary.inputs,
+        accepted=summary.verdicts.get("accept", 0),
+        rows=rows,
+        trained=bool(rows),
+        checkpoint_hash=checkpoint_hash(work / "model"),
+    )
+
+
+def _key(base: Path, seeds: list, heldout: Path | None, trainer_config: dict, cfg: WarmStartConfig) -> str:
+    from touchstone.verify import VERIFIER_VERSION
+
+    h = hashlib.sha256(f"{VERIFIER_VERSION} {checkpoint_hash(base)}".encode())
+    h.update(json.dumps([cfg.model_dump(), trainer_config], sort_keys=True, default=str).encode())
+    for seed in seeds:
+        root = Path(seed[0] if isinstance(seed, tuple) else seed)
+        env = seed[1].model_dump_json() if isinstance(seed, tuple) and seed[1] is not None else ""
+        h.update(f"{tree_hash(root) if root.is_dir() else root} {env}".encode())
+    if heldout is not None and (heldout / INDEX_FILE).is_file():
+        h.update(" ".join(sorted(r.content_hash for r in read_index(heldout) if r.status == "kept")).encode())
+    for source in [Path(__file__), *sorted(Path(teacher.__file__).parent.rglob("*.py"))]:
+        h.update(source.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _parent(root: Path) -> Path:
+    root.parent.mkdir(parents=True, exist_ok=True)
+    return root.parent
