@@ -62,9 +62,10 @@ def checkpoint(
     if empty:
         return _no_update(context, storage, start, empty)
     with publishing(context, storage) as out, tempfile.TemporaryDirectory() as tmp:
+        train_dir, replayed = _replay(store, round_key, data_dir, trainer, Path(tmp) / "data")
         params = {
             "method": trainer.method,
-            "data_dir": str(data_dir),
+            "data_dir": str(train_dir),
             "base": str(store.local_copy(start.path)),
             "out": str(out),
             "round_key": round_key,
@@ -78,9 +79,23 @@ def checkpoint(
             **(reported.metadata or {}),
             "path": dg.MetadataValue.path(str(path)),
             "updated": dg.MetadataValue.bool(True),
+            **({"rows_by_round": dg.MetadataValue.json(replayed)} if replayed else {}),
             **lineage_metadata(start),
         }
     )
+
+
+def _replay(store, round_key: str, data_dir: Path, trainer: TrainerResource, out: Path) -> tuple[Path, dict]:
+    """The data dir to train on: this round's, or (SFT with `replay_rounds`) its rows
+    followed by the verified rows of earlier rounds; with the rows per round."""
+    if trainer.method != "sft" or trainer.replay_rounds <= 0:
+        return data_dir, {}
+    from touchstone.data.replay import replay_dataset
+    from touchstone.tasks.sources import earlier_rounds
+
+    keys = earlier_rounds(store.round_files(Asset.TRAINING_DATA, "sft.parquet"), round_key, trainer.replay_rounds)
+    earlier = [store.local_dir(Asset.TRAINING_DATA, k) for k in keys]
+    return out, replay_dataset(data_dir, earlier, out)
 
 
 def _no_update(context, storage: StorageResource, start, reason: str) -> dg.MaterializeResult:

@@ -273,6 +273,12 @@ class TrainerResource(dg.ConfigurableResource):
     lr_scheduler_type: Literal["constant", "constant_with_warmup", "linear", "cosine"] = Field(
         default="constant", description="Learning-rate schedule within a round (laptop: constant; cluster: cosine)."
     )
+    replay_rounds: int = Field(
+        default=2,
+        description="SFT: train on this round's verified rows and those of up to this many earlier rounds "
+        "(touchstone.data.replay; each row keeps its own round). A laptop round verifies 1-4 runs, too few "
+        "to take 60 steps without overfitting them (laptop: 2; cluster: 0, each round has its own thousands).",
+    )
     config: dict[str, Any] = Field(
         default={},
         description="Any field of the method's TRL config (SFTConfig, PGConfig, DPOConfig, KTOConfig): "

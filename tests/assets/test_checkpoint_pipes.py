@@ -50,6 +50,8 @@ def test_training_reports_progress_and_metrics_through_pipes(tmp_path, tiny_mode
     manifest = verify_checkpoint(storage.store().asset_dir("checkpoint", "r000"))
     assert meta["checkpoint_hash"] == manifest.content_hash and meta["steps"] == 2
     assert [p["step"] for p in meta["loss_curve"]] == [1.0, 2.0] and meta["tokens_per_s"] > 0
+    rows = pl.read_parquet(storage.store().local_dir("training_data", "r000") / "sft.parquet")
+    assert meta["rows_by_round"] == dict(rows["round"].value_counts().iter_rows())  # r000: no earlier round
     logs = [e.message for e in instance.all_logs(result.run_id) if e.user_message.startswith("train ")]
     assert any("loss=" in m for m in logs), "the trainer's steps were not logged through Pipes"
 
