@@ -86,15 +86,19 @@ def checkpoint(
 
 
 def _replay(store, round_key: str, data_dir: Path, trainer: TrainerResource, out: Path) -> tuple[Path, dict]:
-    """The data dir to train on: this round's, or (SFT with `replay_rounds`) its rows
-    followed by the verified rows of earlier rounds; with the rows per round."""
-    if trainer.method != "sft" or trainer.replay_rounds <= 0:
+    """The data dir to train on: this round's, or (SFT with `replay_rounds` /
+    `replay_warm_start`) its rows followed by the verified rows of earlier rounds
+    and of the warm start; with the rows per round."""
+    if trainer.method != "sft" or (trainer.replay_rounds <= 0 and not trainer.replay_warm_start):
         return data_dir, {}
     from touchstone.data.replay import replay_dataset
+    from touchstone.paths import WARM_START_DATA
     from touchstone.tasks.sources import earlier_rounds
 
     keys = earlier_rounds(store.round_files(Asset.TRAINING_DATA, "sft.parquet"), round_key, trainer.replay_rounds)
     earlier = [store.local_dir(Asset.TRAINING_DATA, k) for k in keys]
+    if trainer.replay_warm_start and store.asset_dir(WARM_START_DATA).exists():
+        earlier.append(store.local_dir(WARM_START_DATA))
     return out, replay_dataset(data_dir, earlier, out)
 
 

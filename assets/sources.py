@@ -17,7 +17,7 @@ from orchestration.resources import (
     TrainerResource,
     WarmStartConfig,
 )
-from touchstone.paths import Asset
+from touchstone.paths import WARM_START_DATA, Asset
 
 
 @dg.asset(group_name="sources", kinds={"python"})
@@ -59,6 +59,7 @@ def base_model(
     from touchstone.checkpoint import checkpoint_hash
     from training.model_init import default_model
     from training.model_options import ModelOptionError, resolve_base
+    from training.warm_start import rows_of
 
     try:
         source = str(resolve_base(trainer.base_checkpoint)) if trainer.base_checkpoint else str(default_model())
@@ -68,6 +69,9 @@ def base_model(
     if not trainer.base_checkpoint and config.n_tasks:
         model, warm = _warm_start(context, config, storage, sandbox, trainer, source)
         source = str(model)
+    with storage.store().publish(WARM_START_DATA) as rows:  # empty without a warm start: nothing stale replays
+        if warm:
+            shutil.copytree(rows_of(Path(source)), rows, dirs_exist_ok=True)
     with publishing(context, storage) as out:
         shutil.copytree(source, out, dirs_exist_ok=True)
         digest = checkpoint_hash(str(out))  # here: the published copy may be remote

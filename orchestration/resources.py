@@ -279,6 +279,12 @@ class TrainerResource(dg.ConfigurableResource):
         "(touchstone.data.replay; each row keeps its own round). A laptop round verifies 1-4 runs, too few "
         "to take 60 steps without overfitting them (laptop: 2; cluster: 0, each round has its own thousands).",
     )
+    replay_warm_start: bool = Field(
+        default=True,
+        description="SFT: also train each round on the warm start's verified rows (base_model; none when "
+        "a base checkpoint is configured), so a round that verified one or two runs goes on from the "
+        "model's whole verified history instead of collapsing onto them.",
+    )
     config: dict[str, Any] = Field(
         default={},
         description="Any field of the method's TRL config (SFTConfig, PGConfig, DPOConfig, KTOConfig): "

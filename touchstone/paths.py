@@ -34,6 +34,11 @@ class Asset:
     ABLATION_ROUND = "ablation_round"
 
 
+# Not an asset: base_model's own verified training rows (the warm start's, training/warm_start.py),
+# ROOT/warm_start/, which rounds replay with theirs (touchstone.data.replay).
+WARM_START_DATA = "warm_start"
+
+
 def is_url(location: str | os.PathLike[str]) -> bool:
     """An object-store (fsspec) URL rather than a local path; `file://` counts as local."""
     text = str(location)

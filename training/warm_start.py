@@ -12,7 +12,7 @@ seeds with their own random stream, every task sharing a source unit with a
 held-out task excluded, the teacher's runs graded by the verifier; only
 accepted runs become SFT rows. The result is cached per machine under the
 hash of everything it depends on (the base weights, the seeds, the held-out
-set, the teacher's and this module's code, the verifier version, the settings).
+set's units and ids, the teacher's and this module's code, the verifier version, the settings).
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ from touchstone.tasks.index import INDEX_FILE, read_index
 # Its own task stream: rounds seed the proposer with 0, 1, ...; the held-out set with 1_000_000.
 WARM_START_RNG_SEED = 2_000_000
 RESULT_FILE = "warm_start.json"
+# The `round` of the warm start's SFT rows: rounds replay them (touchstone.data.replay), and
+# a row's round says where it came from.
+WARM_START_ROUND = "warm-start"
 TASKS_FILE = "tasks.parquet"  # the warm start's task index, next to its SFT rows
 
 
@@ -78,7 +81,8 @@ def warm_start(
     if (root / "model" / RESULT_FILE).is_file():
         log(f"warm start: cached ({root})")
         return root / "model", WarmStartResult.model_validate_json((root / "model" / RESULT_FILE).read_text())
-    with tempfile.TemporaryDirectory(prefix="touchstone-warm-", dir=_parent(root)) as tmp:
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="touchstone-warm-", dir=root.parent) as tmp:
         work = Path(tmp)
         result = _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers, log)
         (work / "model" / RESULT_FILE).write_text(result.model_dump_json(indent=2) + "\n")
@@ -89,13 +93,17 @@ def warm_start(
     return root / "model", result
 
 
+def rows_of(model: Path) -> Path:
+    """The data dir of a warm-started `model` (its SFT rows and task index), beside the weights."""
+    return model.parent / "data"
+
+
 def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers, log) -> WarmStartResult:
     from touchstone.agent.loop import EpisodeLimits
     from touchstone.agent.rollout import solve
     from touchstone.data.build import build_datasets
     from touchstone.tasks.contamination import round_sets
-    from touchstone.tasks.heldout import exclude_heldout
-    from touchstone.tasks.proposers.mutation import propose_mutation
+    from touchstone.tasks.sources import propose_apart_from_heldout
     from touchstone.tasks.schema import load_task_set
     from touchstone.tasks.validate import ValidationConfig
     from touchstone.verify import verify_batch
@@ -103,13 +111,21 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
 
     log(f"warm start: {cfg.n_tasks} seed tasks, the teacher's runs, {cfg.max_steps} SFT steps")
     validation = ValidationConfig(backend=backend, contamination_sets=round_sets(heldout))
-    propose_mutation(work / "tasks", seeds=seeds, n=cfg.n_tasks, workers=workers, cfg=validation, rng_seed=cfg.rng_seed)
-    excluded = exclude_heldout(work / "tasks", heldout) if heldout else 0
+    excluded = propose_apart_from_heldout(
+        work / "tasks",
+        heldout,
+        seeds=seeds,
+        n=cfg.n_tasks,
+        rng_seed=cfg.rng_seed,
+        validation=validation,
+        workers=workers,
+    )
     tasks = load_task_set(work / "tasks")
     limits = EpisodeLimits(max_turns=cfg.teacher_max_turns)
     rollouts = solve(tasks, "teacher", 1, workers, work / "rollouts", None, backend, limits, progress=True)
     verify_batch(work / "tasks", rollouts, workers=workers, out=work / "verify", backend=backend)
-    summary = build_datasets(work / "verify" / "reports.parquet", rollouts / "trajectories.parquet", work / "data")
+    reports = work / "verify" / "reports.parquet"
+    summary = build_datasets(reports, rollouts / "trajectories.parquet", work / "data", round_key=WARM_START_ROUND)
     shutil.copy(work / "tasks" / INDEX_FILE, work / "data" / TASKS_FILE)  # lineage: which tasks, which kept
     rows = summary.datasets["sft"].rows
     if rows:
@@ -142,12 +158,11 @@ def _key(base: Path, seeds: list, heldout: Path | None, trainer_config: dict, cf
         env = seed[1].model_dump_json() if isinstance(seed, tuple) and seed[1] is not None else ""
         h.update(f"{tree_hash(root) if root.is_dir() else root} {env}".encode())
     if heldout is not None and (heldout / INDEX_FILE).is_file():
-        h.update(" ".join(sorted(r.content_hash for r in read_index(heldout) if r.status == "kept")).encode())
+        # What exclusion looks at, minus the content hash: a statement quotes the failing tests'
+        # output, object addresses included (`<function ... at 0x7fba51aa5940>`), so the same
+        # held-out set proposed on a fresh data root hashed differently and missed the cache.
+        kept = (f"{r.unit} {r.id}" for r in read_index(heldout) if r.status == "kept")
+        h.update("\n".join(sorted(kept)).encode())
     for source in [Path(__file__), *sorted(Path(teacher.__file__).parent.rglob("*.py"))]:
         h.update(source.read_bytes())
     return h.hexdigest()[:16]
-
-
-def _parent(root: Path) -> Path:
-    root.parent.mkdir(parents=True, exist_ok=True)
-    return root.parent

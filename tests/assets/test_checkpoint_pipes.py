@@ -13,7 +13,10 @@ import pytest
 from assets.checkpoint import checkpoint
 from orchestration.partitions import register_round
 from orchestration.resources import StorageResource, TrainerResource
+from tests.data.test_replay import copy_as_round
 from touchstone.checkpoint import checkpoint_hash, verify_checkpoint
+from touchstone.paths import WARM_START_DATA
+from training.warm_start import WARM_START_ROUND
 
 
 def _round(tmp_path, tiny_model, data):
@@ -79,3 +82,20 @@ def test_unknown_trainer_fields_are_refused_by_name_before_training(
     result = _train(instance, storage, TrainerResource(method=method, config={bad: 1}))
     [failure] = [e.step_failure_data for e in result.all_events if e.is_step_failure]
     assert not result.success and f"'{bad}'" in failure.error.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("replay_warm_start", [True, False])
+def test_a_round_also_trains_on_the_warm_starts_rows(tmp_path, tiny_model, data_dir, replay_warm_start):
+    instance, storage = _round(tmp_path, tiny_model, data_dir)
+    n_warm = copy_as_round(data_dir, storage.store().asset_dir(WARM_START_DATA), WARM_START_ROUND)  # as base_model does
+    trainer = TrainerResource(max_steps=1, replay_warm_start=replay_warm_start)
+    result = _train(instance, storage, trainer)
+    assert result.success
+    [mat] = result.asset_materializations_for_node("checkpoint")
+    rows = pl.read_parquet(storage.store().local_dir("training_data", "r000") / "sft.parquet")
+    expected = {
+        **dict(rows["round"].value_counts().iter_rows()),
+        **({WARM_START_ROUND: n_warm} if replay_warm_start else {}),
+    }
+    assert mat.metadata["rows_by_round"].value == expected

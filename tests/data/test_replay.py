@@ -15,7 +15,7 @@ from training.common import read_rows
 from training.sft import tokenize_dataset
 
 
-def _as_round(src, dst, round_key):
+def copy_as_round(src, dst, round_key):
     shutil.copytree(src, dst)
     table = pq.read_table(dst / "sft.parquet")
     i = table.schema.get_field_index("round")
@@ -25,8 +25,8 @@ def _as_round(src, dst, round_key):
 
 
 def test_replayed_rows_keep_their_round_and_train(data_dir, tiny_model, tmp_path):  # noqa: F811
-    n_now = _as_round(data_dir, tmp_path / "r002", "r002")
-    n_old = _as_round(data_dir, tmp_path / "r000", "r000")
+    n_now = copy_as_round(data_dir, tmp_path / "r002", "r002")
+    n_old = copy_as_round(data_dir, tmp_path / "r000", "r000")
     (tmp_path / "r001").mkdir()  # a round that kept no file: skipped
     counts = replay_dataset(tmp_path / "r002", [tmp_path / "r000", tmp_path / "r001"], tmp_path / "out")
     assert counts == {"r002": n_now, "r000": n_old}

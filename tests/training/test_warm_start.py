@@ -11,7 +11,7 @@ from touchstone.tasks.index import read_index
 from touchstone.tasks.proposers.mutation import propose_mutation
 from touchstone.tasks.seeding import default_seeds
 from touchstone.tasks.validate import ValidationConfig
-from training.warm_start import TASKS_FILE, WarmStartConfig, warm_start
+from training.warm_start import TASKS_FILE, WARM_START_ROUND, WarmStartConfig, rows_of, warm_start
 
 
 def test_warm_start_trains_on_verified_runs_of_non_heldout_tasks_and_is_cached(tiny_model, tmp_path):
@@ -25,13 +25,14 @@ def test_warm_start_trains_on_verified_runs_of_non_heldout_tasks_and_is_cached(t
     kwargs = dict(seeds=seeds, heldout=heldout, trainer_config={"max_length": 1024}, cfg=cfg, backend="auto")
     model, result = warm_start(tiny_model, **kwargs, workers=2, log=logs.append)
 
-    data = model.parent / "data"
+    data = rows_of(model)
     tasks = pl.read_parquet(data / TASKS_FILE)
     kept = tasks.filter(pl.col("status") == "kept")
     assert kept.height == result.tasks and not set(kept["unit"]) & held_units
     assert result.runs == result.tasks and result.base_hash == checkpoint_hash(tiny_model)
     sft = pl.read_parquet(data / "sft.parquet")
     assert sft.height == result.rows and set(sft["task_id"]) <= set(kept["id"])
+    assert set(sft["round"]) <= {WARM_START_ROUND}  # where a replayed row came from
     assert result.checkpoint_hash == checkpoint_hash(model)
     if result.trained:  # the teacher's accepted runs trained the weights; the manifest says from what
         manifest = read_manifest(model)

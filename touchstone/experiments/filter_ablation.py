@@ -208,18 +208,17 @@ def experiment_tasks(cfg: AblationConfig, out: Path) -> tuple[list[Task], list[T
     """(training, held-out) mutation tasks of the shipped seeds, proposed and
     validated once into OUT/train and OUT/heldout (no training task shares a
     source unit with a held-out one)."""
-    from touchstone.tasks.heldout import exclude_heldout
+    from touchstone.tasks.sources import propose_apart_from_heldout
     from touchstone.tasks.index import INDEX_FILE
-    from touchstone.tasks.proposers.mutation import propose_mutation
     from touchstone.tasks.validate import ValidationConfig
 
     validation = ValidationConfig(backend=cfg.backend)
-    for name, n, rng_seed in (
-        ("heldout", cfg.n_heldout, HELDOUT_RNG_SEED + cfg.seed),
-        ("train", cfg.n_tasks, cfg.seed),
+    for name, n, rng_seed, apart_from in (
+        ("heldout", cfg.n_heldout, HELDOUT_RNG_SEED + cfg.seed, None),
+        ("train", cfg.n_tasks, cfg.seed, out / "heldout"),
     ):
         if not (out / name / INDEX_FILE).is_file():
-            propose_mutation(out / name, n=n, workers=cfg.workers, cfg=validation, rng_seed=rng_seed)
-            if name == "train":
-                exclude_heldout(out / "train", out / "heldout")
+            propose_apart_from_heldout(
+                out / name, apart_from, n=n, rng_seed=rng_seed, validation=validation, workers=cfg.workers
+            )
     return load_task_set(out / "train"), load_task_set(out / "heldout")

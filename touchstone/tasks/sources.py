@@ -137,6 +137,17 @@ def propose_round(
     return summary
 
 
+def propose_apart_from_heldout(
+    out: Path, heldout_set: Path | None, *, n: int, rng_seed: int, validation, seeds=None, workers: int = 2
+) -> int:
+    """Mutation tasks proposed and validated into `out` (touchstone.tasks.proposers.mutation),
+    then those overlapping `heldout_set` excluded. Returns how many were excluded."""
+    from touchstone.tasks.proposers.mutation import propose_mutation
+
+    propose_mutation(out, seeds=seeds, n=n, workers=workers, cfg=validation, rng_seed=rng_seed)
+    return exclude_heldout(out, heldout_set) if heldout_set is not None else 0
+
+
 def summarize(out: Path, mix: SourceMix, excluded: int, round_key: str | None) -> RoundSources:
     rows = read_index(out)
     outcomes = {name: SourceOutcome() for name in SOURCES}
