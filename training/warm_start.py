@@ -46,6 +46,9 @@ class WarmStartConfig(BaseModel):
     n_tasks: int = Field(8, ge=0, description="validated seed tasks the teacher solves (0: no warm start)")
     # 200 steps on ~5 accepted runs (~40 windows of 1024 tokens): about 90 s on a 2-core CPU
     max_steps: int = Field(200, ge=1, description="SFT steps on the accepted runs")
+    # From scratch the format is learned at a high rate (2e-3 constant; docs/EXPERIMENTS.md);
+    # rounds then continue gently at the trainer's own rate.
+    learning_rate: float = Field(2e-3, gt=0, description="SFT learning rate of the warm start")
     teacher_max_turns: int = Field(16, ge=1)
     rng_seed: int = WARM_START_RNG_SEED
 
@@ -129,7 +132,7 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
     shutil.copy(work / "tasks" / INDEX_FILE, work / "data" / TASKS_FILE)  # lineage: which tasks, which kept
     rows = summary.datasets["sft"].rows
     if rows:
-        config = {**trainer_config, "max_steps": cfg.max_steps}
+        config = {**trainer_config, "max_steps": cfg.max_steps, "learning_rate": cfg.learning_rate}
         train("sft", data_dir=work / "data", base=base, out=work / "model", config=config)
     else:
         log("warm start: the verifier accepted no teacher run; the base weights are kept")
