@@ -42,7 +42,7 @@ NAIVE_CHECK = "naive_harness"
 
 
 class AblationConfig(BaseModel):
-    """Defaults run in about 20 minutes on 2 CPU cores (docs/EXPERIMENTS.md)."""
+    """Defaults: three rounds in 16 minutes on a quiet 2-core CPU (docs/EXPERIMENTS.md, 2026-12-03)."""
 
     model_config = ConfigDict(extra="forbid")
     rounds: int = Field(3, ge=1, description="rounds per arm (round 0 + later rounds on the arm's own checkpoint)")
