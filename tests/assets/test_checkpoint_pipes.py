@@ -13,7 +13,7 @@ import pytest
 from assets.checkpoint import checkpoint
 from orchestration.partitions import register_round
 from orchestration.resources import StorageResource, TrainerResource
-from tests.data.test_replay import copy_as_round
+from tests.training.conftest import copy_as_round
 from touchstone.checkpoint import checkpoint_hash, verify_checkpoint
 from touchstone.paths import WARM_START_DATA
 from training.warm_start import WARM_START_ROUND

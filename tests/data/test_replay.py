@@ -3,25 +3,13 @@ keeping its own round; the result reads and tokenizes as any SFT dataset."""
 
 from __future__ import annotations
 
-import shutil
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from transformers import AutoTokenizer
 
-from tests.training.conftest import data_dir, tiny_model  # noqa: F401 (fixtures)
+from tests.training.conftest import copy_as_round, data_dir, tiny_model  # noqa: F401 (fixtures)
 from touchstone.data.replay import replay_dataset
 from training.common import read_rows
 from training.sft import tokenize_dataset
-
-
-def copy_as_round(src, dst, round_key):
-    shutil.copytree(src, dst)
-    table = pq.read_table(dst / "sft.parquet")
-    i = table.schema.get_field_index("round")
-    table = table.set_column(i, "round", pa.array([round_key] * table.num_rows, pa.string()))
-    pq.write_table(table, dst / "sft.parquet")
-    return table.num_rows
 
 
 def test_replayed_rows_keep_their_round_and_train(data_dir, tiny_model, tmp_path):  # noqa: F811

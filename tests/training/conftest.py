@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.data.fixtures import trajectory, write_round
@@ -50,3 +54,13 @@ def data_dir(tmp_path_factory, tiny_model):
     out = tmp / "data"
     build_datasets(*files, out, round_key="r0")
     return out
+
+
+def copy_as_round(src, dst, round_key):
+    """A copy of data dir `src` at `dst` whose SFT rows all carry `round_key`; returns their number."""
+    shutil.copytree(src, dst)
+    table = pq.read_table(dst / "sft.parquet")
+    i = table.schema.get_field_index("round")
+    table = table.set_column(i, "round", pa.array([round_key] * table.num_rows, pa.string()))
+    pq.write_table(table, dst / "sft.parquet")
+    return table.num_rows
