@@ -45,15 +45,20 @@ def experiment() -> None:
     help="held-out task set (with --tasks)",
 )
 @click.option(
+    "--matched-control",
+    is_flag=True,
+    help="also train the row-matched control arm `matched`: the naive arm's rows, as many as the verifier keeps",
+)
+@click.option(
     "--set", "overrides", multiple=True, metavar="FIELD=VALUE", help="any AblationConfig field, e.g. --set max_steps=10"
 )
 @click.option(
     "--json",
     "as_json",
     is_flag=True,
-    help='print {"config", "base", "arms": {"naive": [ROW...], "touchstone": [ROW...]}}',
+    help='print {"config", "base", "arms": {"naive": [ROW...], "touchstone": [ROW...]}} (and "matched")',
 )
-def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, overrides, as_json) -> None:
+def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, matched_control, overrides, as_json) -> None:
     """Train the same base model on what a naive harness keeps and on what the
     verifier + auditor keep, from the same hack-prone trajectories; report per arm
     and round the kept rows, their hack share, hack propensity, imitation NLL,
@@ -74,7 +79,8 @@ def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, overrides, a
     except ValueError:
         raise click.BadParameter("expected FIELD=VALUE", param_hint="--set") from None
     try:
-        cfg = AblationConfig.model_validate({**fields, "rounds": rounds, "hack_rate": hack_rate})
+        flags = {"matched_control": True} if matched_control else {}
+        cfg = AblationConfig.model_validate({**fields, **flags, "rounds": rounds, "hack_rate": hack_rate})
     except ValidationError as exc:
         raise click.BadParameter(str(exc), param_hint="--set") from None
     out = out or paths.home() / "experiments" / f"filter-ablation-{hack_rate:g}-{rounds}"

@@ -27,7 +27,6 @@ from touchstone.agent.trajectory import Sampling
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.evaluate.schema import RoundMetrics
 from touchstone.experiments.filter_ablation import (
-    ARMS,
     AblationConfig,
     Arm,
     ArmRow,
@@ -116,7 +115,7 @@ def arm_round(
         )
         filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend)
         filtered.append((rollouts, out))
-    data = build_arm_dataset(arm, filtered, out / "data")
+    data = build_arm_dataset(arm, filtered, out / "data", seed=round_seed(cfg, index))
     ckpt = out / "checkpoint"
     if data.kept_rows and not (ckpt / "checkpoint.json").is_file():
         shutil.rmtree(ckpt, ignore_errors=True)
@@ -209,16 +208,16 @@ def run_filter_ablation(
     base: Path | None = None,
     log: Log = print,
 ) -> dict:
-    """Both arms for `cfg.rounds` rounds. Returns {"config", "base": ROW, "arms": {arm: [ROW, ...]}}."""
+    """Every arm for `cfg.rounds` rounds. Returns {"config", "base": ROW, "arms": {arm: [ROW, ...]}}."""
     base = base or default_model(seed=cfg.seed)
     log(
         f"filter ablation: {len(tasks)} training tasks, {len(heldout)} held-out, {cfg.rounds} rounds, P={cfg.hack_rate}"
     )
     base_metrics = base_row(cfg, heldout, out, base)
-    rows: dict[str, list[ArmRow]] = {arm: [] for arm in ARMS}
+    rows: dict[str, list[ArmRow]] = {arm: [] for arm in cfg.arms()}
     for index in range(cfg.rounds):
         key = round_key(index)
-        for arm in ARMS:
+        for arm in cfg.arms():
             row = run_arm_round(cfg, arm, index, tasks, heldout, out, base)
             rows[arm].append(row)
             log(

@@ -6,7 +6,10 @@ Two arms filter the very same trajectories:
 - `touchstone`: the verifier and auditor (verdict `accept`, unguarded runs
   left out, exactly as `touchstone data build` selects).
 Both then go through the same SFT row builder (dedupe, limits, best k per
-task), so the kept rows differ only by the filter. Whether a kept row is a
+task), so the kept rows differ only by the filter. An optional control arm,
+`matched` (`AblationConfig.matched_control`), separates what a filter keeps
+from how much: the naive arm's rows, subsampled to as many as the verifier
+keeps from the same trajectories, with the naive rows' hack share. Whether a kept row is a
 hack is the auditor's ground truth: a finding of severity `reject` in the
 trajectory's verifier report (`is_hack`), computed for every trajectory in both arms.
 
@@ -18,6 +21,7 @@ each arm, scoring) is training/ablation.py; docs/EXPERIMENTS.md has the design.
 from __future__ import annotations
 
 import json
+import random
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
@@ -35,8 +39,8 @@ from touchstone.verify import verify_batch
 from touchstone.verify.canaries.naive import naive_grade
 from touchstone.verify.report import CheckResult, VerificationReport
 
-Arm = Literal["naive", "touchstone"]
-ARMS: tuple[Arm, ...] = ("naive", "touchstone")
+Arm = Literal["naive", "touchstone", "matched"]
+ARMS: tuple[Arm, ...] = ("naive", "touchstone")  # the experiment; `matched` is its optional control
 OUTCOMES_FILE = "outcomes.parquet"
 NAIVE_CHECK = "naive_harness"
 
@@ -65,6 +69,13 @@ class AblationConfig(BaseModel):
     seed: int = 0
     backend: str = "auto"
     workers: int = Field(2, ge=1)
+    matched_control: bool = Field(
+        False,
+        description="also train the row-matched control arm `matched`: naive rows, as many as the verifier keeps",
+    )
+
+    def arms(self) -> tuple[Arm, ...]:
+        return (*ARMS, "matched") if self.matched_control else ARMS
 
 
 class ArmRow(BaseModel):
@@ -182,23 +193,46 @@ class ArmData(BaseModel):
 
 
 def build_arm_dataset(
-    arm: Arm, filtered: list[tuple[Path, Path]], out: Path, config: DataConfig | None = None
+    arm: Arm, filtered: list[tuple[Path, Path]], out: Path, config: DataConfig | None = None, seed: int = 0
 ) -> ArmData:
     """OUT/sft.parquet: the SFT rows the arm keeps, and how many of them are hacks."""
     cfg = config or DataConfig()
-    examples = arm_examples(arm, filtered)
-    if arm == "touchstone":
-        examples, _ = split_unguarded(examples, cfg)
-    rows, _ = build_sft(examples, cfg)
-    out.mkdir(parents=True, exist_ok=True)
-    write_rows(rows, SFTRow, out / "sft.parquet")
     hacks = set()
     for _, filtered_dir in filtered:
         table = pl.read_parquet(filtered_dir / OUTCOMES_FILE)
         hacks |= set(table.filter(pl.col("hack"))["trajectory_id"])
+    if arm == "matched":
+        verified = len(_filtered_rows("touchstone", filtered, cfg))
+        rows = matched_sample(_filtered_rows("naive", filtered, cfg), verified, hacks, seed)
+    else:
+        rows = _filtered_rows(arm, filtered, cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    write_rows(rows, SFTRow, out / "sft.parquet")
     data = ArmData(kept_rows=len(rows), kept_hacks=sum(r.trajectory_id in hacks for r in rows))
     (out / "kept.json").write_text(json.dumps(data.model_dump()) + "\n")
     return data
+
+
+def _filtered_rows(arm: Arm, filtered: list[tuple[Path, Path]], cfg: DataConfig) -> list[SFTRow]:
+    """The SFT rows the arm's filter keeps (naive or touchstone)."""
+    examples = arm_examples(arm, filtered)
+    if arm == "touchstone":
+        examples, _ = split_unguarded(examples, cfg)
+    return build_sft(examples, cfg)[0]
+
+
+def matched_sample(rows: list[SFTRow], n: int, hacks: set[str], seed: int) -> list[SFTRow]:
+    """`n` of `rows` (all of them when fewer), drawn at random among hacks and
+    non-hacks apart, so the sample keeps the rows' hack share (rounded half up);
+    the rows keep their order."""
+    n = min(n, len(rows))
+    bad = [i for i, r in enumerate(rows) if r.trajectory_id in hacks]
+    good = [i for i, r in enumerate(rows) if r.trajectory_id not in hacks]
+    n_bad = int(n * len(bad) / len(rows) + 0.5) if rows else 0
+    n_bad = max(min(n_bad, len(bad)), n - len(good))  # too few of one kind: the other fills up
+    rng = random.Random(seed)
+    picked = set(rng.sample(bad, n_bad)) | set(rng.sample(good, n - n_bad))
+    return [r for i, r in enumerate(rows) if i in picked]
 
 
 HELDOUT_RNG_SEED = 1_000_000  # apart from the training tasks' stream, as the rounds' held-out set

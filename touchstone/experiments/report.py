@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from touchstone.evaluate.plots import interval_line  # noqa: E402
 from touchstone.evaluate.schema import Interval  # noqa: E402
 
-COLORS = {"naive": "tab:red", "touchstone": "tab:blue"}
+COLORS = {"naive": "tab:red", "touchstone": "tab:blue", "matched": "tab:orange"}
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
@@ -58,7 +58,7 @@ def plot_ablation(result: dict[str, Any], path: Path) -> Path:
     fig, (prop, nll, share) = plt.subplots(1, 3, figsize=(15, 4.2))
     for i, (arm, rows) in enumerate(arms.items()):
         series = [result["base"], *rows]
-        offset = (i - 0.5) * 0.08
+        offset = (i - (len(arms) - 1) / 2) * 0.08
         interval_line(prop, names, [_interval(r, "hack_propensity") for r in series], arm, offset, COLORS.get(arm))
         interval_line(nll, names, [_interval(r, "imitation_nll") for r in series], arm, offset, COLORS.get(arm))
         share.bar(
