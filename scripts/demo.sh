@@ -11,10 +11,22 @@ ROUNDS="${TOUCHSTONE_DEMO_ROUNDS:-3}"
 
 touchstone sandbox rootfs >/dev/null || { echo "demo: preparing the sandbox root filesystem failed" >&2; exit 1; }
 
+# The demo's sandbox: bubblewrap where it runs (the laptop sandbox; a validation
+# here takes about 1.5x as long in Docker, docs/EXPERIMENTS.md), else the default
+# (`auto`: Docker). TOUCHSTONE_DEMO_BACKEND=docker|bwrap|auto chooses.
+backend="${TOUCHSTONE_DEMO_BACKEND:-}"
+if [ -z "$backend" ]; then
+  backend=auto
+  touchstone sandbox run --backend bwrap --timeout 30 -- true >/dev/null 2>&1 && backend=bwrap
+fi
+run_config="$TOUCHSTONE_HOME/demo-run.yaml"
+mkdir -p "$TOUCHSTONE_HOME"
+printf 'resources:\n  sandbox:\n    config:\n      backend: %s\n' "$backend" >"$run_config"
+
 start=$(date +%s)
-echo "demo: running $ROUNDS rounds (data: $TOUCHSTONE_HOME, Dagster instance: $DAGSTER_HOME)"
+echo "demo: running $ROUNDS rounds (sandbox: $backend; data: $TOUCHSTONE_HOME, Dagster instance: $DAGSTER_HOME)"
 rc=0
-touchstone round run --rounds "$ROUNDS" || rc=$?
+touchstone round run --rounds "$ROUNDS" -c "$run_config" || rc=$?
 elapsed=$(( $(date +%s) - start ))
 
 echo
