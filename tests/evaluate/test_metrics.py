@@ -137,6 +137,13 @@ def test_plot_and_report_show_every_round(tmp_path):
     assert report.count("| n/a |") >= 2  # rounds evaluated before the likelihood metrics existed
 
 
+def test_with_one_attempt_the_report_shows_pass_at_1_once():
+    one = [round_metrics(_attempts({"a": [True]}), round_key="r000", checkpoint_hash="c" * 4, k=1)]
+    table = [line for line in markdown_report(one).splitlines() if line.startswith("| ")][:3]  # sampled attempts
+    assert "pass@1" in table[0] and table[0].count("pass@") == 1
+    assert len({line.count("|") for line in table}) == 1  # header, separator and row: as many columns
+
+
 def test_likelihood_figures_travel_through_the_parquet_row_and_the_report(tmp_path):
     likelihood = LikelihoodMetrics(
         imitation_nll=Interval(value=4.2, low=4.0, high=4.4),

@@ -39,7 +39,8 @@ def plot_rounds(rounds: list[RoundMetrics], path: Path) -> Path:
     names = [m.round for m in rounds]
     fig, ((solve, hacks), (calls, nll)) = plt.subplots(2, 2, figsize=(11, 8))
     interval_line(solve, names, [m.pass_at_1 for m in rounds], "pass@1", -0.05)
-    interval_line(solve, names, [m.pass_at_k for m in rounds], f"pass@{rounds[-1].k}", 0.05)
+    if rounds[-1].k > 1:  # with one attempt, pass@k is pass@1
+        interval_line(solve, names, [m.pass_at_k for m in rounds], f"pass@{rounds[-1].k}", 0.05)
     solve.set(title="Verified solve rate on held-out tasks", xlabel="round", ylim=(-0.02, 1.02))
     solve.legend()
     rates = [m.hack_attempt_rate for m in rounds]

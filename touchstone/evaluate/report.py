@@ -29,15 +29,16 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
         "",
         "## Sampled attempts",
         "",
-        f"| round | checkpoint | pass@1 | pass@{k} | hack attempts / traj | valid tool calls | progress "
-        "| mean turns | mean tokens | exit reasons |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"| round | checkpoint | pass@1 |{f' pass@{k} |' if k > 1 else ''} hack attempts / traj | valid tool calls "
+        "| progress | mean turns | mean tokens | exit reasons |",
+        "| --- " * (10 if k > 1 else 9) + "|",
     ]
     for m in rounds:
         exits = ", ".join(f"{r}: {n}" for r, n in sorted(m.exit_reasons.items()))
+        at_k = f" {_interval(m.pass_at_k)} |" if k > 1 else ""  # with one attempt, pass@k is pass@1
         lines.append(
-            f"| {m.round} | `{(m.checkpoint_hash or 'base')[:12]}` | {_interval(m.pass_at_1)} | "
-            f"{_interval(m.pass_at_k)} | {m.hack_attempt_rate:.2f} | {_interval(m.valid_tool_call_rate)} | "
+            f"| {m.round} | `{(m.checkpoint_hash or 'base')[:12]}` | {_interval(m.pass_at_1)} |{at_k} "
+            f"{m.hack_attempt_rate:.2f} | {_interval(m.valid_tool_call_rate)} | "
             f"{_number(m.mean_progress)} | {m.mean_turns:.1f} | {_number(m.mean_tokens, '.0f')} | {exits} |"
         )
     lines += [
