@@ -18,6 +18,7 @@ import random
 import shutil
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -284,7 +285,9 @@ def usable_seeds(
         pairs = [s if isinstance(s, tuple) else (s, environment) for s in seeds or []]
         resolved = default_seeds(work) if not pairs else [resolve_seed(s, work, env) for s, env in pairs]
         resolved = [s.only_tests(tests) for s in resolved]
-        reports = [check_seed(s, work, cfg) for s in resolved]
+        # each check is a suite run and a coverage run in the sandbox: the seeds' side by side
+        with ThreadPoolExecutor(cfg.parallel) as pool:
+            reports = list(pool.map(lambda seed: check_seed(seed, work, cfg), resolved))
         usable = [(s, r) for s, r in zip(resolved, reports) if r.usable]
         if not usable:
             raise SeedError("no usable seed: " + "; ".join(f"{r.name}: {r.detail}" for r in reports))
