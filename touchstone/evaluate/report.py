@@ -20,6 +20,9 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
         raise ValueError("markdown_report: no rounds")
     latest = rounds[-1]
     k = latest.k
+    at_k = k > 1  # with one attempt, pass@k is pass@1: one column
+    header = ["round", "checkpoint", "pass@1", *([f"pass@{k}"] if at_k else [])]
+    header += ["hack attempts / traj", "valid tool calls", "progress", "mean turns", "mean tokens", "exit reasons"]
     lines = [
         f"# Evaluation after round {latest.round}",
         "",
@@ -29,17 +32,18 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
         "",
         "## Sampled attempts",
         "",
-        f"| round | checkpoint | pass@1 |{f' pass@{k} |' if k > 1 else ''} hack attempts / traj | valid tool calls "
-        "| progress | mean turns | mean tokens | exit reasons |",
-        "| --- " * (10 if k > 1 else 9) + "|",
+        _row(header),
+        _row(["---"] * len(header)),
     ]
     for m in rounds:
         exits = ", ".join(f"{r}: {n}" for r, n in sorted(m.exit_reasons.items()))
-        at_k = f" {_interval(m.pass_at_k)} |" if k > 1 else ""  # with one attempt, pass@k is pass@1
+        solved = [_interval(m.pass_at_1), *([_interval(m.pass_at_k)] if at_k else [])]
         lines.append(
-            f"| {m.round} | `{(m.checkpoint_hash or 'base')[:12]}` | {_interval(m.pass_at_1)} |{at_k} "
-            f"{m.hack_attempt_rate:.2f} | {_interval(m.valid_tool_call_rate)} | "
-            f"{_number(m.mean_progress)} | {m.mean_turns:.1f} | {_number(m.mean_tokens, '.0f')} | {exits} |"
+            _row(
+                [m.round, f"`{(m.checkpoint_hash or 'base')[:12]}`", *solved, f"{m.hack_attempt_rate:.2f}"]
+                + [_interval(m.valid_tool_call_rate), _number(m.mean_progress), f"{m.mean_turns:.1f}"]
+                + [_number(m.mean_tokens, ".0f"), exits]
+            )
         )
     lines += [
         "",
@@ -58,3 +62,7 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
     if plot_file:
         lines += ["", f"![evaluation figures per round]({plot_file})"]
     return "\n".join(lines) + "\n"
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
