@@ -9,9 +9,10 @@ Both then go through the same SFT row builder (dedupe, limits, best k per
 task), so the kept rows differ only by the filter. An optional control arm,
 `matched` (`AblationConfig.matched_control`), separates what a filter keeps
 from how much: the naive arm's rows, subsampled to as many as the verifier
-keeps from the same trajectories, with the naive rows' hack share. Whether a kept row is a
-hack is the auditor's ground truth: a finding of severity `reject` in the
-trajectory's verifier report (`is_hack`), computed for every trajectory in both arms.
+keeps from the same trajectories, with the naive rows' hack share. Whether a
+kept row is a hack is the auditor's ground truth: a finding of severity
+`reject` in the trajectory's verifier report (`is_hack`), computed for every
+trajectory, whichever arm keeps it.
 
 Round-0 trajectories come from the `hack-prone:P` policy (the teacher, hacking
 with probability P: touchstone.agent.policies.hacks). The torch side (training
