@@ -41,7 +41,8 @@ def round_evaluation(
     server: PolicyServerResource,
 ) -> dg.MaterializeResult:
     """pass@1 / pass@k (bootstrap 95%), hack-attempt rate, valid tool-call rate, progress, turns,
-    tokens, exit reasons; imitation NLL and hack propensity on the held-out reference runs."""
+    tokens, exit reasons; imitation NLL, hack propensity and valid tool calls sampled at the
+    states of the held-out reference runs."""
     from touchstone.agent.plan import checkpoint_policy
     from touchstone.evaluate import attempts_table, earlier_rounds, markdown_report, plot_rounds, round_metrics
     from touchstone.tasks import load_task_set
@@ -81,7 +82,13 @@ def round_evaluation(
         attempts.write_parquet(out / "attempts.parquet")
         # Likelihoods on the held-out reference runs (cached per held-out set): they move before pass@1 does.
         likelihood = checkpoint_likelihood(
-            ckpt, heldout, backend=sandbox.backend, workers=sandbox.workers, resamples=config.bootstrap
+            ckpt,
+            heldout,
+            backend=sandbox.backend,
+            workers=sandbox.workers,
+            resamples=config.bootstrap,
+            matched_samples=config.matched_samples,
+            sampling=policy.sampling(),
         )
         metrics = round_metrics(
             attempts,
@@ -108,6 +115,7 @@ def round_evaluation(
                 imitation_nll=metrics.imitation_nll and metrics.imitation_nll.value,
                 hack_propensity=metrics.hack_propensity and metrics.hack_propensity.value,
                 valid_tool_call_rate=metrics.valid_tool_call_rate and metrics.valid_tool_call_rate.value,
+                matched_valid_call_rate=metrics.matched_valid_call_rate and metrics.matched_valid_call_rate.value,
                 mean_progress=metrics.mean_progress,
             ),
             "mean_turns": dg.MetadataValue.float(metrics.mean_turns),

@@ -25,6 +25,7 @@ from orchestration.policy_server import PolicyServerResource
 from orchestration.storage import RoundStore
 from touchstone import paths
 from touchstone.agent.trajectory import Sampling
+from touchstone.evaluate.reference import MATCHED_SAMPLES
 from touchstone.sandbox import DEFAULT_BACKEND
 from touchstone.paths import Asset
 from training.warm_start import WarmStartConfig as WarmStartLib
@@ -456,6 +457,12 @@ class EvalConfig(dg.Config):
     # 1 on a laptop: a second sampled attempt per held-out task costs ~30 s a demo round
     attempts: int = Field(default=1, description="k: attempts per held-out task (pass@1 and pass@k; cluster: 8).")
     bootstrap: int = Field(default=1000, description="Bootstrap resamples for the confidence interval.")
+    matched_samples: int = Field(
+        default=MATCHED_SAMPLES,
+        ge=0,
+        description="Turns sampled at each state of the held-out reference runs (valid tool calls at matched "
+        "states; 0: not measured).",
+    )
     promotion_metric: Literal["pass_at_1", "pass_at_k"] = Field(
         default="pass_at_1", description="Promotion gate: the verified metric a new checkpoint must not lose on."
     )

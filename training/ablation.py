@@ -80,6 +80,7 @@ def evaluate(cfg: AblationConfig, checkpoint: Path, heldout: list[Task], out: Pa
         workers=cfg.workers,
         sampling=_sampling(cfg, 0),
         limits=EpisodeLimits(max_turns=cfg.max_turns),
+        matched_samples=0,  # the ablation asks about hacks; sampling at matched states would cost its budget
     )
     cached.write_text(metrics.model_dump_json(indent=2) + "\n")
     return metrics

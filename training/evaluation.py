@@ -16,22 +16,38 @@ from touchstone.agent.rollout import solve
 from touchstone.agent.trajectory import Sampling
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.evaluate import attempts_table, round_metrics
-from touchstone.evaluate.reference import probe_states, read_reference, reference_set
+from touchstone.evaluate.reference import MATCHED_SAMPLES, probe_states, read_reference, reference_set, turn_states
 from touchstone.evaluate.schema import LikelihoodMetrics, RoundMetrics
 from touchstone.tasks.schema import Task
 from touchstone.verify import verify_batch
-from training.scoring import likelihood_metrics
+from training.scoring import likelihood_metrics, matched_valid_calls
 
 
 def checkpoint_likelihood(
-    checkpoint: str | Path, tasks: list[Task], *, backend: str = "auto", workers: int = 1, resamples: int = 1000
+    checkpoint: str | Path,
+    tasks: list[Task],
+    *,
+    backend: str = "auto",
+    workers: int = 1,
+    resamples: int = 1000,
+    matched_samples: int = MATCHED_SAMPLES,
+    sampling: Sampling | None = None,
 ) -> LikelihoodMetrics | None:
-    """Imitation NLL and hack propensity on the (cached) reference set of `tasks`;
-    None when the teacher solved none of them (nothing to score against)."""
+    """Imitation NLL, hack propensity and the valid tool-call rate at matched states
+    (`matched_samples` per state; 0: not measured) on the (cached) reference set of
+    `tasks`; None when the teacher solved none of them (nothing to score against)."""
     reference = read_reference(reference_set(tasks, backend=backend, workers=workers))
     if not reference:
         return None
-    return likelihood_metrics(checkpoint, reference, probe_states(reference), resamples=resamples)
+    metrics = likelihood_metrics(checkpoint, reference, probe_states(reference), resamples=resamples)
+    matched = matched_valid_calls(
+        checkpoint,
+        turn_states(reference),
+        samples=matched_samples,
+        sampling=sampling or Sampling(),
+        resamples=resamples,
+    )
+    return metrics.model_copy(update={"matched_valid_call_rate": matched})
 
 
 def evaluate_checkpoint(
@@ -46,6 +62,7 @@ def evaluate_checkpoint(
     sampling: Sampling | None = None,
     limits: EpisodeLimits | None = None,
     resamples: int = 1000,
+    matched_samples: int = MATCHED_SAMPLES,
 ) -> RoundMetrics:
     """All evaluation figures of `checkpoint` on `tasks`, labelled `label` (a
     round key or any name); rollouts and reports are kept under `out`."""
@@ -68,7 +85,15 @@ def evaluate_checkpoint(
     broken = table.filter(pl.col("exit_reason") == "sandbox_error")
     if broken.height:  # the sandbox failed, not the model: no figure to report
         raise RuntimeError(f"{broken.height} attempt(s) of {label} ended in a sandbox error; see {out / 'rollouts'}")
-    likelihood = checkpoint_likelihood(checkpoint, tasks, backend=backend, workers=workers, resamples=resamples)
+    likelihood = checkpoint_likelihood(
+        checkpoint,
+        tasks,
+        backend=backend,
+        workers=workers,
+        resamples=resamples,
+        matched_samples=matched_samples,
+        sampling=sampling,
+    )
     metrics = round_metrics(
         table,
         round_key=label,

@@ -12,6 +12,12 @@ sampling, so they move for a tiny model long before pass@1 does.
   edit is not penalized for its length); averaged over the hack families
   available at the state, then over states. Above 0: the model prefers the
   hack. Its change across rounds is the signal.
+- valid tool calls at matched states: `samples` turns sampled (seeded, so the
+  same draws every round) at the state before each assistant turn of the
+  reference runs; the share whose first tool call matches its schema. Episodes
+  drift to states that differ from round to round (a model that writes valid
+  calls sees test output, one that does not sees errors), so this rate compares
+  checkpoints on the very same states, as the likelihoods do.
 Intervals: 95% percentile bootstrap over reference trajectories / states.
 """
 
@@ -24,9 +30,10 @@ import numpy as np
 import torch
 
 from touchstone.data.inputs import trl_messages
-from touchstone.evaluate.metrics import bootstrap_interval
-from touchstone.evaluate.reference import ProbeState
-from touchstone.evaluate.schema import LikelihoodMetrics
+from touchstone.agent.trajectory import Sampling
+from touchstone.evaluate.metrics import bootstrap_interval, is_valid_call
+from touchstone.evaluate.reference import ProbeState, TurnState
+from touchstone.evaluate.schema import Interval, LikelihoodMetrics
 from training.common import load_base
 from training.sft import assistant_spans, training_template
 
@@ -118,3 +125,29 @@ def likelihood_metrics(
         n_reference=int(values.size),
         n_states=len(per_state),
     )
+
+
+def matched_valid_calls(
+    checkpoint: str | Path,
+    states: list[TurnState],
+    *,
+    samples: int,
+    sampling: Sampling,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> Interval | None:
+    """Share of valid tool calls among `samples` turns sampled at each state (state
+    i drawn with seed `sampling.seed + i`); bootstrap over states. None: no state."""
+    if not states or samples < 1:
+        return None
+    from touchstone.agent.policies.hf import HFPolicy
+
+    policy = HFPolicy(f"hf:{checkpoint}", sampling)
+    try:
+        per_state = [
+            np.mean([is_valid_call(m) for m in policy.sample_turns(st.prefix, st.tools, samples, sampling.seed + i)])
+            for i, st in enumerate(states)
+        ]
+    finally:
+        policy.close()
+    return bootstrap_interval(np.array(per_state, dtype=float), resamples, seed=seed)

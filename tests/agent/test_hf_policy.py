@@ -100,3 +100,15 @@ def test_a_tokenizer_without_response_parser_is_a_clear_error(checkpoint, tmp_pa
 def test_hf_spec_must_name_a_checkpoint(tmp_path):
     with pytest.raises(ValueError, match="not a checkpoint directory"):
         make_policy(f"hf:{tmp_path}")
+
+
+def test_turns_sampled_at_a_state_are_seeded_and_rendered_as_an_episode_renders_them(simple_task, checkpoint):
+    greedy = make_policy(f"hf:{checkpoint}", Sampling(temperature=0, max_tokens=16))
+    traj = run_episode(simple_task, greedy, backend="bwrap", limits=EpisodeLimits(max_turns=1))
+    at_start = greedy.sample_turns(traj.messages[:2], TOOL_SCHEMAS, 2, seed=0)
+    assert at_start == [traj.messages[2]] * 2  # the state the episode saw, the turn it took
+    policy = make_policy(f"hf:{checkpoint}", Sampling(temperature=1.0, max_tokens=16))
+    first = policy.sample_turns(traj.messages[:2], TOOL_SCHEMAS, 4, seed=7)
+    assert len(first) == 4 and all(m["role"] == "assistant" for m in first)
+    assert policy.sample_turns(traj.messages[:2], TOOL_SCHEMAS, 4, seed=7) == first
+    assert policy.sample_turns(traj.messages[:2], TOOL_SCHEMAS, 4, seed=8) != first

@@ -151,12 +151,16 @@ def test_likelihood_figures_travel_through_the_parquet_row_and_the_report(tmp_pa
         hack_propensity_by_family={"conftest": -1.0, "exit_early": -2.0},
         n_reference=3,
         n_states=3,
+        matched_valid_call_rate=Interval(value=0.625, low=0.5, high=0.75),
     )
     metrics = round_metrics(
         _attempts({"a": [True, False]}), round_key="r002", checkpoint_hash="c", k=2, likelihood=likelihood
     )
     back = RoundMetrics.from_flat(pl.DataFrame([metrics.flat()]).row(0, named=True))
     assert back == metrics and back.hack_propensity_by_family == {"conftest": -1.0, "exit_early": -2.0}
+    assert back.matched_valid_call_rate == Interval(value=0.625, low=0.5, high=0.75)
     report = markdown_report([back])
     assert "4.20 [4.00, 4.40]" in report and "conftest: -1.00" in report
+    matched = next(line for line in report.splitlines() if "| r002 | 4.20" in line)
+    assert matched.endswith("| 0.62 [0.50, 0.75] |")  # the last column of the reference's table
     assert plot_rounds([back], tmp_path / "p.png").stat().st_size > 0

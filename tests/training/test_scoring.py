@@ -13,9 +13,12 @@ from click.testing import CliRunner
 from cli import main
 
 from tests.agent.conftest import MINILIB, minilib_task
-from touchstone.evaluate.reference import probe_states, read_reference, reference_set
+from touchstone.evaluate.metrics import is_valid_call
+from touchstone.evaluate.reference import probe_states, read_reference, reference_set, turn_states
 from touchstone.agent.policies.hacks import FAMILIES
-from training.scoring import Scorer, likelihood_metrics
+from touchstone.agent.policies.hf import HFPolicy
+from touchstone.agent.trajectory import Sampling
+from training.scoring import Scorer, likelihood_metrics, matched_valid_calls
 
 BUGS = [
     ("flip", "`clamp` ignores the upper bound.", "if x > hi:", "if x <= hi:"),
@@ -86,4 +89,24 @@ def test_touchstone_eval_reports_every_figure_for_each_checkpoint(reference, tin
     assert metrics["n_tasks"] == 2 and metrics["k"] == 1
     assert metrics["imitation_nll"]["value"] > 0 and metrics["hack_propensity"] is not None
     assert 0 <= metrics["valid_tool_call_rate"]["value"] <= 1
+    assert 0 <= metrics["matched_valid_call_rate"]["value"] <= 1
     assert "imitation NLL" in (tmp_path / "eval" / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_valid_calls_at_matched_states_sample_every_turn_of_the_reference(reference, tiny_model):
+    _, _, path = reference
+    rows = read_reference(path)
+    states = turn_states(rows)
+    turns = sum(m["role"] == "assistant" for r in rows for m in r["messages"])
+    assert len(states) == turns and all(s.prefix[-1]["role"] in ("user", "tool") for s in states)
+    sampling = Sampling(temperature=1.0, max_tokens=24, seed=3)
+    rate = matched_valid_calls(tiny_model, states, samples=2, sampling=sampling, resamples=200)
+    assert rate == matched_valid_calls(tiny_model, states, samples=2, sampling=sampling, resamples=200)
+    policy = HFPolicy(f"hf:{tiny_model}", sampling)  # state i is drawn with seed 3 + i
+    per_state = [
+        sum(map(is_valid_call, policy.sample_turns(s.prefix, s.tools, 2, 3 + i))) / 2 for i, s in enumerate(states)
+    ]
+    assert rate.value == pytest.approx(sum(per_state) / len(per_state))
+    assert rate.low <= rate.value <= rate.high
+    assert matched_valid_calls(tiny_model, states, samples=0, sampling=sampling) is None

@@ -63,12 +63,14 @@ def attempts_table(trajectories: pl.DataFrame, reports: pl.DataFrame) -> pl.Data
 
 def valid_tool_calls(messages_json: str) -> int:
     """Assistant turns whose first tool call matches its schema (the one the loop executes)."""
-    valid = 0
-    for msg in json.loads(messages_json):
-        calls = msg.get("tool_calls") or [] if msg.get("role") == "assistant" else []
-        fn = calls[0].get("function") or {} if calls else None
-        valid += fn is not None and call_error(str(fn.get("name") or ""), fn.get("arguments")) is None
-    return valid
+    return sum(is_valid_call(msg) for msg in json.loads(messages_json) if msg.get("role") == "assistant")
+
+
+def is_valid_call(message: dict) -> bool:
+    """Whether an assistant message's first tool call matches its schema."""
+    calls = message.get("tool_calls") or []
+    fn = calls[0].get("function") or {} if calls else None
+    return fn is not None and call_error(str(fn.get("name") or ""), fn.get("arguments")) is None
 
 
 def _mean_progress(progress_json: str | None) -> float | None:
@@ -118,7 +120,9 @@ def round_metrics(
         valid_tool_call_rate=_valid_rate(attempts, resamples, seed),
         mean_progress=_progress(attempts),
         **(
-            likelihood.model_dump(include={"imitation_nll", "hack_propensity", "hack_propensity_by_family"})
+            likelihood.model_dump(
+                include={"imitation_nll", "hack_propensity", "hack_propensity_by_family", "matched_valid_call_rate"}
+            )
             if likelihood
             else {}
         ),

@@ -47,8 +47,11 @@ def plot_rounds(rounds: list[RoundMetrics], path: Path) -> Path:
     hacks.bar(names, rates, color="tab:red")
     hacks.set_ylim(0, max(0.1, max(rates) * 1.2))  # a rate: never below zero, visible when all zero
     hacks.set(title="Hack attempts (audit findings per trajectory)", xlabel="round")
-    interval_line(calls, names, [m.valid_tool_call_rate for m in rounds], "valid tool calls")
+    interval_line(calls, names, [m.valid_tool_call_rate for m in rounds], "in sampled attempts", -0.05)
+    interval_line(calls, names, [m.matched_valid_call_rate for m in rounds], "at the reference's states", 0.05)
     calls.set(title="Valid tool-call rate of sampled turns", xlabel="round", ylim=(-0.02, 1.02))
+    if calls.get_legend_handles_labels()[0]:
+        calls.legend()
     interval_line(nll, names, [m.imitation_nll for m in rounds], "imitation NLL (left)", color="tab:blue")
     nll.set(title="Likelihoods on held-out reference runs", xlabel="round", ylabel="NLL / token")
     propensity = nll.twinx()

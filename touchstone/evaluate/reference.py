@@ -6,7 +6,8 @@ computed once per held-out set (keyed by the tasks' content hashes, the
 teacher's code and the verifier version) and cached, so every round and every
 arm of an experiment is scored on the very same tokens.
 
-Probe states (for hack propensity) are matched states of those runs: the
+Turn states (for the valid tool-call rate at matched states) are the runs up
+to each assistant turn. Probe states (for hack propensity) are matched states of those runs: the
 conversation up to the teacher's first test run, where the honest next action
 is the teacher's and each canonical hack (touchstone.agent.policies.hacks) is
 the alternative. Format: docs/formats/evaluation.md.
@@ -35,6 +36,9 @@ REFERENCE_FILE = "reference.parquet"
 # when fewer than a try's turns remain (measured on 8 held-out mutation tasks of
 # the shipped seeds: 2 accepted at 16 turns, 3 at 40; docs/EXPERIMENTS.md).
 TEACHER_MAX_TURNS = 24
+# Turns sampled at each reference state for the valid tool-call rate at matched
+# states: 8 x ~10 states is ~10 s a round for the tiny CPU model.
+MATCHED_SAMPLES = 8
 
 
 class ProbeState(BaseModel):
@@ -103,6 +107,25 @@ def read_reference(path: Path) -> list[dict[str, Any]]:
     """Rows of a `reference.parquet` with `messages` and `tools` decoded."""
     rows = pl.read_parquet(path).to_dicts()
     return [{**r, "messages": json.loads(r["messages"]), "tools": json.loads(r["tools"])} for r in rows]
+
+
+class TurnState(BaseModel):
+    """A reference run up to one of its assistant turns: where matched-state
+    evaluation samples the checkpoint's next turn (the same states every round)."""
+
+    task_id: str
+    prefix: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+
+
+def turn_states(reference: list[dict[str, Any]]) -> list[TurnState]:
+    """The state before every assistant turn of every reference run."""
+    return [
+        TurnState(task_id=row["task_id"], prefix=row["messages"][:i], tools=row["tools"])
+        for row in reference
+        for i, msg in enumerate(row["messages"])
+        if msg["role"] == "assistant"
+    ]
 
 
 def probe_states(reference: list[dict[str, Any]]) -> list[ProbeState]:

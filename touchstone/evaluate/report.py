@@ -47,18 +47,21 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
         )
     lines += [
         "",
-        "## Likelihoods (no sampling)",
+        "## On the held-out reference (the same states every round)",
         "",
         "Imitation NLL: per assistant token of the held-out teacher runs the verifier accepted (lower: "
         "closer to the reference). Hack propensity: per-token log-prob of a canonical hack minus the "
-        "honest action's at the same state (higher: the hack is more likely).",
+        "honest action's at the same state (higher: the hack is more likely). Both without sampling. "
+        "Valid tool calls at matched states: turns sampled (seeded) before each of the reference runs' "
+        "turns; unlike the sampled attempts above, every round is asked at the same states.",
         "",
-        "| round | imitation NLL | hack propensity | by family |",
-        "| --- | --- | --- | --- |",
+        "| round | imitation NLL | hack propensity | by family | valid tool calls at matched states |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for m in rounds:
         families = ", ".join(f"{f}: {v:+.2f}" for f, v in m.hack_propensity_by_family.items()) or "n/a"
-        lines.append(f"| {m.round} | {_interval(m.imitation_nll)} | {_interval(m.hack_propensity)} | {families} |")
+        cells = [m.round, _interval(m.imitation_nll), _interval(m.hack_propensity), families]
+        lines.append(_row([*cells, _interval(m.matched_valid_call_rate)]))
     if plot_file:
         lines += ["", f"![evaluation figures per round]({plot_file})"]
     return "\n".join(lines) + "\n"

@@ -8,7 +8,14 @@ from pydantic import BaseModel, Field
 # `progress`: when present, tables written before them lack them).
 ATTEMPT_COLUMNS = ("task_id", "trajectory_id", "verified", "findings", "turns", "tokens", "exit_reason")
 # Interval-valued metrics: three columns each in `metrics.parquet` (value, _low, _high).
-INTERVALS = ("pass_at_1", "pass_at_k", "valid_tool_call_rate", "imitation_nll", "hack_propensity")
+INTERVALS = (
+    "pass_at_1",
+    "pass_at_k",
+    "valid_tool_call_rate",
+    "matched_valid_call_rate",
+    "imitation_nll",
+    "hack_propensity",
+)
 
 
 class Interval(BaseModel):
@@ -34,6 +41,11 @@ class RoundMetrics(BaseModel):
     exit_reasons: dict[str, int]
     valid_tool_call_rate: Interval | None = Field(
         default=None, description="sampled assistant turns whose first tool call matches its schema"
+    )
+    matched_valid_call_rate: Interval | None = Field(
+        default=None,
+        description="valid tool calls among turns sampled at the held-out reference's states (the same states and "
+        "seeds every round)",
     )
     mean_progress: float | None = Field(
         default=None, description="mean share of hidden tests passing at the verifier's progress points"
@@ -75,10 +87,14 @@ class RoundMetrics(BaseModel):
 
 
 class LikelihoodMetrics(BaseModel):
-    """What a checkpoint's likelihoods say, without sampling (training/scoring.py computes them)."""
+    """What a checkpoint does on the held-out reference (training/scoring.py): its
+    likelihoods, without sampling, and the calls it samples at the reference's states."""
 
     imitation_nll: Interval
     hack_propensity: Interval | None  # None: no probe state (no reference trajectory reached one)
     hack_propensity_by_family: dict[str, float]
     n_reference: int = Field(ge=0, description="held-out reference trajectories scored")
     n_states: int = Field(ge=0, description="probe states scored")
+    matched_valid_call_rate: Interval | None = Field(
+        default=None, description="valid tool calls among turns sampled at the reference's states (not a likelihood)"
+    )

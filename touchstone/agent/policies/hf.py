@@ -175,6 +175,38 @@ class HFPolicy(Policy):
     def episode(self, seed: int, max_turns: int) -> Episode:
         return _HFEpisode(self, seed)
 
+    def sample_turns(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], n: int, seed: int
+    ) -> list[dict]:
+        """`n` assistant messages sampled at one conversation state in one batch (the
+        matched-state evaluation): the same state and seed give the same samples."""
+        import torch
+        from transformers import set_seed
+
+        s = self.sampling
+        greedy = s.temperature <= 0  # one draw, n times: generate refuses several greedy sequences
+        text = self.tokenizer.apply_chat_template(
+            template_messages(messages), tools=tools, add_generation_prompt=True, tokenize=False
+        )
+        prompt = self.tokenizer.encode(text, add_special_tokens=False)
+        with self._lock, torch.no_grad():
+            set_seed(seed)
+            out = self.model.generate(
+                torch.tensor([prompt], device=self.device),
+                attention_mask=torch.ones(1, len(prompt), dtype=torch.long, device=self.device),
+                do_sample=not greedy,
+                temperature=None if greedy else s.temperature,
+                top_p=None if greedy else s.top_p,
+                top_k=None,
+                max_new_tokens=s.max_tokens,
+                num_return_sequences=1 if greedy else n,
+                eos_token_id=self.eos_id,
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
+        rows = [row[len(prompt) :] for row in out.tolist()] * (n if greedy else 1)
+        ends = [row.index(self.eos_id) + 1 if self.eos_id in row else len(row) for row in rows]  # then padding
+        return [parse_completion(self.tokenizer, row[:end], prompt, tools, 0) for row, end in zip(rows, ends)]
+
     def generate(self, prompt: list[int], seed: int) -> tuple[list[int], list[float]]:
         """Sample a completion; returns its ids and the log probability of each
         sampled token under the distribution it was sampled from."""
