@@ -14,6 +14,7 @@ from touchstone.agent.trajectory import Sampling
 from touchstone.sandbox import BACKENDS, DEFAULT_BACKEND
 from touchstone.tasks.seeding import shipped_names
 from touchstone.verify.report import DEFAULT_REPLAYS
+from training.warm_start import WarmStartConfig
 
 
 def cli_default(command: str, option: str):
@@ -77,6 +78,7 @@ def test_every_cpu_override_is_a_round_setting_that_differs() -> None:
         "replays": DEFAULT_REPLAYS,
         "workers": cli_default("solve", "workers"),
         "seeds": shipped_names(),  # `touchstone propose mutation` without --seed: every shipped seed
+        "teacher_max_turns": WarmStartConfig().teacher_max_turns,  # the warm start's teacher
     }
     assert set(CPU_ROUND) == set(library)
     assert all(CPU_ROUND[k] != library[k] for k in CPU_ROUND)
