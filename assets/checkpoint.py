@@ -49,18 +49,19 @@ def checkpoint(
     from touchstone.data.build import read_summary
     from training.train import TrainingError, check_config
 
-    config = trainer.trainer_config()
     try:
-        check_config(trainer.method, config)  # a typo fails here, before a GPU job starts
+        check_config(trainer.method, trainer.trainer_config())  # a typo fails here, before a GPU job starts
     except TrainingError as exc:
         raise dg.Failure(f"trainer config: {exc}") from exc
     store = storage.store()
     round_key = context.partition_key
     start = starting_checkpoint(context.instance, round_key)
     data_dir = store.local_dir(Asset.TRAINING_DATA, round_key)
-    empty = read_summary(data_dir).nothing_to_train(trainer.method)
+    summary = read_summary(data_dir)
+    empty = summary.nothing_to_train(trainer.method)
     if empty:
         return _no_update(context, storage, start, empty)
+    config = trainer.round_config(summary.datasets["sft"].rows)
     with publishing(context, storage) as out, tempfile.TemporaryDirectory() as tmp:
         train_dir, replayed = _replay(store, round_key, data_dir, trainer, Path(tmp) / "data")
         params = {
@@ -79,6 +80,7 @@ def checkpoint(
             **(reported.metadata or {}),
             "path": dg.MetadataValue.path(str(path)),
             "updated": dg.MetadataValue.bool(True),
+            "max_steps": dg.MetadataValue.int(config["max_steps"]),
             **({"rows_by_round": dg.MetadataValue.json(replayed)} if replayed else {}),
             **lineage_metadata(start),
         }

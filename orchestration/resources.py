@@ -296,6 +296,13 @@ class TrainerResource(dg.ConfigurableResource):
         "a base checkpoint is configured), so a round that verified one or two runs goes on from the "
         "model's whole verified history instead of collapsing onto them.",
     )
+    steps_per_row: int = Field(
+        default=15,
+        ge=0,
+        description="SFT: optimizer steps per verified row of this round, at most max_steps (0: always "
+        "max_steps). A round that verified one run takes 15 steps, not 60 on rows the model has "
+        "mostly seen (laptop: 15; docs/EXPERIMENTS.md).",
+    )
     config: dict[str, Any] = Field(
         default={},
         description="Any field of the method's TRL config (SFTConfig, PGConfig, DPOConfig, KTOConfig): "
@@ -330,6 +337,14 @@ class TrainerResource(dg.ConfigurableResource):
             **self.config,
             **{k: v for k, v in model.items() if v},
         }
+
+    def round_config(self, new_rows: int) -> dict[str, Any]:
+        """`trainer_config` for a round that verified `new_rows` SFT rows: max_steps
+        scaled by `steps_per_row` (an explicit `config.max_steps` wins)."""
+        config = self.trainer_config()
+        if self.method == "sft" and self.steps_per_row and "max_steps" not in self.config:
+            config["max_steps"] = max(1, min(self.max_steps, self.steps_per_row * new_rows))
+        return config
 
     def pipes_command(self, params: dict[str, Any]) -> list[str]:
         """The command the checkpoint step runs under Dagster Pipes."""

@@ -99,3 +99,22 @@ def test_a_round_also_trains_on_the_warm_starts_rows(tmp_path, tiny_model, data_
         **({WARM_START_ROUND: n_warm} if replay_warm_start else {}),
     }
     assert mat.metadata["rows_by_round"].value == expected
+
+
+def test_a_round_takes_steps_for_the_rows_it_verified_up_to_max_steps():
+    trainer = TrainerResource(max_steps=60, steps_per_row=15)
+    assert [trainer.round_config(n)["max_steps"] for n in (1, 2, 4, 9)] == [15, 30, 60, 60]
+    assert TrainerResource(max_steps=60, steps_per_row=0).round_config(1)["max_steps"] == 60
+    explicit = TrainerResource(steps_per_row=15, config={"max_steps": 7})  # the TRL config wins
+    assert explicit.round_config(1)["max_steps"] == 7
+    assert TrainerResource(method="dpo", max_steps=60).round_config(1)["max_steps"] == 60  # rows are SFT rows
+
+
+@pytest.mark.slow
+def test_the_checkpoint_step_trains_the_steps_its_rows_call_for(tmp_path, tiny_model, data_dir):
+    instance, storage = _round(tmp_path, tiny_model, data_dir)
+    rows = pl.read_parquet(data_dir / "sft.parquet").height
+    result = _train(instance, storage, TrainerResource(max_steps=rows + 5, steps_per_row=1, replay_warm_start=False))
+    assert result.success
+    [mat] = result.asset_materializations_for_node("checkpoint")
+    assert mat.metadata["steps"].value == mat.metadata["max_steps"].value == rows
