@@ -180,29 +180,12 @@ class HFPolicy(Policy):
     ) -> list[dict]:
         """`n` assistant messages sampled at one conversation state in one batch (the
         matched-state evaluation): the same state and seed give the same samples."""
-        import torch
-        from transformers import set_seed
-
-        s = self.sampling
-        greedy = s.temperature <= 0  # one draw, n times: generate refuses several greedy sequences
         text = self.tokenizer.apply_chat_template(
             template_messages(messages), tools=tools, add_generation_prompt=True, tokenize=False
         )
         prompt = self.tokenizer.encode(text, add_special_tokens=False)
-        with self._lock, torch.no_grad():
-            set_seed(seed)
-            out = self.model.generate(
-                torch.tensor([prompt], device=self.device),
-                attention_mask=torch.ones(1, len(prompt), dtype=torch.long, device=self.device),
-                do_sample=not greedy,
-                temperature=None if greedy else s.temperature,
-                top_p=None if greedy else s.top_p,
-                top_k=None,
-                max_new_tokens=s.max_tokens,
-                num_return_sequences=1 if greedy else n,
-                eos_token_id=self.eos_id,
-                pad_token_id=self.tokenizer.pad_token_id,
-            )
+        greedy = self.sampling.temperature <= 0  # one draw, n times: generate refuses several greedy sequences
+        out = self._generate(prompt, seed, num_return_sequences=1 if greedy else n)
         rows = [row[len(prompt) :] for row in out.tolist()] * (n if greedy else 1)
         ends = [row.index(self.eos_id) + 1 if self.eos_id in row else len(row) for row in rows]  # then padding
         return [parse_completion(self.tokenizer, row[:end], prompt, tools, 0) for row, end in zip(rows, ends)]
@@ -211,13 +194,24 @@ class HFPolicy(Policy):
         """Sample a completion; returns its ids and the log probability of each
         sampled token under the distribution it was sampled from."""
         import torch
+
+        out = self._generate(prompt, seed, output_scores=True, return_dict_in_generate=True)
+        completion = out.sequences[0, len(prompt) :].tolist()
+        logprobs = [
+            torch.log_softmax(score[0].float(), dim=-1)[token].item() for score, token in zip(out.scores, completion)
+        ]
+        return completion, logprobs
+
+    def _generate(self, prompt: list[int], seed: int, **options: Any) -> Any:
+        """`model.generate` on one prompt with this policy's sampling, seeded, one call at a time."""
+        import torch
         from transformers import set_seed
 
         s = self.sampling
         greedy = s.temperature <= 0
         with self._lock, torch.no_grad():
             set_seed(seed)
-            out = self.model.generate(
+            return self.model.generate(
                 torch.tensor([prompt], device=self.device),
                 attention_mask=torch.ones(1, len(prompt), dtype=torch.long, device=self.device),
                 do_sample=not greedy,
@@ -227,11 +221,5 @@ class HFPolicy(Policy):
                 max_new_tokens=s.max_tokens,
                 eos_token_id=self.eos_id,
                 pad_token_id=self.tokenizer.pad_token_id,
-                output_scores=True,
-                return_dict_in_generate=True,
+                **options,
             )
-        completion = out.sequences[0, len(prompt) :].tolist()
-        logprobs = [
-            torch.log_softmax(score[0].float(), dim=-1)[token].item() for score, token in zip(out.scores, completion)
-        ]
-        return completion, logprobs
