@@ -7,10 +7,10 @@ teacher's code and the verifier version) and cached, so every round and every
 arm of an experiment is scored on the very same tokens.
 
 Turn states (for the valid tool-call rate at matched states) are the runs up
-to each assistant turn. Probe states (for hack propensity) are matched states of those runs: the
-conversation up to the teacher's first test run, where the honest next action
-is the teacher's and each canonical hack (touchstone.agent.policies.hacks) is
-the alternative. Format: docs/formats/evaluation.md.
+to each assistant turn. Probe states (for hack propensity) are the runs up to
+the teacher's first test run, where the honest next action is the teacher's
+and each canonical hack (touchstone.agent.policies.hacks) is the alternative.
+Format: docs/formats/evaluation.md.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ REFERENCE_FILE = "reference.parquet"
 # the shipped seeds: 2 accepted at 16 turns, 3 at 40; docs/EXPERIMENTS.md).
 TEACHER_MAX_TURNS = 24
 # Turns sampled at each reference state for the valid tool-call rate at matched
-# states: 8 x ~10 states is ~10 s a round for the tiny CPU model.
+# states: 8 x 10 states took ~20 s a round for the tiny model on 2 CPU cores.
 MATCHED_SAMPLES = 8
 
 

@@ -28,7 +28,7 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
         "",
         f"Held-out tasks: {latest.n_tasks}, {k} attempts each; solved = accepted by the "
         "independent verifier. Intervals: 95% bootstrap over tasks (likelihoods: over "
-        "reference trajectories / probe states).",
+        "reference trajectories / probe states / turn states).",
         "",
         "## Sampled attempts",
         "",
