@@ -118,7 +118,8 @@ class PolicyResource(dg.ConfigurableResource):
     )
     # 10, not 16, on a laptop: over three demos (63 teacher runs) every accepted run took 5-6
     # turns and the rejected ones spent 9-16 turns, each replayed twice by the verifier, for
-    # nothing (docs/EXPERIMENTS.md). The held-out reference runs keep 24 (evaluate.reference).
+    # nothing (docs/EXPERIMENTS.md). The price: a draw whose only repair takes longer makes no
+    # update (the round tests' r001 did; they keep 16). Held-out reference runs keep 24.
     teacher_max_turns: int = Field(
         default=CPU_ROUND["teacher_max_turns"],
         description="Turn limit for the scripted teacher in rounds (CPU: 10; its turns cost no generation).",

@@ -43,7 +43,9 @@ def tiny_resources(home: Path, **overrides) -> dict:
     return {
         "storage": StorageResource(root=str(home)),
         "sandbox": SandboxResource(workers=2),
-        "policy": PolicyResource(max_tokens=24, max_turns=8, teacher_attempts=1),
+        # 16 teacher turns, not the laptop's 10: these draws' r001 has a repair that takes
+        # more than 10 turns, and these tests follow a trained checkpoint from round to round
+        "policy": PolicyResource(max_tokens=24, max_turns=8, teacher_attempts=1, teacher_max_turns=16),
         "verifier": VerifierResource(replays=1, canaries=2),
         "trainer": TrainerResource(max_steps=1),
         **overrides,
