@@ -34,6 +34,7 @@ def solve(
     temperature,
     top_p,
     max_tokens,
+    context_window,
     seed,
     max_turns,
     time_budget,
@@ -44,7 +45,9 @@ def solve(
     Writes OUT/trajectories.parquet, OUT/steps.parquet and
     OUT/jsonl/<task id>/<trajectory id>.jsonl. Rerun the same command to resume."""
     try:
-        sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+        sampling = Sampling(
+            temperature=temperature, top_p=top_p, max_tokens=max_tokens, context_window=context_window, seed=seed
+        )
         limits = EpisodeLimits(max_turns=max_turns, time_budget_s=time_budget)
         run_solve(tasks, policy_spec, attempts, workers, out, sampling, backend, limits)
     except (TaskError, ValueError, RuntimeError) as exc:  # bad input, bad spec, crashed attempts

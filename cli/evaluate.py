@@ -35,9 +35,19 @@ import click
 @click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "bwrap", "docker"]))
 @click.option("--max-turns", default=8, show_default=True, type=click.IntRange(min=1))
 @click.option("--max-tokens", default=192, show_default=True, type=int, help="per assistant turn")
+@click.option(
+    "--context-window",
+    default=1024,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="tokens per turn, prompt and completion (the latest kept): the max_length the checkpoints "
+    "were trained with (the laptop rounds': 1024); 0: the whole conversation",
+)
 @click.option("--temperature", default=0.7, show_default=True, type=float)
 @click.option("--json", "as_json", is_flag=True, help="print the metrics as a JSON list, one object per checkpoint")
-def evaluate(checkpoints, tasks, out, attempts, workers, backend, max_turns, max_tokens, temperature, as_json) -> None:
+def evaluate(
+    checkpoints, tasks, out, attempts, workers, backend, max_turns, max_tokens, context_window, temperature, as_json
+) -> None:
     """Sampled attempts graded by the verifier (pass@1/pass@k, hack attempts, valid
     tool calls, exit reasons, progress) and likelihoods on the held-out teacher runs
     (imitation NLL, hack propensity). Writes OUT/<n>-<name>/ per checkpoint and
@@ -62,7 +72,7 @@ def evaluate(checkpoints, tasks, out, attempts, workers, backend, max_turns, max
                 attempts=attempts,
                 backend=backend,
                 workers=workers,
-                sampling=Sampling(temperature=temperature, max_tokens=max_tokens),
+                sampling=Sampling(temperature=temperature, max_tokens=max_tokens, context_window=context_window),
                 limits=EpisodeLimits(max_turns=max_turns),
             )
             for i, ckpt in enumerate(checkpoints)

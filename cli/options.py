@@ -31,7 +31,7 @@ def replays(help: str | None = None):
 
 
 def sampling(fn):
-    """--temperature, --top-p, --max-tokens, --seed: a `Sampling`."""
+    """--temperature, --top-p, --max-tokens, --context-window, --seed: a `Sampling`."""
     from touchstone.agent.trajectory import Sampling
 
     for option in reversed(
@@ -44,6 +44,14 @@ def sampling(fn):
                 show_default=True,
                 type=int,
                 help="per assistant turn",
+            ),
+            click.option(
+                "--context-window",
+                default=default(Sampling, "context_window"),
+                show_default=True,
+                type=click.IntRange(min=0),
+                help="hf: tokens per turn, prompt and completion (the latest kept); match the "
+                "trainer's max_length; 0: the whole conversation",
             ),
             click.option(
                 "--seed",

@@ -44,6 +44,13 @@ CPU_ROUND = {
     # per model episode (library: EpisodeLimits.max_turns; cluster: 50); 6, not 8: the demo's
     # time budget (docs/EXPERIMENTS.md), and a tiny model's later turns are rarely valid calls
     "max_turns": 6,
+    # tokens per training window (TrainerResource.max_length) and per turn of an hf: policy
+    # (PolicyResource.context_window; library: Sampling.context_window 0, the whole
+    # conversation; cluster: the model's context): a model acts within the windows it was
+    # trained on. Acting on whole conversations (held-out test runs reach 20k tokens), the
+    # demo's model wrote valid calls at 0.31 of later turns, at 0.65 within 1024
+    # (docs/EXPERIMENTS.md)
+    "context_window": 1024,
     "time_budget_s": 300.0,  # per episode (library: EpisodeLimits.time_budget_s)
     "teacher_max_turns": 10,  # per teacher episode in a round (the warm start's library default: 16)
     "replays": 2,  # grading runs per trajectory (library: DEFAULT_REPLAYS; cluster: 3)
@@ -128,13 +135,24 @@ class PolicyResource(dg.ConfigurableResource):
     max_tokens: int = Field(
         default=CPU_ROUND["max_tokens"], description="Completion tokens per assistant turn (CPU: 192; cluster: 4096)."
     )
+    context_window: int = Field(
+        default=CPU_ROUND["context_window"],
+        ge=0,
+        description="hf: policies: tokens per turn, prompt and completion together; a longer conversation "
+        "keeps its latest tokens. Match trainer.max_length (CPU: 1024; 0: the whole conversation).",
+    )
     time_budget_s: float = Field(default=CPU_ROUND["time_budget_s"], description="Wall-clock budget per episode.")
     seed: int = Field(
         default=_library(Sampling, "seed"), description="Base sampling seed; attempt i uses a seed derived from it."
     )
 
     def sampling(self):
-        return Sampling(temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed)
+        return Sampling(
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+            context_window=self.context_window,
+        )
 
     def limits(self, spec: str):
         from touchstone.agent.plan import episode_limits
@@ -267,7 +285,7 @@ class TrainerResource(dg.ConfigurableResource):
     # on from the last one's checkpoint, so round N has had (N+1) x max_steps.
     max_steps: int = Field(default=60, description="Optimizer steps per round (laptop: 60; cluster: 2000).")
     max_length: int = Field(
-        default=1024,
+        default=CPU_ROUND["context_window"],
         description="Tokens per training window; a longer row is split at turn boundaries so every turn "
         "trains once with the context before it that fits (training.sft.turn_windows). Teacher runs on the "
         "shipped seeds reach ~20k tokens with the tiny tokenizer, one test run's output alone 700-3600; "

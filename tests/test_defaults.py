@@ -27,6 +27,7 @@ SHARED = {
     ("solve", "temperature"): (PolicyResource, "temperature"),
     ("solve", "seed"): (PolicyResource, "seed"),
     ("solve", "max_tokens"): (PolicyResource, "max_tokens"),
+    ("solve", "context_window"): (PolicyResource, "context_window"),
     ("solve", "max_turns"): (PolicyResource, "max_turns"),
     ("solve", "time_budget"): (PolicyResource, "time_budget_s"),
     ("solve", "attempts"): (RolloutConfig, "attempts"),
@@ -55,6 +56,7 @@ def test_the_cli_shows_the_library_defaults() -> None:
         ("solve", "temperature"): Sampling().temperature,
         ("solve", "top_p"): Sampling().top_p,
         ("solve", "max_tokens"): Sampling().max_tokens,
+        ("solve", "context_window"): Sampling().context_window,
         ("solve", "seed"): Sampling().seed,
         ("solve", "max_turns"): EpisodeLimits().max_turns,
         ("solve", "time_budget"): EpisodeLimits().time_budget_s,
@@ -73,6 +75,7 @@ def test_every_cpu_override_is_a_round_setting_that_differs() -> None:
     """An override equal to the library's default would be a second copy of it."""
     library = {
         "max_tokens": Sampling().max_tokens,
+        "context_window": Sampling().context_window,
         "max_turns": EpisodeLimits().max_turns,
         "time_budget_s": EpisodeLimits().time_budget_s,
         "replays": DEFAULT_REPLAYS,
@@ -82,3 +85,9 @@ def test_every_cpu_override_is_a_round_setting_that_differs() -> None:
     }
     assert set(CPU_ROUND) == set(library)
     assert all(CPU_ROUND[k] != library[k] for k in CPU_ROUND)
+
+
+def test_an_hf_policy_acts_within_the_windows_its_trainer_trained_on() -> None:
+    from orchestration.resources import TrainerResource
+
+    assert PolicyResource().sampling().context_window == TrainerResource().max_length == CPU_ROUND["context_window"]

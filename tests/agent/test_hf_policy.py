@@ -112,3 +112,19 @@ def test_turns_sampled_at_a_state_are_seeded_and_rendered_as_an_episode_renders_
     assert len(first) == 4 and all(m["role"] == "assistant" for m in first)
     assert policy.sample_turns(traj.messages[:2], TOOL_SCHEMAS, 4, seed=7) == first
     assert policy.sample_turns(traj.messages[:2], TOOL_SCHEMAS, 4, seed=8) != first
+
+
+def test_a_context_window_keeps_the_conversations_latest_tokens(simple_task, checkpoint):
+    sampling = Sampling(temperature=0, max_tokens=16, context_window=128)
+    policy = make_policy(f"hf:{checkpoint}", sampling)
+    traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=2))
+    tok = policy.tokenizer
+    whole = tok.apply_chat_template(
+        template_messages(traj.messages[:2]), tools=TOOL_SCHEMAS, add_generation_prompt=True, tokenize=False
+    )
+    whole_ids = tok.encode(whole, add_special_tokens=False)
+    assert len(whole_ids) > 128  # the system prompt and tools alone do not fit
+    assert traj.turns[0].prompt_ids == whole_ids[-112:]  # 128 less the completion's 16
+    assert all(t.prompt_tokens == len(t.prompt_ids) <= 112 for t in traj.turns)
+    # the matched-state sampler sees the same window the episode saw
+    assert policy.sample_turns(traj.messages[:2], TOOL_SCHEMAS, 1, seed=0) == [traj.messages[2]]

@@ -223,3 +223,11 @@ def test_streamed_tables_hold_one_row_group_not_the_batch(tmp_path):
     back = pl.read_parquet(tmp_path / "4096" / "trajectories.parquet", columns=["trajectory_id"])
     assert back["trajectory_id"].to_list() == [f"t-{i:05d}" for i in range(4096)]
     assert pl.read_parquet(tmp_path / "4096" / "steps.parquet").height == 4096 * len(sample_trajectory("t").steps)
+
+
+def test_the_prompt_window_leaves_room_for_the_completion_but_keeps_half():
+    assert Sampling().prompt_window() is None  # the whole conversation
+    assert Sampling(max_tokens=192, context_window=1024).prompt_window() == 832
+    assert Sampling(max_tokens=4096, context_window=1024).prompt_window() == 512
+    with pytest.raises(ValueError):
+        Sampling(context_window=-1)

@@ -61,6 +61,19 @@ class Sampling(BaseModel):
     top_p: float = 1.0
     max_tokens: int = 512  # per assistant turn
     seed: int = 0
+    # Tokens an hf: model attends to per turn, prompt and completion together; a longer
+    # conversation keeps its latest tokens (`prompt_window`). 0: the whole conversation
+    # (a served model's context is its server's business).
+    # Why: a model trained on windows of N tokens (training.sft.turn_windows) never acted
+    # further than N tokens into a context; set it to the trainer's max_length.
+    context_window: int = Field(0, ge=0)
+
+    def prompt_window(self) -> int | None:
+        """Prompt tokens kept (the latest), or None for all: the context window less
+        the completion's tokens, but never less than half the window."""
+        if not self.context_window:
+            return None
+        return self.context_window - min(self.max_tokens, self.context_window // 2)
 
 
 class TurnRecord(BaseModel):

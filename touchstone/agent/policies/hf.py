@@ -5,6 +5,8 @@ prompt ids + the ids the model actually sampled + the tokens of the new
 observation messages (rendered by the chat template as a text delta). The
 model's own tokens are therefore never re-tokenized, and `prompt_ids`,
 `completion_ids` and `logprobs` recorded per turn are exactly what RL needs.
+With `Sampling.context_window` set, a prompt keeps its latest tokens that fit
+(`prompt_ids` records what the model saw), as the trainer's windows did.
 Tool calls are parsed by the tokenizer's response parser (transformers
 `parse_response`), so any chat model with tool calling runs as `hf:`.
 """
@@ -124,7 +126,7 @@ class _HFEpisode(Episode):
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyTurn:
         self.tools = tools
-        prompt = self.prompt_ids(messages)
+        prompt = self.policy.windowed(self.prompt_ids(messages))
         try:
             completion, logprobs = self.policy.generate(prompt, self.seed * 100003 + self.turn)
         except (RuntimeError, ValueError) as exc:
@@ -183,12 +185,18 @@ class HFPolicy(Policy):
         text = self.tokenizer.apply_chat_template(
             template_messages(messages), tools=tools, add_generation_prompt=True, tokenize=False
         )
-        prompt = self.tokenizer.encode(text, add_special_tokens=False)
+        prompt = self.windowed(self.tokenizer.encode(text, add_special_tokens=False))
         greedy = self.sampling.temperature <= 0  # one draw, n times: generate refuses several greedy sequences
         out = self._generate(prompt, seed, num_return_sequences=1 if greedy else n)
         rows = [row[len(prompt) :] for row in out.tolist()] * (n if greedy else 1)
         ends = [row.index(self.eos_id) + 1 if self.eos_id in row else len(row) for row in rows]  # then padding
         return [parse_completion(self.tokenizer, row[:end], prompt, tools, 0) for row, end in zip(rows, ends)]
+
+    def windowed(self, prompt: list[int]) -> list[int]:
+        """The prompt's latest tokens that fit the sampling's context window (all when
+        it has none): what the model was trained to act on (Sampling.context_window)."""
+        keep = self.sampling.prompt_window()
+        return prompt if keep is None else prompt[-keep:]
 
     def generate(self, prompt: list[int], seed: int) -> tuple[list[int], list[float]]:
         """Sample a completion; returns its ids and the log probability of each
