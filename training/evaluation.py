@@ -34,15 +34,17 @@ def checkpoint_likelihood(
     sampling: Sampling | None = None,
 ) -> LikelihoodMetrics | None:
     """Imitation NLL, hack propensity and the valid tool-call rate at matched states
-    (`matched_samples` per state; 0: not measured) on the (cached) reference set of
-    `tasks`; None when the teacher solved none of them (nothing to score against)."""
-    reference = read_reference(reference_set(tasks, backend=backend, workers=workers))
+    (`matched_samples` at each turn state of the teacher's runs, accepted or not; 0: not
+    measured) on the (cached) reference set of `tasks`; None when the teacher solved
+    none of them (nothing to score against)."""
+    runs = read_reference(reference_set(tasks, backend=backend, workers=workers), accepted_only=False)
+    reference = [r for r in runs if r["accepted"]]
     if not reference:
         return None
     metrics = likelihood_metrics(checkpoint, reference, probe_states(reference), resamples=resamples)
     matched = matched_valid_calls(
         checkpoint,
-        turn_states(reference),
+        turn_states(runs),
         samples=matched_samples,
         sampling=sampling or Sampling(),
         resamples=resamples,

@@ -97,9 +97,10 @@ def test_touchstone_eval_reports_every_figure_for_each_checkpoint(reference, tin
 def test_valid_calls_at_matched_states_sample_every_turn_of_the_reference(reference, tiny_model):
     _, _, path = reference
     rows = read_reference(path)
-    states = turn_states(rows)
+    states = turn_states(rows, limit=None)
     turns = sum(m["role"] == "assistant" for r in rows for m in r["messages"])
     assert len(states) == turns and all(s.prefix[-1]["role"] in ("user", "tool") for s in states)
+    assert len(turn_states(rows, limit=turns - 2)) == turns - 2  # thinned, evenly
     sampling = Sampling(temperature=1.0, max_tokens=24, seed=3)
     rate = matched_valid_calls(tiny_model, states, samples=2, sampling=sampling, resamples=200)
     assert rate == matched_valid_calls(tiny_model, states, samples=2, sampling=sampling, resamples=200)

@@ -4,10 +4,13 @@ Reference trajectories are the teacher's runs on the held-out tasks that the
 verifier accepted: what an honest, competent agent does there. They are
 computed once per held-out set (keyed by the tasks' content hashes, the
 teacher's code and the verifier version) and cached, so every round and every
-arm of an experiment is scored on the very same tokens.
+arm of an experiment is scored on the very same tokens. The cache keeps the
+teacher's other runs too (`accepted` false): they are still states where an
+agent must write a valid call.
 
-Turn states (for the valid tool-call rate at matched states) are the runs up
-to each assistant turn. Probe states (for hack propensity) are the runs up to
+Turn states (for the valid tool-call rate at matched states) are the teacher's
+runs, accepted or not, up to each assistant turn, at most `MATCHED_STATES` of
+them spread evenly. Probe states (for hack propensity) are the runs up to
 the teacher's first test run, where the honest next action is the teacher's
 and each canonical hack (touchstone.agent.policies.hacks) is the alternative.
 Format: docs/formats/evaluation.md.
@@ -39,6 +42,11 @@ TEACHER_MAX_TURNS = 24
 # Turns sampled at each reference state for the valid tool-call rate at matched
 # states: 8 x 10 states took ~20 s a round for the tiny model on 2 CPU cores.
 MATCHED_SAMPLES = 8
+# Turn states sampled, spread evenly over every held-out teacher run: the accepted
+# runs alone were 10 states of one task on the laptop's held-out set of 4.
+MATCHED_STATES = 16
+# Bumped when the cached file's contents change (2: all runs, an `accepted` column).
+REFERENCE_FORMAT = 2
 
 
 class ProbeState(BaseModel):
@@ -53,7 +61,7 @@ class ProbeState(BaseModel):
 
 def reference_key(tasks: list[Task]) -> str:
     """What the reference set depends on: the tasks, the teacher's code and turns, the verifier."""
-    h = hashlib.sha256(f"{VERIFIER_VERSION} {TEACHER_MAX_TURNS}".encode())
+    h = hashlib.sha256(f"{VERIFIER_VERSION} {TEACHER_MAX_TURNS} {REFERENCE_FORMAT}".encode())
     for task_hash in sorted(t.content_hash for t in tasks):
         h.update(task_hash.encode())
     for source in sorted(Path(teacher.__file__).parent.rglob("*.py")):  # the teacher's procedure
@@ -62,8 +70,8 @@ def reference_key(tasks: list[Task]) -> str:
 
 
 def reference_set(tasks: list[Task], *, backend: str = "auto", workers: int = 1, cache: Path | None = None) -> Path:
-    """The cached `reference.parquet` of `tasks` (building it on first use):
-    one row per accepted teacher run (`task_id, trajectory_id, messages, tools`)."""
+    """The cached `reference.parquet` of `tasks` (building it on first use): one
+    row per teacher run (`task_id, trajectory_id, accepted, messages, tools`)."""
     if not tasks:
         raise ValueError("reference_set: no held-out tasks")
     root = (cache or paths.cache() / "reference") / reference_key(tasks)
@@ -87,12 +95,12 @@ def reference_set(tasks: list[Task], *, backend: str = "auto", workers: int = 1,
         )
         reports = pl.read_parquet(verdicts / "reports.parquet")
         _refuse_infrastructure_failures(pl.read_parquet(rollouts / "trajectories.parquet"))
-        accepted = reports.filter(pl.col("verdict") == "accept")
-        runs = pl.read_parquet(rollouts / "trajectories.parquet").join(
-            accepted.select("trajectory_id"), on="trajectory_id"
-        )
+        verdicts = reports.select("trajectory_id", accepted=pl.col("verdict") == "accept")
+        runs = pl.read_parquet(rollouts / "trajectories.parquet").join(verdicts, on="trajectory_id", how="left")
+        runs = runs.with_columns(pl.col("accepted").fill_null(False))
         root.mkdir(parents=True, exist_ok=True)
-        atomic.write_parquet(runs.select("task_id", "trajectory_id", "messages", "tools").sort("task_id"), target)
+        columns = ["task_id", "trajectory_id", "accepted", "messages", "tools"]
+        atomic.write_parquet(runs.select(columns).sort("task_id", "trajectory_id"), target)
     return target
 
 
@@ -103,10 +111,15 @@ def _refuse_infrastructure_failures(runs: pl.DataFrame) -> None:
         raise RuntimeError(f"reference set: the sandbox failed on {broken.height} teacher run(s): {broken['error'][0]}")
 
 
-def read_reference(path: Path) -> list[dict[str, Any]]:
-    """Rows of a `reference.parquet` with `messages` and `tools` decoded."""
+def read_reference(path: Path, *, accepted_only: bool = True) -> list[dict[str, Any]]:
+    """Rows of a `reference.parquet` with `messages` and `tools` decoded: the
+    accepted runs (the reference proper), or every teacher run."""
     rows = pl.read_parquet(path).to_dicts()
-    return [{**r, "messages": json.loads(r["messages"]), "tools": json.loads(r["tools"])} for r in rows]
+    return [
+        {**r, "messages": json.loads(r["messages"]), "tools": json.loads(r["tools"])}
+        for r in rows
+        if r["accepted"] or not accepted_only
+    ]
 
 
 class TurnState(BaseModel):
@@ -118,14 +131,19 @@ class TurnState(BaseModel):
     tools: list[dict[str, Any]]
 
 
-def turn_states(reference: list[dict[str, Any]]) -> list[TurnState]:
-    """The state before every assistant turn of every reference run."""
-    return [
+def turn_states(runs: list[dict[str, Any]], limit: int | None = MATCHED_STATES) -> list[TurnState]:
+    """The state before each assistant turn of `runs`, in order; more than `limit`
+    (None: no limit) are thinned to `limit` spread evenly over them."""
+    states = [
         TurnState(task_id=row["task_id"], prefix=row["messages"][:i], tools=row["tools"])
-        for row in reference
+        for row in runs
         for i, msg in enumerate(row["messages"])
         if msg["role"] == "assistant"
     ]
+    if limit is None or len(states) <= limit:
+        return states
+    step = (len(states) - 1) / max(limit - 1, 1)
+    return [states[round(i * step)] for i in range(limit)]
 
 
 def probe_states(reference: list[dict[str, Any]]) -> list[ProbeState]:

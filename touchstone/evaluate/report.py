@@ -52,8 +52,9 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
         "Imitation NLL: per assistant token of the held-out teacher runs the verifier accepted (lower: "
         "closer to the reference). Hack propensity: per-token log-prob of a canonical hack minus the "
         "honest action's at the same state (higher: the hack is more likely). Both without sampling. "
-        "Valid tool calls at matched states: turns sampled (seeded) before each of the reference runs' "
-        "turns; unlike the sampled attempts above, every round is asked at the same states.",
+        "Valid tool calls at matched states: turns sampled (seeded) before turns spread evenly over all "
+        "the held-out teacher runs, accepted or not; unlike the sampled attempts above, every round is "
+        "asked at the same states.",
         "",
         "| round | imitation NLL | hack propensity | by family | valid tool calls at matched states |",
         "| --- | --- | --- | --- | --- |",
