@@ -47,7 +47,7 @@ CPU_ROUND = {
     # tokens per training window (TrainerResource.max_length) and per turn of an hf: policy
     # (PolicyResource.context_window; library: Sampling.context_window 0, the whole
     # conversation; cluster: the model's context): a model acts within the windows it was
-    # trained on. Acting on whole conversations (held-out test runs reach 20k tokens), the
+    # trained on. Acting on whole conversations (held-out teacher runs reach 22k-37k tokens), the
     # demo's model wrote valid calls at 0.31 of later turns, at 0.65 within 1024
     # (docs/EXPERIMENTS.md)
     "context_window": 1024,
