@@ -124,6 +124,7 @@ def heldout_tasks(
             workers=sandbox.workers,
             cfg=ValidationConfig(backend=sandbox.backend, contamination_sets=sets),
             rng_seed=config.rng_seed,
+            operators=config.operators,
         )
     index = storage.store().asset_dir(Asset.HELDOUT_TASKS) / "index.parquet"
     return dg.MaterializeResult(metadata=table_metadata(index))

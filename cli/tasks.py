@@ -116,12 +116,21 @@ def propose() -> None:
     "a spec name (environments/NAME.json), or inline JSON",
 )
 @click.option("--tests", "tests", help="test files that count: a path prefix or glob (e.g. 'tests/')")
+@click.option(
+    "--operator",
+    "operators",
+    multiple=True,
+    help="kind of bug to inject, e.g. swap_arguments (repeatable; default: every operator; "
+    "touchstone.tasks.mutate.OPERATORS)",
+)
 @click.option("--n", type=int, default=50, show_default=True, help="validated tasks to keep")
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 @click.option("--rng-seed", type=int, default=0, show_default=True)
 @_retired_eval_fraction
 @_proposer_options
-def mutation(seeds, repos, env_spec, tests, n, out, rng_seed, workers, backend, k, threshold, as_json) -> None:
+def mutation(
+    seeds, repos, env_spec, tests, operators, n, out, rng_seed, workers, backend, k, threshold, as_json
+) -> None:
     """Inject one AST-level bug per task into real projects with pytest suites."""
     from touchstone.envs import EnvError
     from touchstone.tasks.proposers.mutation import propose_mutation
@@ -137,8 +146,9 @@ def mutation(seeds, repos, env_spec, tests, n, out, rng_seed, workers, backend, 
             cfg=_cfg(backend, k, threshold),
             environment=_env_spec(env_spec),
             tests=tests,
+            operators=list(operators),
         )
-    except (SeedError, EnvError) as exc:
+    except (SeedError, EnvError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not as_json:
         for s in result.seeds:

@@ -56,6 +56,12 @@ CPU_ROUND = {
     "replays": 2,  # grading runs per trajectory (library: DEFAULT_REPLAYS; cluster: 3)
     "workers": 2,  # parallel sandboxes (the CLI's solve and verify-batch: 1; cluster: 32+)
     "seeds": ["inflection", "toolz", "cachetools"],  # shipped seeds the teacher can repair (SeedsConfig)
+    # kinds of bug of the held-out, warm-start and round tasks (library: every operator): over
+    # three demos the teacher repaired every swapped-arguments task and none of 17 others
+    # (negated conditions, flipped comparisons, removed statements, changed return values), so
+    # those cost a round its proposal, rollout and grading time for no verified run
+    # (docs/EXPERIMENTS.md). With a served model, set [] (every operator).
+    "operators": ["swap_arguments"],
 }
 
 
@@ -396,6 +402,11 @@ class ProposeConfig(dg.Config):
         description="procedural: validated mutation tasks to propose this round, before held-out units are "
         "excluded (cluster: 500+).",
     )
+    operators: list[str] = Field(
+        default=CPU_ROUND["operators"],
+        description="procedural: kinds of bug to inject (touchstone.tasks.mutate.OPERATORS; empty: all). "
+        "Laptop: the ones the scripted teacher repairs; cluster: [].",
+    )
     imported: list[str] = Field(
         default=[],
         description="imported: task-set directories the importers wrote (`touchstone propose problems`, `touchstone import swe-bench`).",
@@ -436,6 +447,7 @@ class ProposeConfig(dg.Config):
 
         return SourceMix(
             procedural=self.n_tasks,
+            operators=self.operators,
             imported=[Path(p) for p in self.imported],
             n_imported=self.n_imported,
             self_play=SelfPlayConfig(
@@ -460,14 +472,23 @@ class WarmStartConfig(dg.Config):
         default=_library(WarmStartLib, "learning_rate"),
         description="The warm start's learning rate (from scratch; rounds continue at trainer.learning_rate).",
     )
+    operators: list[str] = Field(
+        default=CPU_ROUND["operators"], description="Kinds of bug of its tasks (as proposed_tasks' option)."
+    )
 
     def warm_start_config(self):
-        return WarmStartLib(n_tasks=self.n_tasks, max_steps=self.max_steps, learning_rate=self.learning_rate)
+        return WarmStartLib(
+            n_tasks=self.n_tasks, max_steps=self.max_steps, learning_rate=self.learning_rate, operators=self.operators
+        )
 
 
 class HeldoutConfig(dg.Config):
     n_tasks: int = Field(default=4, description="Held-out tasks (never trained on; cluster: 200+).")
     rng_seed: int = Field(default=1_000_000, description="Proposer seed, apart from the rounds' seeds (0, 1, ...).")
+    operators: list[str] = Field(
+        default=CPU_ROUND["operators"],
+        description="Kinds of bug of the held-out tasks (as proposed_tasks' option): the rounds' distribution.",
+    )
     contamination_sets: list[str] = Field(
         default=[], description="Benchmark sets a held-out task must not copy (as proposed_tasks' option)."
     )

@@ -8,6 +8,7 @@ import click
 import pytest
 
 from cli import main
+from touchstone.tasks.sources import SourceMix
 from orchestration.resources import CPU_ROUND, PolicyResource, RolloutConfig, SandboxResource, VerifierResource
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.trajectory import Sampling
@@ -82,6 +83,7 @@ def test_every_cpu_override_is_a_round_setting_that_differs() -> None:
         "workers": cli_default("solve", "workers"),
         "seeds": shipped_names(),  # `touchstone propose mutation` without --seed: every shipped seed
         "teacher_max_turns": WarmStartConfig().teacher_max_turns,  # the warm start's teacher
+        "operators": SourceMix().operators,  # every operator
     }
     assert set(CPU_ROUND) == set(library)
     assert all(CPU_ROUND[k] != library[k] for k in CPU_ROUND)

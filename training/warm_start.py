@@ -51,6 +51,7 @@ class WarmStartConfig(BaseModel):
     learning_rate: float = Field(2e-3, gt=0, description="SFT learning rate of the warm start")
     teacher_max_turns: int = Field(16, ge=1)
     rng_seed: int = WARM_START_RNG_SEED
+    operators: list[str] = Field(default_factory=list, description="kinds of bug of its tasks (empty: all)")
 
 
 class WarmStartResult(BaseModel):
@@ -122,6 +123,7 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
         rng_seed=cfg.rng_seed,
         validation=validation,
         workers=workers,
+        operators=cfg.operators,
     )
     tasks = load_task_set(work / "tasks")
     limits = EpisodeLimits(max_turns=cfg.teacher_max_turns)

@@ -7,7 +7,9 @@ import ast
 import difflib
 import random
 
-from touchstone.tasks.mutate import OPERATORS, changed_functions, compile_error, mutations
+import pytest
+
+from touchstone.tasks.mutate import OPERATORS, changed_functions, compile_error, mutations, operator_table
 
 SAMPLE = '''\
 import math  # a comment that must survive
@@ -53,6 +55,19 @@ def test_every_operator_kind_fires_and_edits_one_spot() -> None:
         diff = changed_lines(SAMPLE, m.source)
         assert 1 <= len(diff) <= 3, (m.key, diff)  # one statement touched
     assert {m.unit for m in found} == {"sample:clip", "sample:Box.area"}
+
+
+def test_operators_restrict_the_kinds_of_bug() -> None:
+    only = list(mutations(SAMPLE, "sample.py", "sample", operators=operator_table(["swap_arguments", "arith_swap"])))
+    assert {m.operator for m in only} == {"swap_arguments", "arith_swap"}
+    every = [m for m in mutations(SAMPLE, "sample.py", "sample") if m.operator in ("swap_arguments", "arith_swap")]
+    assert sorted(m.source for m in only) == sorted(m.source for m in every)
+    assert operator_table([]) == operator_table(None) == OPERATORS
+
+
+def test_an_unknown_operator_is_named() -> None:
+    with pytest.raises(ValueError, match="unknown mutation operator.*swap_args.*known: .*swap_arguments"):
+        operator_table(["swap_arguments", "swap_args"])
 
 
 def test_specific_rewrites() -> None:

@@ -48,6 +48,17 @@ def test_local_seed_yields_validated_tasks(calc_seed: Path, tmp_path: Path) -> N
     assert all(reason for status, reason in rows if status == "rejected")
 
 
+def test_operators_choose_the_kind_of_bug(calc_seed: Path, tmp_path: Path) -> None:
+    result = propose_mutation(tmp_path / "tasks", seeds=[str(calc_seed)], n=2, workers=2, operators=["comparison_flip"])
+    tasks = load_task_set(tmp_path / "tasks")
+    assert result.kept == len(tasks) >= 1
+    assert {t.source.operator for t in tasks} == {"comparison_flip"}
+    assert {op for (op,) in query(tmp_path / "tasks", "SELECT operator FROM tasks")} == {"comparison_flip"}
+    with pytest.raises(ValueError, match="unknown mutation operator"):
+        propose_mutation(tmp_path / "none", seeds=[str(calc_seed)], n=1, operators=["flip"])
+    assert not (tmp_path / "none").exists()  # refused before any sandbox run
+
+
 def test_seed_whose_suite_fails_is_reported_and_skipped(calc_seed: Path, tmp_path: Path) -> None:
     broken = write_calc(tmp_path / "broken", broken=True)
     result = propose_mutation(tmp_path / "out", seeds=[str(broken), str(calc_seed)], n=1, workers=1)

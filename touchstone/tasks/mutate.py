@@ -359,19 +359,33 @@ def apply_edit(source: str, tree: ast.Module, edit: Edit) -> str | None:
     return None
 
 
+def operator_table(names: list[str] | None) -> dict[str, Operator]:
+    """The mutation operators called `names` (None or empty: all of them); an unknown name is a ValueError."""
+    unknown = sorted(set(names or []) - set(OPERATORS))
+    if unknown:
+        raise ValueError(f"unknown mutation operator(s) {', '.join(unknown)}; known: {', '.join(OPERATORS)}")
+    return {name: op for name, op in OPERATORS.items() if not names or name in names}
+
+
 def mutations(
-    source: str, path: str, module: str, only: set[str] | None = None, rng: random.Random | None = None
+    source: str,
+    path: str,
+    module: str,
+    only: set[str] | None = None,
+    rng: random.Random | None = None,
+    operators: dict[str, Operator] = OPERATORS,
 ) -> Iterator[Mutation]:
     """Single-edit mutations of the functions of one file (`only`: qualified names
-    to restrict to). Sites are enumerated cheaply, shuffled by `rng` (when given),
-    and rendered lazily, so a consumer pays only for the mutations it takes."""
+    to restrict to; `operators`: the kinds of bug, `operator_table`). Sites are
+    enumerated cheaply, shuffled by `rng` (when given), and rendered lazily, so a
+    consumer pays only for the mutations it takes."""
     tree = pyast.parse(source)
     candidates = [
         (qualname, name, Edit(parent, field, index, node, new))
         for qualname, func in functions(tree)
         if only is None or qualname in only
         for parent, field, index, node in function_sites(func)
-        for name, op in OPERATORS.items()
+        for name, op in operators.items()
         for new in op(parent, field, index, node)
     ]
     if rng is not None:

@@ -37,6 +37,7 @@ SOURCES = ("procedural", "imported", "self")
 
 class SourceMix(BaseModel):
     procedural: int = Field(default=8, ge=0, description="Validated mutation tasks.")
+    operators: list[str] = Field(default_factory=list, description="Their kinds of bug (empty: every operator).")
     imported: list[Path] = Field(default_factory=list, description="Task sets written by the importers.")
     n_imported: int = Field(default=0, ge=0, description="Tasks drawn from the imported sets.")
     self_play: SelfPlayConfig = Field(default_factory=SelfPlayConfig)
@@ -112,7 +113,15 @@ def propose_round(
     validation = validation or ValidationConfig()
     out.mkdir(parents=True, exist_ok=True)
     if mix.procedural:
-        propose_mutation(out, seeds=seeds, n=mix.procedural, workers=workers, cfg=validation, rng_seed=rng_seed)
+        propose_mutation(
+            out,
+            seeds=seeds,
+            n=mix.procedural,
+            workers=workers,
+            cfg=validation,
+            rng_seed=rng_seed,
+            operators=mix.operators,
+        )
     if mix.n_imported:
         draw_imported(out, mix.imported, mix.n_imported, random.Random(rng_seed))
     excluded = exclude_heldout(out, heldout) if heldout else 0
@@ -138,13 +147,21 @@ def propose_round(
 
 
 def propose_apart_from_heldout(
-    out: Path, heldout_set: Path | None, *, n: int, rng_seed: int, validation, seeds=None, workers: int = 2
+    out: Path,
+    heldout_set: Path | None,
+    *,
+    n: int,
+    rng_seed: int,
+    validation,
+    seeds=None,
+    workers: int = 2,
+    operators: list[str] | None = None,
 ) -> int:
     """Mutation tasks proposed and validated into `out` (touchstone.tasks.proposers.mutation),
     then those overlapping `heldout_set` excluded. Returns how many were excluded."""
     from touchstone.tasks.proposers.mutation import propose_mutation
 
-    propose_mutation(out, seeds=seeds, n=n, workers=workers, cfg=validation, rng_seed=rng_seed)
+    propose_mutation(out, seeds=seeds, n=n, workers=workers, cfg=validation, rng_seed=rng_seed, operators=operators)
     return exclude_heldout(out, heldout_set) if heldout_set is not None else 0
 
 

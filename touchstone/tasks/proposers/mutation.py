@@ -25,7 +25,7 @@ from pathlib import Path
 from touchstone.envs import EnvError, EnvSpec
 from touchstone.tasks.environment import task_environment
 from touchstone.tasks.coverage import covered_functions
-from touchstone.tasks.mutate import Mutation, compile_error, mutations
+from touchstone.tasks.mutate import OPERATORS, Mutation, Operator, compile_error, mutations, operator_table
 from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, slug
 from touchstone.harness import TestRunResult, is_test_module, run_hidden_tests
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, EntryPoint, Task, TaskSource, load_task
@@ -224,14 +224,18 @@ def _round_robin(streams: list[Iterator]) -> Iterator:
                 yield item
 
 
-def candidates(seeds: list[tuple[Seed, SeedReport]], cfg: ValidationConfig, rng: random.Random) -> Iterator[Candidate]:
+def candidates(
+    seeds: list[tuple[Seed, SeedReport]],
+    cfg: ValidationConfig,
+    rng: random.Random,
+    operators: dict[str, Operator] = OPERATORS,
+) -> Iterator[Candidate]:
     """Mutations interleaved across seeds, then files, at most MAX_PER_UNIT per function."""
 
     def tagged(seed: Seed, report: SeedReport, rel: str) -> Iterator:
         source = (seed.root / rel).read_text()
-        return (
-            ((seed, report), m) for m in mutations(source, rel, seed.module_of(rel), only=report.only(rel), rng=rng)
-        )
+        found = mutations(source, rel, seed.module_of(rel), only=report.only(rel), rng=rng, operators=operators)
+        return (((seed, report), m) for m in found)
 
     per_seed = [_round_robin([tagged(seed, report, rel) for rel in seed.sources]) for seed, report in seeds]
     per_unit: dict[str, int] = {}
@@ -254,18 +258,20 @@ def propose_mutation(
     rng_seed: int = 0,
     environment: EnvSpec | None = None,
     tests: str | None = None,
+    operators: list[str] | None = None,
 ) -> MutationResult:
     """Propose and validate mutation tasks until `n` are kept (or candidates run out).
     `seeds`: local source trees, pinned sdists or shipped seed names, alone or
     paired with their environment (default: the shipped seeds, each with its
     own); `environment`: what the unpaired given seeds need installed;
-    `tests`: path prefix or glob of the test files that count."""
+    `tests`: path prefix or glob of the test files that count; `operators`:
+    the kinds of bug to inject (touchstone.tasks.mutate.OPERATORS; default all)."""
     cfg = cfg or ValidationConfig()
+    table = operator_table(operators)  # an unknown name fails before any sandbox run
     out.mkdir(parents=True, exist_ok=True)
     with usable_seeds(seeds, cfg, environment, tests) as (usable, reports):
-        rows, kept = run_candidates(
-            candidates(usable, cfg, random.Random(rng_seed)), out, n=n, workers=workers, cfg=cfg, desc="mutation tasks"
-        )
+        found = candidates(usable, cfg, random.Random(rng_seed), table)
+        rows, kept = run_candidates(found, out, n=n, workers=workers, cfg=cfg, desc="mutation tasks")
     index = finalize(out, rows)
     return MutationResult(out, index, len(kept), len(rows) - len(kept), reports)
 
