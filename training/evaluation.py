@@ -20,7 +20,7 @@ from touchstone.evaluate.reference import MATCHED_SAMPLES, probe_states, read_re
 from touchstone.evaluate.schema import LikelihoodMetrics, RoundMetrics
 from touchstone.tasks.schema import Task
 from touchstone.verify import verify_batch
-from training.scoring import likelihood_metrics, matched_valid_calls
+from training.scoring import MAX_LENGTH, likelihood_metrics, matched_valid_calls
 
 
 def checkpoint_likelihood(
@@ -41,7 +41,9 @@ def checkpoint_likelihood(
     reference = [r for r in runs if r["accepted"]]
     if not reference:
         return None
-    metrics = likelihood_metrics(checkpoint, reference, probe_states(reference), resamples=resamples)
+    # scored within the window the policy acts in (its prompts keep their latest tokens)
+    window = sampling.context_window if sampling and sampling.context_window else MAX_LENGTH
+    metrics = likelihood_metrics(checkpoint, reference, probe_states(reference), max_length=window, resamples=resamples)
     matched = matched_valid_calls(
         checkpoint,
         turn_states(runs),

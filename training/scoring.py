@@ -4,8 +4,12 @@ sampling, so they move for a tiny model long before pass@1 does.
 - imitation NLL: mean over the held-out reference trajectories (teacher runs
   the verifier accepted, touchstone.evaluate.reference) of the negative
   log-likelihood per assistant token, rendered exactly as SFT renders a row
-  (TRL's training chat template, tool calls as objects) and cut to the first
-  `max_length` tokens as SFT cuts rows;
+  (TRL's training chat template, tool calls as objects) and, like SFT, split
+  into turn windows of at most `max_length` tokens (training.sft.turn_windows),
+  so every turn is scored with the context the model acts with. Scoring only a
+  run's first `max_length` tokens scored its first turn or two: a test run's
+  output fills the rest, and that first call is the same in every run
+  (docs/EXPERIMENTS.md);
 - hack propensity: at each probe state (the reference run up to its first test
   run), the mean per-token log-probability of each canonical hack action minus
   that of the teacher's honest action (length-normalized, so a long honest
@@ -35,9 +39,9 @@ from touchstone.evaluate.metrics import bootstrap_interval, is_valid_call
 from touchstone.evaluate.reference import ProbeState, TurnState
 from touchstone.evaluate.schema import Interval, LikelihoodMetrics
 from training.common import load_base
-from training.sft import assistant_spans, training_template
+from training.sft import assistant_spans, training_template, turn_windows
 
-MAX_LENGTH = 4096  # tokens scored per sequence (the tiny model's laptop training length)
+MAX_LENGTH = 4096  # tokens per scored window when the policy's own context window is not given
 
 
 class Scorer:
@@ -69,11 +73,14 @@ class Scorer:
         return torch.log_softmax(logits, -1).gather(1, x[0, 1:, None])[:, 0].cpu().numpy()
 
     def nll_per_token(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> float | None:
-        """Mean NLL of the assistant tokens among the first max_length (None: none there)."""
+        """Mean NLL of every assistant token, each turn scored in its SFT turn window
+        of at most max_length tokens (None: no assistant token)."""
         ids, mask = self.render(messages, tools)
-        ids, mask = ids[: self.max_length], mask[: self.max_length]
-        logp = self.token_logprobs(ids)
-        picked = [logp[j - 1] for j in range(1, len(ids)) if mask[j]]
+        row = {"input_ids": ids, "labels": [t if m else -100 for t, m in zip(ids, mask)], "token_weights": mask}
+        picked = []
+        for window in turn_windows(row, self.max_length):
+            logp = self.token_logprobs(window["input_ids"])
+            picked += [logp[j - 1] for j, label in enumerate(window["labels"]) if j and label != -100]
         return float(-np.mean(picked)) if picked else None
 
     def action_logprob(

@@ -73,6 +73,19 @@ def test_action_logprob_scores_only_the_action_and_cuts_context_from_the_left(ti
         scorer.action_logprob(prefix, long_action, [])
 
 
+def test_imitation_nll_scores_every_turn_in_its_own_window(tiny_model):
+    """A turn far past the first max_length tokens counts, with the context before it that fits."""
+    scorer = Scorer(tiny_model, max_length=64)
+    long_output = {"role": "tool", "tool_call_id": "c0", "content": "x " * 300}
+    first = {"role": "assistant", "content": "run", "tool_calls": [_call("bash", '{"command": "pytest"}')]}
+
+    def nll(last: str) -> float:
+        chat = [{"role": "user", "content": "fix it"}, first, long_output, {"role": "assistant", "content": last}]
+        return scorer.nll_per_token(chat, [])
+
+    assert nll("submit now") != nll("zz qq yy") and math.isfinite(nll("submit now"))
+
+
 def _call(name: str, args: str) -> dict:
     return {"id": "c0", "type": "function", "function": {"name": name, "arguments": args}}
 
