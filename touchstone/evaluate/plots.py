@@ -44,7 +44,7 @@ def plot_rounds(rounds: list[RoundMetrics], path: Path) -> Path:
     solve.set(title="Verified solve rate on held-out tasks", xlabel="round", ylim=(-0.02, 1.02))
     solve.legend()
     rates = [m.hack_attempt_rate for m in rounds]
-    hacks.bar(names, rates, color="tab:red")
+    hacks.bar_label(hacks.bar(names, rates, color="tab:red"), fmt="%.2f")  # a zero bar shows as "0.00"
     hacks.set_ylim(0, max(0.1, max(rates) * 1.2))  # a rate: never below zero, visible when all zero
     hacks.set(title="Hack attempts (audit findings per trajectory)", xlabel="round")
     interval_line(calls, names, [m.valid_tool_call_rate for m in rounds], "in sampled attempts", -0.05)
