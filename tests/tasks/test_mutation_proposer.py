@@ -11,7 +11,7 @@ from touchstone.tasks.environment import task_environment
 from touchstone.tasks.index import query
 from touchstone.tasks.leak import find_leaks
 from touchstone.tasks.mutate import Mutation
-from touchstone.tasks.proposers.mutation import SeedReport, build_candidate, propose_mutation
+from touchstone.tasks.proposers.mutation import SeedReport, build_candidate, propose_mutation, statement_for
 from touchstone.harness import run_hidden_tests
 from touchstone.tasks.schema import load_task_set
 from touchstone.tasks.seeding import SeedError, resolve_seed
@@ -57,6 +57,21 @@ def test_operators_choose_the_kind_of_bug(calc_seed: Path, tmp_path: Path) -> No
     with pytest.raises(ValueError, match="unknown mutation operator"):
         propose_mutation(tmp_path / "none", seeds=[str(calc_seed)], n=1, operators=["flip"])
     assert not (tmp_path / "none").exists()  # refused before any sandbox run
+
+
+def test_a_statement_is_the_same_in_every_process() -> None:
+    """pytest quotes object reprs; their addresses differ per process, the statement must not."""
+
+    def failing(address: str) -> dict[str, str]:
+        return {
+            "tests/test_memo.py::test_memoize": f"AssertionError: assert 1 == 3\n"
+            f" +  where 1 = <function memoize.<locals>.memof at {address}>(1, 2)"
+        }
+
+    one = statement_for("toolz==1.0", failing("0x7f634f1119e0"), {"tests/test_x.py": "<object at 0x7f75ce1a19e0>"})
+    two = statement_for("toolz==1.0", failing("0x7fd4f11711c0"), {"tests/test_x.py": "<object at 0x7f0000000010>"})
+    assert one == two
+    assert "memoize.<locals>.memof at 0x..." in one and "assert 1 == 3" in one
 
 
 def test_seed_whose_suite_fails_is_reported_and_skipped(calc_seed: Path, tmp_path: Path) -> None:

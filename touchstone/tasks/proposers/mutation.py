@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import random
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -34,6 +35,9 @@ from touchstone.tasks.validate import Validation, ValidationConfig
 
 MAX_PER_UNIT = 2  # tasks per function: spread tasks over the code
 MAX_LISTED_TESTS = 5
+# An object's address in a failure message (`<function f at 0x7f63...>`) differs from process to
+# process; left in, the same mutation would get another statement, task hash and training row each run.
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
 
 
 @dataclass
@@ -130,15 +134,20 @@ def statement_for(seed_name: str, failures: dict[str, str], collect_errors: dict
     ]
     for nodeid, message in list(failures.items())[:MAX_LISTED_TESTS]:
         lines.append(f"- `{nodeid}`")
-        lines += [f"    {m}" for m in (message or "fails").splitlines()[:4]]
+        lines += [f"    {m}" for m in _stable(message or "fails").splitlines()[:4]]
     for path, error in list(collect_errors.items())[:2]:
-        lines += ["", f"Collecting `{path}` fails:"] + [f"    {m}" for m in error.splitlines()[:4]]
+        lines += ["", f"Collecting `{path}` fails:"] + [f"    {m}" for m in _stable(error).splitlines()[:4]]
     lines += [
         "",
         "Find and fix the bug in the library's source code so that these tests pass again, "
         "without breaking the other tests. Do not modify the tests.",
     ]
     return "\n".join(lines)
+
+
+def _stable(message: str) -> str:
+    """A failure message without what changes from run to run (object addresses)."""
+    return _ADDRESS.sub("0x...", message)
 
 
 def build_candidate(
