@@ -37,10 +37,11 @@ TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_respons
 
 VOCAB_SIZE = 4096
 CORPUS_BYTES = 3_000_000  # enough code for sensible merges, trains in seconds
-# Copies of the agent's own text (tools, call format, the teacher's test command)
-# in the tokenizer's corpus: enough that BPE merges `bash`, `arguments`,
-# `command`, `PYTHONDONTWRITEBYTECODE`... into single tokens. Without them a tool
-# call is ~70 pieces of 1-3 characters, which the tiny model garbles (`DONDON...`).
+# Copies of the agent's own text (tools, call format, the teacher's commands) in
+# the tokenizer's corpus: enough that BPE merges `bash`, `arguments`, `command`,
+# `PYTHONDONTWRITEBYTECODE`, `grep`, `exclude`... into single tokens. Without them
+# the first call is ~70 pieces of 1-3 characters, which the tiny model garbles
+# (`DONDON...`), and a look-up ~150 (docs/EXPERIMENTS.md).
 AGENT_TEXT_COPIES = 200
 SEEDS_DIR = Path(__file__).resolve().parent.parent / "touchstone" / "tasks" / "seeds"
 
@@ -67,20 +68,20 @@ def _texts(files: list[Path]) -> Iterator[str]:
 
 def agent_text() -> str:
     """What the agent reads and writes apart from code: the system prompt, the
-    tool schemas, and one call of each tool in the chat template's format (the
-    bash call is the teacher's first action, which every episode starts with)."""
+    tool schemas, one call of each tool, and one of each action the teacher takes
+    (`phrasebook`: its thoughts and commands), in the chat template's format."""
     from touchstone.agent.loop import SYSTEM_PROMPT
-    from touchstone.agent.teacher.procedure import FIRST_ACTION
+    from touchstone.agent.teacher.procedure import phrasebook
     from touchstone.agent.tools import TOOL_SCHEMAS
 
-    calls = []
-    for schema in TOOL_SCHEMAS:
-        fn = schema["function"]
-        args = {p: "" for p in fn["parameters"]["properties"]}
-        if fn["name"] == FIRST_ACTION.tool:
-            args = FIRST_ACTION.args
-        calls.append(f"<tool_call>\n{json.dumps({'name': fn['name'], 'arguments': args})}\n</tool_call>")
-    return "\n".join([SYSTEM_PROMPT, json.dumps(TOOL_SCHEMAS), FIRST_ACTION.thought, *calls]) + "\n"
+    def call(name: str, args: dict) -> str:
+        return f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>"
+
+    tools = [
+        call(s["function"]["name"], dict.fromkeys(s["function"]["parameters"]["properties"], "")) for s in TOOL_SCHEMAS
+    ]
+    actions = [f"{a.thought}\n{call(a.tool, a.args)}" for a in phrasebook()]
+    return "\n".join([SYSTEM_PROMPT, json.dumps(TOOL_SCHEMAS), *tools, *actions]) + "\n"
 
 
 def train_tokenizer(files: list[Path]) -> PreTrainedTokenizerFast:

@@ -4,6 +4,7 @@ text the teacher last wrote into each, and the text with only accepted edits."""
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -52,6 +53,58 @@ Procedure = Generator[Action, str, None]
 
 # Every episode starts here; its observation is the state other policies branch from.
 FIRST_ACTION = Action("bash", {"command": TEST_COMMAND}, "Run the visible tests to see what fails.")
+RERUN = Action("bash", {"command": TEST_COMMAND}, "Re-run the tests.")
+
+
+# The teacher's other actions, one builder each: the procedure speaks through them,
+# and `phrasebook` shows one of each to the tiny model's tokenizer.
+def run_first_failure(command: str) -> Action:
+    return Action("bash", {"command": command}, "Run the first failing test alone to see its traceback.")
+
+
+def find_literals(words: list[str]) -> Action:
+    return Action(
+        "bash", {"command": find_literals_command(words)}, "Find where the library mentions the failing test's data."
+    )
+
+
+def find_functions(names: list[str]) -> Action:
+    return Action("bash", {"command": find_functions_command(names)}, "Show the functions involved in the failure.")
+
+
+def try_edit_thought(operator: str, path: str, line: int, qualname: str) -> str:
+    return f"Try {operator.replace('_', ' ')} at {path}:{line} ({qualname})."
+
+
+def revert_thought(path: str) -> str:
+    return f"Revert the unhelpful edit in {path}."
+
+
+def edit(path: str, old: str, new: str, thought: str) -> Action:
+    return Action("str_replace", {"path": path, "old": old, "new": new}, thought)
+
+
+def submit(passed: bool) -> Action:
+    return Action("submit", {}, f"Submit: {'the visible tests pass' if passed else 'no further repair found'}.")
+
+
+def phrasebook() -> list[Action]:
+    """One action of each kind the teacher takes, with placeholder names. The default
+    tokenizer trains on them (training/model_init.py), so the fixed parts of the
+    teacher's commands (`grep`, `--exclude-dir=tests`, ...) are whole tokens and a
+    tiny model imitating a look-up copies ~60 pieces instead of ~150."""
+    path, name = "package/module.py", "function_name"
+    return [
+        FIRST_ACTION,
+        run_first_failure(f"{TEST_COMMAND} {shlex.quote('tests/test_module.py::test_name[case-value]')}"),
+        find_literals(["case", "value"]),
+        find_functions([name, "other_name"]),
+        edit(path, "    return a, b\n", "    return b, a\n", try_edit_thought("swap_arguments", path, 1, name)),
+        edit(path, "", "", revert_thought(path)),
+        RERUN,
+        submit(True),
+        submit(False),
+    ]
 
 
 class Repair:
@@ -80,17 +133,14 @@ class Repair:
                 break
             run = improved
         yield from self.revert_rejected()
-        verdict = "the visible tests pass" if run.passed else "no further repair found"
-        yield Action("submit", {}, f"Submit: {verdict}.")
+        yield submit(run.passed)
 
     def repair_round(self, run: TestRun) -> Generator[Action, str, TestRun | None]:
         """Try candidates, most suspect functions first, until one improves the test
         run; None if none does within the turn budget."""
         rerun = first_failure_command(run, TEST_COMMAND)
         if rerun:
-            out = yield from self.act(
-                Action("bash", {"command": rerun}, "Run the first failing test alone to see its traceback.")
-            )
+            out = yield from self.act(run_first_failure(rerun))
             detail = parse_test_run(out)
             run = TestRun(
                 run.exit_code,
@@ -105,13 +155,7 @@ class Repair:
         words = [] if hot else [w for w in failing_test_params(run) if w not in self.searched]
         if words:  # no library frame: maybe the failing data is registered at import time
             self.searched.update(words)
-            out = yield from self.act(
-                Action(
-                    "bash",
-                    {"command": find_literals_command(words)},
-                    "Find where the library mentions the failing test's data.",
-                )
-            )
+            out = yield from self.act(find_literals(words))
             names = literal_callees(out) + names
         tried: set[tuple[WindowKey, str]] = set()
         for _ in range(CALL_DEPTH):
@@ -124,7 +168,7 @@ class Repair:
                 tried.add((key, cand.source))
                 if not (yield from self.apply(key, cand)):
                     continue
-                out = yield from self.act(Action("bash", {"command": TEST_COMMAND}, "Re-run the tests."))
+                out = yield from self.act(RERUN)
                 new = parse_test_run(out)
                 if new.improves_on(run):
                     self.kept[key] = self.current[key]
@@ -139,9 +183,7 @@ class Repair:
         if not wanted or self.turns_left < TURNS_PER_TRY:
             return []
         self.looked_up.update(wanted)
-        out = yield from self.act(
-            Action("bash", {"command": find_functions_command(wanted)}, "Show the functions involved in the failure.")
-        )
+        out = yield from self.act(find_functions(wanted))
         found: list[Target] = []
         for window in parse_function_hits(out):
             key = (window.path, window.start)
@@ -181,13 +223,13 @@ class Repair:
             return False
         yield from self.revert_rejected(keep=key)
         line = key[1] + cand.lineno - 1
-        thought = f"Try {cand.operator.replace('_', ' ')} at {cand.path}:{line} ({cand.qualname})."
+        thought = try_edit_thought(cand.operator, cand.path, line, cand.qualname)
         return (yield from self.transition(key, target, thought))
 
     def revert_rejected(self, keep: WindowKey | None = None) -> Generator[Action, str, None]:
         for key, text in self.current.items():
             if key != keep and text != self.kept[key]:
-                yield from self.transition(key, self.kept[key], f"Revert the unhelpful edit in {key[0]}.")
+                yield from self.transition(key, self.kept[key], revert_thought(key[0]))
 
     def transition(self, key: WindowKey, target: str, thought: str) -> Generator[Action, str, bool]:
         current = self.current[key]
@@ -196,10 +238,10 @@ class Repair:
         old, new = line_edit(current, target)
         if any(k != key and k[0] == key[0] and old in text for k, text in self.current.items()):
             old, new = _anchor_at_def(current, target, old)  # known to repeat: spare the failing try
-        out = yield from self.act(Action("str_replace", {"path": key[0], "old": old, "new": new}, thought))
+        out = yield from self.act(edit(key[0], old, new, thought))
         if out.startswith("error: `old` occurs") and not current.startswith(old):
             old, new = _anchor_at_def(current, target, old)
-            out = yield from self.act(Action("str_replace", {"path": key[0], "old": old, "new": new}, thought))
+            out = yield from self.act(edit(key[0], old, new, thought))
         if out.startswith("error: "):
             return False  # the file is unchanged
         self.current[key] = target
