@@ -126,6 +126,12 @@ class PolicyResource(dg.ConfigurableResource):
         description="Extra teacher attempts per task in rounds >= 1, so a tiny CPU model "
         "still yields verified data. Set 0 on a cluster.",
     )
+    corrected: bool = Field(
+        default=True,
+        description="Rounds >= 1: the teacher attempts run as `corrected:<checkpoint>`: the teacher acts, and the "
+        "checkpoint is sampled before each of its actions; a malformed call stays in the trajectory (never run, never "
+        "trained on), so the model learns to go on after its own errors (DAgger-style). False: the teacher alone.",
+    )
     max_turns: int = Field(
         default=CPU_ROUND["max_turns"], description="Turn limit per episode of a model (CPU: 6; cluster: 50)."
     )
@@ -173,7 +179,9 @@ class PolicyResource(dg.ConfigurableResource):
         """Policy spec -> attempts per task in this round (`touchstone.agent.plan`)."""
         from touchstone.agent.plan import round_policies
 
-        return round_policies(self.spec, round_key, checkpoint_path, attempts, self.teacher_attempts, served)
+        return round_policies(
+            self.spec, round_key, checkpoint_path, attempts, self.teacher_attempts, served, self.corrected
+        )
 
     def uses_checkpoint(self, round_key: str) -> bool:
         from touchstone.agent.plan import uses_checkpoint

@@ -35,7 +35,8 @@ import torch
 
 from touchstone.data.inputs import trl_messages
 from touchstone.agent.trajectory import Sampling
-from touchstone.evaluate.metrics import bootstrap_interval, is_valid_call
+from touchstone.agent.tools import is_valid_call
+from touchstone.evaluate.metrics import bootstrap_interval
 from touchstone.evaluate.reference import ProbeState, TurnState
 from touchstone.evaluate.schema import Interval, LikelihoodMetrics
 from training.common import load_base

@@ -46,8 +46,8 @@ def assistant_spans(mask: list[int]) -> list[tuple[int, int]]:
 
 
 def tokenize_row(row: dict[str, Any], tokenizer, template: str) -> dict[str, list]:
-    """input_ids, labels (-100 outside assistant turns) and token_weights (0
-    outside assistant turns, the turn's weight inside)."""
+    """input_ids, labels (-100 outside assistant turns and in turns of weight 0)
+    and token_weights (0 outside assistant turns, the turn's weight inside)."""
     enc = tokenizer.apply_chat_template(
         row["messages"],
         tools=row["tools"],
@@ -66,7 +66,8 @@ def tokenize_row(row: dict[str, Any], tokenizer, template: str) -> dict[str, lis
     token_weights = [0.0] * len(ids)
     for (start, end), w in zip(spans, weights):
         token_weights[start:end] = [w] * (end - start)
-    labels = [t if m else -100 for t, m in zip(ids, mask)]
+    # A turn of weight 0 (a malformed call, touchstone.data.sft) is context: no labels, no window of its own.
+    labels = [t if m and w > 0 else -100 for t, m, w in zip(ids, mask, token_weights)]
     return {"input_ids": ids, "labels": labels, "token_weights": token_weights}
 
 

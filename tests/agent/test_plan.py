@@ -9,6 +9,18 @@ def test_auto_runs_the_teacher_first_then_the_previous_checkpoint_with_teacher_h
     assert round_policies("auto", "r001", "/ck/r000", 4, teacher_attempts=0) == {"hf:/ck/r000": 4}
 
 
+def test_corrected_teacher_attempts_name_the_rounds_model():
+    assert round_policies("auto", "r000", "/ck/base", 2, 1, corrected=True) == {"teacher": 2}
+    assert round_policies("auto", "r002", "/ck/r001", 2, 1, corrected=True) == {
+        "hf:/ck/r001": 2,
+        "corrected:hf:/ck/r001": 1,
+    }
+    assert round_policies("auto", "r002", "/ck/r001", 2, 1, "openai:http://s/v1#abc", corrected=True) == {
+        "openai:http://s/v1#abc": 2,
+        "corrected:openai:http://s/v1#abc": 1,
+    }
+
+
 def test_an_explicit_spec_gets_the_starting_checkpoint_in_place_of_the_placeholder():
     served = "openai:http://vllm:8000/v1#{checkpoint}"
     assert round_policies(served, "r000", "/ck/base", 8, teacher_attempts=0) == {
@@ -21,10 +33,11 @@ def test_an_explicit_spec_gets_the_starting_checkpoint_in_place_of_the_placehold
 def test_the_teacher_gets_its_own_turn_limit():
     limits = {
         spec: episode_limits(spec, max_turns=8, teacher_max_turns=16, time_budget_s=60.0)
-        for spec in ("teacher", "hf:/ck/r000", "openai:http://x/v1#m")
+        for spec in ("teacher", "corrected:hf:/ck/r000", "hf:/ck/r000", "openai:http://x/v1#m")
     }
     assert {s: lim.max_turns for s, lim in limits.items()} == {
         "teacher": 16,
+        "corrected:hf:/ck/r000": 32,  # one learner turn before each of the teacher's
         "hf:/ck/r000": 8,
         "openai:http://x/v1#m": 8,
     }

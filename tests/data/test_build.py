@@ -16,7 +16,7 @@ from tests.data.reports import report
 from cli import main
 from touchstone.data.build import build_datasets
 from touchstone.data.inputs import DataError
-from touchstone.data.schema import DataConfig, DPORow, Lineage, read_rows
+from touchstone.data.schema import DataConfig, DPORow, Lineage, SFTRow, read_rows
 from touchstone.verify.batch import REPORTS_FILE, write_reports
 from touchstone.verify.report import CheckResult, VerificationReport
 
@@ -139,12 +139,18 @@ def test_dedup_keep_k_over_length_and_malformed(tmp_path):
     summary = build_datasets(*files, tmp_path / "out", config=DataConfig(keep_per_task=1, max_tokens=150))
     sft = pl.read_parquet(tmp_path / "out" / "sft.parquet")
     assert sft["trajectory_id"].to_list() == ["x1"]
-    assert summary.datasets["sft"].dropped == {
-        "duplicate": 1,
-        "malformed_tool_arguments": 1,
-        "beyond_keep_per_task": 1,
-        "over_length": 1,
-    }
+    assert summary.datasets["sft"].dropped == {"duplicate": 1, "beyond_keep_per_task": 2, "over_length": 1}
+
+
+def test_a_malformed_call_is_context_never_a_label(tmp_path):
+    """An accepted run with a malformed call (a learner's turn the teacher corrected)
+    keeps it as the model wrote it, with weight 0; its other turns train as usual."""
+    run = trajectory("x1", calls=[("read_file", {"path": "calc.py"}), *FIX], raw_args='{"path": calc.py')
+    files = write_round(tmp_path, [run], [report("x1", "accept")])
+    build_datasets(*files, tmp_path / "out")
+    [row] = read_rows(tmp_path / "out" / "sft.parquet", SFTRow)
+    assert row["turn_weights"][0] == 0.0 and all(w > 0 for w in row["turn_weights"][1:])
+    assert row["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"path": calc.py'
 
 
 def test_run_that_failed_before_its_first_turn(tmp_path):

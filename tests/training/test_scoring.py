@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from cli import main
 
 from tests.agent.conftest import MINILIB, minilib_task
-from touchstone.evaluate.metrics import is_valid_call
+from touchstone.agent.tools import is_valid_call
 from touchstone.evaluate.reference import probe_states, read_reference, reference_set, turn_states
 from touchstone.agent.policies.hacks import FAMILIES
 from touchstone.agent.policies.hf import HFPolicy

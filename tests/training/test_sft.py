@@ -54,6 +54,18 @@ def test_masked_tokens_have_zero_weight_in_the_built_batch(tiny_model, data_dir)
     assert "bash output 0" in tool_output and "You are a coding agent." in tool_output
 
 
+def test_a_turn_of_weight_zero_is_context_only(tiny_model, data_dir):
+    """A malformed call kept for context (weight 0) gets no labels, so it neither
+    counts in the loss's token count nor opens a turn window of its own."""
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    template = training_template(tok)
+    row = next(r for r in _rows(data_dir) if r["trajectory_id"].endswith("detour"))
+    trained = assistant_spans([int(l != -100) for l in tokenize_row(row, tok, template)["labels"]])
+    ex = tokenize_row({**row, "turn_weights": [0.0, *row["turn_weights"][1:]]}, tok, template)
+    assert assistant_spans([int(l != -100) for l in ex["labels"]]) == trained[1:]
+    assert not any(ex["token_weights"][trained[0][0] : trained[0][1]])
+
+
 def test_long_rows_are_split_into_turn_windows_that_train_every_turn_once(tiny_model, data_dir):
     tok = AutoTokenizer.from_pretrained(tiny_model)
     rows = _rows(data_dir)

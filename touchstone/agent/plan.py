@@ -3,7 +3,10 @@
 Under the spec `auto`, round 0 runs the scripted teacher (no checkpoint has
 learned anything yet) and later rounds run the round's starting checkpoint
 (`hf:PATH`) plus `teacher_attempts` teacher attempts per task, so a tiny CPU
-model still yields verified data. Any other spec runs as given, with
+model still yields verified data. With `corrected`, those teacher attempts run
+as `corrected:<the checkpoint's spec>`: the teacher acts, and the checkpoint's
+malformed calls at the states it passes through stay in the trajectory
+(`touchstone.agent.policies.corrected`). Any other spec runs as given, with
 `{checkpoint}` replaced by the starting checkpoint's path (e.g.
 `openai:http://vllm:8000/v1#{checkpoint}` for a server that loads by path).
 """
@@ -11,6 +14,8 @@ model still yields verified data. Any other spec runs as given, with
 from __future__ import annotations
 
 from touchstone.agent.loop import EpisodeLimits
+from touchstone.agent.policies.corrected import PREFIX as CORRECTED
+from touchstone.agent.policies.corrected import corrected_spec
 from touchstone.rounds import round_index
 
 TEACHER = "teacher"
@@ -30,18 +35,20 @@ def uses_checkpoint(spec: str, round_key: str) -> bool:
 
 
 def round_policies(spec: str, round_key: str, checkpoint_path: str, attempts: int, teacher_attempts: int,
-                   served: str | None = None) -> dict[str, int]:  # fmt: skip
+                   served: str | None = None, corrected: bool = False) -> dict[str, int]:  # fmt: skip
     """Policy spec -> attempts per task for one round."""
     if not uses_checkpoint(spec, round_key):
         return {TEACHER: attempts}
-    specs = {checkpoint_policy(spec, checkpoint_path, served): attempts}
-    if teacher_attempts and TEACHER not in specs:
-        specs[TEACHER] = teacher_attempts
+    model = checkpoint_policy(spec, checkpoint_path, served)
+    specs = {model: attempts}
+    if teacher_attempts and model != TEACHER:
+        specs[corrected_spec(model) if corrected else TEACHER] = teacher_attempts
     return specs
 
 
 def episode_limits(spec: str, *, max_turns: int, teacher_max_turns: int, time_budget_s: float) -> EpisodeLimits:
     """The teacher's turns cost no generation and it needs more of them (~10)
-    than a model's turn limit allows on a CPU."""
-    turns = teacher_max_turns if spec == TEACHER else max_turns
+    than a model's turn limit allows on a CPU; a corrected episode holds up to
+    one learner turn before each of the teacher's."""
+    turns = teacher_max_turns if spec == TEACHER else 2 * teacher_max_turns if spec.startswith(CORRECTED) else max_turns
     return EpisodeLimits(max_turns=turns, time_budget_s=time_budget_s)

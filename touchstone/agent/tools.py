@@ -129,6 +129,15 @@ def call_error(name: str, arguments_json: str | dict | None) -> str | None:
     return None
 
 
+def is_valid_call(message: dict) -> bool:
+    """Whether an assistant message's first tool call (the one the loop executes)
+    matches its schema. A message for which this is False changed nothing: its
+    call was never run."""
+    calls = message.get("tool_calls") or []
+    fn = calls[0].get("function") or {} if calls else None
+    return fn is not None and call_error(str(fn.get("name") or ""), fn.get("arguments")) is None
+
+
 def workspace_path(path: str) -> str:
     """Normalize a tool path to a workspace-relative POSIX path, or raise `_ToolError`.
 

@@ -1,6 +1,7 @@
 """SFT dataset: accepted runs only, TRL conversational tool format, per-turn
-weights from credit assignment; limit-hitting and over-length runs dropped,
-duplicates removed, the best k runs kept per task."""
+weights from credit assignment (0 for a malformed call: context, never a
+label); limit-hitting and over-length runs dropped, duplicates removed, the
+best k runs kept per task."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import json
 from collections import Counter
 
 from touchstone.data.credit import credit_group, sft_weights
-from touchstone.data.inputs import DataError, Example, by_task, n_tokens, trl_messages
+from touchstone.agent.tools import is_valid_call
+from touchstone.data.inputs import Example, by_task, n_tokens, trl_messages
 from touchstone.data.schema import DataConfig, SFTRow
 
 
@@ -32,11 +34,9 @@ def build_sft(examples: list[Example], cfg: DataConfig) -> tuple[list[SFTRow], C
             if tokens > cfg.max_tokens:
                 dropped["over_length"] += 1
                 continue
-            try:
-                messages = trl_messages(traj.messages)
-            except DataError:
-                dropped["malformed_tool_arguments"] += 1
-                continue
+            # A malformed call (a learner's turn the teacher corrected, touchstone.agent.policies.corrected)
+            # stays as context, as the model wrote it, and is never trained on (weight 0 below).
+            messages = trl_messages(traj.messages, strict=False)
             # Same actions = same training signal, whatever noise the observations carry (paths, timings).
             actions = [m for m in messages if m["role"] == "assistant"]
             digest = hashlib.sha256(json.dumps(actions, sort_keys=True).encode()).hexdigest()
@@ -45,6 +45,8 @@ def build_sft(examples: list[Example], cfg: DataConfig) -> tuple[list[SFTRow], C
                 continue
             seen.add(digest)
             weights = sft_weights(credits[traj.trajectory_id].advantages, cfg.credit.sft_weight_floor)
+            turns = [m for m in traj.messages if m["role"] == "assistant"]
+            weights = [w if is_valid_call(m) else 0.0 for w, m in zip(weights, turns, strict=True)]
             candidates.append(
                 SFTRow(
                     **ex.lineage(),

@@ -12,7 +12,7 @@ from math import comb
 import numpy as np
 import polars as pl
 
-from touchstone.agent.tools import call_error
+from touchstone.agent.tools import is_valid_call
 from touchstone.evaluate.schema import ATTEMPT_COLUMNS, Interval, LikelihoodMetrics, RoundMetrics
 
 
@@ -64,13 +64,6 @@ def attempts_table(trajectories: pl.DataFrame, reports: pl.DataFrame) -> pl.Data
 def valid_tool_calls(messages_json: str) -> int:
     """Assistant turns whose first tool call matches its schema (the one the loop executes)."""
     return sum(is_valid_call(msg) for msg in json.loads(messages_json) if msg.get("role") == "assistant")
-
-
-def is_valid_call(message: dict) -> bool:
-    """Whether an assistant message's first tool call matches its schema."""
-    calls = message.get("tool_calls") or []
-    fn = calls[0].get("function") or {} if calls else None
-    return fn is not None and call_error(str(fn.get("name") or ""), fn.get("arguments")) is None
 
 
 def _mean_progress(progress_json: str | None) -> float | None:

@@ -1,7 +1,8 @@
 """Policies: what chooses the next assistant message.
 
 A policy is named by a spec string used everywhere (CLI, Dagster config):
-`teacher`, `hf:PATH`, `openai:BASE_URL#MODEL`, `replay:JSON` (recorded outputs); sampling parameters travel
+`teacher`, `hf:PATH`, `openai:BASE_URL#MODEL`, `replay:JSON` (recorded outputs), `corrected:SPEC` (the
+teacher, keeping the mistakes of the learner SPEC); sampling parameters travel
 separately (`Sampling`). `make_policy(spec, sampling)` builds one.
 
 A `Policy` is shared by concurrent episodes; `policy.episode(seed)` returns an
@@ -67,6 +68,8 @@ _SCHEMES = {
     "hf": "touchstone.agent.policies.hf:HFPolicy",
     "openai": "touchstone.agent.policies.openai:OpenAIPolicy",
     "replay": "touchstone.agent.policies.replay:ReplayPolicy",
+    # the teacher acting where a learner (any other spec) errs: DAgger-style rows
+    "corrected": "touchstone.agent.policies.corrected:CorrectedPolicy",
     # the filter-ablation experiment's instrument (docs/EXPERIMENTS.md), never a default
     "hack-prone": "touchstone.agent.policies.hacks:HackPronePolicy",
 }
@@ -77,7 +80,8 @@ def make_policy(spec: str, sampling: Sampling | None = None) -> Policy:
     scheme, _, rest = spec.partition(":")
     if scheme not in _SCHEMES:
         raise ValueError(
-            f"unknown policy spec {spec!r}: expected 'teacher', 'hf:PATH', 'openai:BASE_URL#MODEL' or 'replay:JSON'"
+            f"unknown policy spec {spec!r}: expected 'teacher', 'hf:PATH', 'openai:BASE_URL#MODEL', 'replay:JSON' "
+            "or 'corrected:SPEC'"
         )
     if scheme == "teacher" and rest:
         raise ValueError(f"policy spec {spec!r}: 'teacher' takes no argument")
