@@ -44,11 +44,10 @@ TASKS_FILE = "tasks.parquet"  # the warm start's task index, next to its SFT row
 class WarmStartConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     n_tasks: int = Field(8, ge=0, description="validated seed tasks the teacher solves (0: no warm start)")
-    # Brief on purpose: 80 steps on ~5 accepted runs (~40 windows of 1024 tokens) leave the format
-    # barely learned, so the rounds' training visibly teaches the rest.
-    # Once the teacher's commands were whole tokens, 120 steps taught the format nearly as far as the
-    # rounds could (valid calls 0.58 at r000, flat at r001); 80: 0.03 -> 0.35 -> 0.52 (docs/EXPERIMENTS.md)
-    max_steps: int = Field(80, ge=1, description="SFT steps on the accepted runs")
+    # Brief on purpose: 120 steps on ~5 accepted runs (~40 windows of 1024 tokens, about 55 s on a
+    # 2-core CPU) leave the format half learned, so the rounds' training visibly teaches the rest
+    # (200 steps: valid calls peaked at round 0 and fell after; docs/EXPERIMENTS.md)
+    max_steps: int = Field(120, ge=1, description="SFT steps on the accepted runs")
     # From scratch the format is learned at a high rate (2e-3 constant; docs/EXPERIMENTS.md);
     # rounds then continue gently at the trainer's own rate.
     learning_rate: float = Field(2e-3, gt=0, description="SFT learning rate of the warm start")
