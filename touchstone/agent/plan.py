@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.policies.corrected import PREFIX as CORRECTED
-from touchstone.agent.policies.corrected import corrected_spec
+from touchstone.agent.policies.corrected import corrected_spec, episode_turns
 from touchstone.rounds import round_index
 
 TEACHER = "teacher"
@@ -50,5 +50,10 @@ def episode_limits(spec: str, *, max_turns: int, teacher_max_turns: int, time_bu
     """The teacher's turns cost no generation and it needs more of them (~10)
     than a model's turn limit allows on a CPU; a corrected episode holds up to
     one learner turn before each of the teacher's."""
-    turns = teacher_max_turns if spec == TEACHER else 2 * teacher_max_turns if spec.startswith(CORRECTED) else max_turns
+    if spec == TEACHER:
+        turns = teacher_max_turns
+    elif spec.startswith(CORRECTED):
+        turns = episode_turns(teacher_max_turns)
+    else:
+        turns = max_turns
     return EpisodeLimits(max_turns=turns, time_budget_s=time_budget_s)

@@ -29,8 +29,13 @@ def corrected_spec(learner: str) -> str:
     return PREFIX + learner
 
 
+def episode_turns(teacher_turns: int) -> int:
+    """A corrected episode's turn budget: at most one learner turn precedes each of the teacher's."""
+    return 2 * teacher_turns
+
+
 def teacher_turns(max_turns: int) -> int:
-    """The teacher's share of a corrected episode's turns (at most one learner turn precedes each of its own)."""
+    """The teacher's share of a corrected episode's turns (the inverse of `episode_turns`)."""
     return max(1, max_turns // 2)
 
 
