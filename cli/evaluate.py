@@ -30,7 +30,7 @@ import click
     type=click.Path(file_okay=False, path_type=Path),
     help="Where rollouts, reports and the report go.",
 )
-@click.option("--attempts", default=2, show_default=True, type=click.IntRange(min=1), help="k: attempts per task")
+@click.option("--attempts", default=6, show_default=True, type=click.IntRange(min=1), help="k: attempts per task")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1), help="concurrent sandboxes")
 @click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "bwrap", "docker"]))
 @click.option("--max-turns", default=8, show_default=True, type=click.IntRange(min=1))

@@ -9,7 +9,14 @@ import pytest
 
 from cli import main
 from touchstone.tasks.sources import SourceMix
-from orchestration.resources import CPU_ROUND, PolicyResource, RolloutConfig, SandboxResource, VerifierResource
+from orchestration.resources import (
+    CPU_ROUND,
+    EvalConfig,
+    PolicyResource,
+    RolloutConfig,
+    SandboxResource,
+    VerifierResource,
+)
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.trajectory import Sampling
 from touchstone.sandbox import BACKENDS, DEFAULT_BACKEND
@@ -32,6 +39,7 @@ SHARED = {
     ("solve", "max_turns"): (PolicyResource, "max_turns"),
     ("solve", "time_budget"): (PolicyResource, "time_budget_s"),
     ("solve", "attempts"): (RolloutConfig, "attempts"),
+    ("eval", "attempts"): (EvalConfig, "attempts"),
     ("solve", "backend"): (SandboxResource, "backend"),
     ("solve", "workers"): (SandboxResource, "workers"),
     ("verify", "replays"): (VerifierResource, "replays"),
