@@ -58,29 +58,21 @@ NOT_CALLEES = {
 }
 
 CONTEXT_LINES = 60  # lines shown after each `def` hit: most functions fit
-
-
-def _not_tests() -> str:
-    """The library's code only (grep's form of `is_test_file`): test helpers share
-    names with it and crowd it out of the output. One option per kind, through
-    bash's brace expansion: a tiny model imitating the teacher garbled the six
-    repeated `--exclude...=` options in most of its invalid look-ups
-    (docs/EXPERIMENTS.md)."""
-    stems = [p.removesuffix(".py") for p in TEST_MODULE_PATTERNS] + ["conftest"]
-    assert len(TEST_DIRS) > 1 and all(p.endswith(".py") for p in TEST_MODULE_PATTERNS)  # `{a}` does not expand
-    return f"--exclude-dir={{{','.join(sorted(TEST_DIRS))}}} --exclude={{{','.join(stems)}}}.py"
-
-
-_NOT_TESTS = _not_tests()
-# A definition, as the grep below matches more loosely (a string or comment saying `def name`).
-_DEF_RE = re.compile(r"\s*(async\s+)?def\s")
+# The library's code only (grep's form of `is_test_file`): test helpers share
+# names with it and crowd it out of the output.
+_NOT_TESTS = " ".join(
+    [*(f"--exclude-dir={d}" for d in sorted(TEST_DIRS)), *(f"--exclude='{p}'" for p in TEST_MODULE_PATTERNS)]
+    + ["--exclude=conftest.py"]
+)
 
 
 def find_functions_command(names: list[str]) -> str:
-    """One grep that shows every definition of `names` with the lines after it:
-    `def NAME` as whole words (no backslash for a model to escape in JSON)."""
+    """One grep that shows every definition of `names` with the lines after it."""
     pattern = "|".join(re.escape(n) for n in names)
-    return f"grep -rnw -A {CONTEXT_LINES} --include='*.py' {_NOT_TESTS} -E 'def ({pattern})' ."
+    return (
+        f"grep -rn -A {CONTEXT_LINES} --include='*.py' {_NOT_TESTS} "
+        f"-E '^[[:space:]]*(async[[:space:]]+)?def ({pattern})\\b' ."
+    )
 
 
 _GREP_LINE_RE = re.compile(r"^(?:\./)?(.+?\.py)([:-])(\d+)[:-](.*)$")
@@ -105,7 +97,7 @@ def parse_function_hits(observation: str) -> list["Window"]:
             continue
         path, sep, line, text = m.group(1), m.group(2), int(m.group(3)), m.group(4)
         indent = len(text) - len(text.lstrip())
-        if sep == ":" and _DEF_RE.match(text):  # a def line: starts a window (a nested def stays inside its parent)
+        if sep == ":":  # a def line: starts a window (a nested def stays inside its parent)
             if current and current[0] == path and indent > current[2] and line == current[1] + len(current[3]):
                 current[3].append(text + "\n")
                 continue
