@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from touchstone.agent.tools import TOOL_NAMES, TOOL_SCHEMAS, execute_tool_call
+from touchstone.agent.tools import TOOL_NAMES, TOOL_SCHEMAS, execute_tool_call, stable_output
 from touchstone.sandbox import open_sandbox
 
 
@@ -38,6 +38,48 @@ def test_bash_timeout_is_reported(sb):
     out = execute_tool_call(sb, "bash", json.dumps({"command": "sleep 5"}), timeout=0.5)
     assert out.content.startswith("exit code: ") and "(timed out after 0.5 s)" in out.content
     assert not out.ok
+
+
+ADDRESS_TEST = """\
+import unittest
+
+
+def test_holds():
+    assert True
+
+
+def test_shows_an_address():
+    assert [test_holds] == []
+
+
+class Case(unittest.TestCase):
+    def test_unit(self):
+        self.assertTrue(True)
+"""
+
+
+def test_bash_output_is_the_same_on_every_run(sb):
+    # pytest prints its run time and the failing object's address, which change from run
+    # to run; the observation must not, or the same seed gives another rollout each time.
+    assert call(sb, "write_file", path="test_address.py", content=ADDRESS_TEST).ok
+    runs = [call(sb, "bash", command="python3 -m pytest -q -p no:cacheprovider test_address.py") for _ in range(2)]
+    units = [call(sb, "bash", command="python3 -m unittest -q test_address 2>&1") for _ in range(2)]
+    assert runs[0] == runs[1] and units[0] == units[1]
+    assert "assert [<function te...0x...>] == []" in runs[0].content  # pytest cut the repr
+    assert "<function test_holds at 0x...>" in runs[0].content
+    assert runs[0].content.rstrip().endswith("\n1 failed, 2 passed")
+    assert "\nRan 1 test\n" in units[0].content
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "LOAD = 0x40  # at 0x40\nmask at 0xdeadbeef12 is data, and so is 0x7f37e33d0cc0...\n<a...b> <c...>\n",
+        "the suite: 3 passed in 0.12s, see above\nprint('Ran 3 tests in 1s')\n",
+    ],
+)
+def test_stable_output_keeps_other_text(text):
+    assert stable_output(text) == text.replace("at 0xdeadbeef12", "at 0x...")
 
 
 def test_file_tools_edit_the_workspace(sb):

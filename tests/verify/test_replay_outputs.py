@@ -31,3 +31,5 @@ def test_timings_are_not_divergence_but_other_changes_are(tmp_path):
     task = load_task(_hand_written_task(tmp_path))
     assert _divergent(task, "exit code: 0\nstdout:\n1 passed in 0.73s\n") == []
     assert _divergent(task, "exit code: 0\nstdout:\n1 failed in 0.01s\n") == [0]
+    # Recorded before the tools dropped pytest's run time, or by another harness: still the same.
+    assert _divergent(task, "exit code: 0\nstdout:\n1 passed\n") == []

@@ -3,7 +3,8 @@
 `execute_tool_call` is the single place where a tool call turns into sandbox
 operations and an observation. The agent loop and the verifier's replay both
 call it, so the observation text must be a pure function of the sandbox state
-and the call: no timestamps, durations or random ids go into `content`.
+and the call: no timestamps, durations or random ids go into `content`
+(`stable_output` drops the ones test runners print).
 Bad calls (unknown tool, malformed JSON, missing or extra arguments, paths that
 leave the workspace, missing files) become error observations (`ok=False`),
 never exceptions; only a failure of the sandbox itself (`SandboxError` from
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from typing import Any, NamedTuple
 
 from touchstone.sandbox.errors import SandboxError
@@ -157,6 +159,31 @@ def workspace_path(path: str) -> str:
     return norm
 
 
+# What differs between two runs of the same command on the same files: test runners'
+# run times (pytest's `3 passed in 0.12s`, unittest's `Ran 3 tests in 0.004s`) and
+# CPython's object addresses (`<function f at 0x7f37e33d0cc0>`, also where pytest cuts
+# one short). Left in, the same seed gave another rollout, training row and
+# checkpoint on every run, and a rematerialized round did not reproduce its data.
+_PYTEST_COUNTS = r"(?:\d+ \w+(?:, \d+ \w+)*|no tests ran)"
+_RUN_TIME = re.compile(rf"^(=* ?{_PYTEST_COUNTS}|Ran \d+ tests?) in \d+(?:\.\d+)?s\b(?: \(\d+:\d\d:\d\d\))?", re.M)
+_ADDRESS = re.compile(
+    r"(?<= at )0x(?:[0-9a-fA-F]{8,}|[0-9a-fA-F]*(?=\.\.\.$))"  # whole, or cut at the line's end
+    r"|(?<=\.\.\.)(?:a?t)? ?0?x?[0-9a-fA-F]{4,}(?=>|\.\.\.$)",  # the tail of a repr pytest cut in the middle
+    re.M,
+)
+
+
+def stable_output(text: str) -> str:
+    """`text` without run times of test runners and object addresses (`0x...`).
+
+    Only these forms are touched: `at 0x` + 8 or more hex digits (or fewer, cut
+    by pytest's `...` at the end of a line); 4 or more hex digits between `...`
+    and `>` or a line-ending `...` (a repr pytest cut in the middle:
+    `<function te...7efecc1077e0>`); the run time of a pytest or unittest
+    summary line."""
+    return _ADDRESS.sub("0x...", _RUN_TIME.sub(r"\1", text))
+
+
 def _text(data: bytes | str) -> str:
     return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
 
@@ -187,7 +214,7 @@ def _write_text(sandbox: Any, path: str, content: str) -> None:
 
 def _bash(sandbox: Any, command: str, timeout: float) -> tuple[str, int]:
     result = sandbox.exec(command, timeout=timeout)
-    stdout, stderr = _text(result.stdout), _text(result.stderr)
+    stdout, stderr = stable_output(_text(result.stdout)), stable_output(_text(result.stderr))
     # The sandbox keeps only the head of a huge stream; say so, with the true size.
     if getattr(result, "stdout_truncated", False):
         stdout += f"\n[... stdout cut by the sandbox: {result.stdout_bytes} bytes in total ...]\n"

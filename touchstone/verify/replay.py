@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from touchstone.agent.tools import DEFAULT_TIMEOUT_S, execute_tool_call
+from touchstone.agent.tools import DEFAULT_TIMEOUT_S, execute_tool_call, stable_output
 from touchstone.agent.trajectory import executed_tool_calls
 from touchstone.sandbox import ActionRecord, Environment, Limits, WorkspaceDiff, is_regular, open_sandbox
 from touchstone.verify.action_audit import ActionEvent, events_from_records
@@ -94,13 +94,19 @@ def _content_events(
     return out
 
 
-# Run times ("3 passed in 0.12s", "(0:00:01)") are the one honest difference
-# between a rollout's observation and its replay; they are masked before comparing.
+# Run times ("3 passed in 0.12s", "(0:00:01)") and object addresses are the honest
+# differences between a rollout's observation and its replay. The tools drop the test
+# runners' own (`stable_output`); a trajectory recorded elsewhere, or a command that
+# prints other times, still has them, so both sides are masked before comparing.
 _TIMING = re.compile(r"\b\d+(?:\.\d+)?s\b|\(\d+:\d\d:\d\d\)")
 
 
+def _masked(output: str) -> str:
+    return _TIMING.sub("<t>", stable_output(output))
+
+
 def _same_output(replayed: str, recorded: str) -> bool:
-    return _TIMING.sub("<t>", replayed) == _TIMING.sub("<t>", recorded)
+    return _masked(replayed) == _masked(recorded)
 
 
 def replay(

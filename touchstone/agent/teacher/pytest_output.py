@@ -19,6 +19,8 @@ _EXIT_RE = re.compile(r"^exit code: (-?\d+)", re.M)
 _FRAME_RE = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)\n(?:(\s+)(\S.*)\n)?', re.M)
 _SUMMARY_RE = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - .*)?$", re.M)
 _WHERE_RE = re.compile(r"where .*? = ([A-Za-z_][\w.]*)\(", re.M)
+_COUNT = r"\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)"
+_COUNTS_RE = re.compile(rf"^=*\s*({_COUNT}(?:, {_COUNT})*)(?: in [\d.]+s\b.*| =+)?\s*$", re.M)
 _PYTEST_HELPER_RE = re.compile(r"\bpytest\.\w+")  # pytest.raises(...) is not the library's `raises`
 # An exception line of a traceback, or of pytest's short summary (`FAILED t.py::x - TypeError: ...`).
 _EXC_RE = re.compile(r"(?:^| - )(\w*(?:Error|Exception)|StopIteration)\b", re.M)
@@ -87,8 +89,9 @@ def parse_test_run(observation: str) -> TestRun:
 
 
 def _count_bad(observation: str) -> int | None:
-    """failed + errors from the last line (`3 failed, 1 error, 9 passed in 0.1s`)."""
-    lines = re.findall(r"^=*\s*(\d+ \w+(?:, \d+ \w+)*) in [\d.]+s\b.*$", observation, re.M)
+    """failed + errors from the last line (`3 failed, 1 error, 9 passed`; the tools
+    drop pytest's run time, a recorded trajectory may still have it)."""
+    lines = _COUNTS_RE.findall(observation)
     if not lines:
         return None
     counts = dict((word, int(n)) for n, word in re.findall(r"(\d+) (\w+)", lines[-1]))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import random
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from touchstone.agent.tools import stable_output
 from touchstone.envs import EnvError, EnvSpec
 from touchstone.tasks.environment import task_environment
 from touchstone.tasks.coverage import covered_functions
@@ -35,9 +35,6 @@ from touchstone.tasks.validate import Validation, ValidationConfig
 
 MAX_PER_UNIT = 2  # tasks per function: spread tasks over the code
 MAX_LISTED_TESTS = 5
-# An object's address in a failure message (`<function f at 0x7f63...>`) differs from process to
-# process; left in, the same mutation would get another statement, task hash and training row each run.
-_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
 
 
 @dataclass
@@ -134,20 +131,17 @@ def statement_for(seed_name: str, failures: dict[str, str], collect_errors: dict
     ]
     for nodeid, message in list(failures.items())[:MAX_LISTED_TESTS]:
         lines.append(f"- `{nodeid}`")
-        lines += [f"    {m}" for m in _stable(message or "fails").splitlines()[:4]]
+        # Object addresses change from run to run: left in, the same mutation would get another
+        # statement, task hash and training row each run.
+        lines += [f"    {m}" for m in stable_output(message or "fails").splitlines()[:4]]
     for path, error in list(collect_errors.items())[:2]:
-        lines += ["", f"Collecting `{path}` fails:"] + [f"    {m}" for m in _stable(error).splitlines()[:4]]
+        lines += ["", f"Collecting `{path}` fails:"] + [f"    {m}" for m in stable_output(error).splitlines()[:4]]
     lines += [
         "",
         "Find and fix the bug in the library's source code so that these tests pass again, "
         "without breaking the other tests. Do not modify the tests.",
     ]
     return "\n".join(lines)
-
-
-def _stable(message: str) -> str:
-    """A failure message without what changes from run to run (object addresses)."""
-    return _ADDRESS.sub("0x...", message)
 
 
 def build_candidate(
