@@ -20,8 +20,11 @@ import touchstone
 from touchstone.hashing import tree_hash
 
 MANIFEST = "checkpoint.json"
-# Not part of the model's identity: the manifest (would be circular) and logs.
-_EXCLUDED = {MANIFEST}
+# Not part of the model's identity: the manifest (would be circular), logs, and the
+# TrainingArguments transformers pickles beside the weights: they hold the output
+# directory, so the same weights trained into two data roots hashed differently (the
+# settings are in the manifest's config).
+_EXCLUDED = {MANIFEST, "training_args.bin"}
 _EXCLUDED_DIRS = {"logs", "runs"}
 
 

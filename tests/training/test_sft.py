@@ -146,6 +146,16 @@ def test_training_changes_weights_lowers_loss_and_writes_checkpoint(sft_ckpt, ti
     assert json.loads((out / "checkpoint.json").read_text())["content_hash"] == content_hash(out)
 
 
+def test_the_same_training_elsewhere_has_the_same_hash(sft_ckpt, tiny_model, data_dir, tmp_path):
+    # Training is seeded: the same data, base and settings in another directory (another
+    # data root) give the same weights, and the checkpoint's hash must say so.
+    out, manifest = sft_ckpt
+    config = {"max_steps": 8, "learning_rate": 3e-3, "per_device_train_batch_size": 2}
+    again = train_sft(data_dir, tiny_model, tmp_path / "elsewhere", round_key="r0", config=config)
+    assert again.content_hash == manifest.content_hash
+    assert (out / "training_args.bin").read_bytes() != (tmp_path / "elsewhere" / "training_args.bin").read_bytes()
+
+
 def test_trained_checkpoint_drives_the_hf_policy(sft_ckpt):
     out, manifest = sft_ckpt
     policy = make_policy(f"hf:{out}", Sampling(temperature=1.0, max_tokens=16, seed=0))
