@@ -330,7 +330,7 @@ class TrainerResource(dg.ConfigurableResource):
         "a base checkpoint is configured), so a round that verified one or two runs goes on from the "
         "model's whole verified history instead of collapsing onto them.",
     )
-    # 20, with a brief warm start (120 steps): the rounds, not the warm start, teach most of the
+    # 20, with a brief warm start (90 steps): the rounds, not the warm start, teach most of the
     # tool-call format, so the demo's valid-call rate rises every round (docs/EXPERIMENTS.md)
     steps_per_row: int = Field(
         default=20,
