@@ -75,7 +75,7 @@ def test_bash_output_is_the_same_on_every_run(sb):
     "text",
     [
         "LOAD = 0x40  # at 0x40\nmask at 0xdeadbeef12 is data, and so is 0x7f37e33d0cc0...\n<a...b> <c...>\n",
-        "the suite: 3 passed in 0.12s, see above\nprint('Ran 3 tests in 1s')\n",
+        "the suite: 3 passed in 0.12s, see above\nprint('Ran 3 tests in 1s')\n3 apples in 2s\n",
     ],
 )
 def test_stable_output_keeps_other_text(text):

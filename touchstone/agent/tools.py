@@ -164,8 +164,11 @@ def workspace_path(path: str) -> str:
 # CPython's object addresses (`<function f at 0x7f37e33d0cc0>`, also where pytest cuts
 # one short). Left in, the same seed gave another rollout, training row and
 # checkpoint on every run, and a rematerialized round did not reproduce its data.
-_PYTEST_COUNTS = r"(?:\d+ \w+(?:, \d+ \w+)*|no tests ran)"
-_RUN_TIME = re.compile(rf"^(=* ?{_PYTEST_COUNTS}|Ran \d+ tests?) in \d+(?:\.\d+)?s\b(?: \(\d+:\d\d:\d\d\))?", re.M)
+_COUNT = r"\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)"
+PYTEST_COUNTS = rf"{_COUNT}(?:, {_COUNT})*"  # pytest's summary: `3 failed, 1 error, 9 passed`
+_RUN_TIME = re.compile(
+    rf"^(=* ?(?:{PYTEST_COUNTS}|no tests ran)|Ran \d+ tests?) in \d+(?:\.\d+)?s\b(?: \(\d+:\d\d:\d\d\))?", re.M
+)
 _ADDRESS = re.compile(
     r"(?<= at )0x(?:[0-9a-fA-F]{8,}|[0-9a-fA-F]*(?=\.\.\.$))"  # whole, or cut at the line's end
     r"|(?<=\.\.\.)(?:a?t)? ?0?x?[0-9a-fA-F]{4,}(?=>|\.\.\.$)",  # the tail of a repr pytest cut in the middle

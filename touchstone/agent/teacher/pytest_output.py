@@ -13,14 +13,14 @@ import shlex
 from dataclasses import dataclass, field
 
 from touchstone.agent.teacher.reading import CALL_RE, NOT_CALLEES
+from touchstone.agent.tools import PYTEST_COUNTS
 from touchstone.harness import is_test_file
 
 _EXIT_RE = re.compile(r"^exit code: (-?\d+)", re.M)
 _FRAME_RE = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)\n(?:(\s+)(\S.*)\n)?', re.M)
 _SUMMARY_RE = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - .*)?$", re.M)
 _WHERE_RE = re.compile(r"where .*? = ([A-Za-z_][\w.]*)\(", re.M)
-_COUNT = r"\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)"
-_COUNTS_RE = re.compile(rf"^=*\s*({_COUNT}(?:, {_COUNT})*)(?: in [\d.]+s\b.*| =+)?\s*$", re.M)
+_COUNTS_RE = re.compile(rf"^=*\s*({PYTEST_COUNTS})(?: in [\d.]+s\b.*| =+)?\s*$", re.M)
 _PYTEST_HELPER_RE = re.compile(r"\bpytest\.\w+")  # pytest.raises(...) is not the library's `raises`
 # An exception line of a traceback, or of pytest's short summary (`FAILED t.py::x - TypeError: ...`).
 _EXC_RE = re.compile(r"(?:^| - )(\w*(?:Error|Exception)|StopIteration)\b", re.M)
