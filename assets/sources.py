@@ -110,9 +110,9 @@ def heldout_tasks(
 ) -> dg.MaterializeResult:
     """Validated tasks reserved for evaluation. Rounds never propose tasks from
     their source units, and a blocking check keeps them out of training."""
-    from touchstone.tasks.contamination import round_sets
-    from touchstone.tasks.proposers.mutation import propose_mutation
-    from touchstone.tasks.validate import ValidationConfig
+    from touchstone.taskmaking.contamination import round_sets
+    from touchstone.taskmaking.proposers.mutation import propose_mutation
+    from touchstone.taskmaking.validate import ValidationConfig
 
     sets = round_sets(None, config.contamination_sets)  # held-out tasks must not be benchmark problems either
     with publishing(context, storage) as out:

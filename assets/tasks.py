@@ -33,9 +33,9 @@ def proposed_tasks(
     """Tasks proposed and validated for this round; index.parquet lists every
     candidate, kept or rejected with its reason; sources.json the outcome per source."""
     from touchstone.rounds import round_index
-    from touchstone.tasks.contamination import round_sets
-    from touchstone.tasks.sources import propose_round
-    from touchstone.tasks.validate import ValidationConfig
+    from touchstone.taskmaking.contamination import round_sets
+    from touchstone.taskmaking.sources import propose_round
+    from touchstone.taskmaking.validate import ValidationConfig
 
     store = storage.store()
     round_key = context.partition_key
@@ -76,7 +76,7 @@ def proposed_tasks(
 
 def _history(store, round_key: str, n: int) -> list:
     """Earlier rounds' proposed task sets (local copies) for self-proposal."""
-    from touchstone.tasks.sources import earlier_rounds
+    from touchstone.taskmaking.sources import earlier_rounds
 
     keys = earlier_rounds(store.round_files(Asset.PROPOSED_TASKS, "index.parquet"), round_key, n)
     return [store.local_dir(Asset.PROPOSED_TASKS, k) for k in keys]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.rollout import read_records, solve
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling
 
 from tests.agent.conftest import MINILIB, minilib_task
 

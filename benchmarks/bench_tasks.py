@@ -14,10 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from touchstone.tasks.proposers.llm import propose_from_outputs
-from touchstone.tasks.proposers.mutation import propose_mutation
-from touchstone.tasks.proposers.problems import import_problems
-from touchstone.tasks.validate import ValidationConfig
+from touchstone.taskmaking.proposers.llm import propose_from_outputs
+from touchstone.taskmaking.proposers.mutation import propose_mutation
+from touchstone.taskmaking.proposers.problems import import_problems
+from touchstone.taskmaking.validate import ValidationConfig
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "tasks" / "fixtures"
 

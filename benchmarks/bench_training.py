@@ -21,7 +21,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import SFTConfig
 
-from touchstone.agent.tools import TOOL_SCHEMAS
+from touchstone.episode.tools import TOOL_SCHEMAS
 from training.common import load_base, trl_args
 from training.model_init import init_model
 from training.sft import WeightedCollator, WeightedSFTTrainer, tokenize_row, training_template

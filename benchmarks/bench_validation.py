@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from tests.tasks.adversarial import BENCHMARK, CASES
-from touchstone.tasks.validate import ValidationConfig, validate_task
+from touchstone.taskmaking.validate import ValidationConfig, validate_task
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ import click
 from cli import options
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.rollout import read_records, solve as run_solve
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling
 from touchstone.tasks.schema import TaskError
 
 

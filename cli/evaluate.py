@@ -53,7 +53,7 @@ def evaluate(
     (imitation NLL, hack propensity). Writes OUT/<n>-<name>/ per checkpoint and
     OUT/report.md + OUT/rounds.png for all of them."""
     from touchstone.agent.loop import EpisodeLimits
-    from touchstone.agent.trajectory import Sampling
+    from touchstone.episode.trajectory import Sampling
     from touchstone.evaluate import markdown_report, plot_rounds
     from touchstone.tasks.schema import TaskError, load_task_set
     from training.common import TrainingError

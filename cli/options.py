@@ -32,7 +32,7 @@ def replays(help: str | None = None):
 
 def sampling(fn):
     """--temperature, --top-p, --max-tokens, --context-window, --seed: a `Sampling`."""
-    from touchstone.agent.trajectory import Sampling
+    from touchstone.episode.trajectory import Sampling
 
     for option in reversed(
         [

@@ -48,7 +48,7 @@ def _proposer_options(fn):
 
 
 def _cfg(backend: str | None, k: int, threshold: float, contamination_sets=()):
-    from touchstone.tasks.validate import ValidationConfig
+    from touchstone.taskmaking.validate import ValidationConfig
 
     extra = {"backend": backend} if backend else {}
     return ValidationConfig(k=k, threshold=threshold, contamination_sets=list(contamination_sets), **extra)
@@ -59,7 +59,7 @@ _json = click.option("--json", "as_json", is_flag=True, help="print the result a
 
 def _summary(out: Path, as_json: bool = False, **facts) -> None:
     """What a proposer did: its own facts (kept, rejected, ...) and the index's counts."""
-    from touchstone.tasks.index import query
+    from touchstone.taskmaking.index import query
 
     rows = query(
         out,
@@ -133,7 +133,7 @@ def mutation(
 ) -> None:
     """Inject one AST-level bug per task into real projects with pytest suites."""
     from touchstone.envs import EnvError
-    from touchstone.tasks.proposers.mutation import propose_mutation
+    from touchstone.taskmaking.proposers.mutation import propose_mutation
     from touchstone.tasks.seeding import SeedError
 
     try:
@@ -166,7 +166,7 @@ def mutation(
 @_proposer_options
 def problems(jsonl, out, workers, backend, k, threshold, as_json) -> None:
     """Import HumanEval/MBPP-style JSONL (prompt, canonical_solution, test, entry_point)."""
-    from touchstone.tasks.proposers.problems import import_problems
+    from touchstone.taskmaking.proposers.problems import import_problems
 
     result = import_problems(jsonl, out, workers=workers, cfg=_cfg(backend, k, threshold))
     _summary(out, as_json, kept=result.kept, rejected=result.rejected)
@@ -186,7 +186,7 @@ def problems(jsonl, out, workers, backend, k, threshold, as_json) -> None:
 @_proposer_options
 def llm(policy, n, attempts, existing, out, workers, backend, k, threshold, as_json) -> None:
     """Ask a policy to propose tasks; validate, dedup, and score learnability."""
-    from touchstone.tasks.proposers.llm import propose_llm
+    from touchstone.taskmaking.proposers.llm import propose_llm
 
     result = propose_llm(
         policy, out, n=n, attempts=attempts, existing=list(existing), workers=workers, cfg=_cfg(backend, k, threshold)
@@ -239,8 +239,8 @@ def self_play(
     """Self-play proposals as a round makes them: screened against the held-out set and
     the pool, validated, recorded in OUT/proposals.parquet (docs/formats/task.md)."""
     from touchstone.agent.policies import make_policy
-    from touchstone.agent.trajectory import Sampling
-    from touchstone.tasks.proposers.selfplay import SelfPlayConfig, propose_self
+    from touchstone.episode.trajectory import Sampling
+    from touchstone.taskmaking.proposers.selfplay import SelfPlayConfig, propose_self
 
     cfg = SelfPlayConfig(n=n, group_size=group_size, references=references, kinds=list(kinds) or ["standalone"])
     try:
@@ -271,7 +271,7 @@ def task() -> None:
 @_contamination
 def validate(task_dir, as_json, backend, k, threshold, contamination_sets) -> None:
     """Exit 0 when the task is kept, 1 when rejected (reason printed), 2 on error."""
-    from touchstone.tasks.validate import validate_dir
+    from touchstone.taskmaking.validate import validate_dir
 
     try:
         verdict = validate_dir(task_dir, _cfg(backend, k, threshold, contamination_sets))
@@ -337,7 +337,7 @@ def import_() -> None:
 @_proposer_options
 def swe_bench(instances, repos, out, env_spec, workers, backend, k, threshold, as_json) -> None:
     """Import SWE-bench-format INSTANCES (JSONL; SWE-smith, SWE-Gym and R2E-Gym field names too)."""
-    from touchstone.tasks.proposers.swebench import import_swebench
+    from touchstone.taskmaking.proposers.swebench import import_swebench
 
     try:
         result = import_swebench(

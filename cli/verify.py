@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from cli import options
-from touchstone.agent.trajectory import TrajectoryError, read_messages_jsonl
+from touchstone.episode.trajectory import TrajectoryError, read_messages_jsonl
 from touchstone.tasks.schema import TaskError, load_task
 
 EXIT = {"accept": 0, "reject": 1, "inconclusive": 2}
@@ -28,7 +28,7 @@ def _audit_rules_option(fn):
 
 
 def _audit_rules(audit_rules: Path | None, deprecated_policy: Path | None):
-    from touchstone.verify.policy import load_policy
+    from touchstone.audit.policy import load_policy
 
     if deprecated_policy is not None:
         click.echo("warning: --policy is deprecated, use --audit-rules", err=True)

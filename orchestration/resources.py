@@ -24,7 +24,7 @@ from pydantic import Field
 from orchestration.policy_server import PolicyServerResource
 from orchestration.storage import RoundStore
 from touchstone import paths
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling
 from touchstone.evaluate.reference import MATCHED_SAMPLES
 from touchstone.sandbox import DEFAULT_BACKEND
 from touchstone.paths import Asset
@@ -246,8 +246,8 @@ class VerifierResource(dg.ConfigurableResource):
 
     def revoke_failing_references(self, tasks_dir: Path, sandbox: SandboxResource) -> list:
         """Regrade each kept task's reference under the runs this verifier grades with
-        (0..replays-1); revoke the tasks whose reference fails (touchstone.tasks.revoke)."""
-        from touchstone.tasks.revoke import revoke_failing_references
+        (0..replays-1); revoke the tasks whose reference fails (touchstone.taskmaking.revoke)."""
+        from touchstone.taskmaking.revoke import revoke_failing_references
 
         return revoke_failing_references(
             tasks_dir, backend=sandbox.backend, runs=max(self.replays, 1), workers=sandbox.workers
@@ -406,7 +406,7 @@ class SeedsConfig(dg.Config):
 
 
 class ProposeConfig(dg.Config):
-    """The round's task sources and their quotas (touchstone.tasks.sources)."""
+    """The round's task sources and their quotas (touchstone.taskmaking.sources)."""
 
     n_tasks: int = Field(
         default=8,
@@ -453,8 +453,8 @@ class ProposeConfig(dg.Config):
     )
 
     def mix(self):
-        from touchstone.tasks.sources import SourceMix
-        from touchstone.tasks.proposers.selfplay import SelfPlayConfig
+        from touchstone.taskmaking.sources import SourceMix
+        from touchstone.taskmaking.proposers.selfplay import SelfPlayConfig
 
         return SourceMix(
             procedural=self.n_tasks,

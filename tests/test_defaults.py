@@ -8,7 +8,7 @@ import click
 import pytest
 
 from cli import main
-from touchstone.tasks.sources import SourceMix
+from touchstone.taskmaking.sources import SourceMix
 from orchestration.resources import (
     CPU_ROUND,
     EvalConfig,
@@ -18,7 +18,7 @@ from orchestration.resources import (
     VerifierResource,
 )
 from touchstone.agent.loop import EpisodeLimits
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling
 from touchstone.sandbox import BACKENDS, DEFAULT_BACKEND
 from touchstone.tasks.seeding import shipped_names
 from touchstone.verify.report import DEFAULT_REPLAYS

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.rollout import solve
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.evaluate.schema import RoundMetrics
 from touchstone.experiments.filter_ablation import (

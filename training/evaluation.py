@@ -13,7 +13,7 @@ import polars as pl
 
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.rollout import solve
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.evaluate import attempts_table, round_metrics
 from touchstone.evaluate.reference import MATCHED_SAMPLES, probe_states, read_reference, reference_set, turn_states

@@ -72,7 +72,7 @@ def agent_text() -> str:
     (`phrasebook`: its thoughts and commands), in the chat template's format."""
     from touchstone.agent.loop import SYSTEM_PROMPT
     from touchstone.agent.teacher.procedure import phrasebook
-    from touchstone.agent.tools import TOOL_SCHEMAS
+    from touchstone.episode.tools import TOOL_SCHEMAS
 
     def call(name: str, args: dict) -> str:
         return f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>"

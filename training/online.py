@@ -23,7 +23,7 @@ from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
 from touchstone.agent.loop import SYSTEM_PROMPT
-from touchstone.agent.tools import execute_tool_call
+from touchstone.episode.tools import execute_tool_call
 from touchstone.tasks.environment import task_environment
 from touchstone.data.credit import CreditConfig, outcome_reward
 from touchstone.sandbox import open_sandbox

@@ -34,8 +34,8 @@ import numpy as np
 import torch
 
 from touchstone.data.inputs import trl_messages
-from touchstone.agent.trajectory import Sampling
-from touchstone.agent.tools import is_valid_call
+from touchstone.episode.trajectory import Sampling
+from touchstone.episode.tools import is_valid_call
 from touchstone.evaluate.metrics import bootstrap_interval
 from touchstone.evaluate.reference import ProbeState, TurnState
 from touchstone.evaluate.schema import Interval, LikelihoodMetrics

@@ -30,7 +30,7 @@ from touchstone import paths
 from touchstone.agent import teacher
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.hashing import tree_hash
-from touchstone.tasks.index import INDEX_FILE, read_index
+from touchstone.taskmaking.index import INDEX_FILE, read_index
 
 # Its own task stream: rounds seed the proposer with 0, 1, ...; the held-out set with 1_000_000.
 WARM_START_RNG_SEED = 2_000_000
@@ -108,10 +108,10 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
     from touchstone.agent.loop import EpisodeLimits
     from touchstone.agent.rollout import solve
     from touchstone.data.build import build_datasets
-    from touchstone.tasks.contamination import round_sets
-    from touchstone.tasks.sources import propose_apart_from_heldout
+    from touchstone.taskmaking.contamination import round_sets
+    from touchstone.taskmaking.sources import propose_apart_from_heldout
     from touchstone.tasks.schema import load_task_set
-    from touchstone.tasks.validate import ValidationConfig
+    from touchstone.taskmaking.validate import ValidationConfig
     from touchstone.verify import verify_batch
     from training.train import train
 

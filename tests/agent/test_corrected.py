@@ -10,7 +10,7 @@ import pytest
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.plan import episode_limits
 from touchstone.agent.policies import make_policy
-from touchstone.agent.tools import is_valid_call
+from touchstone.episode.tools import is_valid_call
 
 from .conftest import MINILIB, minilib_task
 

@@ -10,8 +10,8 @@ import pytest
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import make_policy
 from touchstone.agent.policies.hf import parse_completion, template_messages
-from touchstone.agent.tools import TOOL_SCHEMAS
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.tools import TOOL_SCHEMAS
+from touchstone.episode.trajectory import Sampling
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from touchstone.agent.importers import INDEX_FILE, workspace_path
-from touchstone.agent.trajectory import read_tables
+from touchstone.episode.trajectory import read_tables
 from cli import main
 from touchstone.tasks.schema import load_task
 from touchstone.verify import verify_trajectory

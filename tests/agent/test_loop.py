@@ -14,8 +14,8 @@ import pytest
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
 from touchstone.agent.policies.hf import parse_completion
-from touchstone.agent.tools import NO_TOOL_CALL, NOT_EXECUTED, execute_tool_call
-from touchstone.agent.trajectory import Sampling, executed_tool_calls
+from touchstone.episode.tools import NO_TOOL_CALL, NOT_EXECUTED, execute_tool_call
+from touchstone.episode.trajectory import Sampling, executed_tool_calls
 from touchstone.sandbox import open_sandbox
 
 

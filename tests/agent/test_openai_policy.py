@@ -8,7 +8,7 @@ import pytest
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import make_policy
 from touchstone.agent.policies.openai import OpenAIPolicy
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling
 
 from tests.serving import free_port, transformers_serve
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from touchstone.agent.policies import make_policy
 from touchstone.agent.rollout import plan_attempts, solve
-from touchstone.agent.trajectory import read_messages_jsonl, read_tables
+from touchstone.episode.trajectory import read_messages_jsonl, read_tables
 from cli import main
 from touchstone.tasks.schema import load_task_set
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from touchstone.agent.tools import TOOL_NAMES, TOOL_SCHEMAS, execute_tool_call, stable_output
+from touchstone.episode.tools import TOOL_NAMES, TOOL_SCHEMAS, execute_tool_call, stable_output
 from touchstone.sandbox import open_sandbox
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from touchstone.agent.tools import NOT_EXECUTED, TOOL_SCHEMAS
-from touchstone.agent.trajectory import (
+from touchstone.episode.tools import NOT_EXECUTED, TOOL_SCHEMAS
+from touchstone.episode.trajectory import (
     Sampling,
     StepRecord,
     Trajectory,
@@ -207,7 +207,7 @@ def test_streamed_tables_hold_one_row_group_not_the_batch(tmp_path):
 
     import polars as pl
 
-    from touchstone.agent.trajectory import stream_tables
+    from touchstone.episode.trajectory import stream_tables
 
     def peak(n: int) -> int:
         records = lambda: (sample_trajectory(f"t-{i:05d}") for i in range(n))  # noqa: E731

@@ -21,7 +21,7 @@ from orchestration.resources import StorageResource, default_resources
 from orchestration.runner import failed_checks
 from tests.data.fixtures import trajectory
 from tests.data.reports import report
-from touchstone.agent.trajectory import write_tables
+from touchstone.episode.trajectory import write_tables
 from touchstone.paths import Asset
 from touchstone.verify.batch import write_reports
 

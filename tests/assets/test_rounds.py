@@ -160,7 +160,7 @@ def test_sigkill_during_rollouts_then_rematerialize_gives_the_same_data(rounds):
 
 
 def test_a_verifier_that_accepts_a_canary_hack_stops_the_round_before_training(rounds, tmp_path):
-    from touchstone.verify.policy import load_policy
+    from touchstone.audit.policy import load_policy
 
     # Round r000's inputs on a separate instance and data root, so the shared rounds stay intact;
     # the base model is known there, so training *could* run if the check did not block it.

@@ -7,12 +7,12 @@ from pathlib import Path
 
 
 from tests.data.reports import report
-from touchstone.agent.tools import TOOL_SCHEMAS
-from touchstone.tasks.index import IndexRow, write_index
-from touchstone.tasks.proposers.common import write_solution_task
-from touchstone.tasks.proposers.selfplay import ProposalRecord, write_proposals
+from touchstone.episode.tools import TOOL_SCHEMAS
+from touchstone.taskmaking.index import IndexRow, write_index
+from touchstone.taskmaking.proposers.common import write_solution_task
+from touchstone.taskmaking.proposers.selfplay import ProposalRecord, write_proposals
 from touchstone.tasks.schema import EntryPoint, Task, TaskSource
-from touchstone.agent.trajectory import Sampling, Trajectory, TurnRecord, write_tables
+from touchstone.episode.trajectory import Sampling, Trajectory, TurnRecord, write_tables
 from touchstone.verify.batch import REPORTS_FILE, write_reports
 from touchstone.verify.report import VerificationReport
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from touchstone.verify.report import AuditFinding, CheckResult, ProgressPoint, VerificationReport
+from touchstone.audit.finding import AuditFinding
+from touchstone.verify.report import CheckResult, ProgressPoint, VerificationReport
 
 
 def report(

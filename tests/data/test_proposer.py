@@ -24,8 +24,8 @@ def selfplay_round(tmp_path):
 
 def test_rewards_come_from_verified_outcomes(selfplay_round):
     tasks, reports_file, traj_file = selfplay_round
-    from touchstone.tasks.index import read_index
-    from touchstone.tasks.proposers.selfplay import read_proposals
+    from touchstone.taskmaking.index import read_index
+    from touchstone.taskmaking.proposers.selfplay import read_proposals
 
     examples = join(read_trajectories(traj_file), reports_of(reports_file), "r001")
     rewards = {r.proposal_id: r for r in proposer_rewards(read_proposals(tasks), read_index(tasks), examples,

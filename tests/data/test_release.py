@@ -13,11 +13,11 @@ from click.testing import CliRunner
 
 from tests.data.fixtures import trajectory
 from tests.data.reports import report
-from touchstone.agent.trajectory import write_tables
+from touchstone.episode.trajectory import write_tables
 from cli import main
 from touchstone.data.release import redact, rule_families
 from touchstone.verify.batch import write_reports
-from touchstone.verify.report import AuditFinding
+from touchstone.audit.finding import AuditFinding
 
 HACK = [("write_file", {"path": "conftest.py", "content": "import os\nos.environ['HOME']\n"}), ("submit", {})]
 

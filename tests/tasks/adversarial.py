@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from touchstone.tasks.proposers.common import write_solution_task
+from touchstone.taskmaking.proposers.common import write_solution_task
 from touchstone.tasks.schema import EntryPoint, Task, TaskSource, load_task
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.tasks.adversarial import CASES
-from touchstone.tasks import adequacy
+from touchstone.taskmaking import adequacy
 from touchstone.tasks.mutate import changed_statements, statement_mutations
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.tasks.adversarial import BENCHMARK, CASES, Case
-from touchstone.tasks.validate import ValidationConfig, validate_task
+from touchstone.taskmaking.validate import ValidationConfig, validate_task
 
 CFG = ValidationConfig(backend="bwrap", cross_backend=False, contamination_sets=[BENCHMARK])
 

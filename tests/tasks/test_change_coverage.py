@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.tasks.adversarial import CASES, Case, stub
-from touchstone.tasks.change_coverage import changed_lines, measure
+from touchstone.taskmaking.change_coverage import changed_lines, measure
 
 
 def _case(cid: str):

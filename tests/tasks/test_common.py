@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from touchstone.tasks.index import read_index
-from touchstone.tasks.proposers.common import Candidate, reject, run_candidates
+from touchstone.taskmaking.index import read_index
+from touchstone.taskmaking.proposers.common import Candidate, reject, run_candidates
 from touchstone.tasks.schema import TaskSource
-from touchstone.tasks.validate import ValidationConfig
+from touchstone.taskmaking.validate import ValidationConfig
 
 
 def _boom(_task_dir: Path):
@@ -56,7 +56,7 @@ def test_refuses(expr):
 
 
 def _calc_task(task_dir: Path, reference: str, proposer: str = "problems"):
-    from touchstone.tasks.proposers.common import write_solution_task
+    from touchstone.taskmaking.proposers.common import write_solution_task
     from touchstone.tasks.schema import Task
 
     task = Task(id=task_dir.name, statement="Evaluate arithmetic.", source=TaskSource(proposer=proposer, unit="calc"))
@@ -66,7 +66,7 @@ def _calc_task(task_dir: Path, reference: str, proposer: str = "problems"):
 
 
 def test_rules_the_reference_trips_are_allowed_for_the_task(tmp_path: Path) -> None:
-    from touchstone.tasks.proposers.common import with_audit_allow
+    from touchstone.taskmaking.proposers.common import with_audit_allow
 
     task = with_audit_allow(_calc_task(tmp_path / "calc", CALC_REF))
     assert task.source.meta["audit_allow"] == ["S-DYNAMIC-CODE"]

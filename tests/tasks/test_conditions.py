@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.tasks.adversarial import CASES
 from touchstone.harness import run_plan as plan
 from touchstone.harness.grading import faketime_library
-from touchstone.tasks.conditions import Condition, reference_conditions, run_condition, touches_nondeterminism
+from touchstone.taskmaking.conditions import Condition, reference_conditions, run_condition, touches_nondeterminism
 
 
 def test_grading_plan_first_then_extra_runs_that_differ_every_time() -> None:

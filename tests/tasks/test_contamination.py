@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.tasks.adversarial import BENCHMARK, CASES
-from touchstone.tasks.contamination import (
+from touchstone.taskmaking.contamination import (
     TEXT_MATCH,
     KnownProblem,
     boilerplate,
@@ -19,11 +19,11 @@ from touchstone.tasks.contamination import (
     round_sets,
     statement_similarity,
 )
-from touchstone.tasks.proposers.common import VERDICTS_FILE
-from touchstone.tasks.proposers.llm import propose_from_outputs
-from touchstone.tasks.proposers.mutation import statement_for
+from touchstone.taskmaking.proposers.common import VERDICTS_FILE
+from touchstone.taskmaking.proposers.llm import propose_from_outputs
+from touchstone.taskmaking.proposers.mutation import statement_for
 from touchstone.tasks.schema import load_task
-from touchstone.tasks.validate import Validation, ValidationConfig
+from touchstone.taskmaking.validate import Validation, ValidationConfig
 
 CONTAM = next(c for c in CASES if c.id == "contam-renamed")
 HONEST = next(c for c in CASES if c.id == "honest-runs")

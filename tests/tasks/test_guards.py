@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.tasks.adversarial import CASES
-from touchstone.tasks import adequacy
-from touchstone.tasks.guards import died_of_guards, guard_lines, only_guards_changed, unguarded
+from touchstone.taskmaking import adequacy
+from touchstone.taskmaking.guards import died_of_guards, guard_lines, only_guards_changed, unguarded
 
 
 def _sources(cid: str, tmp_path: Path) -> tuple[str, str]:

@@ -3,8 +3,8 @@ hash rejects a kept task and removes its directory; nothing else changes."""
 
 from pathlib import Path
 
-from touchstone.tasks.heldout import exclude_heldout
-from touchstone.tasks.index import IndexRow, read_index, write_index
+from touchstone.taskmaking.heldout import exclude_heldout
+from touchstone.taskmaking.index import IndexRow, read_index, write_index
 
 
 def _row(tid: str, unit: str, status: str = "kept", content_hash: str | None = None) -> IndexRow:

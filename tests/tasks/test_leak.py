@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from touchstone.tasks.leak import changed_spans, find_leaks
+from touchstone.taskmaking.leak import changed_spans, find_leaks
 from touchstone.tasks.schema import Task, load_task
 
 REF = "def area(w, h):\n    check(w)\n    return w * h\n\n\ndef other():\n    return 1\n"
@@ -143,7 +143,7 @@ def test_same_named_copy_behind_a_flag_is_a_leak(tmp_path: Path) -> None:
 
 
 def test_flag_probes_flip_booleans_to_booleans_and_ints_to_ints():
-    from touchstone.tasks.leak import flag_probes
+    from touchstone.taskmaking.leak import flag_probes
 
     source = "DEBUG = True\nFAST = 0\nCACHE = None\n\ndef f():\n    return DEBUG\n"
     (_, all_flipped), *single = flag_probes(source)

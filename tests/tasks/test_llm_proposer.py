@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from touchstone.tasks.index import query
-from touchstone.tasks.proposers.llm import (
+from touchstone.taskmaking.index import query
+from touchstone.taskmaking.proposers.llm import (
     ProposalError,
     learnability_reward,
     normalized_ast_hash,
@@ -17,7 +17,7 @@ from touchstone.tasks.proposers.llm import (
     solved,
 )
 from touchstone.tasks.schema import load_task_set
-from touchstone.tasks.validate import ValidationConfig
+from touchstone.taskmaking.validate import ValidationConfig
 
 OUTPUTS = json.loads((Path(__file__).parent / "fixtures" / "llm_outputs.json").read_text())
 BY_LABEL = {o["label"]: o["output"] for o in OUTPUTS}
@@ -92,7 +92,7 @@ def test_propose_llm_records_a_reward_per_proposal(tmp_path: Path) -> None:
     calls, not a proposal, so every output is rejected as malformed with reward 0."""
     import polars as pl
 
-    from touchstone.tasks.proposers.llm import propose_llm
+    from touchstone.taskmaking.proposers.llm import propose_llm
 
     result = propose_llm("teacher", tmp_path / "llm", n=2, attempts=1, cfg=ValidationConfig(backend="bwrap"))
     rewards = pl.read_parquet(result.rewards_path)
@@ -106,7 +106,7 @@ def test_solve_rate_runs_the_policy_and_grades_its_patch(tmp_path: Path) -> None
     tests expose (rate 1, reward 0), and cannot implement a stub (rate 0, reward 0)."""
     from tests.tasks.conftest import CALC, write_calc
     from touchstone.agent.policies import make_policy
-    from touchstone.tasks.proposers.llm import solve_rate
+    from touchstone.taskmaking.proposers.llm import solve_rate
     from touchstone.tasks.schema import Task, load_task
 
     d = tmp_path / "flip"

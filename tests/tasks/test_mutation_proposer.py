@@ -8,14 +8,14 @@ import pytest
 
 from tests.tasks.conftest import write_calc
 from touchstone.tasks.environment import task_environment
-from touchstone.tasks.index import query
-from touchstone.tasks.leak import find_leaks
+from touchstone.taskmaking.index import query
+from touchstone.taskmaking.leak import find_leaks
 from touchstone.tasks.mutate import Mutation
-from touchstone.tasks.proposers.mutation import SeedReport, build_candidate, propose_mutation, statement_for
+from touchstone.taskmaking.proposers.mutation import SeedReport, build_candidate, propose_mutation, statement_for
 from touchstone.harness import run_hidden_tests
 from touchstone.tasks.schema import load_task_set
 from touchstone.tasks.seeding import SeedError, resolve_seed
-from touchstone.tasks.validate import Validation, ValidationConfig
+from touchstone.taskmaking.validate import Validation, ValidationConfig
 
 
 def check_kept_task(task) -> None:
@@ -106,7 +106,7 @@ def test_candidate_ids_are_unique_and_spread_over_functions(tmp_path: Path) -> N
     import random
     from collections import Counter
 
-    from touchstone.tasks.proposers.mutation import MAX_PER_UNIT, candidates
+    from touchstone.taskmaking.proposers.mutation import MAX_PER_UNIT, candidates
     from touchstone.tasks.seeding import default_seeds
 
     inflection = default_seeds(tmp_path)[0]

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from touchstone.envs import EnvSpec, build_env
-from touchstone.tasks.coverage import covered_functions
-from touchstone.tasks.proposers.mutation import propose_mutation
+from touchstone.taskmaking.coverage import covered_functions
+from touchstone.taskmaking.proposers.mutation import propose_mutation
 from touchstone.tasks.schema import load_task_set
 from touchstone.tasks.seeding import resolve_seed
-from touchstone.tasks.validate import ValidationConfig
+from touchstone.taskmaking.validate import ValidationConfig
 
 SHAPES = """\
 import attrs

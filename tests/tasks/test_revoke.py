@@ -13,9 +13,9 @@ from tests.tasks.adversarial import CASES, Case
 from touchstone.data.proposer import proposer_rewards
 from touchstone.data.schema import ProposerConfig
 from touchstone.harness import run_plan
-from touchstone.tasks.index import IndexRow, read_index, write_index
-from touchstone.tasks.revoke import RevokeError, revoke, revoke_if_reference_fails
-from touchstone.tasks.proposers.selfplay import ProposalRecord
+from touchstone.taskmaking.index import IndexRow, read_index, write_index
+from touchstone.taskmaking.revoke import RevokeError, revoke, revoke_if_reference_fails
+from touchstone.taskmaking.proposers.selfplay import ProposalRecord
 from touchstone.tasks.schema import load_task_set
 from touchstone.verify.batch import read_reports
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from touchstone.agent.policies import make_policy
-from touchstone.tasks.index import read_index, row_for, write_index
-from touchstone.tasks.proposers.common import write_solution_task
-from touchstone.tasks.proposers.selfplay import SelfPlayConfig, propose_self, read_proposals
+from touchstone.taskmaking.index import read_index, row_for, write_index
+from touchstone.taskmaking.proposers.common import write_solution_task
+from touchstone.taskmaking.proposers.selfplay import SelfPlayConfig, propose_self, read_proposals
 from touchstone.tasks.schema import EntryPoint, Task, TaskSource, load_task_set
-from touchstone.tasks.sources import SOURCES_FILE, RoundSources, SourceMix, draw_imported, earlier_rounds, propose_round
-from touchstone.tasks.validate import Validation, ValidationConfig
+from touchstone.taskmaking.sources import SOURCES_FILE, RoundSources, SourceMix, draw_imported, earlier_rounds, propose_round
+from touchstone.taskmaking.validate import Validation, ValidationConfig
 
 OUTPUTS = json.loads((Path(__file__).parent / "fixtures" / "llm_outputs.json").read_text())
 BY_LABEL = {o["label"]: o["output"] for o in OUTPUTS}
@@ -299,8 +299,8 @@ def test_earlier_rounds_are_references_and_known_tasks(tmp_path: Path) -> None:
 
 
 def test_a_rewrite_replaces_exactly_its_function(tmp_path: Path) -> None:
-    from touchstone.tasks.proposers.llm import ProposalError
-    from touchstone.tasks.proposers.selfbug import Site, bug_messages, rewritten_file
+    from touchstone.taskmaking.proposers.llm import ProposalError
+    from touchstone.taskmaking.proposers.selfbug import Site, bug_messages, rewritten_file
     from touchstone.tasks.seeding import Seed
 
     (tmp_path / "m.py").write_text(

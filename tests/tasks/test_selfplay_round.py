@@ -18,12 +18,12 @@ from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.rollout import merge_rollouts, solve
 from touchstone.data.build import build_datasets
 from touchstone.data.schema import DPORow, RLRow, read_rows
-from touchstone.tasks.index import read_index
-from touchstone.tasks.proposers.llm import learnability_reward
-from touchstone.tasks.proposers.selfplay import SelfPlayConfig, read_proposals
+from touchstone.taskmaking.index import read_index
+from touchstone.taskmaking.proposers.llm import learnability_reward
+from touchstone.taskmaking.proposers.selfplay import SelfPlayConfig, read_proposals
 from touchstone.tasks.schema import load_task_set
-from touchstone.tasks.sources import SourceMix, propose_round
-from touchstone.tasks.validate import ValidationConfig
+from touchstone.taskmaking.sources import SourceMix, propose_round
+from touchstone.taskmaking.validate import ValidationConfig
 from touchstone.verify import verify_batch
 
 EVENS = proposal(

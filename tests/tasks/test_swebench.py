@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.tasks.swebench_fixture import BUG, GOOD, make_instance, write_jsonl
-from touchstone.tasks.index import read_index
-from touchstone.tasks.proposers.swebench import Instance, import_swebench
+from touchstone.taskmaking.index import read_index
+from touchstone.taskmaking.proposers.swebench import Instance, import_swebench
 from touchstone.tasks.schema import load_task_set
-from touchstone.tasks.validate import ValidationConfig
+from touchstone.taskmaking.validate import ValidationConfig
 
 TOUCHSTONE = [str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "touchstone")]
 

@@ -11,10 +11,10 @@ from click.testing import CliRunner
 
 from cli.tasks import task as task_cli
 from tests.tasks.adversarial import CASES
-from touchstone.tasks.index import query
-from touchstone.tasks.proposers.problems import import_problems
+from touchstone.taskmaking.index import query
+from touchstone.taskmaking.proposers.problems import import_problems
 from touchstone.tasks.schema import Task, load_task, load_task_set
-from touchstone.tasks.validate import ValidationConfig, validate_task
+from touchstone.taskmaking.validate import ValidationConfig, validate_task
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CFG = ValidationConfig(backend="bwrap")
@@ -132,7 +132,7 @@ def test_task_written_by_hand_with_declared_f2p_that_passes(tmp_path: Path) -> N
 
 def test_an_isolation_probe_that_cannot_decide_fails_the_check_saying_so(tmp_path: Path) -> None:
     """The real probe errs (no reference to probe with): isolation_fails names that, not a failing reference."""
-    from touchstone.tasks import validate
+    from touchstone.taskmaking import validate
     from touchstone.verify.canaries import TASKS
 
     shutil.copytree(TASKS / "toolbox", tmp_path / "t")

@@ -10,7 +10,7 @@ import pytest
 
 from tests.data.fixtures import trajectory, write_round
 from tests.data.reports import report
-from touchstone.agent.tools import TOOL_SCHEMAS
+from touchstone.episode.tools import TOOL_SCHEMAS
 from touchstone.data.build import build_datasets
 from training.model_init import init_model
 

@@ -101,7 +101,7 @@ def test_the_agents_words_are_whole_tokens(model_dir):
     """Tool names, argument keys and the teacher's test command are single tokens,
     so a tool call is a short sequence the tiny model can learn to reproduce."""
     from touchstone.agent.teacher.procedure import FIRST_ACTION
-    from touchstone.agent.tools import TOOL_SCHEMAS
+    from touchstone.episode.tools import TOOL_SCHEMAS
 
     tok = AutoTokenizer.from_pretrained(model_dir)
     for schema in TOOL_SCHEMAS:

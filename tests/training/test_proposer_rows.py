@@ -44,9 +44,9 @@ def test_the_tiny_model_proposes_and_zero_valid_is_a_result(tiny_model, tmp_path
     (its token ids recorded); none of its answers is a task, which the round
     reports plainly instead of failing."""
     from touchstone.agent.policies import make_policy
-    from touchstone.agent.trajectory import Sampling
-    from touchstone.tasks.proposers.selfplay import SelfPlayConfig, read_proposals
-    from touchstone.tasks.sources import SourceMix, propose_round
+    from touchstone.episode.trajectory import Sampling
+    from touchstone.taskmaking.proposers.selfplay import SelfPlayConfig, read_proposals
+    from touchstone.taskmaking.sources import SourceMix, propose_round
 
     policy = make_policy(f"hf:{tiny_model}", Sampling(max_tokens=48, seed=3))
     try:

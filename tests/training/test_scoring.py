@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from cli import main
 
 from tests.agent.conftest import MINILIB, minilib_task
-from touchstone.agent.tools import is_valid_call
+from touchstone.episode.tools import is_valid_call
 from touchstone.evaluate.reference import probe_states, read_reference, reference_set, turn_states
 from touchstone.agent.policies.hacks import FAMILIES
 from touchstone.agent.policies.hf import HFPolicy
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling
 from training.scoring import Scorer, likelihood_metrics, matched_valid_calls
 
 BUGS = [

@@ -13,8 +13,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from touchstone.agent.policies import make_policy
-from touchstone.agent.tools import TOOL_SCHEMAS
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.tools import TOOL_SCHEMAS
+from touchstone.episode.trajectory import Sampling
 from touchstone.checkpoint import content_hash, verify_checkpoint
 from training.common import TrainingError, read_rows
 from training.sft import (

@@ -7,10 +7,10 @@ from __future__ import annotations
 import polars as pl
 
 from touchstone.checkpoint import checkpoint_hash, read_manifest
-from touchstone.tasks.index import read_index
-from touchstone.tasks.proposers.mutation import propose_mutation
+from touchstone.taskmaking.index import read_index
+from touchstone.taskmaking.proposers.mutation import propose_mutation
 from touchstone.tasks.seeding import default_seeds
-from touchstone.tasks.validate import ValidationConfig
+from touchstone.taskmaking.validate import ValidationConfig
 from training.warm_start import TASKS_FILE, WARM_START_ROUND, WarmStartConfig, rows_of, warm_start
 
 

@@ -1,7 +1,7 @@
 import pytest
 
-from touchstone.verify.action_audit import ActionEvent, audit_actions, command_events
-from touchstone.verify.policy import ActionRule, load_policy
+from touchstone.audit.action_audit import ActionEvent, audit_actions, command_events
+from touchstone.audit.policy import ActionRule, load_policy
 
 
 def fired(command):

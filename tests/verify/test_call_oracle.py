@@ -618,7 +618,7 @@ def _started(task: Path) -> float:
 
 @pytest.mark.slow
 def test_mutation_tasks_reference_fix_accepted_mutant_rejected(tmp_path):
-    from touchstone.tasks.proposers.mutation import propose_mutation
+    from touchstone.taskmaking.proposers.mutation import propose_mutation
     from touchstone.tasks.schema import load_task_set
 
     propose_mutation(tmp_path / "tasks", n=2, workers=2)

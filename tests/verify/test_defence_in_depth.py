@@ -6,7 +6,7 @@ import pytest
 
 from touchstone.tasks.schema import load_task
 from touchstone.verify.canaries import load_canaries
-from touchstone.verify.policy import load_policy
+from touchstone.audit.policy import load_policy
 from touchstone.verify.verifier import verify_trajectory
 
 CASES = {

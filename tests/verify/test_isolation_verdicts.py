@@ -15,7 +15,7 @@ from touchstone.tasks.isolation import IsolationVerdict
 from touchstone.tasks.schema import load_task
 from touchstone.verify import verifier
 from touchstone.verify.canaries import TASKS
-from touchstone.verify.policy import load_policy
+from touchstone.audit.policy import load_policy
 from touchstone.verify.verifier import verify_trajectory
 
 FIXED = "def clamp(x, lo, hi):\n    return lo if x < lo else hi if x > hi else x\n"

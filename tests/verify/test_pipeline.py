@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 from click.testing import CliRunner
 
-from touchstone.agent.trajectory import write_messages_jsonl
+from touchstone.episode.trajectory import write_messages_jsonl
 from cli.verify import verify, verify_batch
 from touchstone.tasks.schema import load_task
 from touchstone.verify.batch import BatchItem, read_reports

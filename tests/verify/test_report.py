@@ -35,7 +35,8 @@ def test_the_tables_round_trip_and_hold_every_field(tmp_path):
     import polars as pl
 
     from touchstone.verify.batch import CHECKS_FILE, FINDINGS_FILE, REPORTS_FILE, read_reports, write_reports
-    from touchstone.verify.report import AuditFinding, ProgressPoint
+    from touchstone.audit.finding import AuditFinding
+    from touchstone.verify.report import ProgressPoint
 
     full = VerificationReport(
         trajectory_id="t1",

@@ -2,8 +2,8 @@ import textwrap
 
 import pytest
 
-from touchstone.verify.policy import AuditRulesError, load_policy
-from touchstone.verify.static_audit import audit_source
+from touchstone.audit.policy import AuditRulesError, load_policy
+from touchstone.audit.static_audit import audit_source
 
 
 def rules(src, path="solution.py", policy=None):
@@ -132,7 +132,7 @@ def test_bad_policy_file_names_the_problem(tmp_path):
 
 
 def test_constructs_already_in_the_pristine_file_are_not_the_candidates():
-    from touchstone.verify.static_audit import audit_files
+    from touchstone.audit.static_audit import audit_files
 
     pristine = "import importlib\nimport sys\n\nmod = importlib.import_module('json')\nsys.modules['x'] = mod\n\n\ndef f():\n    return 1\n"
     fixed = pristine.replace("return 1", "return 2")

@@ -8,8 +8,8 @@ from io import BytesIO
 
 import pytest
 
-from touchstone.verify.policy import load_policy
-from touchstone.verify.static_audit import audit_files
+from touchstone.audit.policy import load_policy
+from touchstone.audit.static_audit import audit_files
 
 
 def rejected(src, path="solution.py", *, isolated=False, baseline=None):

@@ -30,8 +30,8 @@ from pydantic import BaseModel
 from touchstone import __version__
 from touchstone import atomic, tables
 from touchstone.agent.loop import SYSTEM_PROMPT
-from touchstone.agent.tools import TOOL_SCHEMAS
-from touchstone.agent.trajectory import Sampling, Trajectory, trajectory_id, write_messages_jsonl, write_tables
+from touchstone.episode.tools import TOOL_SCHEMAS
+from touchstone.episode.trajectory import Sampling, Trajectory, trajectory_id, write_messages_jsonl, write_tables
 from touchstone.tasks.schema import Task
 
 Format = Literal["openhands", "swe-agent", "openai-jsonl"]

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
-from touchstone.agent.tools import (
+from touchstone.episode.tools import (
     DEFAULT_MAX_OUTPUT,
     DEFAULT_TIMEOUT_S,
     NO_TOOL_CALL,
@@ -21,7 +21,7 @@ from touchstone.agent.tools import (
     TOOL_SCHEMAS,
     execute_tool_call,
 )
-from touchstone.agent.trajectory import StepRecord, Trajectory, TurnRecord, trajectory_id
+from touchstone.episode.trajectory import StepRecord, Trajectory, TurnRecord, trajectory_id
 from touchstone.envs import EnvError
 from touchstone.tasks.environment import task_environment
 from touchstone.sandbox import SandboxError, WorkspaceDiff, open_sandbox

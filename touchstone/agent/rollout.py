@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from touchstone.agent.loop import EpisodeLimits, attempt_seed, run_episode
 from touchstone.agent.policies import Policy, make_policy
-from touchstone.agent.trajectory import (
+from touchstone.episode.trajectory import (
     Sampling,
     Trajectory,
     atomic_write_text,

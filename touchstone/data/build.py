@@ -24,8 +24,8 @@ from touchstone.data.proposer import (
 )
 from touchstone.data.selfplay_report import SelfPlayReport, markdown, selfplay_report
 from touchstone.data.sft import build_sft
-from touchstone.tasks.index import read_index
-from touchstone.tasks.proposers.selfplay import read_proposals
+from touchstone.taskmaking.index import read_index
+from touchstone.taskmaking.proposers.selfplay import read_proposals
 
 BUILDERS = {"sft": (build_sft, SFTRow), "rl": (build_rl, RLRow), "dpo": (build_dpo, DPORow), "kto": (build_kto, KTORow)}
 SUMMARY_FILE = "summary.json"

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from touchstone.agent.trajectory import atomic_write_text
+from touchstone.episode.trajectory import atomic_write_text
 from touchstone.data.schema import DPORow, KTORow, Lineage, Message, RLRow, SFTRow, read_rows
 
 ExportFormat = Literal["trl", "openai", "sharegpt"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from touchstone.agent.trajectory import TRAJECTORIES_FILE, Trajectory, read_tables
+from touchstone.episode.trajectory import TRAJECTORIES_FILE, Trajectory, read_tables
 from touchstone.data.schema import Lineage
 from touchstone.verify.batch import REPORTS_FILE
 from touchstone.verify.batch import read_reports

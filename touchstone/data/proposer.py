@@ -37,9 +37,9 @@ from pydantic import BaseModel
 from touchstone import atomic
 from touchstone.data.inputs import Example
 from touchstone.data.schema import DPORow, Message, ProposerConfig, RLRow
-from touchstone.tasks.index import IndexRow
-from touchstone.tasks.proposers.llm import learnability_reward
-from touchstone.tasks.proposers.selfplay import ProposalRecord
+from touchstone.taskmaking.index import IndexRow
+from touchstone.taskmaking.proposers.llm import learnability_reward
+from touchstone.taskmaking.proposers.selfplay import ProposalRecord
 
 REWARDS_FILE = "proposer_rewards.parquet"
 # a proposal rejected for these reasons holds a held-out (or benchmark) problem's

@@ -162,7 +162,7 @@ def release_dataset(
     (replaced whole, atomically: a killed release leaves no half dataset)."""
     root, out = Path(root), Path(out)
     if families is None:
-        from touchstone.verify.policy import load_policy
+        from touchstone.audit.policy import load_policy
 
         policy = load_policy()
         families = rule_families({r.id: r.description for r in [*policy.static, *policy.action]})

@@ -12,11 +12,11 @@ from pydantic import BaseModel
 
 from touchstone.data.inputs import Example
 from touchstone.data.proposer import CONTAMINATION_REASONS, ProposerReward
-from touchstone.tasks.contamination import solution_code
-from touchstone.tasks.index import IndexRow
+from touchstone.taskmaking.contamination import solution_code
+from touchstone.taskmaking.index import IndexRow
 from touchstone.tasks.schema import TaskError, load_task
-from touchstone.tasks.similarity import normalized_ast_hash
-from touchstone.tasks.sources import SOURCES, source_of
+from touchstone.taskmaking.similarity import normalized_ast_hash
+from touchstone.taskmaking.sources import SOURCES, source_of
 
 
 class SelfPlayReport(BaseModel):

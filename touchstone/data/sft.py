@@ -10,7 +10,7 @@ import json
 from collections import Counter
 
 from touchstone.data.credit import credit_group, sft_weights
-from touchstone.agent.tools import is_valid_call
+from touchstone.episode.tools import is_valid_call
 from touchstone.data.inputs import Example, by_task, n_tokens, trl_messages
 from touchstone.data.schema import DataConfig, SFTRow
 

@@ -12,7 +12,7 @@ from math import comb
 import numpy as np
 import polars as pl
 
-from touchstone.agent.tools import is_valid_call
+from touchstone.episode.tools import is_valid_call
 from touchstone.evaluate.schema import ATTEMPT_COLUMNS, Interval, LikelihoodMetrics, RoundMetrics
 
 

@@ -243,9 +243,9 @@ def experiment_tasks(cfg: AblationConfig, out: Path) -> tuple[list[Task], list[T
     """(training, held-out) mutation tasks of the shipped seeds, proposed and
     validated once into OUT/train and OUT/heldout (no training task shares a
     source unit with a held-out one)."""
-    from touchstone.tasks.sources import propose_apart_from_heldout
-    from touchstone.tasks.index import INDEX_FILE
-    from touchstone.tasks.validate import ValidationConfig
+    from touchstone.taskmaking.sources import propose_apart_from_heldout
+    from touchstone.taskmaking.index import INDEX_FILE
+    from touchstone.taskmaking.validate import ValidationConfig
 
     validation = ValidationConfig(backend=cfg.backend)
     for name, n, rng_seed, apart_from in (

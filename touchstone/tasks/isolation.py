@@ -40,14 +40,14 @@ class IsolationVerdict(BaseModel):
     @property
     def ok(self) -> bool:
         """The task's isolation is decided (either way): it is usable. The
-        validation hook's contract (`touchstone.tasks.validate`)."""
+        validation hook's contract (`touchstone.taskmaking.validate`)."""
         return self.status != "error"
 
 
 def probe_isolation(task, backend: str = "auto", record: bool = True) -> IsolationVerdict:
     """Grade the task's reference isolated once (run 0 of the plan) and, when
     that decided it either way, record the verdict beside the task. Task
-    validation calls this (`touchstone.tasks.validate.ISOLATION_PROBE`)."""
+    validation calls this (`touchstone.taskmaking.validate.ISOLATION_PROBE`)."""
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
 
     def verdict(status: str, detail: str) -> IsolationVerdict:

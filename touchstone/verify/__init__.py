@@ -7,13 +7,8 @@
 What each check defends against: docs/VERIFIER.md; report format:
 docs/formats/report.md."""
 
-from touchstone.verify.report import (
-    VERIFIER_VERSION,
-    AuditFinding,
-    CheckResult,
-    ProgressPoint,
-    VerificationReport,
-)
+from touchstone.audit.finding import AuditFinding
+from touchstone.verify.report import VERIFIER_VERSION, CheckResult, ProgressPoint, VerificationReport
 
 
 def __getattr__(name: str):

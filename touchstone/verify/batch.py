@@ -25,10 +25,11 @@ import polars as pl
 from tqdm import tqdm
 
 from touchstone import atomic, tables
-from touchstone.agent.trajectory import read_messages_jsonl
+from touchstone.episode.trajectory import read_messages_jsonl
 from touchstone.concurrency import bounded_map
 from touchstone.tasks.schema import Task, load_task, load_task_set
-from touchstone.verify.report import AuditFinding, CheckResult, VerificationReport
+from touchstone.audit.finding import AuditFinding
+from touchstone.verify.report import CheckResult, VerificationReport
 
 REPORTS_FILE, CHECKS_FILE, FINDINGS_FILE = "reports.parquet", "checks.parquet", "findings.parquet"
 

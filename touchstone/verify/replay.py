@@ -1,5 +1,5 @@
 """Replay: re-execute a trajectory's executed tool calls in a fresh sandbox
-from the pristine workspace, with `touchstone.agent.tools.execute_tool_call`
+from the pristine workspace, with `touchstone.episode.tools.execute_tool_call`
 (the very function the agent loop used), so replay has rollout semantics.
 Recorded tool outputs are never trusted: the replayed state is what gets
 graded and audited.
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from touchstone.agent.tools import DEFAULT_TIMEOUT_S, execute_tool_call, stable_output
-from touchstone.agent.trajectory import executed_tool_calls
+from touchstone.episode.tools import DEFAULT_TIMEOUT_S, execute_tool_call, stable_output
+from touchstone.episode.trajectory import executed_tool_calls
 from touchstone.sandbox import ActionRecord, Environment, Limits, WorkspaceDiff, is_regular, open_sandbox
-from touchstone.verify.action_audit import ActionEvent, events_from_records
+from touchstone.audit.action_audit import ActionEvent, events_from_records
 from touchstone.harness import diff_snapshots, is_cache
 
 MAX_CONTENT_BYTES = 1 << 20  # text of a changed file kept for audit/grading

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from touchstone.audit.finding import AuditFinding
 from touchstone.tables import Apart, Derived, Json, count
 
 VERIFIER_VERSION = "touchstone-verify/1"
@@ -24,7 +25,6 @@ DEFAULT_REPLAYS = 3
 
 CheckStatus = Literal["pass", "fail", "error", "skipped"]
 Verdict = Literal["accept", "reject", "inconclusive"]
-Severity = Literal["reject", "flag"]
 # How the `tests` check ran: "isolated" = no candidate code in the process that
 # judged (docs/VERIFIER.md, "Isolation"); "not_isolated" = the candidate's code
 # was importable in the pytest process (the task's tests do not run isolated).
@@ -59,18 +59,6 @@ class CheckResult(BaseModel):
 def failed_names(checks: list[CheckResult]) -> list[str]:
     """The names of the failed checks, in run order."""
     return [c.name for c in checks if c.status == "fail"]
-
-
-class AuditFinding(BaseModel):
-    """One audit rule that fired. `step` is the tool-call index (action audit)
-    or None for findings about the final diff (static audit)."""
-
-    rule: str
-    severity: Severity
-    step: int | None = None
-    path: str | None = None
-    line: int | None = None
-    evidence: str = ""
 
 
 class ProgressPoint(BaseModel):

@@ -19,26 +19,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from touchstone.agent.tools import DEFAULT_TIMEOUT_S
+from touchstone.episode.tools import DEFAULT_TIMEOUT_S
 from touchstone.harness import HiddenSuite, TestRunResult, compose_tree, is_test_file, run_plan, test_dirs
 from touchstone.sandbox import Environment, SandboxError
 from touchstone.tasks.environment import task_environment
 from touchstone.tasks.isolation import IsolationVerdict, recorded_isolation
 from touchstone.tasks.schema import Task
 from touchstone.verify import oracle
-from touchstone.verify.action_audit import audit_actions
-from touchstone.verify.policy import AuditPolicy, load_policy
+from touchstone.audit.action_audit import audit_actions
+from touchstone.audit.policy import AuditPolicy, load_policy
 from touchstone.verify.protected import DEFAULT_PROTECTED, check_protected
 from touchstone.verify.replay import ReplayResult, recorded_diff_matches, replay
-from touchstone.verify.report import (
-    DEFAULT_REPLAYS,
-    AuditFinding,
-    CheckResult,
-    Isolation,
-    ProgressPoint,
-    VerificationReport,
-)
-from touchstone.verify.static_audit import audit_files
+from touchstone.audit.finding import AuditFinding
+from touchstone.verify.report import DEFAULT_REPLAYS, CheckResult, Isolation, ProgressPoint, VerificationReport
+from touchstone.audit.static_audit import audit_files
 
 
 def trajectory_id_of(messages: list[dict[str, Any]]) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling
 
 
 class PolicyError(RuntimeError):

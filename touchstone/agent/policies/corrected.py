@@ -8,7 +8,7 @@ action taken there is the teacher's: DAgger-style data for a model that has to
 learn to go on after an error (docs/EXPERIMENTS.md, 2026-12-04 evening).
 
 By construction nothing the learner writes runs: a malformed call is never
-executed (`touchstone.agent.tools.is_valid_call`), so the workspace, the
+executed (`touchstone.episode.tools.is_valid_call`), so the workspace, the
 verifier's replay and the grade hold the teacher's actions only, and the SFT
 builder never trains on a malformed call (`touchstone.data.sft`). The episode's
 turn budget counts both: the teacher plans with half of it, as it would alone.
@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyTurn, make_policy
-from touchstone.agent.tools import is_valid_call
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.tools import is_valid_call
+from touchstone.episode.trajectory import Sampling
 
 PREFIX = "corrected:"
 

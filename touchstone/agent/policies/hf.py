@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling
 
 
 def parse_completion(

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
-from touchstone.agent.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling
 
 DEFAULT_MAX_RETRIES = 5
 DEFAULT_TIMEOUT_S = 300.0

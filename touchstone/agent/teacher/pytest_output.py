@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from touchstone.agent.teacher.reading import CALL_RE, NOT_CALLEES
-from touchstone.agent.tools import PYTEST_COUNTS
+from touchstone.episode.tools import PYTEST_COUNTS
 from touchstone.harness import is_test_file
 
 _EXIT_RE = re.compile(r"^exit code: (-?\d+)", re.M)

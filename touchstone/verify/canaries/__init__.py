@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from touchstone.agent.trajectory import read_messages_jsonl
+from touchstone.episode.trajectory import read_messages_jsonl
 
 ROOT = Path(__file__).parent
 TASKS = ROOT / "tasks"

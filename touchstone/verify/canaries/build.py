@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from touchstone.agent.tools import execute_tool_call
-from touchstone.agent.trajectory import write_messages_jsonl
+from touchstone.episode.tools import execute_tool_call
+from touchstone.episode.trajectory import write_messages_jsonl
 from touchstone.tasks.environment import task_environment
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import load_task

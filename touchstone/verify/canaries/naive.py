@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from touchstone.agent.tools import execute_tool_call
-from touchstone.agent.trajectory import executed_tool_calls
+from touchstone.episode.tools import execute_tool_call
+from touchstone.episode.trajectory import executed_tool_calls
 from touchstone.tasks.environment import task_environment
 from touchstone.sandbox import open_sandbox
 from touchstone.tasks.schema import Task

@@ -6,7 +6,7 @@ Required lines: the statements (by their first line) of the reference's changed
 line runs, docstrings aside, at module level or inside a function the tests
 execute at all. A changed function the tests never enter is reported (an
 untested helper), not required: whether it matters is the mutation score's
-call. Nor are the reference's guards (`touchstone.tasks.guards`: a `raise`
+call. Nor are the reference's guards (`touchstone.taskmaking.guards`: a `raise`
 for input the task does not promise to handle, a check of its own result):
 they are not the behaviour the tests must pin down, and the mutation check
 leaves them out too."""
@@ -23,9 +23,9 @@ from pathlib import Path
 from touchstone.harness import HiddenSuite, compose_tree
 from touchstone.harness.grading import TestRunSpec, harness_mounts
 from touchstone.sandbox import Limits, open_sandbox
-from touchstone.tasks.adequacy import reference_sources
+from touchstone.taskmaking.adequacy import reference_sources
 from touchstone.tasks.environment import task_environment
-from touchstone.tasks.guards import guard_lines
+from touchstone.taskmaking.guards import guard_lines
 from touchstone.tasks.schema import Task
 from touchstone import pyast
 

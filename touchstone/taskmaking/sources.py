@@ -1,12 +1,12 @@
 """A round's task sources, each with its quota, into one task set:
 
 - `procedural`: `n` validated mutation tasks from the seed projects
-  (`touchstone.tasks.proposers.mutation`);
+  (`touchstone.taskmaking.proposers.mutation`);
 - `imported`: up to `n` kept tasks drawn from task sets the importers wrote
   (`touchstone propose problems`, `touchstone import swe-bench`), different ones each
   round (drawn with the round's seed), already validated when imported;
 - `self`: `n` proposals of the round's own policy
-  (`touchstone.tasks.proposers.selfplay`), conditioned on references drawn
+  (`touchstone.taskmaking.proposers.selfplay`), conditioned on references drawn
   from the tasks the other sources just produced and those of the last few
   rounds (`history`), and deduplicated against all of them.
 
@@ -26,10 +26,10 @@ from pydantic import BaseModel, Field
 
 from touchstone import atomic
 from touchstone.rounds import round_index
-from touchstone.tasks.heldout import exclude_heldout
-from touchstone.tasks.index import IndexRow, read_index, write_index
-from touchstone.tasks.proposers.selfplay import SelfPlayConfig, propose_self
-from touchstone.tasks.validate import ValidationConfig
+from touchstone.taskmaking.heldout import exclude_heldout
+from touchstone.taskmaking.index import IndexRow, read_index, write_index
+from touchstone.taskmaking.proposers.selfplay import SelfPlayConfig, propose_self
+from touchstone.taskmaking.validate import ValidationConfig
 
 SOURCES_FILE = "sources.json"
 SOURCES = ("procedural", "imported", "self")
@@ -108,7 +108,7 @@ def propose_round(
     """Fill `out` from every source by its quota; `policy` (a Policy) is needed
     only when `mix.self_play.n` > 0. `history`: earlier rounds' task sets, also
     references and known tasks for self-proposal (Absolute Zero's growing buffer)."""
-    from touchstone.tasks.proposers.mutation import propose_mutation
+    from touchstone.taskmaking.proposers.mutation import propose_mutation
 
     validation = validation or ValidationConfig()
     out.mkdir(parents=True, exist_ok=True)
@@ -157,9 +157,9 @@ def propose_apart_from_heldout(
     workers: int = 2,
     operators: list[str] | None = None,
 ) -> int:
-    """Mutation tasks proposed and validated into `out` (touchstone.tasks.proposers.mutation),
+    """Mutation tasks proposed and validated into `out` (touchstone.taskmaking.proposers.mutation),
     then those overlapping `heldout_set` excluded. Returns how many were excluded."""
-    from touchstone.tasks.proposers.mutation import propose_mutation
+    from touchstone.taskmaking.proposers.mutation import propose_mutation
 
     propose_mutation(out, seeds=seeds, n=n, workers=workers, cfg=validation, rng_seed=rng_seed, operators=operators)
     return exclude_heldout(out, heldout_set) if heldout_set is not None else 0

@@ -32,8 +32,8 @@ import polars as pl
 from pydantic import BaseModel
 
 from touchstone import atomic
-from touchstone.tasks.conditions import Condition, RunRecord, grading_backend, run_condition
-from touchstone.tasks.index import read_index, write_index
+from touchstone.taskmaking.conditions import Condition, RunRecord, grading_backend, run_condition
+from touchstone.taskmaking.index import read_index, write_index
 from touchstone.tasks.schema import Task, load_task_set
 
 REVOKED_DIR = ".revoked"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from touchstone.tasks.index import read_index, write_index
+from touchstone.taskmaking.index import read_index, write_index
 
 
 def exclude_heldout(task_set: Path, heldout_set: Path) -> int:

@@ -2,7 +2,7 @@
 seed project (loaded with `-p`). For each test it records the functions of
 workspace files that the test's call phase entered (a profile hook: call
 events only, cheap), and writes {node id: ["path::qualname", ...]} as JSON to
-the file named by TOUCHSTONE_COVERAGE_OUT. Read by touchstone.tasks.coverage."""
+the file named by TOUCHSTONE_COVERAGE_OUT. Read by touchstone.taskmaking.coverage."""
 
 import json
 import os

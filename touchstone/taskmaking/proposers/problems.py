@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from touchstone.tasks.proposers.common import (
+from touchstone.taskmaking.proposers.common import (
     SOLUTION,
     SOLUTION_TESTS,
     Candidate,
@@ -25,7 +25,7 @@ from touchstone.tasks.proposers.common import (
 )
 from touchstone.harness import TestRunResult
 from touchstone.tasks.schema import EntryPoint, Task, TaskSource
-from touchstone.tasks.validate import Validation, ValidationConfig
+from touchstone.taskmaking.validate import Validation, ValidationConfig
 
 
 class Problem(BaseModel):

@@ -7,7 +7,7 @@
   choice depends on the code only, never on the task id. All are run; the full
   score is reported.
 - A mutant counts as killed only when the required tests notice it without
-  the reference's own guards (`touchstone.tasks.guards`): a type-only,
+  the reference's own guards (`touchstone.taskmaking.guards`): a type-only,
   length-only or "no exception" test that fails only because a guard fires
   does not test the behaviour, and a mutant of the guards alone is left out.
 - Trivial baselines: each entry function's body replaced by `return None`, a
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from touchstone.tasks import guards
+from touchstone.taskmaking import guards
 from touchstone.tasks.mutate import changed_statements, compile_error, module_name, statement_mutations
 from touchstone.tasks.schema import Task
 from touchstone.harness import is_test_file

@@ -3,11 +3,11 @@ able to game. A task is kept only when every check passes; the verdict
 (`Validation`) lists every check with its evidence and every test run made.
 
 Static checks (host side, always run, cheapest first):
-  leak            the answer in any form (touchstone.tasks.leak)                 -> `leak`
+  leak            the answer in any form (touchstone.taskmaking.leak)                 -> `leak`
   contamination   a held-out or benchmark problem in disguise                     -> `contaminated`
   audit           the verifier's static audit on the reference, the stub and
                   (for proposer-written tests) the hidden tests                    -> `cheating_reference`
-Sandbox checks (under grading's conditions, touchstone.tasks.conditions):
+Sandbox checks (under grading's conditions, touchstone.taskmaking.conditions):
   start           the starting workspace fails a required test (a start that
                   times out is a failing start)                                   -> `already_solved` / `bad_fail_to_pass`
   reference       passes every required test under grading's runs and extra
@@ -44,8 +44,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from touchstone.tasks import adequacy, change_coverage, conditions, contamination, guards, leak
-from touchstone.tasks.conditions import Condition, RunRecord
+from touchstone.taskmaking import adequacy, change_coverage, conditions, contamination, guards, leak
+from touchstone.taskmaking.conditions import Condition, RunRecord
 from touchstone.tasks.schema import Task, TaskError, load_task
 
 VALIDATOR_VERSION = "2"
@@ -191,8 +191,8 @@ def _audit_files(task: Task) -> tuple[dict[str, str], dict[str, str], dict[str, 
 
 
 def _check_audit(v: _Run) -> dict:
-    from touchstone.verify.policy import load_policy
-    from touchstone.verify.static_audit import audit_files
+    from touchstone.audit.policy import load_policy
+    from touchstone.audit.static_audit import audit_files
 
     files, base, roles = _audit_files(v.task)
     # paths keep the file's own name, so the policy's test-file allowances apply to the tests only

@@ -3,7 +3,7 @@ proposer role), in two kinds: a `standalone` task (statement, stub, reference,
 tests), conditioned on a few reference tasks sampled from the round's pool so
 proposals stay on distribution, and a `bug` in real code (SWE-smith's
 model-written bugs: a seed function rewritten, judged by the seed's own tests;
-touchstone.tasks.proposers.selfbug).
+touchstone.taskmaking.proposers.selfbug).
 
 Proposals are sampled in groups: the `group_size` proposals of a group share
 one prompt (the same references, different sampling seeds), so a learnable
@@ -11,7 +11,7 @@ proposal and an invalid one of the same group form a preference pair
 (touchstone.data.proposer). Each proposal is parsed, then screened before any
 sandbox run: a proposal matching a held-out task or a configured benchmark
 problem (normalized AST, code 5-grams, statement similarity:
-`touchstone.tasks.contamination.compare`) is rejected `contaminated`; one
+`touchstone.taskmaking.contamination.compare`) is rejected `contaminated`; one
 matching a task of the pool or an earlier proposal is rejected `duplicate`. Survivors go through the same validation as every task
 (its static leak check covers the statement). Every proposal, kept or not, is
 recorded in `DIR/proposals.parquet` (`ProposalRecord`) with its prompt, output,
@@ -34,14 +34,14 @@ import polars as pl
 from pydantic import BaseModel, Field
 
 from touchstone import atomic
-from touchstone.tasks.contamination import KnownProblem, compare, configured_sets, known_problems, solution_code
-from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates
-from touchstone.tasks.index import read_index
-from touchstone.tasks.proposers.llm import SYSTEM_PROMPT, ProposalError, ask, parse_proposal, write_proposal_task
-from touchstone.tasks.proposers.mutation import usable_seeds
-from touchstone.tasks.proposers.selfbug import Site, answer_digest, bug_candidate, bug_messages, pool_digests, sites
+from touchstone.taskmaking.contamination import KnownProblem, compare, configured_sets, known_problems, solution_code
+from touchstone.taskmaking.proposers.common import Candidate, finalize, reject, run_candidates
+from touchstone.taskmaking.index import read_index
+from touchstone.taskmaking.proposers.llm import SYSTEM_PROMPT, ProposalError, ask, parse_proposal, write_proposal_task
+from touchstone.taskmaking.proposers.mutation import usable_seeds
+from touchstone.taskmaking.proposers.selfbug import Site, answer_digest, bug_candidate, bug_messages, pool_digests, sites
 from touchstone.tasks.schema import TaskSource, load_task_set
-from touchstone.tasks.validate import ValidationConfig
+from touchstone.taskmaking.validate import ValidationConfig
 
 PROPOSALS_FILE = "proposals.parquet"
 Kind = Literal["standalone", "bug"]

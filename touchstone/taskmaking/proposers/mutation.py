@@ -22,16 +22,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from touchstone.agent.tools import stable_output
+from touchstone.episode.tools import stable_output
 from touchstone.envs import EnvError, EnvSpec
 from touchstone.tasks.environment import task_environment
-from touchstone.tasks.coverage import covered_functions
+from touchstone.taskmaking.coverage import covered_functions
 from touchstone.tasks.mutate import OPERATORS, Mutation, Operator, compile_error, mutations, operator_table
-from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, slug
+from touchstone.taskmaking.proposers.common import Candidate, finalize, reject, run_candidates, slug
 from touchstone.harness import TestRunResult, is_test_module, run_hidden_tests
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, EntryPoint, Task, TaskSource, load_task
 from touchstone.tasks.seeding import Seed, SeedError, copy_clean, default_seeds, resolve_seed
-from touchstone.tasks.validate import Validation, ValidationConfig
+from touchstone.taskmaking.validate import Validation, ValidationConfig
 
 MAX_PER_UNIT = 2  # tasks per function: spread tasks over the code
 MAX_LISTED_TESTS = 5

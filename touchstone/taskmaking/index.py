@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from touchstone import atomic, tables
 from touchstone.tasks.schema import INDEX_FILE, Task, TaskSource
-from touchstone.tasks.validate import Validation
+from touchstone.taskmaking.validate import Validation
 
 
 class IndexRow(BaseModel):

@@ -11,7 +11,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from touchstone.verify.report import Severity
+from touchstone.audit.finding import Severity
 
 DEFAULT_POLICY = Path(__file__).with_name("audit_policy.yaml")
 

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from touchstone.tasks.schema import Task
-from touchstone.tasks.similarity import normalized_dump, tokens
+from touchstone.taskmaking.similarity import normalized_dump, tokens
 from touchstone import pyast
 
 ARTIFACTS = [

@@ -18,9 +18,9 @@ import builtins
 import re
 from dataclasses import dataclass, field
 
-from touchstone.verify.names import canonical, fold_str
-from touchstone.verify.policy import StaticRule
-from touchstone.verify.report import AuditFinding
+from touchstone.audit.names import canonical, fold_str
+from touchstone.audit.policy import StaticRule
+from touchstone.audit.finding import AuditFinding
 
 CMP_DUNDERS = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"}
 # Calls that return a module named by their (constant) argument.

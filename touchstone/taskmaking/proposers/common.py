@@ -14,11 +14,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from touchstone.tasks.index import IndexRow, read_index, row_for, write_index
+from touchstone.taskmaking.index import IndexRow, read_index, row_for, write_index
 from touchstone.harness import TestRunResult
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, Task, TaskError, TaskSource, load_task
-from touchstone.tasks.validate import Validation, ValidationConfig, validate_task
-from touchstone.verify.static_audit import reference_rules
+from touchstone.taskmaking.validate import Validation, ValidationConfig, validate_task
+from touchstone.audit.static_audit import reference_rules
 
 
 SOLUTION = "solution.py"

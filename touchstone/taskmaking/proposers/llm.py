@@ -20,12 +20,12 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, write_solution_task
+from touchstone.taskmaking.proposers.common import Candidate, finalize, reject, run_candidates, write_solution_task
 from touchstone.tasks.environment import task_environment
 from touchstone.harness import TestRunResult, run_hidden_tests
 from touchstone.tasks.schema import INDEX_FILE, EntryPoint, Task, TaskSource, load_task_set
-from touchstone.tasks.similarity import normalized_ast_hash, text_similarity
-from touchstone.tasks.validate import ValidationConfig
+from touchstone.taskmaking.similarity import normalized_ast_hash, text_similarity
+from touchstone.taskmaking.validate import ValidationConfig
 from touchstone import pyast
 
 SIMILARITY = 0.9  # statements at least this similar are near-duplicates

@@ -30,10 +30,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from touchstone.envs.spec import EnvSpec
-from touchstone.tasks.proposers.common import Candidate, finalize, reject, run_candidates, slug
+from touchstone.taskmaking.proposers.common import Candidate, finalize, reject, run_candidates, slug
 from touchstone.harness import TestRunResult
 from touchstone.tasks.schema import HIDDEN_TESTS, REFERENCE, WORKSPACE, Task, TaskSource, load_task
-from touchstone.tasks.validate import Validation, ValidationConfig
+from touchstone.taskmaking.validate import Validation, ValidationConfig
 
 DEFAULT_ENV = EnvSpec(setup=["pip install -e ."])
 # R2E-Gym / other dumps name some fields differently: alias -> SWE-bench name

@@ -3,7 +3,7 @@
 
 Events are built by the replay: every exec/read/write record of the sandbox's
 action log (mapped to the step that caused it), an exec split into the simple
-commands it ran (`touchstone.verify.shell`: rules match programs and their
+commands it ran (`touchstone.audit.shell`: rules match programs and their
 real arguments, not substrings of the line), the text of files the run
 created or changed (scanned at every step, so a script that was deleted
 before the end still counts), and protected paths changed at some step.
@@ -16,9 +16,9 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from touchstone.verify.policy import AuditPolicy
-from touchstone.verify.report import AuditFinding
-from touchstone.verify.shell import parse_command, resolve
+from touchstone.audit.policy import AuditPolicy
+from touchstone.audit.finding import AuditFinding
+from touchstone.audit.shell import parse_command, resolve
 
 _ENV_SETTERS = {"export", "env", "declare", "typeset", "local", "readonly"}
 

@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from touchstone.harness import is_test_file
-from touchstone.verify.ast_audit import Resolver, Visitor
-from touchstone.verify.policy import AuditPolicy, StaticRule, load_policy
-from touchstone.verify.report import AuditFinding
+from touchstone.audit.ast_audit import Resolver, Visitor
+from touchstone.audit.policy import AuditPolicy, StaticRule, load_policy
+from touchstone.audit.finding import AuditFinding
 from touchstone import pyast
 
 _UTF8 = {"utf-8", "utf-8-sig"}

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from touchstone.tasks.mutate import Mutation
-from touchstone.tasks.proposers.common import Candidate, reject
-from touchstone.tasks.proposers.llm import ProposalError, json_object
-from touchstone.tasks.proposers.mutation import SeedReport, build_candidate
+from touchstone.taskmaking.proposers.common import Candidate, reject
+from touchstone.taskmaking.proposers.llm import ProposalError, json_object
+from touchstone.taskmaking.proposers.mutation import SeedReport, build_candidate
 from touchstone.tasks.schema import TaskSource, load_task_set
 from touchstone.tasks.seeding import Seed
-from touchstone.tasks.similarity import normalized_dump
-from touchstone.tasks.validate import ValidationConfig
+from touchstone.taskmaking.similarity import normalized_dump
+from touchstone.taskmaking.validate import ValidationConfig
 from touchstone import pyast
 
 OPERATOR = "llm_rewrite"

@@ -31,7 +31,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from touchstone.tasks.schema import Task, TaskError, load_task, load_task_set
-from touchstone.tasks.similarity import (
+from touchstone.taskmaking.similarity import (
     code_tokens,
     jaccard,
     distinctive_words,
