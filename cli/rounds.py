@@ -130,12 +130,13 @@ def run(n_rounds: int, key: str | None, config_path: Path | None) -> None:
     """Materialize the shared sources if needed, then whole rounds, one run each."""
     from rich.console import Console
 
-    from orchestration.run_config import RunConfigError, load_run_config, validate
+    from orchestration.definitions import validate_run_config
+    from orchestration.run_config import RunConfigError, load_run_config
     from orchestration.runner import ensure_sources, failed_checks, run_round
 
     try:
         run_config = load_run_config(config_path) if config_path else {}
-        validate(run_config)
+        validate_run_config(run_config)
     except RunConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
     console = Console(stderr=True)

@@ -10,6 +10,7 @@ from orchestration.checks import round_checks
 from orchestration.executors import executor_from_env
 from orchestration.jobs import filter_ablation_job, round_job, sources_job
 from orchestration.resources import default_resources
+from orchestration.run_config import RunConfigError
 from orchestration.schedules import nightly_round
 from orchestration.sensors import continuous_rounds
 
@@ -26,3 +27,12 @@ defs = dg.Definitions(
     resources=default_resources(),
     executor=executor_from_env(ASSETS),
 )
+
+
+def validate_run_config(run_config: dict) -> None:
+    """Check every field against all assets and resources now (Dagster's own
+    validation: unknown keys and closed choices named), not after the sources ran."""
+    try:
+        dg.validate_run_config(defs.resolve_implicit_global_asset_job_def(), run_config)
+    except dg.DagsterInvalidConfigError as exc:
+        raise RunConfigError(str(exc)) from exc

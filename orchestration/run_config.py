@@ -5,6 +5,7 @@ The schedule and the sensor read the file named by `TOUCHSTONE_RUN_CONFIG`
 at every tick (so a change needs no redeploy); unset, rounds run on the
 defaults. Shipped examples: `orchestration/deploy/local-served.yaml` (a laptop,
 the checkpoint behind `transformers serve`) and `orchestration/deploy/cluster.yaml`.
+A config is checked against the assets by `orchestration.definitions.validate_run_config`.
 """
 
 from __future__ import annotations
@@ -37,19 +38,6 @@ def load_run_config(path: str | os.PathLike) -> dict:
             f"run config {path}: unknown section(s) {', '.join(unknown)}; expected {', '.join(sorted(SECTIONS))}"
         )
     return data
-
-
-def validate(run_config: dict) -> None:
-    """Check every field against all assets and resources now (Dagster's own
-    validation: unknown keys and closed choices named), not after the sources ran."""
-    import dagster as dg
-
-    from orchestration.definitions import defs
-
-    try:
-        dg.validate_run_config(defs.resolve_implicit_global_asset_job_def(), run_config)
-    except dg.DagsterInvalidConfigError as exc:
-        raise RunConfigError(str(exc)) from exc
 
 
 def env_run_config() -> dict:

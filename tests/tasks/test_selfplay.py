@@ -15,7 +15,14 @@ from touchstone.taskmaking.index import read_index, row_for, write_index
 from touchstone.taskmaking.proposers.common import write_solution_task
 from touchstone.taskmaking.proposers.selfplay import SelfPlayConfig, propose_self, read_proposals
 from touchstone.tasks.schema import EntryPoint, Task, TaskSource, load_task_set
-from touchstone.taskmaking.sources import SOURCES_FILE, RoundSources, SourceMix, draw_imported, earlier_rounds, propose_round
+from touchstone.taskmaking.sources import (
+    SOURCES_FILE,
+    RoundSources,
+    SourceMix,
+    draw_imported,
+    earlier_rounds,
+    propose_round,
+)
 from touchstone.taskmaking.validate import Validation, ValidationConfig
 
 OUTPUTS = json.loads((Path(__file__).parent / "fixtures" / "llm_outputs.json").read_text())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from touchstone.envs.inputs import build_inputs
 from touchstone.envs.spec import EnvError
 
 
@@ -59,8 +60,6 @@ def copy_base_tree(tree: Path) -> None:
 
 def step_runner(tree: Path, ws: Path, tmp: Path):
     """A function (what, command, log, timeout) -> exit status running one build step in a container."""
-    from touchstone.envs.build import build_inputs
-
     inputs = build_inputs(tmp)
     shared = tmp / "pylib"  # host-visible copies: the harness's own paths may be a container's
     shutil.copytree(inputs.pip, shared / "pip", ignore=shutil.ignore_patterns("__pycache__"))

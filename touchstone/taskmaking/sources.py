@@ -28,6 +28,7 @@ from touchstone import atomic
 from touchstone.rounds import round_index
 from touchstone.taskmaking.heldout import exclude_heldout
 from touchstone.taskmaking.index import IndexRow, read_index, write_index
+from touchstone.taskmaking.proposers.mutation import propose_mutation
 from touchstone.taskmaking.proposers.selfplay import SelfPlayConfig, propose_self
 from touchstone.taskmaking.validate import ValidationConfig
 
@@ -108,8 +109,6 @@ def propose_round(
     """Fill `out` from every source by its quota; `policy` (a Policy) is needed
     only when `mix.self_play.n` > 0. `history`: earlier rounds' task sets, also
     references and known tasks for self-proposal (Absolute Zero's growing buffer)."""
-    from touchstone.taskmaking.proposers.mutation import propose_mutation
-
     validation = validation or ValidationConfig()
     out.mkdir(parents=True, exist_ok=True)
     if mix.procedural:
@@ -159,8 +158,6 @@ def propose_apart_from_heldout(
 ) -> int:
     """Mutation tasks proposed and validated into `out` (touchstone.taskmaking.proposers.mutation),
     then those overlapping `heldout_set` excluded. Returns how many were excluded."""
-    from touchstone.taskmaking.proposers.mutation import propose_mutation
-
     propose_mutation(out, seeds=seeds, n=n, workers=workers, cfg=validation, rng_seed=rng_seed, operators=operators)
     return exclude_heldout(out, heldout_set) if heldout_set is not None else 0
 

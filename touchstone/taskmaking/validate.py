@@ -34,7 +34,6 @@ Optional:
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -44,13 +43,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from touchstone.agent.loop import run_episode
+from touchstone.agent.policies import make_policy
+from touchstone.audit.policy import load_policy
+from touchstone.audit.static_audit import audit_files
 from touchstone.taskmaking import adequacy, change_coverage, conditions, contamination, guards, leak
 from touchstone.taskmaking.conditions import Condition, RunRecord
+from touchstone.tasks.isolation import probe_isolation
 from touchstone.tasks.schema import Task, TaskError, load_task
 
 VALIDATOR_VERSION = "2"
 AUDIT_EXTRA = Path(__file__).with_name("validation_audit.yaml")
-ISOLATION_PROBE = "touchstone.tasks.isolation:probe_isolation"  # (task, backend) -> bool | obj with .ok/.detail
 TRUSTED_PROPOSERS = {"mutation"}  # code outside the change comes from a pinned, pre-checked seed project
 
 Status = Literal["pass", "fail", "warn", "skip", "not_run"]
@@ -191,9 +194,6 @@ def _audit_files(task: Task) -> tuple[dict[str, str], dict[str, str], dict[str, 
 
 
 def _check_audit(v: _Run) -> dict:
-    from touchstone.audit.policy import load_policy
-    from touchstone.audit.static_audit import audit_files
-
     files, base, roles = _audit_files(v.task)
     # paths keep the file's own name, so the policy's test-file allowances apply to the tests only
     # rules the task allows (audit_allow, written by the proposer for what the reference
@@ -502,20 +502,14 @@ def _mutant_outcomes(
 
 
 def _check_isolation(v: _Run) -> tuple[Status, dict]:
-    """Hook for the isolation probe: it grades the reference isolated once and
-    records isolated / not_isolated (both keep the task: the verifier then
-    grades accordingly). Fails only when the probe could not decide (it
-    errored). Not run when the probe is not installed."""
+    """The isolation probe grades the reference isolated once and records
+    isolated / not_isolated (both keep the task: the verifier then grades
+    accordingly). Fails only when the probe could not decide (it errored)."""
     if not v.cfg.isolation:
         return "not_run", {"why": "disabled in the config"}
-    mod, _, name = ISOLATION_PROBE.partition(":")
-    try:
-        probe = getattr(importlib.import_module(mod), name)
-    except (ImportError, AttributeError):
-        return "not_run", {"why": f"no isolation probe installed ({ISOLATION_PROBE})"}
-    result = probe(v.task, v.backend)
-    ok = result if isinstance(result, bool) else bool(getattr(result, "ok", False))
-    evidence = {"status": getattr(result, "status", ok), "detail": str(getattr(result, "detail", ""))}
+    result = probe_isolation(v.task, v.backend)
+    ok = result.ok
+    evidence = {"status": result.status, "detail": result.detail}
     if not ok:
         what = (
             "the isolation probe errored, so whether the tests run isolated is undecided"
@@ -539,9 +533,6 @@ def _check_solver(v: _Run) -> tuple[Status, dict]:
     spec = v.cfg.solver or os.environ.get("TOUCHSTONE_VALIDATION_SOLVER")
     if not spec:
         return "not_run", {"why": "no model configured (ValidationConfig.solver / $TOUCHSTONE_VALIDATION_SOLVER)"}
-    from touchstone.agent.loop import run_episode
-    from touchstone.agent.policies import make_policy
-
     policy = make_policy(spec, None)
     try:
         patches = [

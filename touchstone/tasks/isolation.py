@@ -47,7 +47,7 @@ class IsolationVerdict(BaseModel):
 def probe_isolation(task, backend: str = "auto", record: bool = True) -> IsolationVerdict:
     """Grade the task's reference isolated once (run 0 of the plan) and, when
     that decided it either way, record the verdict beside the task. Task
-    validation calls this (`touchstone.taskmaking.validate.ISOLATION_PROBE`)."""
+    validation calls this (`touchstone.taskmaking.validate`)."""
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
 
     def verdict(status: str, detail: str) -> IsolationVerdict:

@@ -20,6 +20,8 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from touchstone.agent.loop import run_episode
+from touchstone.agent.policies import PolicyError, PolicyTurn, make_policy
 from touchstone.taskmaking.proposers.common import Candidate, finalize, reject, run_candidates, write_solution_task
 from touchstone.tasks.environment import task_environment
 from touchstone.harness import TestRunResult, run_hidden_tests
@@ -190,8 +192,6 @@ def solved(task: Task, patch: str, backend: str) -> bool:
 
 def solve_rate(task: Task, policy, attempts: int, backend: str) -> float:
     """Share of `attempts` episodes of `policy` whose patch passes the hidden tests."""
-    from touchstone.agent.loop import run_episode
-
     wins = sum(
         solved(task, run_episode(task, policy, attempt=a, backend=backend).diff.patch, backend) for a in range(attempts)
     )
@@ -201,8 +201,6 @@ def solve_rate(task: Task, policy, attempts: int, backend: str) -> float:
 def ask(policy, messages: list[dict], seed: int):
     """One completion of `policy` (a `PolicyTurn`); a policy that fails answers
     with a turn naming its error, which no parser accepts."""
-    from touchstone.agent.policies import PolicyError, PolicyTurn
-
     try:
         return policy.episode(seed, max_turns=1).act(messages, [])
     except PolicyError as exc:
@@ -258,8 +256,6 @@ def propose_llm(
     cfg: ValidationConfig | None = None,
     sampling=None,
 ) -> LLMResult:
-    from touchstone.agent.policies import make_policy
-
     cfg = cfg or ValidationConfig()
     policy = make_policy(policy_spec, sampling)
     try:

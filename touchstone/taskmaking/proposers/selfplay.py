@@ -39,7 +39,14 @@ from touchstone.taskmaking.proposers.common import Candidate, finalize, reject, 
 from touchstone.taskmaking.index import read_index
 from touchstone.taskmaking.proposers.llm import SYSTEM_PROMPT, ProposalError, ask, parse_proposal, write_proposal_task
 from touchstone.taskmaking.proposers.mutation import usable_seeds
-from touchstone.taskmaking.proposers.selfbug import Site, answer_digest, bug_candidate, bug_messages, pool_digests, sites
+from touchstone.taskmaking.proposers.selfbug import (
+    Site,
+    answer_digest,
+    bug_candidate,
+    bug_messages,
+    pool_digests,
+    sites,
+)
 from touchstone.tasks.schema import TaskSource, load_task_set
 from touchstone.taskmaking.validate import ValidationConfig
 
