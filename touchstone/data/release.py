@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel
 
+from touchstone.audit.policy import load_policy
 from touchstone.data.card import write_card
 from touchstone.data.credit import CreditConfig, credit_group, is_hack
 from touchstone.data.inputs import Example, by_task, join, read_trajectories, reports_of, trl_messages
@@ -162,8 +163,6 @@ def release_dataset(
     (replaced whole, atomically: a killed release leaves no half dataset)."""
     root, out = Path(root), Path(out)
     if families is None:
-        from touchstone.audit.policy import load_policy
-
         policy = load_policy()
         families = rule_families({r.id: r.description for r in [*policy.static, *policy.action]})
     ids, hashes = _heldout(root)

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 
 from touchstone import atomic, paths
 from touchstone.agent import teacher
+from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.policies import hacks
 from touchstone.agent.rollout import solve
 from touchstone.tasks.schema import Task
@@ -78,8 +79,6 @@ def reference_set(tasks: list[Task], *, backend: str = "auto", workers: int = 1,
     target = root / REFERENCE_FILE
     if target.is_file():
         return target
-    from touchstone.agent.loop import EpisodeLimits
-
     with tempfile.TemporaryDirectory(prefix="touchstone-reference-") as tmp:
         rollouts = solve(
             tasks,

@@ -35,6 +35,9 @@ from touchstone.data.build import split_unguarded
 from touchstone.data.inputs import Example, join, read_trajectories, reports_of
 from touchstone.data.schema import DataConfig, SFTRow, write_rows
 from touchstone.data.sft import build_sft
+from touchstone.taskmaking.index import INDEX_FILE
+from touchstone.taskmaking.sources import propose_apart_from_heldout
+from touchstone.taskmaking.validate import ValidationConfig
 from touchstone.tasks.schema import Task, load_task_set
 from touchstone.verify import verify_batch
 from touchstone.verify.canaries.naive import naive_grade
@@ -243,10 +246,6 @@ def experiment_tasks(cfg: AblationConfig, out: Path) -> tuple[list[Task], list[T
     """(training, held-out) mutation tasks of the shipped seeds, proposed and
     validated once into OUT/train and OUT/heldout (no training task shares a
     source unit with a held-out one)."""
-    from touchstone.taskmaking.sources import propose_apart_from_heldout
-    from touchstone.taskmaking.index import INDEX_FILE
-    from touchstone.taskmaking.validate import ValidationConfig
-
     validation = ValidationConfig(backend=cfg.backend)
     for name, n, rng_seed, apart_from in (
         ("heldout", cfg.n_heldout, HELDOUT_RNG_SEED + cfg.seed, None),
