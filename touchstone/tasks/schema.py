@@ -30,7 +30,7 @@ REFERENCE = "reference"
 INDEX_FILE = "index.parquet"
 # keys of task.json that older proposers wrote and that no longer mean anything:
 # read (and dropped) so task sets on disk keep loading; `split` was a train/eval
-# split nothing read (held-out tasks are their own set: touchstone/tasks/heldout.py)
+# split nothing read (held-out tasks are their own set: touchstone/taskmaking/heldout.py)
 _RETIRED_KEYS = ("split",)
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -77,7 +77,7 @@ class EntryPoint(_Strict):
 class TaskSource(_Strict):
     """Where a task came from. `unit` is what held-out exclusion matches on: a
     proposed task that shares a unit (the mutated function, the problem) with a
-    held-out task never reaches training (`touchstone/tasks/heldout.py`)."""
+    held-out task never reaches training (`touchstone/taskmaking/heldout.py`)."""
 
     proposer: Literal["mutation", "problems", "llm", "swebench", "manual"] = "manual"
     origin: str = ""  # seed spec (name==version), JSONL file, policy spec
