@@ -95,9 +95,9 @@ def _replay(store, round_key: str, data_dir: Path, trainer: TrainerResource, out
         return data_dir, {}
     from touchstone.data.replay import replay_dataset
     from touchstone.paths import WARM_START_DATA
-    from touchstone.taskmaking.sources import earlier_rounds
+    from touchstone.rounds import earlier_round_keys
 
-    keys = earlier_rounds(store.round_files(Asset.TRAINING_DATA, "sft.parquet"), round_key, trainer.replay_rounds)
+    keys = earlier_round_keys(store.round_files(Asset.TRAINING_DATA, "sft.parquet"), round_key, trainer.replay_rounds)
     earlier = [store.local_dir(Asset.TRAINING_DATA, k) for k in keys]
     if trainer.replay_warm_start and store.asset_dir(WARM_START_DATA).exists():
         earlier.append(store.local_dir(WARM_START_DATA))

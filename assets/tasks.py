@@ -76,9 +76,9 @@ def proposed_tasks(
 
 def _history(store, round_key: str, n: int) -> list:
     """Earlier rounds' proposed task sets (local copies) for self-proposal."""
-    from touchstone.taskmaking.sources import earlier_rounds
+    from touchstone.rounds import earlier_round_keys
 
-    keys = earlier_rounds(store.round_files(Asset.PROPOSED_TASKS, "index.parquet"), round_key, n)
+    keys = earlier_round_keys(store.round_files(Asset.PROPOSED_TASKS, "index.parquet"), round_key, n)
     return [store.local_dir(Asset.PROPOSED_TASKS, k) for k in keys]
 
 

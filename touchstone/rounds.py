@@ -25,3 +25,9 @@ def round_index(key: str) -> int:
 def previous_round(key: str) -> str | None:
     index = round_index(key)
     return round_key(index - 1) if index > 0 else None
+
+
+def earlier_round_keys(keys, key: str, n: int) -> list[str]:
+    """The last `n` of `keys` before `key`, oldest first."""
+    before = sorted((k for k in keys if round_index(k) < round_index(key)), key=round_index)
+    return before[len(before) - n :] if n > 0 else []

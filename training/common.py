@@ -12,7 +12,7 @@ import yaml
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from touchstone.data.schema import DPORow, KTORow, RLRow, SFTRow
-from touchstone.data.schema import read_rows as dataset_rows
+from touchstone.data.schema import read_rows
 from training.model_options import (
     MODEL_KEYS,
     ModelOptionError,
@@ -53,11 +53,12 @@ def load_base(base: str | Path, config: str | Path | dict | None = None):
         raise TrainingError(f"peft: {exc}") from exc
 
 
-def read_rows(data_dir: str | Path, name: str) -> list[dict[str, Any]]:
+def read_dataset(data_dir: str | Path, name: str) -> list[dict[str, Any]]:
+    """The rows of the named dataset (`sft`, `rl`, ...) of a training-data directory; none is an error."""
     path = Path(data_dir) / f"{name}.parquet"
     if not path.is_file():
         raise TrainingError(f"{path}: not found; build it with `touchstone data build`")
-    rows = dataset_rows(path, ROW_MODELS[name])
+    rows = read_rows(path, ROW_MODELS[name])
     if not rows:
         raise TrainingError(f"{path}: no rows — nothing verified to train on this round")
     return rows

@@ -14,7 +14,7 @@ from datasets import Dataset
 from trl import DPOConfig
 
 from touchstone.checkpoint import CheckpointManifest
-from training.common import dataset_hashes, finish, load_base, load_overrides, read_rows, tensorboard, trl_args
+from training.common import dataset_hashes, finish, load_base, load_overrides, read_dataset, tensorboard, trl_args
 from training.masked_preference import MaskedDPOTrainer
 
 
@@ -27,7 +27,7 @@ def train_dpo(
 ) -> CheckpointManifest:
     out = Path(out)
     model, tokenizer = load_base(base, config)
-    rows = read_rows(data_dir, "dpo")
+    rows = read_dataset(data_dir, "dpo")
     dataset = Dataset.from_list([{k: r[k] for k in ("prompt", "chosen", "rejected", "tools")} for r in rows])
     with tempfile.TemporaryDirectory(prefix="touchstone-dpo-") as work:
         args = trl_args(DPOConfig, Path(work), load_overrides(config), learning_rate=1e-4, max_length=4096)

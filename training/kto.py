@@ -17,7 +17,7 @@ from training.common import (
     finish,
     load_base,
     load_overrides,
-    read_rows,
+    read_dataset,
     tensorboard,
     trl_args,
 )
@@ -33,7 +33,7 @@ def train_kto(
 ) -> CheckpointManifest:
     out = Path(out)
     model, tokenizer = load_base(base, config)
-    rows = read_rows(data_dir, "kto")
+    rows = read_dataset(data_dir, "kto")
     if len({r["label"] for r in rows}) < 2:
         raise TrainingError("KTO needs both accepted and rejected runs; this round has only one kind")
     dataset = Dataset.from_list([{k: r[k] for k in ("prompt", "completion", "label", "tools")} for r in rows])

@@ -42,7 +42,7 @@ from training.common import (
     finish,
     load_base,
     load_overrides,
-    read_rows,
+    read_dataset,
     right_pad,
     tensorboard,
     trl_args,
@@ -173,7 +173,7 @@ def train_rl(
     model, tokenizer = load_base(base, config)
     with tempfile.TemporaryDirectory(prefix="touchstone-rl-") as work:
         args = trl_args(PGConfig, Path(work), load_overrides(config), learning_rate=1e-4, remove_unused_columns=False)
-        dataset, too_long = build_dataset(read_rows(data_dir, "rl"), tokenizer, args)
+        dataset, too_long = build_dataset(read_dataset(data_dir, "rl"), tokenizer, args)
         trainer = PGTrainer(
             model=model,
             args=args,

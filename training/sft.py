@@ -25,7 +25,7 @@ from training.common import (
     finish,
     load_base,
     load_overrides,
-    read_rows,
+    read_dataset,
     right_pad,
     tensorboard,
     trl_args,
@@ -191,7 +191,7 @@ def build_trainer(
     """The trainer, and how many rows were split into turn windows."""
     model, tokenizer = load_base(base, config)
     args = trl_args(SFTConfig, work_dir, load_overrides(config), max_length=4096, remove_unused_columns=False)
-    dataset, split = tokenize_dataset(read_rows(data_dir, "sft"), tokenizer, args.max_length)
+    dataset, split = tokenize_dataset(read_dataset(data_dir, "sft"), tokenizer, args.max_length)
     trainer = WeightedSFTTrainer(
         model=model,
         args=args,

@@ -16,7 +16,7 @@ from touchstone.envs import EnvError, EnvSpec, build_env, cached, digest
 from touchstone.envs.build import env_dir
 from touchstone.sandbox import WorkspaceDiff
 from touchstone.sandbox import open_sandbox
-from touchstone.sandbox.image import content_hash
+from touchstone.sandbox.image import image_hash
 from touchstone.verify.protected import check_protected
 
 
@@ -25,7 +25,7 @@ def test_same_spec_same_environment_reused(attrs_env):
     assert again.reused and again.dir == attrs_env.dir and again.digest == attrs_env.digest
     assert "attrs==23.2.0" in again.manifest.packages
     assert {"attr", "attrs"} <= set(again.manifest.top_level)
-    other = digest(EnvSpec(requirements=["attrs==23.1.0", "sortedcontainers==2.4.0"]), content_hash(), None)
+    other = digest(EnvSpec(requirements=["attrs==23.1.0", "sortedcontainers==2.4.0"]), image_hash(), None)
     assert other != attrs_env.digest  # a different pin is a different environment
 
 
@@ -34,7 +34,7 @@ def test_failed_build_names_the_package_and_leaves_nothing(tmp_path):
     with pytest.raises(EnvError, match=r"pip could not install attrs==0\.0\.1") as err:
         build_env(spec)
     assert "No matching distribution" in str(err.value) or "satisfies the requirement" in str(err.value)
-    env_digest = digest(spec, content_hash(), None)
+    env_digest = digest(spec, image_hash(), None)
     assert cached(env_digest) is None and not env_dir(env_digest).exists()
 
 
@@ -60,7 +60,7 @@ def test_killed_build_leaves_nothing_half_built(tmp_path):
         f"build_env(EnvSpec.model_validate_json({spec.model_dump_json()!r}), Path({str(tmp_path)!r}))"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
-    env_digest = digest(spec, content_hash(), tmp_path)
+    env_digest = digest(spec, image_hash(), tmp_path)
     building = env_dir(env_digest).parent
     deadline = time.monotonic() + 120
     while not any(building.glob(f"{env_dir(env_digest).name}.building-*/tree/lib/python3.11/dist-packages/attrs")):

@@ -23,20 +23,20 @@ def edited_images(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return copy
 
 
-def test_content_hash_follows_the_files(tmp_path: Path):
-    original = image.content_hash()
+def test_image_hash_follows_the_files(tmp_path: Path):
+    original = image.image_hash()
     copy = tmp_path / "copy"
     shutil.copytree(image.images_dir(), copy)
-    assert image.content_hash(copy) == original
+    assert image.image_hash(copy) == original
     (copy / "README.md").write_text("documentation only\n")
-    assert image.content_hash(copy) == original
+    assert image.image_hash(copy) == original
     (copy / "Dockerfile").write_text((copy / "Dockerfile").read_text() + "\n")
-    assert image.content_hash(copy) != original
+    assert image.image_hash(copy) != original
 
 
 def test_edit_renames_image_and_rootfs(edited_images: Path):
     assert image.image_tag().startswith("touchstone-sandbox:")
-    assert image.short_hash() == image.content_hash(edited_images)[:16]
+    assert image.short_hash() == image.image_hash(edited_images)[:16]
     assert image.rootfs_path().name == f"rootfs-{image.short_hash()}"
 
 
@@ -60,8 +60,8 @@ def test_missing_image_is_a_clear_error_and_auto_avoids_it(edited_images: Path, 
 
 
 def test_both_backends_name_the_same_environment(sb):
-    assert sb.image_digest == "sha256:" + image.content_hash()
-    assert sb.exec("cat /etc/touchstone-image").stdout.strip() == image.content_hash()
+    assert sb.image_digest == "sha256:" + image.image_hash()
+    assert sb.exec("cat /etc/touchstone-image").stdout.strip() == image.image_hash()
 
 
 @pytest.mark.docker

@@ -20,10 +20,10 @@ from touchstone.taskmaking.sources import (
     RoundSources,
     SourceMix,
     draw_imported,
-    earlier_rounds,
     propose_round,
 )
 from touchstone.taskmaking.validate import Validation, ValidationConfig
+from touchstone.rounds import earlier_round_keys
 
 OUTPUTS = json.loads((Path(__file__).parent / "fixtures" / "llm_outputs.json").read_text())
 BY_LABEL = {o["label"]: o["output"] for o in OUTPUTS}
@@ -288,8 +288,8 @@ def test_a_statement_that_gives_the_answer_away_is_a_leak(tmp_path: Path, leak: 
 
 
 def test_earlier_rounds_are_references_and_known_tasks(tmp_path: Path) -> None:
-    assert earlier_rounds(["r000", "r003", "r001", "r002", "r004"], "r003", 2) == ["r001", "r002"]
-    assert earlier_rounds(["r000", "r001"], "r001", 5) == ["r000"] and earlier_rounds(["r000"], "r001", 0) == []
+    assert earlier_round_keys(["r000", "r003", "r001", "r002", "r004"], "r003", 2) == ["r001", "r002"]
+    assert earlier_round_keys(["r000", "r001"], "r001", 5) == ["r000"] and earlier_round_keys(["r000"], "r001", 0) == []
     before = task_set(tmp_path / "r000", {"evens": PROBLEMS["evens"]})
     statement, body, check = PROBLEMS["evens"]
     again = proposal(

@@ -11,7 +11,7 @@ from trl import DPOConfig, KTOConfig
 
 from cli import main
 from touchstone.checkpoint import content_hash, verify_checkpoint
-from training.common import load_base, read_rows, trl_args
+from training.common import load_base, read_dataset, trl_args
 from training.masked_preference import MaskedDPOTrainer, MaskedKTOTrainer
 
 
@@ -59,7 +59,7 @@ def test_loss_covers_assistant_tokens_only(method, tiny_model, data_dir, tmp_pat
     """The completion mask TRL's loss uses is 1 on the model's tool calls and 0
     on tool observations, the system prompt and the task statement."""
     model, tok = load_base(tiny_model)
-    rows = read_rows(data_dir, method)
+    rows = read_dataset(data_dir, method)
     cols = ("prompt", "chosen", "rejected", "tools") if method == "dpo" else ("prompt", "completion", "label", "tools")
     dataset = Dataset.from_list([{k: r[k] for k in cols} for r in rows])
     trainer_cls, cfg_cls = (MaskedDPOTrainer, DPOConfig) if method == "dpo" else (MaskedKTOTrainer, KTOConfig)

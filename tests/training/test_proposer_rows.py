@@ -13,7 +13,7 @@ from transformers import AutoTokenizer
 from tests.data.fixtures import write_selfplay_round
 from touchstone.checkpoint import verify_checkpoint
 from touchstone.data.build import build_datasets
-from training.common import read_rows
+from training.common import read_dataset
 from training.rl import PGConfig, turn_samples
 from training.train import train
 
@@ -23,7 +23,7 @@ def test_one_model_trains_on_solver_and_proposer_rows(method, tiny_model, tmp_pa
     tasks, reports, trajectories = write_selfplay_round(tmp_path)
     data = tmp_path / "data"
     build_datasets(reports, trajectories, data, round_key="r001", proposals=tasks)
-    rows = read_rows(data, method)
+    rows = read_dataset(data, method)
     assert {r["role"] for r in rows} == {"solver", "proposer"}
     if method == "rl":
         tok = AutoTokenizer.from_pretrained(tiny_model)

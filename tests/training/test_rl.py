@@ -11,12 +11,12 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from touchstone.checkpoint import verify_checkpoint
-from training.common import read_rows
+from training.common import read_dataset
 from training.rl import PGCollator, PGConfig, turn_samples, train_rl
 
 
 def _row(data_dir, tid):
-    return next(r for r in read_rows(data_dir, "rl") if r["trajectory_id"] == tid)
+    return next(r for r in read_dataset(data_dir, "rl") if r["trajectory_id"] == tid)
 
 
 def test_recorded_ids_are_reused_with_per_token_advantages(tmp_path):

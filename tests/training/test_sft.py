@@ -16,7 +16,7 @@ from touchstone.agent.policies import make_policy
 from touchstone.episode.tools import TOOL_SCHEMAS
 from touchstone.episode.trajectory import Sampling
 from touchstone.checkpoint import content_hash, verify_checkpoint
-from training.common import TrainingError, read_rows
+from training.common import TrainingError, read_dataset
 from training.sft import (
     WeightedCollator,
     assistant_spans,
@@ -31,7 +31,7 @@ from tests.serving import transformers_serve
 
 
 def _rows(data_dir):
-    return read_rows(data_dir, "sft")
+    return read_dataset(data_dir, "sft")
 
 
 def test_masked_tokens_have_zero_weight_in_the_built_batch(tiny_model, data_dir):

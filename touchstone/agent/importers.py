@@ -45,7 +45,7 @@ class TrajectoryImportError(ValueError):
     """An input file that is not in the format it was said to be in."""
 
 
-class Action(BaseModel):
+class SourceAction(BaseModel):
     """One action of the source agent: mapped to a Touchstone tool call, or not."""
 
     tool: str | None  # bash | read_file | write_file | str_replace | submit; None = unmapped
@@ -62,7 +62,7 @@ class SourceRun(BaseModel):
     task_id: str | None
     statement: str | None
     model: str | None = None
-    actions: list[Action]
+    actions: list[SourceAction]
 
 
 class ImportRow(BaseModel):
@@ -91,7 +91,7 @@ def workspace_path(path: str, roots: tuple[str, ...] = WORKSPACE_ROOTS) -> str:
     return path
 
 
-def editor_action(args: dict[str, Any], source: str, thought: str = "", observation: str | None = None) -> Action:
+def editor_action(args: dict[str, Any], source: str, thought: str = "", observation: str | None = None) -> SourceAction:
     """An Anthropic-style `str_replace_editor` call (OpenHands, SWE-agent 1.x)."""
     cmd, path = args.get("command"), workspace_path(str(args.get("path", "")))
     mapped: tuple[str | None, dict[str, str]] = (None, {})
@@ -101,7 +101,7 @@ def editor_action(args: dict[str, Any], source: str, thought: str = "", observat
         mapped = ("write_file", {"path": path, "content": str(args["file_text"])})
     elif cmd == "str_replace" and args.get("old_str") is not None:
         mapped = ("str_replace", {"path": path, "old": str(args["old_str"]), "new": str(args.get("new_str") or "")})
-    return Action(tool=mapped[0], arguments=mapped[1], thought=thought, observation=observation, source=source)
+    return SourceAction(tool=mapped[0], arguments=mapped[1], thought=thought, observation=observation, source=source)
 
 
 _ALIASES = {
@@ -118,24 +118,26 @@ _ALIASES = {
 }
 
 
-def tool_call_action(name: str, args: dict[str, Any], thought: str = "", observation: str | None = None) -> Action:
+def tool_call_action(
+    name: str, args: dict[str, Any], thought: str = "", observation: str | None = None
+) -> SourceAction:
     """A function call of another agent's tool set."""
     source = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
     if name in ("str_replace_editor", "edit_file", "file_editor"):
         return editor_action(args, source, thought, observation)
     tool = _ALIASES.get(name)
     if tool == "bash" and isinstance(args.get("command"), str):
-        return Action(
+        return SourceAction(
             tool="bash", arguments={"command": args["command"]}, thought=thought, observation=observation, source=source
         )
     if tool == "submit":
-        return Action(tool="submit", thought=thought, observation=observation, source=source)
+        return SourceAction(tool="submit", thought=thought, observation=observation, source=source)
     if tool in ("read_file", "write_file", "str_replace"):
         keys = {"read_file": ("path",), "write_file": ("path", "content"), "str_replace": ("path", "old", "new")}[tool]
         if all(isinstance(args.get(k), str) for k in keys):
             mapped = {k: workspace_path(args[k]) if k == "path" else args[k] for k in keys}
-            return Action(tool=tool, arguments=mapped, thought=thought, observation=observation, source=source)
-    return Action(tool=None, thought=thought, observation=observation, source=source)
+            return SourceAction(tool=tool, arguments=mapped, thought=thought, observation=observation, source=source)
+    return SourceAction(tool=None, thought=thought, observation=observation, source=source)
 
 
 # ---------------------------------------------------------------- readers
@@ -181,13 +183,13 @@ def read_openhands(path: Path) -> Iterator[SourceRun]:
             thought = str(args.get("thought") or "")
             source = json.dumps({"action": kind, "args": args}, ensure_ascii=False)
             if kind == "run" and isinstance(args.get("command"), str):
-                act = Action(tool="bash", arguments={"command": args["command"]}, thought=thought, source=source)
+                act = SourceAction(tool="bash", arguments={"command": args["command"]}, thought=thought, source=source)
             elif kind == "read" and args.get("path"):
-                act = Action(
+                act = SourceAction(
                     tool="read_file", arguments={"path": workspace_path(args["path"])}, thought=thought, source=source
                 )
             elif kind == "write" and args.get("path") and isinstance(args.get("content"), str):
-                act = Action(
+                act = SourceAction(
                     tool="write_file",
                     arguments={"path": workspace_path(args["path"]), "content": args["content"]},
                     thought=thought,
@@ -196,11 +198,13 @@ def read_openhands(path: Path) -> Iterator[SourceRun]:
             elif kind == "edit" and args.get("command"):
                 act = editor_action(args, source, thought)
             elif kind == "finish":
-                act = Action(tool="submit", thought=thought or str(args.get("final_thought") or ""), source=source)
+                act = SourceAction(
+                    tool="submit", thought=thought or str(args.get("final_thought") or ""), source=source
+                )
             elif kind in ("message", "think", "system", "recall", "condensation", None):
                 continue  # talk and bookkeeping, no action on the workspace
             else:
-                act = Action(tool=None, thought=thought, source=source)
+                act = SourceAction(tool=None, thought=thought, source=source)
             actions.append(act)
             pending = act
         yield SourceRun(
@@ -214,15 +218,15 @@ def read_openhands(path: Path) -> Iterator[SourceRun]:
         )
 
 
-def _swe_agent_action(text: str, thought: str, observation: str | None) -> Action:
+def _swe_agent_action(text: str, thought: str, observation: str | None) -> SourceAction:
     stripped = text.strip()
     if stripped == "submit" or stripped.startswith("submit "):
-        return Action(tool="submit", thought=thought, observation=observation, source=text)
+        return SourceAction(tool="submit", thought=thought, observation=observation, source=text)
     if stripped.startswith("str_replace_editor "):
         try:
             words = shlex.split(stripped)
         except ValueError:
-            return Action(tool=None, thought=thought, observation=observation, source=text)
+            return SourceAction(tool=None, thought=thought, observation=observation, source=text)
         args: dict[str, Any] = {
             "command": words[1] if len(words) > 1 else None,
             "path": words[2] if len(words) > 2 else "",
@@ -248,15 +252,15 @@ def _swe_agent_action(text: str, thought: str, observation: str | None) -> Actio
         "insert",
     ):
         if first == "open" and len(stripped.split()) == 2:  # SWE-agent 0.x windowed viewer
-            return Action(
+            return SourceAction(
                 tool="read_file",
                 arguments={"path": workspace_path(stripped.split()[1])},
                 thought=thought,
                 observation=observation,
                 source=text,
             )
-        return Action(tool=None, thought=thought, observation=observation, source=text)
-    return Action(tool="bash", arguments={"command": text}, thought=thought, observation=observation, source=text)
+        return SourceAction(tool=None, thought=thought, observation=observation, source=text)
+    return SourceAction(tool="bash", arguments={"command": text}, thought=thought, observation=observation, source=text)
 
 
 def read_swe_agent(path: Path) -> Iterator[SourceRun]:
@@ -312,7 +316,7 @@ def read_openai_jsonl(path: Path) -> Iterator[SourceRun]:
                 except json.JSONDecodeError:
                     args = None
                 if not isinstance(args, dict):
-                    actions.append(Action(tool=None, source=json.dumps(fn, ensure_ascii=False)))
+                    actions.append(SourceAction(tool=None, source=json.dumps(fn, ensure_ascii=False)))
                     continue
                 actions.append(
                     tool_call_action(

@@ -16,7 +16,7 @@ from touchstone.data.preference import build_dpo, build_kto
 from touchstone.data.rl import build_rl
 from touchstone.data.schema import DataConfig, DPORow, KTORow, RLRow, SFTRow, write_rows
 from touchstone.data.proposer import (
-    REWARDS_FILE,
+    PROPOSER_REWARDS_FILE,
     build_proposer_dpo,
     build_proposer_rl,
     proposer_rewards,
@@ -158,7 +158,7 @@ def add_proposer_rows(frames: dict, task_dir: Path, examples: list[Example], cfg
     ):
         frames[name][0].extend(rows)
         frames[name][1].update({f"proposer_{k}": v for k, v in dropped.items()})
-    write_rewards(rewards, out / REWARDS_FILE)
+    write_rewards(rewards, out / PROPOSER_REWARDS_FILE)
     report = selfplay_report(rewards, index, examples, task_dir)
     (out / SELFPLAY_FILE).write_text(markdown(report))
     return report

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from touchstone.episode.trajectory import atomic_write_text
-from touchstone.data.schema import DPORow, KTORow, Lineage, Message, RLRow, SFTRow, read_rows
+from touchstone.data.schema import DPORow, KTORow, Lineage, TrlMessage, RLRow, SFTRow, read_rows
 
 ExportFormat = Literal["trl", "openai", "sharegpt"]
 MODELS = {"sft": SFTRow, "rl": RLRow, "dpo": DPORow, "kto": KTORow}
@@ -70,7 +70,7 @@ def export_row(row: dict[str, Any], dataset: str, fmt: ExportFormat) -> dict[str
     lineage = {k: row[k] if k in row else f.default for k, f in Lineage.model_fields.items()}
     if fmt == "trl":
         fields = {k: f.annotation for k, f in MODELS[dataset].model_fields.items() if k not in Lineage.model_fields}
-        body = {k: [_clean(m) for m in row[k]] if ann == list[Message] else row[k] for k, ann in fields.items()}
+        body = {k: [_clean(m) for m in row[k]] if ann == list[TrlMessage] else row[k] for k, ann in fields.items()}
         return {**body, "lineage": lineage}
     if dataset not in CONVERSATIONS:
         raise ExportError(

@@ -36,12 +36,14 @@ from pydantic import BaseModel
 
 from touchstone import atomic
 from touchstone.data.inputs import Example
-from touchstone.data.schema import DPORow, Message, ProposerConfig, RLRow
+from touchstone.data.schema import DPORow, TrlMessage, ProposerConfig, RLRow
 from touchstone.taskmaking.index import IndexRow
 from touchstone.taskmaking.proposers.llm import learnability_reward
 from touchstone.taskmaking.proposers.selfplay import ProposalRecord
 
-REWARDS_FILE = "proposer_rewards.parquet"
+# training data's table of ProposerReward rows (docs/formats/datasets.md); a task set's file of the
+# same name is the LLM proposer's per-candidate record (touchstone.taskmaking.index.REWARDS_FILE)
+PROPOSER_REWARDS_FILE = "proposer_rewards.parquet"
 # a proposal rejected for these reasons holds a held-out (or benchmark) problem's
 # text: it gets its penalty in proposer_rewards.parquet but never a training row
 CONTAMINATION_REASONS = ("contaminated", "heldout")
@@ -176,7 +178,7 @@ def build_proposer_rl(
         rows.append(
             RLRow(
                 **_lineage(r, hashes.get(r.proposal_id)),
-                messages=[Message(**m) for m in [*prompt, answer]],
+                messages=[TrlMessage(**m) for m in [*prompt, answer]],
                 tools=[],
                 turns=json.dumps([turn] if has_ids else []),
                 has_token_ids=has_ids,
@@ -214,9 +216,9 @@ def build_proposer_dpo(
                     rejected_trajectory_id=bad.proposal_id,
                     rejected_report_id=",".join(bad.report_ids),
                     rejected_hack=False,
-                    prompt=[Message(**m) for m in prompt],
-                    chosen=[Message(**good_answer)],
-                    rejected=[Message(**bad_answer)],
+                    prompt=[TrlMessage(**m) for m in prompt],
+                    chosen=[TrlMessage(**good_answer)],
+                    rejected=[TrlMessage(**bad_answer)],
                     tools=[],
                 )
             )

@@ -28,7 +28,7 @@ from touchstone.audit.policy import load_policy
 from touchstone.data.card import write_card
 from touchstone.data.credit import CreditConfig, credit_group, is_hack
 from touchstone.data.inputs import Example, by_task, join, read_trajectories, reports_of, trl_messages
-from touchstone.data.schema import Lineage, Message, write_rows
+from touchstone.data.schema import Lineage, TrlMessage, write_rows
 from touchstone.paths import Asset
 
 SPLITS = {"accept": "accepted", "reject": "rejected", "inconclusive": "inconclusive"}
@@ -63,7 +63,7 @@ class ReleaseRow(Lineage):
     turn_credit: list[float]  # per-turn advantage (docs/CREDIT.md); empty when the run has no label
     exit_reason: str
     n_turns: int
-    messages: list[Message]
+    messages: list[TrlMessage]
     tools: list[dict[str, Any]]
 
 

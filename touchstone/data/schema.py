@@ -67,28 +67,28 @@ class Lineage(BaseModel):
     role: Literal["solver", "proposer"] = "solver"
 
 
-class ToolFunction(BaseModel):
+class TrlToolFunction(BaseModel):
     name: str
     arguments: Any  # a JSON object as the model wrote it (a string only where it was not valid JSON)
 
 
-class ToolCall(BaseModel):
+class TrlToolCall(BaseModel):
     id: str | None = None
     type: Literal["function"] = "function"
-    function: ToolFunction
+    function: TrlToolFunction
 
 
-class Message(BaseModel):
+class TrlMessage(BaseModel):
     """One chat message in TRL's conversational tool format."""
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str
-    tool_calls: list[ToolCall] | None = None
+    tool_calls: list[TrlToolCall] | None = None
     tool_call_id: str | None = None
 
 
 class SFTRow(Lineage):
-    messages: list[Message]
+    messages: list[TrlMessage]
     tools: list[dict[str, Any]]  # the tools' JSON schemas (OpenAI format)
     turn_weights: list[float]  # one per assistant turn (credit.sft_weights)
     n_turns: int
@@ -96,7 +96,7 @@ class SFTRow(Lineage):
 
 
 class RLRow(Lineage):
-    messages: list[Message]
+    messages: list[TrlMessage]
     tools: list[dict[str, Any]]
     turns: str  # JSON list of the recorded TurnRecords (exact prompt/completion ids, logprobs)
     has_token_ids: bool
@@ -113,15 +113,15 @@ class DPORow(Lineage):
     rejected_trajectory_id: str
     rejected_report_id: str
     rejected_hack: bool
-    prompt: list[Message]  # the messages before the first assistant turn
-    chosen: list[Message]  # the messages from the first assistant turn on
-    rejected: list[Message]
+    prompt: list[TrlMessage]  # the messages before the first assistant turn
+    chosen: list[TrlMessage]  # the messages from the first assistant turn on
+    rejected: list[TrlMessage]
     tools: list[dict[str, Any]]
 
 
 class KTORow(Lineage):
-    prompt: list[Message]
-    completion: list[Message]
+    prompt: list[TrlMessage]
+    completion: list[TrlMessage]
     label: bool  # True = accepted
     tools: list[dict[str, Any]]
 

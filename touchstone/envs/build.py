@@ -33,7 +33,7 @@ from touchstone.envs import docker_build
 from touchstone.envs.inputs import build_inputs
 from touchstone.envs.spec import EnvError, EnvSpec, digest
 from touchstone.sandbox import Environment
-from touchstone.sandbox.image import build_lock, content_hash, ensure_rootfs
+from touchstone.sandbox.image import build_lock, image_hash, ensure_rootfs
 
 MANIFEST = "env.json"
 TREE = "tree"
@@ -89,7 +89,7 @@ def build_env(spec: EnvSpec, workspace: Path | None = None, *, timeout: float = 
     built first when it is not cached. Raises EnvError naming what failed."""
     if spec.setup and workspace is None:
         raise EnvError("an environment with setup commands needs the workspace they run in")
-    env_digest = digest(spec, content_hash(), workspace)
+    env_digest = digest(spec, image_hash(), workspace)
     if found := cached(env_digest):
         return found
     final = env_dir(env_digest)
@@ -110,7 +110,7 @@ def build_env(spec: EnvSpec, workspace: Path | None = None, *, timeout: float = 
                 shutil.copytree(rootfs / "usr/local", tree, symlinks=True)
             _run_build(spec, rootfs, tree, tmp, workspace, timeout)
             manifest = EnvManifest(
-                digest=env_digest, spec=spec, base_image="sha256:" + content_hash(),
+                digest=env_digest, spec=spec, base_image="sha256:" + image_hash(),
                 packages=installed_packages(tree), top_level=top_level_names(tree),
                 build_s=round(time.monotonic() - started, 3), built_at=datetime.now(timezone.utc).isoformat(),
             )  # fmt: skip

@@ -25,7 +25,7 @@ from touchstone.sandbox import workspace as ws
 from touchstone.sandbox.action_log import ActionLog, sha256_hex
 from touchstone.sandbox.environment import Environment
 from touchstone.sandbox.errors import SandboxError, SandboxWarning
-from touchstone.sandbox.image import content_hash
+from touchstone.sandbox.image import image_hash
 from touchstone.sandbox.reaper import OWNER_FILE, owner_token, reap_stale_sandboxes
 from touchstone.sandbox.reaper import PREFIX as REAPER_PREFIX
 from touchstone.sandbox.workspace import WorkspaceDiff
@@ -196,7 +196,7 @@ class Sandbox(ABC):
         self.environment = environment
         self.environment_digest = environment.digest if environment else None
         self.id = uuid.uuid4().hex[:12]
-        self.image_digest = "sha256:" + content_hash()
+        self.image_digest = "sha256:" + image_hash()
         self.action_log: Path | None = None
         self._log: ActionLog | None = None
         self._blobs: dict[str, bytes] = {}

@@ -50,7 +50,7 @@ from touchstone.sandbox.image import (
     BASE_REPO,
     build_lock,
     base_tag,
-    content_hash,
+    image_hash,
     ensure_rootfs,
     image_tag,
     images_dir,
@@ -128,7 +128,7 @@ def ensure_image(progress: bool = True) -> str:
             buildargs={"BASE": base_tag()},
             rm=True,
             network_mode="none",
-            labels={"touchstone.sandbox_images": content_hash()},
+            labels={"touchstone.sandbox_images": image_hash()},
         )
     return tag
 

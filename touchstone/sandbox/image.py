@@ -44,7 +44,7 @@ def images_dir() -> Path:
     return path
 
 
-def content_hash(directory: Path | None = None) -> str:
+def image_hash(directory: Path | None = None) -> str:
     """The content hash (`touchstone.hashing.tree_hash`) of `sandbox_images/`,
     but its README (documentation edits must not rebuild the environment) and caches."""
     return tree_hash(directory or images_dir(), skip=lambda rel: rel.rsplit("/", 1)[-1] == "README.md"
@@ -52,7 +52,7 @@ def content_hash(directory: Path | None = None) -> str:
 
 
 def short_hash() -> str:
-    return content_hash()[:16]
+    return image_hash()[:16]
 
 
 def image_tag() -> str:
@@ -98,7 +98,7 @@ def ensure_rootfs(progress: bool = True) -> Path:
         tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}.building-", dir=final.parent))
         try:
             _debootstrap(tmp, progress)
-            (tmp / STAMP).write_text(content_hash() + "\n")
+            (tmp / STAMP).write_text(image_hash() + "\n")
             tmp.chmod(0o755)  # mkdtemp made it 0700: the sandbox user must traverse its "/"
             if final.exists():  # a stale, unstamped leftover from an older layout
                 shutil.rmtree(final)

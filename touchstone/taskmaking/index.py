@@ -14,6 +14,10 @@ from touchstone import atomic, tables
 from touchstone.tasks.schema import INDEX_FILE, Task, TaskSource
 from touchstone.taskmaking.validate import Validation
 
+# Beside the index, from the LLM proposer: one row per candidate with its solve rate and
+# reward (docs/formats/task.md); revocation sets a revoked task's reward to 0.
+REWARDS_FILE = "proposer_rewards.parquet"
+
 
 class IndexRow(BaseModel):
     id: str

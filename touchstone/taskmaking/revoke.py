@@ -33,12 +33,11 @@ from pydantic import BaseModel
 
 from touchstone import atomic
 from touchstone.taskmaking.conditions import Condition, RunRecord, grading_backend, run_condition
-from touchstone.taskmaking.index import read_index, write_index
+from touchstone.taskmaking.index import REWARDS_FILE, read_index, write_index
 from touchstone.tasks.schema import Task, load_task_set
 
 REVOKED_DIR = ".revoked"
 REVOCATIONS_FILE = "revocations.jsonl"
-REWARDS_FILE = "proposer_rewards.parquet"
 
 
 class Revocation(BaseModel):

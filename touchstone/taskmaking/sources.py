@@ -25,7 +25,6 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from touchstone import atomic
-from touchstone.rounds import round_index
 from touchstone.taskmaking.heldout import exclude_heldout
 from touchstone.taskmaking.index import IndexRow, read_index, write_index
 from touchstone.taskmaking.proposers.mutation import propose_mutation
@@ -56,12 +55,6 @@ class RoundSources(BaseModel):
     outcomes: dict[str, SourceOutcome]
     excluded_heldout: int
     note: str  # one plain sentence on self-proposal, for the round report
-
-
-def earlier_rounds(keys, round_key: str, n: int) -> list[str]:
-    """The last `n` of `keys` before `round_key`, oldest first."""
-    before = sorted((k for k in keys if round_index(k) < round_index(round_key)), key=round_index)
-    return before[len(before) - n :] if n > 0 else []
 
 
 def source_of(row: IndexRow) -> str:

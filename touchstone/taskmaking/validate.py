@@ -80,7 +80,9 @@ class ValidationConfig(BaseModel):
     isolation: bool = True  # call the isolation probe when it is installed
 
 
-class CheckResult(BaseModel):
+class ValidationCheck(BaseModel):
+    """One validation check's outcome (the verifier's checks are `touchstone.verify.report.CheckResult`)."""
+
     name: str
     status: Status
     reason: str | None = None  # the rejection reason when status is fail
@@ -109,13 +111,13 @@ class Validation(BaseModel):
     proposer: str | None = None
     needs_review: bool = False
     warnings: list[str] = Field(default_factory=list)
-    checks: list[CheckResult] = Field(default_factory=list)
+    checks: list[ValidationCheck] = Field(default_factory=list)
     runs: list[RunRecord] = Field(default_factory=list)
     nearest_match: contamination.NearestMatch | None = None
     validator_version: str = VALIDATOR_VERSION
     config: dict[str, Any] = Field(default_factory=dict)
 
-    def check(self, name: str) -> CheckResult | None:
+    def check(self, name: str) -> ValidationCheck | None:
         return next((c for c in self.checks if c.name == name), None)
 
 
@@ -573,14 +575,14 @@ def _do(v: _Run, out: Validation, name: str, fn: Callable[[], Any], blocked_by: 
     """Run one check unless an earlier one already rejected; record it. Returns
     the check's failure reason, else `blocked_by`."""
     if blocked_by:
-        out.checks.append(CheckResult(name=name, status="skip", detail=f"not run: rejected by {blocked_by}"))
+        out.checks.append(ValidationCheck(name=name, status="skip", detail=f"not run: rejected by {blocked_by}"))
         return blocked_by
     t0 = time.monotonic()
     try:
         res = fn()
     except _Fail as f:
         out.checks.append(
-            CheckResult(
+            ValidationCheck(
                 name=name,
                 status="fail",
                 reason=f.reason,
@@ -594,7 +596,7 @@ def _do(v: _Run, out: Validation, name: str, fn: Callable[[], Any], blocked_by: 
         return name
     status, evidence = res if isinstance(res, tuple) else ("pass", res)
     out.checks.append(
-        CheckResult(
+        ValidationCheck(
             name=name,
             status=status,
             evidence=evidence,
@@ -683,6 +685,6 @@ def validate_dir(task_dir: Path, cfg: ValidationConfig | None = None) -> Validat
             reason="malformed",
             detail=str(exc),
             validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            checks=[CheckResult(name="load", status="fail", reason="malformed", detail=str(exc))],
+            checks=[ValidationCheck(name="load", status="fail", reason="malformed", detail=str(exc))],
         )
     return validate_task(task, cfg)

@@ -27,11 +27,11 @@ from touchstone.tasks.environment import task_environment
 from touchstone.harness import TestRunResult, run_hidden_tests
 from touchstone.tasks.schema import INDEX_FILE, EntryPoint, Task, TaskSource, load_task_set
 from touchstone.taskmaking.similarity import normalized_ast_hash, text_similarity
+from touchstone.taskmaking.index import REWARDS_FILE
 from touchstone.taskmaking.validate import ValidationConfig
 from touchstone import pyast
 
 SIMILARITY = 0.9  # statements at least this similar are near-duplicates
-REWARDS_FILE = "proposer_rewards.parquet"
 
 SYSTEM_PROMPT = """You design small, self-contained Python coding tasks for training a coding agent.
 Reply with ONE JSON object and nothing else, with these string fields:
