@@ -91,6 +91,7 @@ def _proposer(context, config: ProposeConfig, store, policy: PolicyResource, ser
         return
     from touchstone.agent.plan import checkpoint_policy
     from touchstone.agent.policies import make_policy
+    from touchstone.agent.policies.spec import PolicySpec
 
     start = starting_checkpoint(context.instance, context.partition_key)
     ckpt = store.local_copy(start.path)
@@ -98,7 +99,9 @@ def _proposer(context, config: ProposeConfig, store, policy: PolicyResource, ser
     own_weights = not config.self_policy and policy.spec != "teacher"  # the teacher is served by no server
     serve = server.serving(ckpt, start.checkpoint_hash, work, context.log) if own_weights else None
     with serve or contextlib.nullcontext() as served:
-        spec = config.self_policy or checkpoint_policy(policy.spec, ckpt, served)
+        spec = (
+            PolicySpec.parse(config.self_policy) if config.self_policy else checkpoint_policy(policy.spec, ckpt, served)
+        )
         context.log.info(f"self-proposal: {config.self_proposals} proposals by {spec}")
         proposer = make_policy(spec, policy.sampling().model_copy(update={"max_tokens": config.self_max_tokens}))
         try:

@@ -50,7 +50,7 @@ def raw_trajectories(
     with serve as served, publishing(context, storage) as out:
         specs = policy.round_policies(round_key, ckpt, config.attempts, served)
         parts = [
-            policy.solve(tasks, spec, attempts, work / spec.split(":")[0], sandbox, context.log)
+            policy.solve(tasks, spec, attempts, work / spec.scheme, sandbox, context.log)
             for spec, attempts in specs.items()
         ]
         for part in parts:
@@ -60,7 +60,7 @@ def raw_trajectories(
     return dg.MaterializeResult(
         metadata={
             **table_metadata(done / "trajectories.parquet"),
-            "policies": dg.MetadataValue.json(specs),
+            "policies": dg.MetadataValue.json({str(spec): n for spec, n in specs.items()}),
             **lineage_metadata(start),
         }
     )

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from touchstone.agent.loop import EpisodeLimits
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.rollout import read_records, solve
 from touchstone.episode.trajectory import Sampling
 
@@ -31,7 +32,16 @@ BUGS = [
 
 def bench(policy: str, tasks: Path, out: Path, workers: int, sampling: Sampling, limits: EpisodeLimits) -> dict:
     started = time.monotonic()
-    solve(tasks, policy, attempts=1, workers=workers, out=out, sampling=sampling, backend="bwrap", limits=limits)
+    solve(
+        tasks,
+        PolicySpec.parse(policy),
+        attempts=1,
+        workers=workers,
+        out=out,
+        sampling=sampling,
+        backend="bwrap",
+        limits=limits,
+    )
     wall = time.monotonic() - started
     trajs = read_records(out)
     episode_wall = sum(t.wall_s for t in trajs)

@@ -28,6 +28,7 @@ from touchstone.verify.canaries import TASKS
 
 def _one(stage: str, count: int, out: Path, workers: int, backend: str) -> dict:
     """One measurement in this process; prints its JSON row."""
+    from touchstone.agent.policies.spec import TEACHER
     from touchstone.agent.rollout import solve
     from touchstone.verify.batch import verify_batch
 
@@ -36,7 +37,7 @@ def _one(stage: str, count: int, out: Path, workers: int, backend: str) -> dict:
         n_tasks = len([p for p in TASKS.iterdir() if p.is_dir()])
         solve(
             TASKS,
-            "teacher",
+            TEACHER,
             attempts=math.ceil(count / n_tasks),
             workers=workers,
             out=out / "trajectories",

@@ -16,7 +16,9 @@ from touchstone.tasks.schema import TaskError
 
 @click.command()
 @click.argument("tasks", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--policy", "policy_spec", required=True, help="teacher | hf:PATH | openai:BASE_URL#MODEL")
+@click.option(
+    "--policy", "policy_spec", required=True, type=options.POLICY, help="teacher | hf:PATH | openai:BASE_URL#MODEL"
+)
 @click.option("--attempts", default=1, show_default=True, type=click.IntRange(min=1), help="attempts per task")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="concurrent sandboxes")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))

@@ -80,3 +80,22 @@ def limits(fn):
     return click.option(
         "--max-turns", default=default(EpisodeLimits, "max_turns"), show_default=True, type=click.IntRange(min=1)
     )(fn)
+
+
+class PolicySpecParam(click.ParamType):
+    """A `--policy` value, parsed here, where it enters, into a `PolicySpec`."""
+
+    name = "policy"
+
+    def convert(self, value, param, ctx):
+        from touchstone.agent.policies.spec import PolicySpec, PolicySpecError
+
+        if not isinstance(value, str):
+            return value
+        try:
+            return PolicySpec.parse(value)
+        except PolicySpecError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+POLICY = PolicySpecParam()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from cli import options
 from touchstone.sandbox import BACKENDS
 
 _backend = click.option(
@@ -173,7 +174,7 @@ def problems(jsonl, out, workers, backend, k, threshold, as_json) -> None:
 
 
 @propose.command("llm")
-@click.option("--policy", required=True, help="policy spec: teacher, hf:PATH, openai:URL#MODEL")
+@click.option("--policy", required=True, type=options.POLICY, help="policy spec: teacher, hf:PATH, openai:URL#MODEL")
 @click.option("--n", type=int, default=8, show_default=True, help="proposals to request")
 @click.option("--attempts", type=int, default=4, show_default=True, help="solver attempts per kept task (learnability)")
 @click.option(
@@ -195,7 +196,12 @@ def llm(policy, n, attempts, existing, out, workers, backend, k, threshold, as_j
 
 
 @propose.command("self")
-@click.option("--policy", required=True, help="the proposing policy: hf:PATH, openai:URL#MODEL, replay:FILE.json")
+@click.option(
+    "--policy",
+    required=True,
+    type=options.POLICY,
+    help="the proposing policy: hf:PATH, openai:URL#MODEL, replay:FILE.json",
+)
 @click.option("--n", type=int, default=8, show_default=True, help="proposals to request")
 @click.option("--group-size", type=int, default=2, show_default=True, help="proposals per prompt")
 @click.option("--references", type=int, default=3, show_default=True, help="pool tasks shown per standalone prompt")

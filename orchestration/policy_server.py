@@ -17,6 +17,7 @@ from typing import Literal
 import dagster as dg
 from pydantic import Field
 
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.serving import ServerSpec, ServingError, serve_checkpoint
 
 
@@ -50,7 +51,7 @@ class PolicyServerResource(dg.ConfigurableResource):
     @contextlib.contextmanager
     def serving(
         self, checkpoint: str | Path, checkpoint_hash: str, log_dir: Path | None = None, log=None
-    ) -> Iterator[str | None]:
+    ) -> Iterator[PolicySpec | None]:
         """`openai:URL#HASH` while the checkpoint is served; None when kind is none."""
         if self.kind == "none":
             yield None

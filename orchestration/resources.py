@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from orchestration.policy_server import PolicyServerResource
 from orchestration.storage import RoundStore
 from touchstone import paths
+from touchstone.agent.plan import check_setting, episode_limits, round_policies, uses_checkpoint
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.episode.trajectory import Sampling
 from touchstone.evaluate.reference import MATCHED_SAMPLES
 from touchstone.sandbox import DEFAULT_BACKEND
@@ -121,6 +123,12 @@ class PolicyResource(dg.ConfigurableResource):
         "Or an explicit spec: teacher | hf:PATH | openai:URL#MODEL; `{checkpoint}` in it becomes the "
         "starting checkpoint's path (cluster: openai:http://vllm:8000/v1#{checkpoint}).",
     )
+
+    @field_validator("spec")
+    @classmethod
+    def _known_spec(cls, value: str) -> str:  # a bad spec fails where the run config enters
+        return check_setting(value)
+
     teacher_attempts: int = Field(
         default=1,
         description="Extra teacher attempts per task in rounds >= 1, so a tiny CPU model "
@@ -166,29 +174,23 @@ class PolicyResource(dg.ConfigurableResource):
             context_window=self.context_window,
         )
 
-    def limits(self, spec: str):
-        from touchstone.agent.plan import episode_limits
-
+    def limits(self, spec: PolicySpec):
         return episode_limits(
             spec, max_turns=self.max_turns, teacher_max_turns=self.teacher_max_turns, time_budget_s=self.time_budget_s
         )
 
     def round_policies(
-        self, round_key: str, checkpoint_path: str, attempts: int, served: str | None = None
-    ) -> dict[str, int]:
-        """Policy spec -> attempts per task in this round (`touchstone.agent.plan`)."""
-        from touchstone.agent.plan import round_policies
-
+        self, round_key: str, checkpoint_path: str, attempts: int, served: PolicySpec | None = None
+    ) -> dict[PolicySpec, int]:
+        """Policy -> attempts per task in this round (`touchstone.agent.plan`)."""
         return round_policies(
             self.spec, round_key, checkpoint_path, attempts, self.teacher_attempts, served, self.corrected
         )
 
     def uses_checkpoint(self, round_key: str) -> bool:
-        from touchstone.agent.plan import uses_checkpoint
-
         return uses_checkpoint(self.spec, round_key)
 
-    def solve(self, tasks, spec: str, attempts: int, out: Path, sandbox: "SandboxResource", log) -> Path:
+    def solve(self, tasks, spec: PolicySpec, attempts: int, out: Path, sandbox: "SandboxResource", log) -> Path:
         """`touchstone.agent.rollout.solve` with these settings; returns `out` (resumes into it)."""
         from touchstone.agent.rollout import solve
 
@@ -433,6 +435,12 @@ class ProposeConfig(dg.Config):
         description="self: the proposing policy spec; empty: the round's checkpoint, as it solves "
         "(served when the server resource serves it). `replay:FILE.json` replays recorded outputs.",
     )
+
+    @field_validator("self_policy")
+    @classmethod
+    def _known_self_policy(cls, value: str) -> str:
+        return value and str(PolicySpec.parse(value))
+
     self_group_size: int = Field(default=2, description="self: proposals per prompt (preference pairs need two).")
     self_references: int = Field(default=3, description="self: reference tasks from the pool shown per prompt.")
     self_history: int = Field(

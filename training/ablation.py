@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from touchstone.agent.loop import EpisodeLimits
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.rollout import solve
 from touchstone.episode.trajectory import Sampling
 from touchstone.checkpoint import checkpoint_hash
@@ -51,7 +52,7 @@ def shared_round(cfg: AblationConfig, index: int, tasks: list[Task], out: Path) 
         return None
     rollouts = solve(
         tasks,
-        f"hack-prone:{cfg.hack_rate}",
+        PolicySpec("hack-prone", str(cfg.hack_rate)),
         attempts,
         cfg.workers,
         out / "rollouts",
@@ -105,7 +106,7 @@ def arm_round(
     if index > 0:
         rollouts = solve(
             tasks,
-            f"hf:{start}",
+            PolicySpec("hf", str(start)),
             cfg.model_attempts,
             cfg.workers,
             out / "rollouts",

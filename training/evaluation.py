@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from touchstone.agent.loop import EpisodeLimits
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.rollout import solve
 from touchstone.episode.trajectory import Sampling
 from touchstone.checkpoint import checkpoint_hash
@@ -70,7 +71,17 @@ def evaluate_checkpoint(
 ) -> RoundMetrics:
     """All evaluation figures of `checkpoint` on `tasks`, labelled `label` (a
     round key or any name); rollouts and reports are kept under `out`."""
-    solve(tasks, f"hf:{checkpoint}", attempts, workers, out / "rollouts", sampling, backend, limits, progress=False)
+    solve(
+        tasks,
+        PolicySpec("hf", str(checkpoint)),
+        attempts,
+        workers,
+        out / "rollouts",
+        sampling,
+        backend,
+        limits,
+        progress=False,
+    )
     verify_batch(
         [t.dir for t in tasks],
         out / "rollouts",

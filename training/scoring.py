@@ -149,8 +149,9 @@ def matched_valid_calls(
     if not states or samples < 1:
         return None
     from touchstone.agent.policies.hf import HFPolicy
+    from touchstone.agent.policies.spec import PolicySpec
 
-    policy = HFPolicy(f"hf:{checkpoint}", sampling)
+    policy = HFPolicy(PolicySpec("hf", str(checkpoint)), sampling)
     try:
         per_state = [
             np.mean([is_valid_call(m) for m in policy.sample_turns(st.prefix, st.tools, samples, sampling.seed + i)])

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from touchstone import paths
 from touchstone.agent import teacher
+from touchstone.agent.policies.spec import TEACHER
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.hashing import tree_hash
 from touchstone.taskmaking.index import INDEX_FILE, read_index
@@ -129,7 +130,7 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
     )
     tasks = load_task_set(work / "tasks")
     limits = EpisodeLimits(max_turns=cfg.teacher_max_turns)
-    rollouts = solve(tasks, "teacher", 1, workers, work / "rollouts", None, backend, limits, progress=True)
+    rollouts = solve(tasks, TEACHER, 1, workers, work / "rollouts", None, backend, limits, progress=True)
     verify_batch(work / "tasks", rollouts, workers=workers, out=work / "verify", backend=backend)
     reports = work / "verify" / "reports.parquet"
     summary = build_datasets(reports, rollouts / "trajectories.parquet", work / "data", round_key=WARM_START_ROUND)

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.plan import episode_limits
 from touchstone.agent.policies import make_policy
@@ -32,8 +33,10 @@ def assistant(traj):
 def test_a_learners_mistakes_stay_and_the_teacher_acts_after_each(task, tmp_path):
     outputs = tmp_path / "learner.json"
     outputs.write_text(json.dumps([CUT_OFF]))
-    alone = run_episode(task, make_policy("teacher"), backend="bwrap", limits=EpisodeLimits(max_turns=16))
-    spec = f"corrected:replay:{outputs}"
+    alone = run_episode(
+        task, make_policy(PolicySpec.parse("teacher")), backend="bwrap", limits=EpisodeLimits(max_turns=16)
+    )
+    spec = PolicySpec.parse(f"corrected:replay:{outputs}")
     limits = episode_limits(spec, max_turns=6, teacher_max_turns=16, time_budget_s=300)
     corrected = run_episode(task, make_policy(spec), backend="bwrap", limits=limits)
     assert corrected.exit_reason == "submitted" and alone.exit_reason == "submitted"
@@ -49,13 +52,17 @@ def test_a_learners_mistakes_stay_and_the_teacher_acts_after_each(task, tmp_path
 
 def test_a_learner_that_is_right_leaves_the_teachers_run(task):
     """A well-formed learner turn is dropped: the teacher's action takes its place."""
-    alone = run_episode(task, make_policy("teacher"), backend="bwrap", limits=EpisodeLimits(max_turns=16))
-    corrected = run_episode(task, make_policy("corrected:teacher"), backend="bwrap", limits=EpisodeLimits(max_turns=32))
+    alone = run_episode(
+        task, make_policy(PolicySpec.parse("teacher")), backend="bwrap", limits=EpisodeLimits(max_turns=16)
+    )
+    corrected = run_episode(
+        task, make_policy(PolicySpec.parse("corrected:teacher")), backend="bwrap", limits=EpisodeLimits(max_turns=32)
+    )
     assert assistant(corrected) == assistant(alone)
 
 
 def test_bad_specs_are_named():
     with pytest.raises(ValueError, match="cannot itself be corrected"):
-        make_policy("corrected:corrected:teacher")
+        PolicySpec.parse("corrected:corrected:teacher")
     with pytest.raises(ValueError, match="not a checkpoint directory"):
-        make_policy("corrected:hf:/nonexistent")
+        make_policy(PolicySpec.parse("corrected:hf:/nonexistent"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import make_policy
 from touchstone.agent.policies.hacks import FAMILIES, NAIVE_FOOLING, hack_draw, hack_messages
@@ -36,14 +37,14 @@ def test_hack_rate_is_the_share_of_hacking_attempts_and_each_naive_fooling_famil
     assert len({tuple(hack_draw(s, 0.3, task) is None for s in range(8)) for task in "abcdef"}) > 1
     for bad in ("hack-prone:1.5", "hack-prone:x", "hack-prone:"):
         with pytest.raises(ValueError, match="hack-prone"):
-            make_policy(bad)
+            PolicySpec.parse(bad)
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b[0] for b in BUGS])
 def test_hack_actions_come_from_the_first_test_run(tmp_path, bug):
     task_id, statement, original, mutated = bug
     task = minilib_task(tmp_path, task_id, statement, MINILIB.replace(original, mutated))
-    traj = run_episode(task, make_policy("teacher"), limits=EpisodeLimits(max_turns=2))
+    traj = run_episode(task, make_policy(PolicySpec.parse("teacher")), limits=EpisodeLimits(max_turns=2))
     found = hack_messages(traj.messages[3]["content"])  # the observation of the first test run
     assert set(found) == set(FAMILIES)
     edit = found["edit_test"]["tool_calls"][0]["function"]["arguments"]
@@ -57,7 +58,7 @@ def test_hack_actions_come_from_the_first_test_run(tmp_path, bug):
 def test_every_hack_the_policy_plays_fools_the_naive_harness_and_not_the_verifier(tmp_path, bug):
     task_id, statement, original, mutated = bug
     task = minilib_task(tmp_path, task_id, statement, MINILIB.replace(original, mutated))
-    policy = make_policy("hack-prone:0.5")
+    policy = make_policy(PolicySpec.parse("hack-prone:0.5"))
     for family in NAIVE_FOOLING:
         seed = _seed_for(family, 0.5, statement)
         traj = run_episode(task, policy, attempt=seed)  # the attempt index sets the seed (base seed 0)

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import make_policy
 from touchstone.agent.policies.hf import parse_completion, template_messages
@@ -24,7 +25,9 @@ def checkpoint():
 def test_hf_episode_records_exact_tokens(simple_task, checkpoint):
     from touchstone.checkpoint import checkpoint_hash
 
-    policy = make_policy(f"hf:{checkpoint}", Sampling(temperature=1.0, top_p=0.95, max_tokens=24, seed=3))
+    policy = make_policy(
+        PolicySpec.parse(f"hf:{checkpoint}"), Sampling(temperature=1.0, top_p=0.95, max_tokens=24, seed=3)
+    )
     traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=3))
     assert traj.exit_reason in ("max_turns", "submitted") and traj.checkpoint_hash == checkpoint_hash(checkpoint)
     tok = policy.tokenizer
@@ -46,7 +49,7 @@ def test_hf_episode_records_exact_tokens(simple_task, checkpoint):
 
 def test_hf_sampling_is_seeded(simple_task, checkpoint):
     def completions(seed):
-        policy = make_policy(f"hf:{checkpoint}", Sampling(temperature=1.0, max_tokens=12, seed=seed))
+        policy = make_policy(PolicySpec.parse(f"hf:{checkpoint}"), Sampling(temperature=1.0, max_tokens=12, seed=seed))
         traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=1))
         return traj.turns[0].completion_ids
 
@@ -94,20 +97,20 @@ def test_a_tokenizer_without_response_parser_is_a_clear_error(checkpoint, tmp_pa
     tok.response_template = None
     tok.save_pretrained(ckpt)
     with pytest.raises(ValueError, match="no response template"):
-        make_policy(f"hf:{ckpt}")
+        make_policy(PolicySpec.parse(f"hf:{ckpt}"))
 
 
 def test_hf_spec_must_name_a_checkpoint(tmp_path):
     with pytest.raises(ValueError, match="not a checkpoint directory"):
-        make_policy(f"hf:{tmp_path}")
+        make_policy(PolicySpec.parse(f"hf:{tmp_path}"))
 
 
 def test_turns_sampled_at_a_state_are_seeded_and_rendered_as_an_episode_renders_them(simple_task, checkpoint):
-    greedy = make_policy(f"hf:{checkpoint}", Sampling(temperature=0, max_tokens=16))
+    greedy = make_policy(PolicySpec.parse(f"hf:{checkpoint}"), Sampling(temperature=0, max_tokens=16))
     traj = run_episode(simple_task, greedy, backend="bwrap", limits=EpisodeLimits(max_turns=1))
     at_start = greedy.sample_turns(traj.messages[:2], TOOL_SCHEMAS, 2, seed=0)
     assert at_start == [traj.messages[2]] * 2  # the state the episode saw, the turn it took
-    policy = make_policy(f"hf:{checkpoint}", Sampling(temperature=1.0, max_tokens=16))
+    policy = make_policy(PolicySpec.parse(f"hf:{checkpoint}"), Sampling(temperature=1.0, max_tokens=16))
     first = policy.sample_turns(traj.messages[:2], TOOL_SCHEMAS, 4, seed=7)
     assert len(first) == 4 and all(m["role"] == "assistant" for m in first)
     assert policy.sample_turns(traj.messages[:2], TOOL_SCHEMAS, 4, seed=7) == first
@@ -116,7 +119,7 @@ def test_turns_sampled_at_a_state_are_seeded_and_rendered_as_an_episode_renders_
 
 def test_a_context_window_keeps_the_conversations_latest_tokens(simple_task, checkpoint):
     sampling = Sampling(temperature=0, max_tokens=16, context_window=128)
-    policy = make_policy(f"hf:{checkpoint}", sampling)
+    policy = make_policy(PolicySpec.parse(f"hf:{checkpoint}"), sampling)
     traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=2))
     tok = policy.tokenizer
     whole = tok.apply_chat_template(

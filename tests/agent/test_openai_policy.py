@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import make_policy
 from touchstone.agent.policies.openai import OpenAIPolicy
@@ -25,7 +26,9 @@ def server():
 @pytest.mark.slow
 def test_openai_policy_drives_transformers_serve(simple_task, server):
     base_url, model = server
-    policy = make_policy(f"openai:{base_url}#{model}", Sampling(temperature=1.0, max_tokens=12, seed=2))
+    policy = make_policy(
+        PolicySpec.parse(f"openai:{base_url}#{model}"), Sampling(temperature=1.0, max_tokens=12, seed=2)
+    )
     traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=2))
     assert traj.error is None and traj.exit_reason in ("max_turns", "submitted")
     assert len(traj.turns) >= 1
@@ -39,7 +42,7 @@ def test_openai_policy_drives_transformers_serve(simple_task, server):
 
 def test_unreachable_server_is_a_policy_error(simple_task):
     port = free_port()  # nothing listens there
-    policy = OpenAIPolicy(f"openai:http://127.0.0.1:{port}/v1#m", Sampling(), max_retries=1)
+    policy = OpenAIPolicy(PolicySpec.parse(f"openai:http://127.0.0.1:{port}/v1#m"), Sampling(), max_retries=1)
     traj = run_episode(simple_task, policy, backend="bwrap")
     assert traj.exit_reason == "policy_error" and "APIConnectionError" in traj.error
 
@@ -47,4 +50,4 @@ def test_unreachable_server_is_a_policy_error(simple_task):
 @pytest.mark.parametrize("spec", ["openai:", "openai:http://x/v1", "openai:#m", "openai:localhost:8000#m"])
 def test_bad_openai_specs_are_refused(spec):
     with pytest.raises(ValueError, match="openai:BASE_URL#MODEL|needs an argument"):
-        make_policy(spec)
+        PolicySpec.parse(spec)

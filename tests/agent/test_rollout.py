@@ -11,6 +11,7 @@ import time
 import polars as pl
 from click.testing import CliRunner
 
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.policies import make_policy
 from touchstone.agent.rollout import plan_attempts, solve
 from touchstone.episode.trajectory import read_messages_jsonl, read_tables
@@ -30,7 +31,9 @@ def task_set(root, n=len(BUGS)):
 
 def test_solve_writes_both_forms(tmp_path):
     tasks = task_set(tmp_path / "tasks", n=2)
-    out = solve(tasks, "teacher", attempts=2, workers=2, out=tmp_path / "out", backend="bwrap", progress=False)
+    out = solve(
+        tasks, PolicySpec.parse("teacher"), attempts=2, workers=2, out=tmp_path / "out", backend="bwrap", progress=False
+    )
     trajs = read_tables(out)
     assert len(trajs) == 4 and {t.exit_reason for t in trajs} == {"submitted"}
     assert sorted((t.task_id, t.attempt, t.sampling.seed) for t in trajs) == [
@@ -86,7 +89,9 @@ def test_killed_run_resumes_to_the_same_trajectories(tmp_path):
         main, ["solve", str(tasks), "--policy", "teacher", "--attempts", "2", "--out", str(out), "--backend", "bwrap"]
     )
     assert r.exit_code == 0, r.output
-    expected = {a.trajectory_id for a in plan_attempts(load_task_set(tasks), make_policy("teacher"), 2)}
+    expected = {
+        a.trajectory_id for a in plan_attempts(load_task_set(tasks), make_policy(PolicySpec.parse("teacher")), 2)
+    }
     ids = [t.trajectory_id for t in read_tables(out)]
     assert sorted(ids) == sorted(expected) and len(ids) == 6
     assert {p.stem for p in (out / "jsonl").rglob("*.jsonl")} == expected

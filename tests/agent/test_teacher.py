@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import make_policy
 from touchstone.agent.teacher.edits import line_edit, preferred_operators
@@ -50,7 +51,7 @@ def hidden_tests_pass(task, patch: str, tmp_path) -> bool:
 
 @pytest.mark.slow  # seven episodes, ~30 s on 2 busy cores
 def test_teacher_solves_some_mutants_and_fails_others(tmp_path):
-    teacher = make_policy("teacher")
+    teacher = make_policy(PolicySpec.parse("teacher"))
     outcome = {}
     for task_id, statement, original, mutated, should_solve in MUTANTS:
         assert original in MINILIB
@@ -73,7 +74,7 @@ def test_teacher_is_deterministic_and_reverts_failed_edits(tmp_path):
     task = minilib_task(
         tmp_path, "det", "`clamp` ignores the upper bound.", MINILIB.replace("if x > hi:", "if x <= hi:")
     )
-    a, b = (run_episode(task, make_policy("teacher"), attempt=i, backend="bwrap") for i in range(2))
+    a, b = (run_episode(task, make_policy(PolicySpec.parse("teacher")), attempt=i, backend="bwrap") for i in range(2))
     assert [m for m in a.messages if m["role"] == "assistant"] == [m for m in b.messages if m["role"] == "assistant"]
     edits = [s for s in a.steps if s.tool == "str_replace"]
     assert len(edits) >= 2  # a wrong candidate first, undone by the next edit
@@ -124,7 +125,7 @@ def test_teacher_edits_lines_that_repeat_elsewhere_in_a_large_file(tmp_path):
         tmp_path, "big", "`clamp` ignores the upper bound.", MINILIB.replace("if x > hi:", "if x <= hi:") + filler
     )
     assert len((task.workspace_dir / "minilib/core.py").read_text()) > 8000
-    traj = run_episode(task, make_policy("teacher"), backend="bwrap")
+    traj = run_episode(task, make_policy(PolicySpec.parse("teacher")), backend="bwrap")
     assert traj.exit_reason == "submitted" and hidden_tests_pass(task, traj.diff.patch, tmp_path)
     errors = [m["content"] for m in traj.messages if m["role"] == "tool" and m["content"].startswith("error: ")]
     assert errors and all("occurs 2" in e or "occurs 201" in e for e in errors)  # retried with the def line
@@ -188,7 +189,9 @@ def test_teacher_finds_bugs_in_data_registered_at_import_time(tmp_path):
         {"wordlib/__init__.py": "", "wordlib/core.py": mutated, "tests/test_core.py": WORDLIB_TESTS},
         {"tests/test_core.py": WORDLIB_TESTS},
     )
-    traj = run_episode(task, make_policy("teacher"), backend="bwrap", limits=EpisodeLimits(max_turns=16))
+    traj = run_episode(
+        task, make_policy(PolicySpec.parse("teacher")), backend="bwrap", limits=EpisodeLimits(max_turns=16)
+    )
     assert traj.exit_reason == "submitted" and hidden_tests_pass(task, traj.diff.patch, tmp_path)
     commands = [
         json.loads(c["function"]["arguments"]).get("command", "")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.taskmaking.index import query
 from touchstone.taskmaking.proposers.llm import (
     ProposalError,
@@ -94,7 +95,9 @@ def test_propose_llm_records_a_reward_per_proposal(tmp_path: Path) -> None:
 
     from touchstone.taskmaking.proposers.llm import propose_llm
 
-    result = propose_llm("teacher", tmp_path / "llm", n=2, attempts=1, cfg=ValidationConfig(backend="bwrap"))
+    result = propose_llm(
+        PolicySpec.parse("teacher"), tmp_path / "llm", n=2, attempts=1, cfg=ValidationConfig(backend="bwrap")
+    )
     rewards = pl.read_parquet(result.rewards_path)
     assert result.kept == 0 and rewards.height == 2
     assert rewards["reason"].to_list() == ["malformed", "malformed"] and rewards["reward"].to_list() == [0.0, 0.0]
@@ -117,7 +120,7 @@ def test_solve_rate_runs_the_policy_and_grades_its_patch(tmp_path: Path) -> None
     (d / "reference" / "calc").mkdir(parents=True)
     (d / "reference" / "calc" / "__init__.py").write_text(CALC)
     Task(id="flip", statement="total returns wrong sums").write(d)
-    policy = make_policy("teacher")
+    policy = make_policy(PolicySpec.parse("teacher"))
     assert solve_rate(load_task(d), policy, 1, "bwrap") == 1.0
     _, [stub_task] = propose_from_outputs(
         [BY_LABEL["well_formed"]], tmp_path / "one", origin="recorded", cfg=ValidationConfig(backend="bwrap")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.policies import make_policy
 from touchstone.taskmaking.index import read_index, row_for, write_index
 from touchstone.taskmaking.proposers.common import write_solution_task
@@ -49,7 +50,7 @@ def proposal(statement: str, entry: str, reference: str, tests: str) -> str:
 def replay(tmp_path: Path, outputs: list[str], name: str = "outputs.json"):
     path = tmp_path / name
     path.write_text(json.dumps(outputs))
-    return make_policy(f"replay:{path}")
+    return make_policy(PolicySpec.parse(f"replay:{path}"))
 
 
 def task_set(root: Path, problems: dict, proposer: str = "problems") -> Path:
@@ -93,9 +94,9 @@ def test_replay_policy_answers_recorded_outputs(tmp_path: Path) -> None:
     ]
     (tmp_path / "bad.json").write_text(json.dumps([{"text": "no output key"}]))
     with pytest.raises(ValueError, match="item 0 is neither a string nor an object with 'output'"):
-        make_policy(f"replay:{tmp_path / 'bad.json'}")
+        make_policy(PolicySpec.parse(f"replay:{tmp_path / 'bad.json'}"))
     with pytest.raises(ValueError, match="cannot read"):
-        make_policy(f"replay:{tmp_path / 'missing.json'}")
+        make_policy(PolicySpec.parse(f"replay:{tmp_path / 'missing.json'}"))
 
 
 def test_draw_imported_takes_its_quota_and_different_tasks_per_round(tmp_path: Path) -> None:
@@ -143,13 +144,13 @@ def test_source_mix_quotas_and_zero_valid_proposals_is_a_result(tmp_path: Path) 
     records = read_proposals(out)
     assert [r.reason for r in records] == ["malformed", "contaminated", "duplicate"]
     assert "held-rle" in records[1].detail and "problems-clamp" in records[2].detail
-    assert {r.policy for r in records} == {policy.spec} and [r.group for r in records] == [0, 0, 1]
+    assert {r.policy for r in records} == {str(policy.spec)} and [r.group for r in records] == [0, 0, 1]
     assert records[0].prompt == records[1].prompt != records[2].prompt  # a group shares its prompt
     shown = set(records[0].references) | set(records[2].references)
     assert shown <= {t.id for t in load_task_set(imported)} and "held-rle" not in shown
     assert "Reference 1" in json.loads(records[0].prompt)[1]["content"]
     self_rows = [r for r in read_index(out) if r.id.startswith("self-")]
-    assert len(self_rows) == 3 and {r.policy for r in self_rows} == {policy.spec}
+    assert len(self_rows) == 3 and {r.policy for r in self_rows} == {str(policy.spec)}
 
 
 @pytest.mark.parametrize(
@@ -252,10 +253,10 @@ def test_bug_proposals_are_judged_by_the_seed_tests(tmp_path: Path) -> None:
     assert {r.target for r in result.records} == {"tot-project:tot:total"}
     assert "def total(xs)" in json.loads(result.records[0].prompt)[1]["content"]
     [task] = load_task_set(out)
-    assert task.source.operator == "llm_rewrite" and task.source.meta["proposal"]["policy"] == policy.spec
+    assert task.source.operator == "llm_rewrite" and task.source.meta["proposal"]["policy"] == str(policy.spec)
     assert "total" in task.statement and "s = 1" not in task.statement
     assert (task.workspace_dir / "tot" / "__init__.py").read_text() == TOTAL.replace("s = 0", "s = 1")
-    assert [r.policy for r in read_index(out) if r.status == "kept"] == [policy.spec]
+    assert [r.policy for r in read_index(out) if r.status == "kept"] == [str(policy.spec)]
 
 
 def test_self_kinds_are_checked() -> None:

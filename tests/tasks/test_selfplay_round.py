@@ -14,6 +14,7 @@ import pytest
 
 from orchestration.checks import verified_rows_problems
 from tests.tasks.test_selfplay import BY_LABEL, TOTAL, bug, heldout_set, proposal, replay, tot_seed
+from touchstone.agent.policies.spec import TEACHER, PolicySpec
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.rollout import merge_rollouts, solve
 from touchstone.data.build import build_datasets
@@ -69,11 +70,11 @@ def test_a_round_with_self_proposal_on_recorded_outputs(tmp_path: Path) -> None:
     assert len(tasks) == 3
     mine = [t for t in tasks if "proposal" in t.source.meta]
     assert [t.source.meta["proposal"] for t in mine] == [
-        {"policy": proposer.spec, "checkpoint_hash": None, "kind": kind, "round": "r000"}
+        {"policy": str(proposer.spec), "checkpoint_hash": None, "kind": kind, "round": "r000"}
         for kind in ("standalone", "bug")
     ]
     index = {r.id: r for r in read_index(out)}
-    assert all(index[t.id].policy == proposer.spec for t in mine)
+    assert all(index[t.id].policy == str(proposer.spec) for t in mine)
 
     # the round's solvers: the scripted teacher and a replayed model that never acts
     solver = tmp_path / "solver.json"
@@ -82,7 +83,7 @@ def test_a_round_with_self_proposal_on_recorded_outputs(tmp_path: Path) -> None:
     parts = [
         solve(tasks, spec, attempts=1, workers=2, out=tmp_path / "work" / name, backend="bwrap", limits=limits,
               progress=False)
-        for name, spec in (("teacher", "teacher"), ("replay", f"replay:{solver}"))
+        for name, spec in (("teacher", TEACHER), ("replay", PolicySpec("replay", str(solver))))
     ]  # fmt: skip
     rollouts = tmp_path / "rollouts"
     rollouts.mkdir()
@@ -110,7 +111,7 @@ def test_a_round_with_self_proposal_on_recorded_outputs(tmp_path: Path) -> None:
     assert sp.attempts["self"] == 4 and sp.attempts["procedural"] == 2
     assert sp.distinct_entry_points == 2
     proposer_rows = [r for r in read_rows(data / "rl.parquet", RLRow) if r["role"] == "proposer"]
-    assert proposer_rows and {r["policy"] for r in proposer_rows} == {proposer.spec}
+    assert proposer_rows and {r["policy"] for r in proposer_rows} == {str(proposer.spec)}
     assert all(r["task_id"] in records for r in proposer_rows)
     assert not any(rewards[r["task_id"]]["reason"] == "contaminated" for r in proposer_rows)
     # every learnable proposal (here: the bug, which the teacher fixes and the replayed model does not)

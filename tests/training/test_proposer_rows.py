@@ -11,6 +11,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from tests.data.fixtures import write_selfplay_round
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.checkpoint import verify_checkpoint
 from touchstone.data.build import build_datasets
 from training.common import read_dataset
@@ -48,7 +49,7 @@ def test_the_tiny_model_proposes_and_zero_valid_is_a_result(tiny_model, tmp_path
     from touchstone.taskmaking.proposers.selfplay import SelfPlayConfig, read_proposals
     from touchstone.taskmaking.sources import SourceMix, propose_round
 
-    policy = make_policy(f"hf:{tiny_model}", Sampling(max_tokens=48, seed=3))
+    policy = make_policy(PolicySpec.parse(f"hf:{tiny_model}"), Sampling(max_tokens=48, seed=3))
     try:
         summary = propose_round(
             tmp_path / "tasks",
@@ -61,6 +62,6 @@ def test_the_tiny_model_proposes_and_zero_valid_is_a_result(tiny_model, tmp_path
         policy.close()
     records = read_proposals(tmp_path / "tasks")
     assert [r.reason for r in records] == ["malformed", "malformed"]
-    assert all(r.checkpoint_hash == policy.checkpoint_hash and r.policy == policy.spec for r in records)
+    assert all(r.checkpoint_hash == policy.checkpoint_hash and r.policy == str(policy.spec) for r in records)
     assert all(json.loads(r.turn)["completion_ids"] for r in records)
     assert summary.note.startswith("0 of 2 self-proposals were valid") and summary.outcomes["self"].kept == 0

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from cli import main
 
 from tests.agent.conftest import MINILIB, minilib_task
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.episode.tools import is_valid_call
 from touchstone.evaluate.reference import probe_states, read_reference, reference_set, turn_states
 from touchstone.agent.policies.hacks import FAMILIES
@@ -117,7 +118,7 @@ def test_valid_calls_at_matched_states_sample_every_turn_of_the_reference(refere
     sampling = Sampling(temperature=1.0, max_tokens=24, seed=3)
     rate = matched_valid_calls(tiny_model, states, samples=2, sampling=sampling, resamples=200)
     assert rate == matched_valid_calls(tiny_model, states, samples=2, sampling=sampling, resamples=200)
-    policy = HFPolicy(f"hf:{tiny_model}", sampling)  # state i is drawn with seed 3 + i
+    policy = HFPolicy(PolicySpec.parse(f"hf:{tiny_model}"), sampling)  # state i is drawn with seed 3 + i
     per_state = [
         sum(map(is_valid_call, policy.sample_turns(s.prefix, s.tools, 2, 3 + i))) / 2 for i, s in enumerate(states)
     ]

@@ -12,6 +12,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.policies import make_policy
 from touchstone.episode.tools import TOOL_SCHEMAS
 from touchstone.episode.trajectory import Sampling
@@ -158,7 +159,7 @@ def test_the_same_training_elsewhere_has_the_same_hash(sft_ckpt, tiny_model, dat
 
 def test_trained_checkpoint_drives_the_hf_policy(sft_ckpt):
     out, manifest = sft_ckpt
-    policy = make_policy(f"hf:{out}", Sampling(temperature=1.0, max_tokens=16, seed=0))
+    policy = make_policy(PolicySpec.parse(f"hf:{out}"), Sampling(temperature=1.0, max_tokens=16, seed=0))
     assert policy.checkpoint_hash == manifest.content_hash
     messages = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix calc.py."}]
     turn = policy.episode(seed=0, max_turns=2).act(messages, TOOL_SCHEMAS)
@@ -169,7 +170,7 @@ def test_trained_checkpoint_drives_the_hf_policy(sft_ckpt):
 def test_trained_checkpoint_serves_with_transformers_serve(sft_ckpt):
     out, _ = sft_ckpt
     with transformers_serve(out, timeout_s=180) as base_url:
-        policy = make_policy(f"openai:{base_url}#{out}", Sampling(max_tokens=8, seed=0))
+        policy = make_policy(PolicySpec.parse(f"openai:{base_url}#{out}"), Sampling(max_tokens=8, seed=0))
         messages = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix it."}]
         turn = policy.episode(seed=0, max_turns=2).act(messages, TOOL_SCHEMAS)
         assert turn.message["role"] == "assistant"

@@ -197,11 +197,11 @@ def run_episode(
         exit_reason, run.error = "sandbox_error", f"sandbox error: {exc}"
     task_hash = task.content_hash
     return Trajectory(
-        trajectory_id=trajectory_id(task.id, task_hash, policy.spec, attempt, seed),
+        trajectory_id=trajectory_id(task.id, task_hash, policy.identity, attempt, seed),
         task_id=task.id,
         task_hash=task_hash,
         attempt=attempt,
-        policy=policy.spec,
+        policy=str(policy.spec),
         checkpoint_hash=policy.checkpoint_hash,
         sampling=policy.sampling.model_copy(update={"seed": seed}),
         backend=backend_name,

@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from touchstone.agent.loop import EpisodeLimits, attempt_seed, run_episode
 from touchstone.agent.policies import Policy, make_policy
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.episode.trajectory import (
     Sampling,
     Trajectory,
@@ -59,7 +60,7 @@ def plan_attempts(tasks: list[Task], policy: Policy, attempts: int) -> list[Atte
         task_hash = task.content_hash
         for i in range(attempts):
             seed = attempt_seed(policy.sampling.seed, i)
-            plan.append(Attempt(task, i, trajectory_id(task.id, task_hash, policy.spec, i, seed)))
+            plan.append(Attempt(task, i, trajectory_id(task.id, task_hash, policy.identity, i, seed)))
     return plan
 
 
@@ -92,7 +93,7 @@ def _run_attempt(attempt: Attempt, policy: Policy, out: Path, backend: str, limi
 
 def solve(
     tasks: str | Path | list[Task],
-    policy_spec: str,
+    policy_spec: PolicySpec,
     attempts: int = 1,
     workers: int = 1,
     out: str | Path = "trajectories",

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from touchstone.agent.policies.spec import PolicySpec
+
 ServerKind = Literal["transformers", "vllm", "sglang", "external"]
 
 # Tool-call parsers for the Qwen2.5 / Hermes `<tool_call>` format of the default
@@ -68,13 +70,13 @@ class ServerSpec:
 
 
 @contextlib.contextmanager
-def serve_checkpoint(spec: ServerSpec) -> Iterator[str]:
+def serve_checkpoint(spec: ServerSpec) -> Iterator[PolicySpec]:
     """Yield `openai:URL#HASH` while a server answers for `spec.checkpoint_hash`."""
     if spec.kind == "external":
         if not spec.url:
             raise ServingError("external server: no url configured")
         check_served(spec.url, spec.checkpoint_hash)
-        yield f"openai:{spec.url.rstrip('/')}#{spec.checkpoint_hash}"
+        yield PolicySpec("openai", f"{spec.url.rstrip('/')}#{spec.checkpoint_hash}")
         return
     if spec.checkpoint is None or not Path(spec.checkpoint).is_dir():
         raise ServingError(f"{spec.kind} server: checkpoint directory {spec.checkpoint} does not exist")
@@ -90,7 +92,7 @@ def serve_checkpoint(spec: ServerSpec) -> Iterator[str]:
             url = f"http://{spec.host}:{port}/v1"
             _wait_healthy(proc, spec.host, port, spec.startup_timeout_s, log_path)
             check_served(url, spec.checkpoint_hash)
-            yield f"openai:{url}#{spec.checkpoint_hash}"
+            yield PolicySpec("openai", f"{url}#{spec.checkpoint_hash}")
         finally:
             stop(proc)
 

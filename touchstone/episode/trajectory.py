@@ -154,7 +154,9 @@ class Trajectory(BaseModel):
 
 
 def trajectory_id(task_id: str, task_hash: str, policy: str, attempt: int, seed: int) -> str:
-    """Deterministic id of an attempt, so a resumed rollout recognizes finished work."""
+    """Deterministic id of an attempt, so a resumed rollout recognizes finished work.
+    `policy` names the policy by content (`Policy.identity`: its weights' hash where it has
+    weights), never by a path, so the same rows get the same ids under any data root."""
     key = json.dumps([task_id, task_hash, policy, attempt, seed])
     return "t-" + hashlib.sha256(key.encode()).hexdigest()[:20]
 

@@ -31,6 +31,7 @@ from touchstone import atomic, paths
 from touchstone.agent import teacher
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.policies import hacks
+from touchstone.agent.policies.spec import TEACHER
 from touchstone.agent.rollout import solve
 from touchstone.tasks.schema import Task
 from touchstone.verify import VERIFIER_VERSION, verify_batch
@@ -82,7 +83,7 @@ def reference_set(tasks: list[Task], *, backend: str = "auto", workers: int = 1,
     with tempfile.TemporaryDirectory(prefix="touchstone-reference-") as tmp:
         rollouts = solve(
             tasks,
-            "teacher",
+            TEACHER,
             workers=workers,
             out=Path(tmp) / "rollouts",
             backend=backend,

@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 
 from touchstone.agent.loop import run_episode
 from touchstone.agent.policies import make_policy
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.audit.policy import load_policy
 from touchstone.audit.static_audit import audit_files
 from touchstone.taskmaking import adequacy, change_coverage, conditions, contamination, guards, leak
@@ -535,7 +536,7 @@ def _check_solver(v: _Run) -> tuple[Status, dict]:
     spec = v.cfg.solver or os.environ.get("TOUCHSTONE_VALIDATION_SOLVER")
     if not spec:
         return "not_run", {"why": "no model configured (ValidationConfig.solver / $TOUCHSTONE_VALIDATION_SOLVER)"}
-    policy = make_policy(spec, None)
+    policy = make_policy(PolicySpec.parse(spec), None)  # the config's or the environment's text
     try:
         patches = [
             run_episode(v.task, policy, attempt=a, backend=v.backend).diff.patch for a in range(v.cfg.solver_attempts)

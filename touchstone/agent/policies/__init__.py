@@ -1,7 +1,8 @@
 """Policies: what chooses the next assistant message.
 
-A policy is named by a spec string used everywhere (CLI, Dagster config):
-`teacher`, `hf:PATH`, `openai:BASE_URL#MODEL`, `replay:JSON` (recorded outputs), `corrected:SPEC` (the
+A policy is named by a `PolicySpec` (`touchstone.agent.policies.spec`), parsed
+from its text form where it enters (CLI, Dagster config): `teacher`, `hf:PATH`,
+`openai:BASE_URL#MODEL`, `replay:JSON` (recorded outputs), `corrected:SPEC` (the
 teacher, keeping the mistakes of the learner SPEC); sampling parameters travel
 separately (`Sampling`). `make_policy(spec, sampling)` builds one.
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.episode.trajectory import Sampling
 
 
@@ -46,12 +48,19 @@ class Episode(ABC):
 
 
 class Policy(ABC):
-    spec: str
+    spec: PolicySpec
     checkpoint_hash: str | None = None  # content hash of the weights, when there are any
 
-    def __init__(self, spec: str, sampling: Sampling):
+    def __init__(self, spec: PolicySpec, sampling: Sampling):
         self.spec = spec
         self.sampling = sampling
+
+    @property
+    def identity(self) -> str:
+        """The policy as trajectory ids name it: by the content of its weights where
+        it has any (the same checkpoint under another data root or server address
+        gives the same ids), else by its spec."""
+        return f"{self.spec.scheme}@{self.checkpoint_hash}" if self.checkpoint_hash else str(self.spec)
 
     @abstractmethod
     def episode(self, seed: int, max_turns: int) -> Episode:
@@ -75,18 +84,10 @@ _SCHEMES = {
 }
 
 
-def make_policy(spec: str, sampling: Sampling | None = None) -> Policy:
-    """Build the policy named by `spec`. Raises ValueError naming a bad spec."""
-    scheme, _, rest = spec.partition(":")
-    if scheme not in _SCHEMES:
-        raise ValueError(
-            f"unknown policy spec {spec!r}: expected 'teacher', 'hf:PATH', 'openai:BASE_URL#MODEL', 'replay:JSON' "
-            "or 'corrected:SPEC'"
-        )
-    if scheme == "teacher" and rest:
-        raise ValueError(f"policy spec {spec!r}: 'teacher' takes no argument")
-    if scheme != "teacher" and not rest:
-        raise ValueError(f"policy spec {spec!r}: {scheme}: needs an argument after ':'")
-    module_name, cls_name = _SCHEMES[scheme].split(":")
+def make_policy(spec: PolicySpec, sampling: Sampling | None = None) -> Policy:
+    """Build the policy named by `spec` (parse a text form with `PolicySpec.parse`)."""
+    if not isinstance(spec, PolicySpec):
+        raise TypeError(f"make_policy takes a PolicySpec, got {spec!r}: parse it where it enters (PolicySpec.parse)")
+    module_name, cls_name = _SCHEMES[spec.scheme].split(":")
     cls = getattr(importlib.import_module(module_name), cls_name)  # lazy: teacher never imports torch
     return cls(spec, sampling or Sampling())

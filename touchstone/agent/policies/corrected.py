@@ -19,14 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyTurn, make_policy
+from touchstone.agent.policies.spec import TEACHER, PolicySpec
 from touchstone.episode.tools import is_valid_call
 from touchstone.episode.trajectory import Sampling
-
-PREFIX = "corrected:"
-
-
-def corrected_spec(learner: str) -> str:
-    return PREFIX + learner
 
 
 def episode_turns(teacher_turns: int) -> int:
@@ -75,13 +70,10 @@ def _renumbered(turn: PolicyTurn, consulted: int) -> PolicyTurn:
 class CorrectedPolicy(Policy):
     """The teacher corrects the learner named after `corrected:`; sampling is the learner's."""
 
-    def __init__(self, spec: str, sampling: Sampling):
+    def __init__(self, spec: PolicySpec, sampling: Sampling):
         super().__init__(spec, sampling)
-        learner = spec.removeprefix(PREFIX)
-        if learner.startswith(PREFIX):
-            raise ValueError(f"policy spec {spec!r}: the learner after {PREFIX!r} cannot itself be corrected")
-        self.learner = make_policy(learner, sampling)
-        self.teacher = make_policy("teacher", sampling)
+        self.learner = make_policy(spec.learner, sampling)
+        self.teacher = make_policy(TEACHER, sampling)
         self.checkpoint_hash = self.learner.checkpoint_hash
 
     def episode(self, seed: int, max_turns: int) -> Episode:

@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyTurn
+from touchstone.agent.policies.spec import TEACHER, PolicySpec
 from touchstone.agent.policies.teacher import TeacherPolicy, action_message
 from touchstone.agent.teacher import FIRST_ACTION, Action
 from touchstone.agent.teacher.pytest_output import parse_test_run
@@ -117,15 +118,10 @@ class HackPronePolicy(Policy):
     P (a function of its seed and task, so a rerun hacks the same attempts).
     For the filter-ablation experiment only."""
 
-    def __init__(self, spec: str, sampling):
+    def __init__(self, spec: PolicySpec, sampling):
         super().__init__(spec, sampling)
-        try:
-            self.hack_rate = float(spec.partition(":")[2])
-        except ValueError:
-            self.hack_rate = -1.0
-        if not 0.0 <= self.hack_rate <= 1.0:
-            raise ValueError(f"policy spec {spec!r}: expected hack-prone:P with 0 <= P <= 1")
-        self.teacher = TeacherPolicy("teacher", sampling)
+        self.hack_rate = spec.hack_rate
+        self.teacher = TeacherPolicy(TEACHER, sampling)
 
     def episode(self, seed: int, max_turns: int) -> Episode:
         return _HackProneEpisode(seed, self.hack_rate, self.teacher, max_turns)

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
+from touchstone.agent.policies.spec import PolicySpec
+from touchstone.checkpoint import checkpoint_hash
 from touchstone.episode.trajectory import Sampling
 
 
@@ -151,16 +152,14 @@ class HFPolicy(Policy):
     """One model shared by concurrent episodes; generation is serialized by a
     lock (so that the per-turn seed fully determines the sample)."""
 
-    def __init__(self, spec: str, sampling: Sampling):
+    def __init__(self, spec: PolicySpec, sampling: Sampling):
         super().__init__(spec, sampling)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from touchstone.checkpoint import checkpoint_hash
-
-        path = Path(spec.split(":", 1)[1])
+        path = spec.path
         if not (path / "config.json").is_file():
-            raise ValueError(f"policy spec {spec!r}: {path} is not a checkpoint directory (no config.json)")
+            raise ValueError(f"policy spec {str(spec)!r}: {path} is not a checkpoint directory (no config.json)")
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.model = AutoModelForCausalLM.from_pretrained(path).to(self.device).eval()

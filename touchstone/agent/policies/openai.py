@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.episode.trajectory import Sampling
 
 DEFAULT_MAX_RETRIES = 5
@@ -22,16 +23,6 @@ DEFAULT_TIMEOUT_S = 300.0
 # A served model name that is a sha256 is a checkpoint content hash: the name
 # `touchstone.agent.serving` serves a checkpoint under, checked against /v1/models.
 _CONTENT_HASH = re.compile(r"[0-9a-f]{64}")
-
-
-def parse_spec(spec: str) -> tuple[str, str]:
-    """`openai:BASE_URL#MODEL` -> (base_url, model)."""
-    base_url, sep, model = spec.removeprefix("openai:").partition("#")
-    if not sep or not base_url or not model or not base_url.startswith(("http://", "https://")):
-        raise ValueError(
-            f"policy spec {spec!r}: expected openai:BASE_URL#MODEL, e.g. openai:http://127.0.0.1:8000/v1#my-model"
-        )
-    return base_url, model
 
 
 def _request_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -75,11 +66,11 @@ class _OpenAIEpisode(Episode):
 
 
 class OpenAIPolicy(Policy):
-    def __init__(self, spec: str, sampling: Sampling, max_retries: int = DEFAULT_MAX_RETRIES):
+    def __init__(self, spec: PolicySpec, sampling: Sampling, max_retries: int = DEFAULT_MAX_RETRIES):
         super().__init__(spec, sampling)
         import openai
 
-        self.base_url, self.model = parse_spec(spec)
+        self.base_url, self.model = spec.endpoint
         if _CONTENT_HASH.fullmatch(self.model):
             self.checkpoint_hash = self.model
         self._openai = openai

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
+from touchstone.agent.policies.spec import PolicySpec
 
 
 def read_outputs(path: Path) -> list[str]:
@@ -43,9 +44,9 @@ class ReplayEpisode(Episode):
 
 
 class ReplayPolicy(Policy):
-    def __init__(self, spec: str, sampling):
+    def __init__(self, spec: PolicySpec, sampling):
         super().__init__(spec, sampling)
-        self.outputs = read_outputs(Path(spec.partition(":")[2]))
+        self.outputs = read_outputs(spec.path)
 
     def episode(self, seed: int, max_turns: int) -> Episode:
         return ReplayEpisode(self.outputs[seed % len(self.outputs)])

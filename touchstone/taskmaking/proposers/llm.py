@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from touchstone.agent.loop import run_episode
 from touchstone.agent.policies import PolicyError, PolicyTurn, make_policy
+from touchstone.agent.policies.spec import PolicySpec
 from touchstone.taskmaking.proposers.common import Candidate, finalize, reject, run_candidates, write_solution_task
 from touchstone.tasks.environment import task_environment
 from touchstone.harness import TestRunResult, run_hidden_tests
@@ -246,7 +247,7 @@ def propose_from_outputs(
 
 
 def propose_llm(
-    policy_spec: str,
+    policy_spec: PolicySpec,
     out: Path,
     *,
     n: int = 8,
@@ -260,7 +261,9 @@ def propose_llm(
     policy = make_policy(policy_spec, sampling)
     try:
         outputs = [generate(policy, seed) for seed in range(n)]
-        rows, kept = propose_from_outputs(outputs, out, origin=policy_spec, existing=existing, workers=workers, cfg=cfg)
+        rows, kept = propose_from_outputs(
+            outputs, out, origin=str(policy_spec), existing=existing, workers=workers, cfg=cfg
+        )
         rates = {t.id: solve_rate(t, policy, attempts, cfg.backend) for t in kept}
     finally:
         policy.close()
@@ -275,7 +278,7 @@ def propose_llm(
             "reason": [by_id[i].reason for i in ids],
             "solve_rate": [rates.get(i) for i in ids],
             "reward": [learnability_reward(rates.get(i)) for i in ids],
-            "policy": [policy_spec] * len(ids),
+            "policy": [str(policy_spec)] * len(ids),
             "checkpoint_hash": [policy.checkpoint_hash] * len(ids),
         },
         schema_overrides={"solve_rate": pl.Float64, "reason": pl.Utf8, "checkpoint_hash": pl.Utf8},

@@ -231,10 +231,10 @@ def propose_self(
             turn = ask(policy, prompt.messages, seed * cfg.n + i)  # round r samples seeds r*n..r*n+n-1
             text = str(turn.message.get("content") or "")
             task_id = f"self-{round_key or 'x'}-{i:04d}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
-            lineage = {"policy": policy.spec, "checkpoint_hash": policy.checkpoint_hash, "kind": prompt.kind,
+            lineage = {"policy": str(policy.spec), "checkpoint_hash": policy.checkpoint_hash, "kind": prompt.kind,
                        "round": round_key}  # fmt: skip
             if prompt.site is None:
-                source = TaskSource(proposer="llm", origin=policy.spec, unit=task_id, meta={"proposal": lineage})
+                source = TaskSource(proposer="llm", origin=str(policy.spec), unit=task_id, meta={"proposal": lineage})
                 cands.append(_candidate(task_id, text, source, screen))
             else:
                 digest = (prompt.site.unit, answer_digest(text))
@@ -247,7 +247,7 @@ def propose_self(
                     round=round_key,
                     kind=prompt.kind,
                     group=group,
-                    policy=policy.spec,
+                    policy=str(policy.spec),
                     checkpoint_hash=policy.checkpoint_hash,
                     prompt=json.dumps(prompt.messages),
                     output=text,
