@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import dagster as dg
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from orchestration.policy_server import PolicyServerResource
 from orchestration.storage import RoundStore
@@ -69,6 +69,20 @@ CPU_ROUND = {
 
 def _library(model, field: str):
     return model.model_fields[field].default
+
+
+def round_config(library: type[BaseModel], base: type[dg.Config], name: str, doc: str, *, fields: list[str],
+                 overrides: dict[str, Any]) -> type[dg.Config]:  # fmt: skip
+    """A Dagster config class made from a library config model's `fields`: their types, bounds,
+    descriptions and defaults are the library's (defined once, there), except `overrides`
+    (a round's laptop-CPU profile). `base` carries the methods that build the library's model."""
+    definitions = {}
+    for field in fields:
+        info = library.model_fields[field]
+        default = overrides[field] if field in overrides else info.get_default(call_default_factory=True)
+        annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+        definitions[field] = (annotation, Field(default=default, description=info.description))
+    return create_model(name, __base__=base, __doc__=doc, __module__=__name__, **definitions)
 
 
 class StorageResource(dg.ConfigurableResource):
@@ -478,27 +492,20 @@ class ProposeConfig(dg.Config):
         )
 
 
-class WarmStartConfig(dg.Config):
+class _WarmStart(dg.Config):
+    def warm_start_config(self) -> WarmStartLib:
+        return WarmStartLib(**self.model_dump())
+
+
+WarmStartConfig = round_config(
+    WarmStartLib,
+    _WarmStart,
+    "WarmStartConfig",
     """base_model: the warm start of the default tiny model (training/warm_start.py).
-    A configured `trainer.base_checkpoint` is used as it is."""
-
-    n_tasks: int = Field(
-        default=_library(WarmStartLib, "n_tasks"),
-        description="Seed tasks (never held out) whose verified teacher runs warm-start the default model; 0: none.",
-    )
-    max_steps: int = Field(default=_library(WarmStartLib, "max_steps"), description="SFT steps of the warm start.")
-    learning_rate: float = Field(
-        default=_library(WarmStartLib, "learning_rate"),
-        description="The warm start's learning rate (from scratch; rounds continue at trainer.learning_rate).",
-    )
-    operators: list[str] = Field(
-        default=CPU_ROUND["operators"], description="Kinds of bug of its tasks (as proposed_tasks' option)."
-    )
-
-    def warm_start_config(self):
-        return WarmStartLib(
-            n_tasks=self.n_tasks, max_steps=self.max_steps, learning_rate=self.learning_rate, operators=self.operators
-        )
+    A configured `trainer.base_checkpoint` is used as it is.""",
+    fields=["n_tasks", "max_steps", "learning_rate", "operators"],
+    overrides={"operators": CPU_ROUND["operators"]},
+)
 
 
 class HeldoutConfig(dg.Config):

@@ -101,3 +101,15 @@ def test_an_hf_policy_acts_within_the_windows_its_trainer_trained_on() -> None:
     from orchestration.resources import TrainerResource
 
     assert PolicyResource().sampling().context_window == TrainerResource().max_length == CPU_ROUND["context_window"]
+
+
+def test_the_rounds_warm_start_config_is_the_librarys_but_for_the_cpu_profile() -> None:
+    """Dagster's WarmStartConfig is made from the library's model: no copied default or description."""
+    from orchestration.resources import WarmStartConfig as RoundWarmStart
+
+    assert RoundWarmStart().warm_start_config() == WarmStartConfig(operators=CPU_ROUND["operators"])
+    for name, field in RoundWarmStart.model_fields.items():
+        library = WarmStartConfig.model_fields[name]
+        assert (field.description, field.metadata) == (library.description, library.metadata), name
+    with pytest.raises(ValueError, match="greater than or equal to 0"):
+        RoundWarmStart(n_tasks=-1)

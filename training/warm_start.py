@@ -44,17 +44,27 @@ TASKS_FILE = "tasks.parquet"  # the warm start's task index, next to its SFT row
 
 class WarmStartConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    n_tasks: int = Field(8, ge=0, description="validated seed tasks the teacher solves (0: no warm start)")
+    n_tasks: int = Field(
+        8,
+        ge=0,
+        description="Seed tasks (never held out) whose verified teacher runs warm-start the default model; 0: none.",
+    )
     # Brief on purpose: 90 steps on ~5 accepted runs (~40 windows of 1024 tokens, about 45 s on a
     # 2-core CPU) leave the format barely learned (valid calls 0.05), so the rounds' training
     # visibly teaches the rest (120 steps: 0.84 at round 0, then 0.67 and 0.79; docs/EXPERIMENTS.md)
-    max_steps: int = Field(90, ge=1, description="SFT steps on the accepted runs")
+    max_steps: int = Field(90, ge=1, description="SFT steps of the warm start, on the accepted runs.")
     # From scratch the format is learned at a high rate (2e-3 constant; docs/EXPERIMENTS.md);
     # rounds then continue gently at the trainer's own rate.
-    learning_rate: float = Field(2e-3, gt=0, description="SFT learning rate of the warm start")
+    learning_rate: float = Field(
+        2e-3,
+        gt=0,
+        description="The warm start's learning rate (from scratch; rounds continue at trainer.learning_rate).",
+    )
     teacher_max_turns: int = Field(16, ge=1)
     rng_seed: int = WARM_START_RNG_SEED
-    operators: list[str] = Field(default_factory=list, description="kinds of bug of its tasks (empty: all)")
+    operators: list[str] = Field(
+        default_factory=list, description="Kinds of bug of its tasks (empty: all; as proposed_tasks' option)."
+    )
 
 
 class WarmStartResult(BaseModel):
