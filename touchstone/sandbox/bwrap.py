@@ -55,6 +55,8 @@ _DRAIN_GRACE_S = 5.0
 HOST_UID = HOST_GID = 900_000
 # Where a root-run launcher binds what bwrap mounts (in its own mount namespace).
 STAGE = "/mnt"
+# The tmpfs that holds the mount points under /mnt (read-only once they are made).
+_MNT_TMPFS_BYTES = 64 * 1024
 
 
 class BwrapSandbox(Sandbox):
@@ -149,14 +151,21 @@ class BwrapSandbox(Sandbox):
             scratch,
             "--tmpfs",
             SANDBOX_HOME,
+            # bwrap's /dev is a tmpfs the sandbox user owns: read-only once its nodes
+            # and /dev/shm are in place, so nothing but /dev/shm's bounded tmpfs is writable.
+            "--remount-ro",
+            "/dev",
             "--bind",
             next(staged),
             WORKSPACE,
         ]
-        if any(m.target.startswith("/mnt/") for m in self.mounts):
-            args += ["--tmpfs", "/mnt"]  # mount points cannot be created on the read-only root
+        on_mnt = any(m.target.startswith("/mnt/") for m in self.mounts)
+        if on_mnt:  # mount points cannot be created on the read-only root; made, /mnt turns read-only too
+            args += ["--size", str(_MNT_TMPFS_BYTES), "--tmpfs", "/mnt"]
         for mount in self.mounts:
             args += ["--ro-bind" if mount.read_only else "--bind", next(staged), mount.target]
+        if on_mnt:
+            args += ["--remount-ro", "/mnt"]
         return args + ["--chdir", WORKSPACE, "--clearenv", "--info-fd", "3", "--seccomp", "4"]
 
     def _exec(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult:
