@@ -210,6 +210,7 @@ class Sandbox(ABC):
             self._quota = ws.mount_quota(self._workspace, self.limits.workspace_bytes, self.limits.workspace_files)
             if self._owner():
                 os.chown(self._workspace, *self._owner())
+            self._unbounded_mounts = self._check_writable_mounts()
             self._make_mount_points()
             self._start()
         except BaseException:
@@ -225,6 +226,25 @@ class Sandbox(ABC):
                 ),
                 stacklevel=3,
             )
+
+    def _check_writable_mounts(self) -> list[Mount]:
+        """Every writable mount must be a filesystem of its own no bigger than the
+        workspace limits (`workspace.bounded_dir`): a plain host directory would
+        let the sandbox fill the host's disk. Refused where the harness could
+        have made one (root); elsewhere returned, to be named as unenforced."""
+        lim = self.limits
+        unbounded = [
+            m
+            for m in self.mounts
+            if not m.read_only and not ws.is_bounded(m.host, lim.workspace_bytes, lim.workspace_files)
+        ]
+        if unbounded and os.geteuid() == 0:
+            raise SandboxError(
+                f"writable mount {unbounded[0].host} -> {unbounded[0].target} is not a filesystem of at most "
+                f"{lim.workspace_bytes} bytes and {lim.workspace_files} files of its own; make it with "
+                "touchstone.sandbox.workspace.bounded_dir()"
+            )
+        return unbounded
 
     def _make_mount_points(self) -> None:
         """Directories for the mounts under /workspace/, made by us as the
@@ -274,11 +294,16 @@ class Sandbox(ABC):
 
     def _unenforced(self) -> list[str]:
         """The limits this sandbox cannot enforce on this machine, each with why."""
+        missing = [
+            f"writable mount {m.target}: a plain host directory, bounded per file only (RLIMIT_FSIZE)"
+            for m in self._unbounded_mounts
+        ]
         if self._quota:
-            return []
+            return missing
         return [
             "workspace_bytes and workspace_files: no tmpfs quota without root, so only single files are "
-            "bounded (RLIMIT_FSIZE) and the harness's writes and walks check the totals"
+            "bounded (RLIMIT_FSIZE) and the harness's writes and walks check the totals",
+            *missing,
         ]
 
     # ------------------------------------------------------------ public API

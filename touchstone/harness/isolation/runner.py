@@ -27,13 +27,14 @@ from touchstone.harness import grading
 from touchstone.harness.testfiles import is_test_file
 from touchstone.harness.tree import compose_tree
 from touchstone.sandbox.environment import Environment
-from touchstone.sandbox.workspace import mount_quota, unmount_quota
+from touchstone.sandbox.workspace import bounded_dir
 
 REMOTE_SRC = Path(__file__).with_name("remote")
 # The tests' temporary files (pytest's basetemp), at the same path in both
 # sandboxes so a test's tmp_path is where candidate code reads and writes; a
 # tmpfs of this size where the harness may mount one.
 SHARED_TMP_BYTES, SHARED_TMP_FILES = 64 << 20, 4096
+IPC_DIR_BYTES, IPC_DIR_FILES = 64 << 10, 16  # one socket
 STATUS_FILE = "isolation.json"
 CONNECT_TIMEOUT_S = 120  # a cold Docker start of the candidate's sandbox included
 
@@ -105,12 +106,9 @@ def run_isolated(
         tmp, package = out.parent, f"ti_{nonce}"
         _copy_remote(tmp / "harness" / package, with_judge=True)
         _copy_remote(tmp / "candidate-harness" / package, with_judge=False)
-        ipc, shared = tmp / "ipc", tmp / "shared"
-        ipc.mkdir()
-        if mount_quota(shared, SHARED_TMP_BYTES, SHARED_TMP_FILES):
-            stack.callback(unmount_quota, shared)
-        for d in (ipc, shared):
-            d.chmod(0o777)  # both sandbox users use the socket and the tests' temporary files
+        # 0o777: both sandbox users use the socket and the tests' temporary files
+        ipc = stack.enter_context(bounded_dir(tmp / "ipc", IPC_DIR_BYTES, IPC_DIR_FILES, mode=0o777))
+        shared = stack.enter_context(bounded_dir(tmp / "shared", SHARED_TMP_BYTES, SHARED_TMP_FILES, mode=0o777))
         ipc_dir, socket_path, shared_dir = f"/mnt/ti{nonce}", f"/mnt/ti{nonce}/s", f"/mnt/ts{nonce}"
         config = {"grading_plugin": f"th_{nonce}", "socket": socket_path, "root": "/workspace",
                   "modules": trees.modules, "status_file": f"{o_dir}/{STATUS_FILE}", "shared_tmp": shared_dir,
