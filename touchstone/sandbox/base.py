@@ -25,6 +25,7 @@ from touchstone.sandbox import workspace as ws
 from touchstone.sandbox.action_log import ActionLog, sha256_hex
 from touchstone.sandbox.environment import Environment
 from touchstone.sandbox.errors import SandboxError, SandboxWarning
+from touchstone.sandbox.hostids import HostUser
 from touchstone.sandbox.image import content_hash
 from touchstone.sandbox.reaper import OWNER_FILE, owner_token, reap_stale_sandboxes
 from touchstone.sandbox.reaper import PREFIX as REAPER_PREFIX
@@ -174,17 +175,26 @@ class Sandbox(ABC):
         mounts: Sequence[Mount] = (),
         action_log: str | os.PathLike | None = None,
         environment: Environment | None = None,
+        host_user: HostUser | None = None,
     ):
         source = existing_dir(workspace)
-        self._create(limits, mounts, environment)
+        self._create(limits, mounts, environment, host_user)
         try:
             self._fill(source, action_log)
         except BaseException:
             self.close()
             raise
 
-    def _create(self, limits: Limits | None, mounts: Sequence[Mount], environment: Environment | None = None) -> None:
-        """Start the isolation around an empty workspace (a warm pool stops here)."""
+    def _create(
+        self,
+        limits: Limits | None,
+        mounts: Sequence[Mount],
+        environment: Environment | None = None,
+        host_user: HostUser | None = None,
+    ) -> None:
+        """Start the isolation around an empty workspace (a warm pool stops here).
+        `host_user`: the host uid to run as, shared with other sandboxes (the
+        caller closes it); None: one of its own (root), or the harness's user."""
         # One command at a time per sandbox (threads may share it); the harness's own
         # walks of the workspace and close() wait for it too, so they never overlap a
         # command (and with it, a process that could change the tree under them).
@@ -202,6 +212,8 @@ class Sandbox(ABC):
         self._blobs: dict[str, bytes] = {}
         self._initial: dict[str, str] = {}
         reap_stale_sandboxes()
+        self._own_host_user = host_user is None and os.geteuid() == 0
+        self.host_user = HostUser.acquire() if self._own_host_user else host_user
         self._dir = Path(tempfile.mkdtemp(prefix=f"{REAPER_PREFIX}{self.id}-"))
         (self._dir / OWNER_FILE).write_text(owner_token())
         self._workspace = self._dir / "workspace"
@@ -289,8 +301,9 @@ class Sandbox(ABC):
     def _stop(self) -> None: ...
 
     def _owner(self) -> tuple[int, int] | None:
-        """Host uid/gid the workspace files must belong to (None: the harness's own)."""
-        return None
+        """Host uid/gid the sandbox runs as and its workspace files belong to
+        (None: the harness's own)."""
+        return (self.host_user.uid, self.host_user.gid) if self.host_user else None
 
     def _unenforced(self) -> list[str]:
         """The limits this sandbox cannot enforce on this machine, each with why."""
@@ -454,9 +467,13 @@ class Sandbox(ABC):
         return ws.Budget(max_bytes=self.limits.workspace_bytes, max_entries=self.limits.workspace_files)
 
     def _remove_dir(self) -> None:
+        """Remove the sandbox's host directory and give back its host uid (its
+        processes are gone: no one runs as it any more)."""
         if self._quota:
             ws.unmount_quota(self._workspace)
         shutil.rmtree(self._dir, ignore_errors=True)
+        if self._own_host_user:
+            self.host_user.close()
 
     def _log_fields(self) -> dict[str, str | None]:
         return {

@@ -12,9 +12,9 @@ rlimits are a second line (and the only one where cgroups are unavailable).
 The bwraps are forked by a per-sandbox launcher process (launcher.py) that sits in
 the cgroup and in a private network namespace, so none of that is paid per exec.
 
-Run as root, bwrap itself runs as a dedicated unprivileged host user (HOST_UID),
-to which it maps the sandbox user: never host root, whose per-user kernel
-counters a sandbox could otherwise exhaust. That user cannot reach the harness's
+Run as root, bwrap itself runs as an unprivileged host user of the sandbox's own
+(hostids.py), to which it maps the sandbox user: never host root, nor a user
+another sandbox runs as, whose per-user kernel budgets it could otherwise use up. That user cannot reach the harness's
 directories (the root filesystem in root's cache, the 0700 workspace directory),
 so the launcher, in a mount namespace of its own, mounts each of them under
 STAGE first: the read-only ones as overlays, whose host paths then do not show in
@@ -50,9 +50,6 @@ _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="touchstone-laun
 # After a command ends, how long its output pipes may stay open (they close when
 # the PID namespace is gone, i.e. at once; this only bounds a kernel hiccup).
 _DRAIN_GRACE_S = 5.0
-# The host user bwrap runs as when the harness is root: unprivileged, owning
-# nothing, outside the ranges distributions hand to people and to subuid maps.
-HOST_UID = HOST_GID = 900_000
 # Where a root-run launcher binds what bwrap mounts (in its own mount namespace).
 STAGE = "/mnt"
 # The tmpfs that holds the mount points under /mnt (read-only once they are made).
@@ -90,9 +87,6 @@ class BwrapSandbox(Sandbox):
         except BaseException:
             self._stop()
             raise
-
-    def _owner(self) -> tuple[int, int] | None:
-        return (HOST_UID, HOST_GID) if os.geteuid() == 0 else None
 
     def _unenforced(self) -> list[str]:
         missing = super()._unenforced()
@@ -175,7 +169,7 @@ class BwrapSandbox(Sandbox):
         cmd += ["--", *argv]
         oom_before = self._cgroup.oom_kills() if self._cgroup else 0
         cpu_before = self._cgroup.cpu_ns() if self._cgroup else 0
-        uid = HOST_UID if os.geteuid() == 0 else None
+        uid = self.host_user.uid if self.host_user else None
         run = self._launcher.run(cmd, self._rlimits(timeout), uid, timeout, self.limits.output_bytes, self._seccomp)
         self._ensure_quiet()
         if run.error:
@@ -184,7 +178,7 @@ class BwrapSandbox(Sandbox):
             why = run.err.head.decode(errors="replace").strip()
             if uid is not None:
                 why += (
-                    f" (bwrap runs as the unprivileged uid {HOST_UID}, so the kernel must allow unprivileged "
+                    f" (bwrap runs as the unprivileged uid {uid}, so the kernel must allow unprivileged "
                     "user namespaces: sysctl user.max_user_namespaces > 0, and where AppArmor restricts them, "
                     "kernel.apparmor_restrict_unprivileged_userns=0)"
                 )

@@ -15,6 +15,7 @@ channels exactly as for an in-process run (`grading.evaluate`).
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import threading
@@ -99,7 +100,7 @@ def run_isolated(
     both sandboxes). status error = the harness could not get an answer
     (timeout, or the candidate's server never came up: no candidate code runs
     before the judge connects, so that is infrastructure)."""
-    from touchstone.sandbox import Limits, Mount, open_sandbox
+    from touchstone.sandbox import HostUser, Limits, Mount, open_sandbox
 
     with grading.harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce), \
             ExitStack() as stack:  # fmt: skip
@@ -122,11 +123,21 @@ def run_isolated(
         candidate_mounts = [Mount(host=tmp / "candidate-harness", target=h_dir), *both]
         spec = grading.TestRunSpec(test_files, f"{package}.judge", h_dir, o_dir, hash_seed=hash_seed, order=order)
         limits = Limits(timeout_s=timeout + 30)
+        # One host user for both: the judge's basetemp (pytest makes it 0700) is the candidate's to use too.
+        host_user = stack.enter_context(HostUser.acquire()) if os.geteuid() == 0 else None
         captured = tmp / "captured-results.jsonl"
         with grading.StreamCapture(out / grading.RESULTS_FILE, captured), ExitStack() as sandboxes:
             with ThreadPoolExecutor(2) as pool:  # the two sandboxes start concurrently
                 futures = [
-                    pool.submit(open_sandbox, tree, backend, mounts=m, limits=limits, environment=environment)
+                    pool.submit(
+                        open_sandbox,
+                        tree,
+                        backend,
+                        mounts=m,
+                        limits=limits,
+                        environment=environment,
+                        host_user=host_user,
+                    )
                     for tree, m in ((trees.candidate, candidate_mounts), (trees.judge, judge_mounts))
                 ]
                 for f in futures:  # register every sandbox that opened, then raise the first failure
