@@ -7,6 +7,7 @@ what was logged) lives here, identical for both."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -104,6 +105,35 @@ class Limits(BaseModel):
         if value <= 0:
             raise ValueError("must be positive")
         return value
+
+
+UNLIMITED = -1  # an rlimit without a bound (RLIM_INFINITY)
+
+
+def exec_rlimits(
+    limits: Limits, timeout: float, memory_cgroup: bool = True, nproc: bool = True
+) -> dict[str, tuple[int, int]]:
+    """The per-process limits (soft, hard) of every command, by `ulimit`'s and
+    Docker's names, set the same way in both backends rather than inherited
+    from the harness or the Docker daemon. With a memory cgroup the address-space
+    cap is only a backstop (the cgroup's OOM killer, which we can report, acts
+    first); without one it is the limit. `nproc`: whether to bound the processes
+    of the host user (RLIMIT_NPROC counts them all, on the whole host): right for
+    a sandbox's own user, wrong for a harness's (its other processes count)."""
+    named = {
+        "cpu": (cpu := math.ceil(timeout * max(1.0, limits.cpus)) + 1, cpu),
+        "as": (mem := limits.memory_bytes * (4 if memory_cgroup else 1), mem),
+        "fsize": (limits.workspace_bytes, limits.workspace_bytes),
+        "core": (0, 0),
+        "nofile": (1024, 4096),
+        "stack": (8 * MiB, UNLIMITED),
+        "memlock": (8 * MiB, 8 * MiB),
+        "msgqueue": (800 * KiB, 800 * KiB),
+        "sigpending": (4096, 4096),
+    }
+    if nproc:  # a second line behind a pids cgroup, the only one without
+        named["nproc"] = (limits.processes, limits.processes)
+    return named
 
 
 class Mount(BaseModel):

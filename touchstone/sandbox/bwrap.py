@@ -23,7 +23,6 @@ the sandbox's /proc/self/mountinfo (see launcher._stage)."""
 from __future__ import annotations
 
 import marshal
-import math
 import os
 import resource
 import select
@@ -37,7 +36,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from touchstone.sandbox.base import SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Sandbox
+from touchstone.sandbox.base import (
+    SANDBOX_GID,
+    SANDBOX_HOME,
+    SANDBOX_UID,
+    UNLIMITED,
+    WORKSPACE,
+    ExecResult,
+    Sandbox,
+    exec_rlimits,
+)
 from touchstone.sandbox.capture import OutputCapture
 from touchstone.sandbox.cgroups import Cgroup
 from touchstone.sandbox.environment import ENV_TARGET
@@ -208,19 +216,17 @@ class BwrapSandbox(Sandbox):
         if self._cgroup is not None and not self._cgroup.kill_all(spare=self._launcher.pid):
             raise SandboxError(f"sandbox {self.id}: processes of an exec survive every kill")
 
-    def _rlimits(self, timeout: float) -> list[tuple[int, int]]:
-        lim = self.limits
+    def _rlimits(self, timeout: float) -> list[tuple[int, int, int]]:
+        """(resource, soft, hard) for the launcher: exec_rlimits (RLIMIT_NPROC
+        where the sandbox has a host user of its own, or no pids cgroup)."""
         cgroup = self._cgroup is not None
-        # With a memory cgroup the address-space cap is only a backstop (so that the
-        # cgroup's OOM killer, which we can report, acts first); without one it is the limit.
-        # RLIMIT_NPROC counts every process of the host user, all sandboxes together:
-        # with a pids cgroup it would only make sandboxes fail one another.
+        named = exec_rlimits(self.limits, timeout, memory_cgroup=cgroup, nproc=bool(self.host_user) or not cgroup)
         return [
-            (resource.RLIMIT_AS, lim.memory_bytes * 4 if cgroup else lim.memory_bytes),
-            *([] if cgroup else [(resource.RLIMIT_NPROC, lim.processes)]),
-            (resource.RLIMIT_FSIZE, lim.workspace_bytes),
-            (resource.RLIMIT_CPU, math.ceil(timeout * max(1.0, lim.cpus)) + 1),
-            (resource.RLIMIT_CORE, 0),
+            (
+                getattr(resource, f"RLIMIT_{name.upper()}"),
+                *(resource.RLIM_INFINITY if v == UNLIMITED else v for v in pair),
+            )
+            for name, pair in named.items()
         ]
 
     def _stop(self) -> None:

@@ -7,11 +7,13 @@ The image is the same debootstrapped root filesystem the bwrap backend uses,
 dropped, no-new-privileges, a read-only root, pids/memory/CPU limits, size-limited
 tmpfs /tmp and home, and the host workspace copy bound at /workspace.
 
-To behave like bwrap (where each exec is a fresh PID namespace), every exec runs
-under a wrapper that, when the command ends, kills whatever it left running and
-empties /tmp and the home directory: only /workspace carries state between execs.
-The harness then checks from the host (the container's cgroup) that no process of
-the sandbox user is left, and kills again until none is.
+To behave like bwrap (where each exec is a fresh PID namespace), the harness
+checks from the host (the container's cgroup) after every exec that no process
+of the sandbox user is left, killing until none is, then has the container's
+scratch keeper (scratch.py) mount new /tmp, home and /dev/shm and remove every
+IPC object: only /workspace carries state between execs. Each command runs
+under a short bash wrapper that sets the per-exec rlimits (as bwrap's launcher
+does) and execs it.
 
 PID 1 is a bash loop that reaps orphans, running as `nobody` (65534), not as the
 sandbox user: without capabilities, and with ptrace refused by the seccomp
@@ -39,7 +41,9 @@ from touchstone.sandbox.base import (
     Limits,
     Mount,
     Sandbox,
+    exec_rlimits,
     existing_dir,
+    UNLIMITED,
 )
 from touchstone.sandbox.capture import OutputCapture
 from touchstone.sandbox.environment import ENV_TARGET, Environment
@@ -78,7 +82,22 @@ _CLEAN = (
 )
 _RESET = f"{_KILL}; {_CLEAN}"
 _WRAPPER = f'"$@"; rc=$?; {_RESET}; exit $rc'
-_WRAPPER_KILL_ONLY = f'"$@"; rc=$?; {_KILL}; exit $rc'
+# exec_rlimits by bash's `ulimit` flag and unit. Each command sets them all: Docker
+# sets those that depend on the exec's timeout on none, and runc (a Go program,
+# which raises its own soft open-file limit) sometimes passes nofile's soft limit on raised.
+_ULIMIT_FLAGS = {
+    "cpu": ("-t", 1),
+    "as": ("-v", 1024),
+    "fsize": ("-f", 1024),
+    "core": ("-c", 1024),
+    "nofile": ("-n", 1),
+    "stack": ("-s", 1024),
+    "memlock": ("-l", 1024),
+    "msgqueue": ("-q", 1),
+    "nproc": ("-u", 1),
+    "sigpending": ("-i", 1),
+}
+_PER_EXEC_RLIMITS = ("cpu", "as")  # the others are also set on the container (raising one needs root)
 _EXIT_POLL_S = 0.002
 _SCRATCH_KEEPER = Path(__file__).with_name("scratch.py")
 
@@ -204,6 +223,7 @@ class DockerSandbox(Sandbox):
                 user=PID1_USER,
                 hostname="sandbox",
                 network_mode="none",
+                sysctls={"net.ipv6.conf.lo.disable_ipv6": "0"},  # ::1 on loopback, as in bwrap
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges", f"seccomp={docker_profile()}"],
                 pids_limit=lim.processes,
@@ -217,8 +237,9 @@ class DockerSandbox(Sandbox):
                 shm_size=lim.scratch_bytes,
                 volumes=volumes,
                 ulimits=[
-                    docker.types.Ulimit(name="fsize", soft=lim.workspace_bytes, hard=lim.workspace_bytes),
-                    docker.types.Ulimit(name="core", soft=0, hard=0),
+                    docker.types.Ulimit(name=name, soft=soft, hard=hard)
+                    for name, (soft, hard) in exec_rlimits(lim, lim.timeout_s, nproc=bool(self.host_user)).items()
+                    if name not in _PER_EXEC_RLIMITS
                 ],
                 labels={"touchstone.sandbox": self.id, "touchstone.owner": owner_token(), **extra_labels()},
             )
@@ -301,7 +322,7 @@ class DockerSandbox(Sandbox):
         started = time.monotonic()
         exec_id = api.exec_create(
             self._container.id,
-            ["bash", "-c", _WRAPPER_KILL_ONLY if self._keeper else _WRAPPER, "touchstone-exec", *argv],
+            ["bash", "-c", self._wrapper(timeout, env), "touchstone-exec", *argv],
             environment=env,
             workdir=WORKSPACE,
             user=self._user(),
@@ -339,6 +360,25 @@ class DockerSandbox(Sandbox):
             **out.fields("stdout"),
             **err.fields("stderr"),
         )
+
+    def _wrapper(self, timeout: float, env: dict[str, str]) -> str:
+        """The bash script every command runs under: the per-exec rlimits (as bwrap's
+        launcher sets them), no HOSTNAME that the caller did not pass (Docker adds
+        it), then the command itself (`exec`: the harness kills what it leaves and
+        recreates the scratch space from outside), or, where the harness cannot,
+        the command followed by the sandbox user's own cleanup."""
+        limits = exec_rlimits(self.limits, timeout, nproc=bool(self.host_user))
+
+        def settings(which: int) -> str:
+            return " ".join(
+                f"{flag} {'unlimited' if limits[name][which] == UNLIMITED else limits[name][which] // unit}"
+                for name, (flag, unit) in _ULIMIT_FLAGS.items()
+                if name in limits
+            )
+
+        script = f"ulimit -S {settings(0)} && ulimit -H {settings(1)}; "  # soft first: it must stay under the hard one
+        script += "" if "HOSTNAME" in env else "unset HOSTNAME; "
+        return script + ('exec "$@"' if self._keeper else _WRAPPER)
 
     def _exit_code(self, exec_id: str) -> int:
         """The exec's exit code (Docker may report it a moment after the stream ends)."""
