@@ -94,3 +94,17 @@ def test_bwraps_dev_and_mnt_are_read_only(workspace: Path, out_dir: Path):
         r = sb.exec("for f in /dev/fill /mnt/fill; do echo x > $f; done; echo hi > /dev/null && ls /dev/shm /dev/null")
     assert r.stderr.count("Read-only file system") == 2, r
     assert r.stdout == "/dev/null\n\n/dev/shm:\n", r
+
+
+def test_scratch_inodes_are_bounded_by_the_memory_limit(workspace: Path, sandbox_backend: str):
+    """bwrap cannot give /tmp an inode count (--size only); empty files cost
+    kernel memory charged to the sandbox's memory cgroup, so creating them ends
+    in the sandbox's OOM kill, not in the host's memory."""
+    fill = "import os\nfor n in range(5_000_000):\n    os.close(os.open(f'/tmp/{n}', os.O_CREAT | os.O_WRONLY))"
+    limits = Limits(timeout_s=120, memory_bytes="64m")
+    with open_sandbox(workspace, sandbox_backend, limits=limits) as sb:
+        if sb.unenforced and any(line.startswith("memory_bytes") for line in sb.unenforced):
+            pytest.skip("no memory cgroup here: " + "; ".join(sb.unenforced))
+        r = sb.exec(["python3", "-c", fill])
+        assert r.oom_killed and r.exit_code == 137, r
+        assert sb.exec("ls /tmp | wc -l").stdout == "0\n"  # and the next exec starts empty

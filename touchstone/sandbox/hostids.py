@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import os
 import random
+import shutil
 from pathlib import Path
 
 from touchstone.sandbox.errors import SandboxError
@@ -74,6 +75,7 @@ class HostUser:
 
     def close(self) -> None:
         if self._lock_fd is not None:
+            shutil.rmtree(LOCK_DIR / f"accounts-{self.uid}", ignore_errors=True)  # while still ours
             os.close(self._lock_fd)  # releases the lock
             self._lock_fd = None
 
