@@ -6,7 +6,11 @@ to the next exec."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +54,47 @@ def test_docker_scratch_is_recreated_from_outside(workspace, require_docker):
         born = [sb.exec("stat -c %.9W /tmp ~ /dev/shm").stdout for _ in range(3)]
         assert len(set(born)) == 3, born
         assert "scratch.py" not in sb.exec("ps -eo args").stdout
+
+
+_WITHOUT_SYS_ADMIN = r"""
+import json, sys, tempfile, warnings
+from pathlib import Path
+from touchstone.sandbox import Mount, open_sandbox
+plain = Path(tempfile.mkdtemp())
+plain.chmod(0o777)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    box = open_sandbox(sys.argv[1], "docker", mounts=[Mount(host=plain, target="/mnt/out", read_only=False)])
+with box:
+    box.exec("touch /tmp/left ~/left /dev/shm/left")
+    seen = box.exec("ls -A /tmp ~ /dev/shm | grep -c left").stdout
+print(json.dumps({"unenforced": box.unenforced, "left": seen}))
+"""
+
+
+def test_a_root_harness_without_cap_sys_admin_falls_back_and_says_so(workspace, require_docker):
+    """As in a deployment's step container (root, no CAP_SYS_ADMIN): nothing can
+    be mounted, so the workspace, the writable mount and the scratch space are
+    bounded or recreated as well as the harness can, and each gap is named."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    done = subprocess.run(
+        [
+            "setpriv",
+            "--bounding-set=-sys_admin",
+            "--inh-caps=-sys_admin",
+            sys.executable,
+            "-c",
+            _WITHOUT_SYS_ADMIN,
+            str(workspace),
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["left"] == "0\n"  # the sandbox user's own cleanup, in the ordinary case
+    named = " ".join(seen["unenforced"])
+    assert "workspace_bytes" in named and "writable mount /mnt/out" in named and "fresh scratch" in named, named

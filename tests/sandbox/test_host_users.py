@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from touchstone.sandbox import HostUser, Limits, Mount, open_sandbox
+from touchstone.sandbox.hostids import LOCK_DIR
 from touchstone.sandbox.workspace import bounded_dir
 
 # Opens message queues (ctypes, no extra package) until the kernel refuses one,
@@ -79,7 +80,7 @@ def test_sandboxes_can_share_a_host_user_and_it_is_given_back(workspace: Path, s
             with open_sandbox(workspace, sandbox_backend, host_user=shared) as b:
                 assert a.host_user is b.host_user is shared
                 assert a.exec("id -un").stdout == "agent\n"
-        held = os.open(f"/run/touchstone-host-uids/{shared.uid}", os.O_RDWR)
+        held = os.open(LOCK_DIR / str(shared.uid), os.O_RDWR)
         try:  # still ours after the sandboxes closed: the caller gives it back
             with pytest.raises(BlockingIOError):
                 fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)

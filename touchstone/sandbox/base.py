@@ -273,14 +273,15 @@ class Sandbox(ABC):
         """Every writable mount must be a filesystem of its own no bigger than the
         workspace limits (`workspace.bounded_dir`): a plain host directory would
         let the sandbox fill the host's disk. Refused where the harness could
-        have made one (root); elsewhere returned, to be named as unenforced."""
+        have made one (it mounted the workspace's tmpfs); elsewhere (not root, or
+        a container without CAP_SYS_ADMIN) returned, to be named as unenforced."""
         lim = self.limits
         unbounded = [
             m
             for m in self.mounts
             if not m.read_only and not ws.is_bounded(m.host, lim.workspace_bytes, lim.workspace_files)
         ]
-        if unbounded and os.geteuid() == 0:
+        if unbounded and self._quota:
             raise SandboxError(
                 f"writable mount {unbounded[0].host} -> {unbounded[0].target} is not a filesystem of at most "
                 f"{lim.workspace_bytes} bytes and {lim.workspace_files} files of its own; make it with "
@@ -338,7 +339,7 @@ class Sandbox(ABC):
     def _unenforced(self) -> list[str]:
         """The limits this sandbox cannot enforce on this machine, each with why."""
         missing = [
-            f"writable mount {m.target}: a plain host directory, bounded per file only (RLIMIT_FSIZE)"
+            f"writable mount {m.target}: not a filesystem of its own, bounded per file only (RLIMIT_FSIZE)"
             for m in self._unbounded_mounts
         ]
         if self._quota:

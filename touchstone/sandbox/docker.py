@@ -248,12 +248,6 @@ class DockerSandbox(Sandbox):
         self._container.reload()
         self._cgroup_dirs = _container_cgroup_dirs(self._container.attrs["State"]["Pid"])
         self._keeper = self._start_scratch_keeper()
-        if self._keeper:
-            try:
-                self._fresh_scratch()  # ours from the first exec on (Docker's /dev/shm is noexec)
-            except SandboxError:
-                self._stop()
-                raise
 
     def _start_scratch_keeper(self) -> subprocess.Popen | None:
         """The process that recreates the scratch space from outside (scratch.py),
@@ -270,11 +264,12 @@ class DockerSandbox(Sandbox):
         try:
             for kind in ("mnt", "ipc"):
                 fds.append(os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC))
-            return subprocess.Popen(
+            self._keeper = subprocess.Popen(
                 [sys.executable, "-I", "-S", str(_SCRATCH_KEEPER), *map(str, fds), json.dumps(spec)],
                 pass_fds=fds,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
                 env={},
                 text=True,
             )
@@ -283,6 +278,17 @@ class DockerSandbox(Sandbox):
         finally:
             for fd in fds:
                 os.close(fd)
+        try:  # the first reset says whether it could enter (a step container may lack CAP_SYS_ADMIN)
+            self._fresh_scratch()  # and makes the scratch ours from the first exec on (Docker's /dev/shm is noexec)
+        except SandboxError:
+            self._close_keeper()
+            return None
+        return self._keeper
+
+    def _close_keeper(self) -> None:
+        self._keeper.stdin.close()  # EOF: it exits
+        self._keeper.stdout.close()
+        self._keeper.wait()
 
     def _fresh_scratch(self) -> None:
         """New /tmp, home and /dev/shm, no IPC object left (see scratch.py)."""
@@ -444,9 +450,7 @@ class DockerSandbox(Sandbox):
         import docker
 
         if getattr(self, "_keeper", None):
-            self._keeper.stdin.close()  # EOF: it exits
-            self._keeper.stdout.close()
-            self._keeper.wait()
+            self._close_keeper()
         try:
             self._container.remove(force=True)
         except docker.errors.NotFound:

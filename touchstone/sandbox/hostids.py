@@ -11,7 +11,9 @@ nothing on the host and no other process uses while the sandbox lives.
 Only a root harness can hand out uids (a normal user's sandboxes run as that
 user). Across harness processes on the machine, a uid is taken by holding an
 exclusive lock on a file named after it under LOCK_DIR; the lock goes with the
-process that holds it, so a killed harness frees its uids."""
+process that holds it, so a killed harness frees its uids. (Harnesses with
+different TMPDIRs on one machine do not see each other's locks; each starts at
+a random uid, so they rarely meet.)"""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import fcntl
 import os
 import random
 import shutil
+import tempfile
 from pathlib import Path
 
 from touchstone.sandbox.errors import SandboxError
@@ -27,7 +30,10 @@ from touchstone.sandbox.errors import SandboxError
 # ranges they hand to user namespaces (100000 + 65536 per user, for the first users).
 BASE = 910_000
 COUNT = 65_536
-LOCK_DIR = Path("/run/touchstone-host-uids")
+# Under TMPDIR: the one folder a deployment shares, at the same path, between the
+# host (where the Docker daemon resolves the account files' bind mounts) and
+# every step container that opens sandboxes (where the locks must be seen).
+LOCK_DIR = Path(tempfile.gettempdir()) / "touchstone-host-uids"
 
 
 class HostUser:
