@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from touchstone.sandbox import BASE_ENV, SandboxError
@@ -26,7 +28,9 @@ def test_argv_is_not_shell_parsed(sb):
 def test_same_environment_in_every_backend(sb):
     r = sb.exec("id -u; id -un; pwd; echo $HOME; python --version; python3 -m pytest --version; git --version")
     lines = r.stdout.splitlines()
-    assert lines[:4] == ["1000", "agent", "/workspace", "/home/agent"], r
+    # bwrap maps the sandbox's host uid to 1000 in its user namespace; Docker has none per container
+    uid = 1000 if sb.backend == "bwrap" else (sb.host_user.uid if sb.host_user else os.getuid())
+    assert lines[:4] == [str(uid), "agent", "/workspace", "/home/agent"], r
     assert lines[4].startswith("Python 3.11.")
     assert r.stderr.startswith("pytest ") or lines[5].startswith("pytest ")
     assert lines[-1].startswith("git version")

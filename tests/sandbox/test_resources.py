@@ -73,10 +73,8 @@ def test_sandbox_processes_run_as_an_unprivileged_host_user(sb):
         sb.exec("true")  # waits for the sleep's exec: the lock
         runner.join()
     assert uids and all(uid not in (0, os.getuid()) or os.getuid() != 0 for uid in uids), uids
-    if sb.backend == "bwrap" and os.getuid() == 0:
-        from touchstone.sandbox.bwrap import HOST_UID
-
-        assert uids == [HOST_UID]
+    if os.getuid() == 0:
+        assert uids == [sb.host_user.uid]  # its own (tests/sandbox/test_host_users.py)
 
 
 def test_loopback_is_up_and_scratch_directories_are_as_documented(sb):

@@ -38,6 +38,9 @@ RESULTS_FILE = "results.jsonl"
 FAKETIME_LIB = "libfaketime.so.1"
 JUNIT_FILE = "junit.xml"
 MAX_REPORT_BYTES = 20 * 1024 * 1024
+# The writable output dir: the JUnit report (up to MAX_REPORT_BYTES read, twice
+# that written before pytest sees ENOSPC), the results FIFO, a status file.
+OUT_DIR_BYTES, OUT_DIR_FILES = 2 * MAX_REPORT_BYTES, 64
 
 
 @dataclass
@@ -333,13 +336,14 @@ def harness_mounts(*files: tuple[str, str]) -> Iterator[tuple[str, str, list, Pa
     random name per run so no workspace file can anticipate or shadow them.
     Yields (harness target, out target, mounts, host out dir, nonce)."""
     from touchstone.sandbox import Mount
+    from touchstone.sandbox.workspace import bounded_dir
 
     nonce = secrets.token_hex(6)
-    with tempfile.TemporaryDirectory(prefix="touchstone-grade-") as tmp:
-        harness, out = Path(tmp) / "harness", Path(tmp) / "out"
+    with tempfile.TemporaryDirectory(prefix="touchstone-grade-") as tmp, \
+            bounded_dir(Path(tmp) / "out", OUT_DIR_BYTES, OUT_DIR_FILES, mode=0o777) as out:  # fmt: skip
+        # (0o777: the sandbox user writes results there)
+        harness = Path(tmp) / "harness"
         harness.mkdir()
-        out.mkdir()
-        out.chmod(0o777)  # the sandbox user writes results here
         (harness / "pytest.ini").write_text(HARNESS_INI)
         for src, dest in files:
             shutil.copyfile(HARNESS_SRC / src, harness / dest.format(nonce=nonce))

@@ -10,6 +10,7 @@ from touchstone.sandbox.base import BASE_ENV, ExecResult, Limits, Mount, Sandbox
 from touchstone.sandbox.docker import WarmPool
 from touchstone.sandbox.environment import ENV_TARGET, Environment
 from touchstone.sandbox.errors import SandboxError, SandboxWarning
+from touchstone.sandbox.hostids import HostUser
 from touchstone.sandbox.factory import BACKENDS, DEFAULT_BACKEND, available_backends, open_sandbox, resolve_backend
 from touchstone.sandbox.workspace import WorkspaceDiff, is_regular
 
@@ -21,6 +22,7 @@ __all__ = [
     "Environment",
     "ActionRecord",
     "ExecResult",
+    "HostUser",
     "Limits",
     "Mount",
     "Sandbox",

@@ -7,6 +7,7 @@ what was logged) lives here, identical for both."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ from touchstone.sandbox import workspace as ws
 from touchstone.sandbox.action_log import ActionLog, sha256_hex
 from touchstone.sandbox.environment import Environment
 from touchstone.sandbox.errors import SandboxError, SandboxWarning
+from touchstone.sandbox.hostids import HostUser
 from touchstone.sandbox.image import image_hash
 from touchstone.sandbox.reaper import OWNER_FILE, owner_token, reap_stale_sandboxes
 from touchstone.sandbox.reaper import PREFIX as REAPER_PREFIX
@@ -105,6 +107,35 @@ class Limits(BaseModel):
         return value
 
 
+UNLIMITED = -1  # an rlimit without a bound (RLIM_INFINITY)
+
+
+def exec_rlimits(
+    limits: Limits, timeout: float, memory_cgroup: bool = True, nproc: bool = True
+) -> dict[str, tuple[int, int]]:
+    """The per-process limits (soft, hard) of every command, by `ulimit`'s and
+    Docker's names, set the same way in both backends rather than inherited
+    from the harness or the Docker daemon. With a memory cgroup the address-space
+    cap is only a backstop (the cgroup's OOM killer, which we can report, acts
+    first); without one it is the limit. `nproc`: whether to bound the processes
+    of the host user (RLIMIT_NPROC counts them all, on the whole host): right for
+    a sandbox's own user, wrong for a harness's (its other processes count)."""
+    named = {
+        "cpu": (cpu := math.ceil(timeout * max(1.0, limits.cpus)) + 1, cpu),
+        "as": (mem := limits.memory_bytes * (4 if memory_cgroup else 1), mem),
+        "fsize": (limits.workspace_bytes, limits.workspace_bytes),
+        "core": (0, 0),
+        "nofile": (1024, 4096),
+        "stack": (8 * MiB, UNLIMITED),
+        "memlock": (8 * MiB, 8 * MiB),
+        "msgqueue": (800 * KiB, 800 * KiB),
+        "sigpending": (4096, 4096),
+    }
+    if nproc:  # a second line behind a pids cgroup, the only one without
+        named["nproc"] = (limits.processes, limits.processes)
+    return named
+
+
 class Mount(BaseModel):
     """A host path made visible inside the sandbox (read-only unless asked).
     `target` must lie under /mnt/ (where both backends can create mount points on
@@ -174,17 +205,26 @@ class Sandbox(ABC):
         mounts: Sequence[Mount] = (),
         action_log: str | os.PathLike | None = None,
         environment: Environment | None = None,
+        host_user: HostUser | None = None,
     ):
         source = existing_dir(workspace)
-        self._create(limits, mounts, environment)
+        self._create(limits, mounts, environment, host_user)
         try:
             self._fill(source, action_log)
         except BaseException:
             self.close()
             raise
 
-    def _create(self, limits: Limits | None, mounts: Sequence[Mount], environment: Environment | None = None) -> None:
-        """Start the isolation around an empty workspace (a warm pool stops here)."""
+    def _create(
+        self,
+        limits: Limits | None,
+        mounts: Sequence[Mount],
+        environment: Environment | None = None,
+        host_user: HostUser | None = None,
+    ) -> None:
+        """Start the isolation around an empty workspace (a warm pool stops here).
+        `host_user`: the host uid to run as, shared with other sandboxes (the
+        caller closes it); None: one of its own (root), or the harness's user."""
         # One command at a time per sandbox (threads may share it); the harness's own
         # walks of the workspace and close() wait for it too, so they never overlap a
         # command (and with it, a process that could change the tree under them).
@@ -202,6 +242,8 @@ class Sandbox(ABC):
         self._blobs: dict[str, bytes] = {}
         self._initial: dict[str, str] = {}
         reap_stale_sandboxes()
+        self._own_host_user = host_user is None and os.geteuid() == 0
+        self.host_user = HostUser.acquire() if self._own_host_user else host_user
         self._dir = Path(tempfile.mkdtemp(prefix=f"{REAPER_PREFIX}{self.id}-"))
         (self._dir / OWNER_FILE).write_text(owner_token())
         self._workspace = self._dir / "workspace"
@@ -210,6 +252,7 @@ class Sandbox(ABC):
             self._quota = ws.mount_quota(self._workspace, self.limits.workspace_bytes, self.limits.workspace_files)
             if self._owner():
                 os.chown(self._workspace, *self._owner())
+            self._unbounded_mounts = self._check_writable_mounts()
             self._make_mount_points()
             self._start()
         except BaseException:
@@ -225,6 +268,26 @@ class Sandbox(ABC):
                 ),
                 stacklevel=3,
             )
+
+    def _check_writable_mounts(self) -> list[Mount]:
+        """Every writable mount must be a filesystem of its own no bigger than the
+        workspace limits (`workspace.bounded_dir`): a plain host directory would
+        let the sandbox fill the host's disk. Refused where the harness could
+        have made one (it mounted the workspace's tmpfs); elsewhere (not root, or
+        a container without CAP_SYS_ADMIN) returned, to be named as unenforced."""
+        lim = self.limits
+        unbounded = [
+            m
+            for m in self.mounts
+            if not m.read_only and not ws.is_bounded(m.host, lim.workspace_bytes, lim.workspace_files)
+        ]
+        if unbounded and self._quota:
+            raise SandboxError(
+                f"writable mount {unbounded[0].host} -> {unbounded[0].target} is not a filesystem of at most "
+                f"{lim.workspace_bytes} bytes and {lim.workspace_files} files of its own; make it with "
+                "touchstone.sandbox.workspace.bounded_dir()"
+            )
+        return unbounded
 
     def _make_mount_points(self) -> None:
         """Directories for the mounts under /workspace/, made by us as the
@@ -269,16 +332,22 @@ class Sandbox(ABC):
     def _stop(self) -> None: ...
 
     def _owner(self) -> tuple[int, int] | None:
-        """Host uid/gid the workspace files must belong to (None: the harness's own)."""
-        return None
+        """Host uid/gid the sandbox runs as and its workspace files belong to
+        (None: the harness's own)."""
+        return (self.host_user.uid, self.host_user.gid) if self.host_user else None
 
     def _unenforced(self) -> list[str]:
         """The limits this sandbox cannot enforce on this machine, each with why."""
+        missing = [
+            f"writable mount {m.target}: not a filesystem of its own, bounded per file only (RLIMIT_FSIZE)"
+            for m in self._unbounded_mounts
+        ]
         if self._quota:
-            return []
+            return missing
         return [
             "workspace_bytes and workspace_files: no tmpfs quota without root, so only single files are "
-            "bounded (RLIMIT_FSIZE) and the harness's writes and walks check the totals"
+            "bounded (RLIMIT_FSIZE) and the harness's writes and walks check the totals",
+            *missing,
         ]
 
     # ------------------------------------------------------------ public API
@@ -429,9 +498,13 @@ class Sandbox(ABC):
         return ws.Budget(max_bytes=self.limits.workspace_bytes, max_entries=self.limits.workspace_files)
 
     def _remove_dir(self) -> None:
+        """Remove the sandbox's host directory and give back its host uid (its
+        processes are gone: no one runs as it any more)."""
         if self._quota:
             ws.unmount_quota(self._workspace)
         shutil.rmtree(self._dir, ignore_errors=True)
+        if self._own_host_user:
+            self.host_user.close()
 
     def _log_fields(self) -> dict[str, str | None]:
         return {

@@ -12,9 +12,9 @@ rlimits are a second line (and the only one where cgroups are unavailable).
 The bwraps are forked by a per-sandbox launcher process (launcher.py) that sits in
 the cgroup and in a private network namespace, so none of that is paid per exec.
 
-Run as root, bwrap itself runs as a dedicated unprivileged host user (HOST_UID),
-to which it maps the sandbox user: never host root, whose per-user kernel
-counters a sandbox could otherwise exhaust. That user cannot reach the harness's
+Run as root, bwrap itself runs as an unprivileged host user of the sandbox's own
+(hostids.py), to which it maps the sandbox user: never host root, nor a user
+another sandbox runs as, whose per-user kernel budgets it could otherwise use up. That user cannot reach the harness's
 directories (the root filesystem in root's cache, the 0700 workspace directory),
 so the launcher, in a mount namespace of its own, mounts each of them under
 STAGE first: the read-only ones as overlays, whose host paths then do not show in
@@ -23,7 +23,6 @@ the sandbox's /proc/self/mountinfo (see launcher._stage)."""
 from __future__ import annotations
 
 import marshal
-import math
 import os
 import resource
 import select
@@ -37,7 +36,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from touchstone.sandbox.base import SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID, WORKSPACE, ExecResult, Sandbox
+from touchstone.sandbox.base import (
+    SANDBOX_GID,
+    SANDBOX_HOME,
+    SANDBOX_UID,
+    UNLIMITED,
+    WORKSPACE,
+    ExecResult,
+    Sandbox,
+    exec_rlimits,
+)
 from touchstone.sandbox.capture import OutputCapture
 from touchstone.sandbox.cgroups import Cgroup
 from touchstone.sandbox.environment import ENV_TARGET
@@ -50,11 +58,10 @@ _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="touchstone-laun
 # After a command ends, how long its output pipes may stay open (they close when
 # the PID namespace is gone, i.e. at once; this only bounds a kernel hiccup).
 _DRAIN_GRACE_S = 5.0
-# The host user bwrap runs as when the harness is root: unprivileged, owning
-# nothing, outside the ranges distributions hand to people and to subuid maps.
-HOST_UID = HOST_GID = 900_000
 # Where a root-run launcher binds what bwrap mounts (in its own mount namespace).
 STAGE = "/mnt"
+# The tmpfs that holds the mount points under /mnt (read-only once they are made).
+_MNT_TMPFS_BYTES = 64 * 1024
 
 
 class BwrapSandbox(Sandbox):
@@ -88,9 +95,6 @@ class BwrapSandbox(Sandbox):
         except BaseException:
             self._stop()
             raise
-
-    def _owner(self) -> tuple[int, int] | None:
-        return (HOST_UID, HOST_GID) if os.geteuid() == 0 else None
 
     def _unenforced(self) -> list[str]:
         missing = super()._unenforced()
@@ -149,14 +153,21 @@ class BwrapSandbox(Sandbox):
             scratch,
             "--tmpfs",
             SANDBOX_HOME,
+            # bwrap's /dev is a tmpfs the sandbox user owns: read-only once its nodes
+            # and /dev/shm are in place, so nothing but /dev/shm's bounded tmpfs is writable.
+            "--remount-ro",
+            "/dev",
             "--bind",
             next(staged),
             WORKSPACE,
         ]
-        if any(m.target.startswith("/mnt/") for m in self.mounts):
-            args += ["--tmpfs", "/mnt"]  # mount points cannot be created on the read-only root
+        on_mnt = any(m.target.startswith("/mnt/") for m in self.mounts)
+        if on_mnt:  # mount points cannot be created on the read-only root; made, /mnt turns read-only too
+            args += ["--size", str(_MNT_TMPFS_BYTES), "--tmpfs", "/mnt"]
         for mount in self.mounts:
             args += ["--ro-bind" if mount.read_only else "--bind", next(staged), mount.target]
+        if on_mnt:
+            args += ["--remount-ro", "/mnt"]
         return args + ["--chdir", WORKSPACE, "--clearenv", "--info-fd", "3", "--seccomp", "4"]
 
     def _exec(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult:
@@ -166,7 +177,7 @@ class BwrapSandbox(Sandbox):
         cmd += ["--", *argv]
         oom_before = self._cgroup.oom_kills() if self._cgroup else 0
         cpu_before = self._cgroup.cpu_ns() if self._cgroup else 0
-        uid = HOST_UID if os.geteuid() == 0 else None
+        uid = self.host_user.uid if self.host_user else None
         run = self._launcher.run(cmd, self._rlimits(timeout), uid, timeout, self.limits.output_bytes, self._seccomp)
         self._ensure_quiet()
         if run.error:
@@ -175,7 +186,7 @@ class BwrapSandbox(Sandbox):
             why = run.err.head.decode(errors="replace").strip()
             if uid is not None:
                 why += (
-                    f" (bwrap runs as the unprivileged uid {HOST_UID}, so the kernel must allow unprivileged "
+                    f" (bwrap runs as the unprivileged uid {uid}, so the kernel must allow unprivileged "
                     "user namespaces: sysctl user.max_user_namespaces > 0, and where AppArmor restricts them, "
                     "kernel.apparmor_restrict_unprivileged_userns=0)"
                 )
@@ -205,19 +216,17 @@ class BwrapSandbox(Sandbox):
         if self._cgroup is not None and not self._cgroup.kill_all(spare=self._launcher.pid):
             raise SandboxError(f"sandbox {self.id}: processes of an exec survive every kill")
 
-    def _rlimits(self, timeout: float) -> list[tuple[int, int]]:
-        lim = self.limits
+    def _rlimits(self, timeout: float) -> list[tuple[int, int, int]]:
+        """(resource, soft, hard) for the launcher: exec_rlimits (RLIMIT_NPROC
+        where the sandbox has a host user of its own, or no pids cgroup)."""
         cgroup = self._cgroup is not None
-        # With a memory cgroup the address-space cap is only a backstop (so that the
-        # cgroup's OOM killer, which we can report, acts first); without one it is the limit.
-        # RLIMIT_NPROC counts every process of the host user, all sandboxes together:
-        # with a pids cgroup it would only make sandboxes fail one another.
+        named = exec_rlimits(self.limits, timeout, memory_cgroup=cgroup, nproc=bool(self.host_user) or not cgroup)
         return [
-            (resource.RLIMIT_AS, lim.memory_bytes * 4 if cgroup else lim.memory_bytes),
-            *([] if cgroup else [(resource.RLIMIT_NPROC, lim.processes)]),
-            (resource.RLIMIT_FSIZE, lim.workspace_bytes),
-            (resource.RLIMIT_CPU, math.ceil(timeout * max(1.0, lim.cpus)) + 1),
-            (resource.RLIMIT_CORE, 0),
+            (
+                getattr(resource, f"RLIMIT_{name.upper()}"),
+                *(resource.RLIM_INFINITY if v == UNLIMITED else v for v in pair),
+            )
+            for name, pair in named.items()
         ]
 
     def _stop(self) -> None:

@@ -7,11 +7,13 @@ The image is the same debootstrapped root filesystem the bwrap backend uses,
 dropped, no-new-privileges, a read-only root, pids/memory/CPU limits, size-limited
 tmpfs /tmp and home, and the host workspace copy bound at /workspace.
 
-To behave like bwrap (where each exec is a fresh PID namespace), every exec runs
-under a wrapper that, when the command ends, kills whatever it left running and
-empties /tmp and the home directory: only /workspace carries state between execs.
-The harness then checks from the host (the container's cgroup) that no process of
-the sandbox user is left, and kills again until none is.
+To behave like bwrap (where each exec is a fresh PID namespace), the harness
+checks from the host (the container's cgroup) after every exec that no process
+of the sandbox user is left, killing until none is, then has the container's
+scratch keeper (scratch.py) mount new /tmp, home and /dev/shm and remove every
+IPC object: only /workspace carries state between execs. Each command runs
+under a short bash wrapper that sets the per-exec rlimits (as bwrap's launcher
+does) and execs it.
 
 PID 1 is a bash loop that reaps orphans, running as `nobody` (65534), not as the
 sandbox user: without capabilities, and with ptrace refused by the seccomp
@@ -22,8 +24,10 @@ from __future__ import annotations
 
 import functools
 import os
+import json
 import queue
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -31,15 +35,15 @@ from pathlib import Path
 from typing import Sequence
 
 from touchstone.sandbox.base import (
-    SANDBOX_GID,
     SANDBOX_HOME,
-    SANDBOX_UID,
     WORKSPACE,
     ExecResult,
     Limits,
     Mount,
     Sandbox,
+    exec_rlimits,
     existing_dir,
+    UNLIMITED,
 )
 from touchstone.sandbox.capture import OutputCapture
 from touchstone.sandbox.environment import ENV_TARGET, Environment
@@ -59,19 +63,43 @@ from touchstone.sandbox.image import (
 
 _PID1 = 'trap "exit 0" TERM; while :; do sleep 86400 & wait $!; done'
 PID1_USER = "65534:65534"
-# What bwrap gets for free from fresh namespaces per exec: no processes, empty /tmp,
-# home and /dev/shm, no System V IPC objects. Only builtins unless there is
-# something to delete: every fork here is per-exec latency.
+# What bwrap gets for free from fresh namespaces per exec: no processes, new /tmp,
+# home and /dev/shm, no IPC objects. A harness that is root and sees the container's
+# processes makes them so from outside after every exec (scratch.py): new tmpfs,
+# every IPC object removed; nothing the sandboxed code did can stop it. Else
+# the wrapper empties them as the sandbox user after every command (a weaker
+# fallback, named in `unenforced`: killing the wrapper or an unreadable folder
+# keeps files). Only builtins unless there is something to delete: every fork
+# here is per-exec latency.
 _SCRATCH = f"/tmp {SANDBOX_HOME} /dev/shm /dev/mqueue"
-_RESET = (
-    "kill -9 -1 2>/dev/null; shopt -s nullglob dotglob; "
+_KILL = "kill -9 -1 2>/dev/null"
+_CLEAN = (
+    "shopt -s nullglob dotglob; "
     f"left=({' '.join(d + '/*' for d in _SCRATCH.split())}); "
     f"((${{#left[@]}})) && find {_SCRATCH} -mindepth 1 -delete 2>/dev/null; "
     "ipc=(); for t in shm msg sem; do mapfile -t -O ${#ipc[@]} ipc < /proc/sysvipc/$t; done; "
     "((${#ipc[@]} > 3)) && ipcrm --all 2>/dev/null; true"
 )
+_RESET = f"{_KILL}; {_CLEAN}"
 _WRAPPER = f'"$@"; rc=$?; {_RESET}; exit $rc'
+# exec_rlimits by bash's `ulimit` flag and unit. Each command sets them all: Docker
+# sets those that depend on the exec's timeout on none, and runc (a Go program,
+# which raises its own soft open-file limit) sometimes passes nofile's soft limit on raised.
+_ULIMIT_FLAGS = {
+    "cpu": ("-t", 1),
+    "as": ("-v", 1024),
+    "fsize": ("-f", 1024),
+    "core": ("-c", 1024),
+    "nofile": ("-n", 1),
+    "stack": ("-s", 1024),
+    "memlock": ("-l", 1024),
+    "msgqueue": ("-q", 1),
+    "nproc": ("-u", 1),
+    "sigpending": ("-i", 1),
+}
+_PER_EXEC_RLIMITS = ("cpu", "as")  # the others are also set on the container (raising one needs root)
 _EXIT_POLL_S = 0.002
+_SCRATCH_KEEPER = Path(__file__).with_name("scratch.py")
 
 
 def extra_labels() -> dict[str, str]:
@@ -154,13 +182,21 @@ def _import_base(client, rootfs: Path) -> None:
 class DockerSandbox(Sandbox):
     backend = "docker"
 
-    def _owner(self) -> tuple[int, int] | None:
-        # The container user owns the workspace files: uid 1000, or the harness's
-        # own uid when it is not root (it could not chown to another).
-        return (SANDBOX_UID, SANDBOX_GID) if os.geteuid() == 0 else None
-
     def _user(self) -> str:
-        return f"{SANDBOX_UID}:{SANDBOX_GID}" if os.geteuid() == 0 else f"{os.getuid()}:{os.getgid()}"
+        """The container user: the sandbox's own host uid (Docker has no user
+        namespace per container, so it is the uid inside too), or the harness's
+        own when it is not root (it could not chown the workspace to another)."""
+        uid, gid = self._owner() or (os.getuid(), os.getgid())
+        return f"{uid}:{gid}"
+
+    def _account_files(self) -> dict[str, dict[str, str]]:
+        """/etc/passwd and /etc/group naming the sandbox's own host uid `agent`
+        (hostids.HostUser.account_files), bound read-only over the image's:
+        `id`, `whoami`, `~agent` and `ls -l` then name the user as in bwrap."""
+        if self.host_user is None:
+            return {}
+        files = self.host_user.account_files(ensure_rootfs(progress=False) / "etc")
+        return {str(path): {"bind": f"/etc/{name}", "mode": "ro"} for name, path in files.items()}
 
     def _start(self) -> None:
         import docker
@@ -173,12 +209,12 @@ class DockerSandbox(Sandbox):
         lim = self.limits
         user = self._user()
         uid, gid = user.split(":")
-        volumes = {str(self._workspace): {"bind": WORKSPACE, "mode": "rw"}}
+        volumes = {str(self._workspace): {"bind": WORKSPACE, "mode": "rw"}, **self._account_files()}
         for mount in self.mounts:
             volumes[str(mount.host)] = {"bind": mount.target, "mode": "ro" if mount.read_only else "rw"}
         if self.environment:
             volumes[str(self.environment.tree)] = {"bind": ENV_TARGET, "mode": "ro"}
-        tmpfs_opts = f"rw,nosuid,nodev,size={lim.scratch_bytes}"
+        tmpfs_opts = _scratch_options(lim.scratch_bytes)
         try:
             self._container = self._docker.containers.run(
                 image_tag(),
@@ -187,6 +223,7 @@ class DockerSandbox(Sandbox):
                 user=PID1_USER,
                 hostname="sandbox",
                 network_mode="none",
+                sysctls={"net.ipv6.conf.lo.disable_ipv6": "0"},  # ::1 on loopback, as in bwrap
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges", f"seccomp={docker_profile()}"],
                 pids_limit=lim.processes,
@@ -200,8 +237,9 @@ class DockerSandbox(Sandbox):
                 shm_size=lim.scratch_bytes,
                 volumes=volumes,
                 ulimits=[
-                    docker.types.Ulimit(name="fsize", soft=lim.workspace_bytes, hard=lim.workspace_bytes),
-                    docker.types.Ulimit(name="core", soft=0, hard=0),
+                    docker.types.Ulimit(name=name, soft=soft, hard=hard)
+                    for name, (soft, hard) in exec_rlimits(lim, lim.timeout_s, nproc=bool(self.host_user)).items()
+                    if name not in _PER_EXEC_RLIMITS
                 ],
                 labels={"touchstone.sandbox": self.id, "touchstone.owner": owner_token(), **extra_labels()},
             )
@@ -209,6 +247,69 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"could not start the sandbox container: {exc}") from exc
         self._container.reload()
         self._cgroup_dirs = _container_cgroup_dirs(self._container.attrs["State"]["Pid"])
+        self._keeper = self._start_scratch_keeper()
+
+    def _start_scratch_keeper(self) -> subprocess.Popen | None:
+        """The process that recreates the scratch space from outside (scratch.py),
+        or None where the harness cannot enter the container's namespaces (not
+        root, or the daemon's processes are not on this machine)."""
+        if os.geteuid() != 0 or not self._cgroup_dirs:
+            return None
+        pid = self._container.attrs["State"]["Pid"]
+        uid, gid = self._user().split(":")
+        modes = {"/tmp": "mode=1777", SANDBOX_HOME: f"mode=0755,uid={uid},gid={gid}", "/dev/shm": "mode=1777"}
+        # tmpfs's own options; the flags of _scratch_options() are scratch.py's mount flags
+        spec = {"mounts": [[path, f"size={self.limits.scratch_bytes},{mode}"] for path, mode in modes.items()]}
+        fds = []
+        try:
+            for kind in ("mnt", "ipc"):
+                fds.append(os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC))
+            self._keeper = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(_SCRATCH_KEEPER), *map(str, fds), json.dumps(spec)],
+                pass_fds=fds,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={},
+                text=True,
+            )
+        except OSError:
+            return None
+        finally:
+            for fd in fds:
+                os.close(fd)
+        try:  # the first reset says whether it could enter (a step container may lack CAP_SYS_ADMIN)
+            self._fresh_scratch()  # and makes the scratch ours from the first exec on (Docker's /dev/shm is noexec)
+        except SandboxError:
+            self._close_keeper()
+            return None
+        return self._keeper
+
+    def _close_keeper(self) -> None:
+        self._keeper.stdin.close()  # EOF: it exits
+        self._keeper.stdout.close()
+        self._keeper.wait()
+
+    def _fresh_scratch(self) -> None:
+        """New /tmp, home and /dev/shm, no IPC object left (see scratch.py)."""
+        try:
+            self._keeper.stdin.write("reset\n")
+            self._keeper.stdin.flush()
+            answer = self._keeper.stdout.readline().strip()
+        except OSError as exc:
+            answer = f"error: {exc}"
+        if answer != "ok":
+            raise SandboxError(f"sandbox {self.id}: could not recreate its scratch space: {answer or 'keeper exited'}")
+
+    def _unenforced(self) -> list[str]:
+        missing = super()._unenforced()
+        if not self._keeper:
+            missing.append(
+                "fresh scratch per exec: the harness cannot enter the container's namespaces (not root, or a "
+                "remote daemon), so /tmp, home, /dev/shm and IPC objects are emptied by the sandbox user "
+                "after each command, which the command can prevent"
+            )
+        return missing
 
     def _exec(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult:
         import docker
@@ -227,7 +328,7 @@ class DockerSandbox(Sandbox):
         started = time.monotonic()
         exec_id = api.exec_create(
             self._container.id,
-            ["bash", "-c", _WRAPPER, "touchstone-exec", *argv],
+            ["bash", "-c", self._wrapper(timeout, env), "touchstone-exec", *argv],
             environment=env,
             workdir=WORKSPACE,
             user=self._user(),
@@ -251,6 +352,8 @@ class DockerSandbox(Sandbox):
         wall = time.monotonic() - started
         code = 137 if timed_out else self._exit_code(exec_id)
         self._ensure_quiet()
+        if self._keeper:
+            self._fresh_scratch()
         cpu_after = self._cpu_ns()
         return ExecResult(
             exit_code=code,
@@ -263,6 +366,25 @@ class DockerSandbox(Sandbox):
             **out.fields("stdout"),
             **err.fields("stderr"),
         )
+
+    def _wrapper(self, timeout: float, env: dict[str, str]) -> str:
+        """The bash script every command runs under: the per-exec rlimits (as bwrap's
+        launcher sets them), no HOSTNAME that the caller did not pass (Docker adds
+        it), then the command itself (`exec`: the harness kills what it leaves and
+        recreates the scratch space from outside), or, where the harness cannot,
+        the command followed by the sandbox user's own cleanup."""
+        limits = exec_rlimits(self.limits, timeout, nproc=bool(self.host_user))
+
+        def settings(which: int) -> str:
+            return " ".join(
+                f"{flag} {'unlimited' if limits[name][which] == UNLIMITED else limits[name][which] // unit}"
+                for name, (flag, unit) in _ULIMIT_FLAGS.items()
+                if name in limits
+            )
+
+        script = f"ulimit -S {settings(0)} && ulimit -H {settings(1)}; "  # soft first: it must stay under the hard one
+        script += "" if "HOSTNAME" in env else "unset HOSTNAME; "
+        return script + ('exec "$@"' if self._keeper else _WRAPPER)
 
     def _exit_code(self, exec_id: str) -> int:
         """The exec's exit code (Docker may report it a moment after the stream ends)."""
@@ -327,10 +449,18 @@ class DockerSandbox(Sandbox):
     def _stop(self) -> None:
         import docker
 
+        if getattr(self, "_keeper", None):
+            self._close_keeper()
         try:
             self._container.remove(force=True)
         except docker.errors.NotFound:
             pass
+
+
+def _scratch_options(size: int) -> str:
+    """Mount options of /tmp, home and /dev/shm: as bwrap's (executable: the
+    workspace is anyway, and tools build and load code in /tmp)."""
+    return f"rw,nosuid,nodev,exec,size={size}"
 
 
 @functools.cache

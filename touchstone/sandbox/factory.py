@@ -10,6 +10,7 @@ from typing import Sequence
 from touchstone.sandbox.base import Limits, Mount, Sandbox
 from touchstone.sandbox.environment import Environment
 from touchstone.sandbox.errors import SandboxError
+from touchstone.sandbox.hostids import HostUser
 
 BACKENDS = ("auto", "docker", "bwrap")
 DEFAULT_BACKEND = "auto"  # what the command line and a round use unless told otherwise
@@ -47,13 +48,18 @@ def open_sandbox(
     mounts: Sequence[Mount] = (),
     action_log: str | os.PathLike | None = None,
     environment: Environment | None = None,
+    host_user: HostUser | None = None,
 ) -> Sandbox:
     """A started sandbox around a private copy of `workspace` (use it with `with`).
     `environment`: a built task environment (`touchstone.envs`), mounted read-only
-    at /usr/local; None = the base environment."""
+    at /usr/local; None = the base environment. `host_user`: a host uid shared
+    with other sandboxes that must share files (`HostUser.acquire()`); None: one
+    of its own."""
     concrete = resolve_backend(backend)
     if concrete == "docker":
         from touchstone.sandbox.docker import DockerSandbox as cls
     else:
         from touchstone.sandbox.bwrap import BwrapSandbox as cls
-    return cls(workspace, limits=limits, mounts=mounts, action_log=action_log, environment=environment)
+    return cls(
+        workspace, limits=limits, mounts=mounts, action_log=action_log, environment=environment, host_user=host_user
+    )

@@ -16,7 +16,7 @@ Master socket:
               read-only], ...] to mount at STAGE/0, STAGE/1...} + fd (the new sandbox's socket)
 Sandbox socket (served by the forked launcher):
   launcher -> {"pid": N, "private_net": bool}              once, when ready (or {"error": text})
-  harness  -> {"argv": [...], "rlimits": [[res, n]...], "uid": N or None} + fds (stdout, stderr, info, ...)
+  harness  -> {"argv": [...], "rlimits": [[res, soft, hard]...], "uid": N or None} + fds (stdout, stderr, info, ...)
   launcher -> {"pid": N}, later {"status": wait status, "cpu_s": float}
            or {"error": text} when it could not start bwrap (out of memory...)
   harness  -> {"kill": true}   (at any time while a command runs)
@@ -46,6 +46,35 @@ def _send(sock: socket.socket, **message) -> None:
     sock.send(marshal.dumps(message))
 
 
+def _set_rlimit(kind: int, soft: int, hard: int) -> None:
+    """Set a limit; where it would raise a hard limit and we may not (a normal
+    user's harness), keep the hard limit we have and the soft one under it."""
+    try:
+        resource.setrlimit(kind, (soft, hard))
+    except (ValueError, PermissionError):
+        have = resource.getrlimit(kind)[1]
+        resource.setrlimit(kind, (soft if soft != resource.RLIM_INFINITY and soft <= have else have, have))
+
+
+def _fresh_process_state() -> None:
+    """What a process inherits besides its environment, as Docker's runc gives it:
+    no ignored or blocked signal (the harness may run under nohup, and Python
+    ignores SIGPIPE), umask 022, and nice 0 (a root harness may lower it; a normal
+    user's harness cannot, and its nice value stays)."""
+    for number in range(1, signal.NSIG):
+        try:
+            if signal.getsignal(number) == signal.SIG_IGN:
+                signal.signal(number, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # SIGKILL, SIGSTOP, and numbers Python does not handle
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    os.umask(0o022)
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 0)
+    except PermissionError:
+        pass
+
+
 def _spawn(libc, argv: list, rlimits: list, uid, exec_procs: list, fds: list) -> int:
     pid = os.fork()
     if pid:
@@ -73,10 +102,11 @@ def _spawn(libc, argv: list, rlimits: list, uid, exec_procs: list, fds: list) ->
         os.lseek(memfd, 0, os.SEEK_SET)
         os.dup2(memfd, args_fd)
         os.closerange(args_fd + 1, 1 << 16)  # above all: the launcher socket
-        for kind, value in rlimits:
-            resource.setrlimit(kind, (value, value))
-        if uid is not None:  # the sandbox's dedicated host user: bwrap maps its user to it
-            os.setgroups([])
+        for kind, soft, hard in rlimits:
+            _set_rlimit(kind, soft, hard)
+        _fresh_process_state()
+        if uid is not None:  # the sandbox's own host user: bwrap maps its user to it
+            os.setgroups([uid])  # its group, the only one: the sandbox user's supplementary group, as in Docker
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

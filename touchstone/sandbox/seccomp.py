@@ -8,6 +8,12 @@ process_vm_* (a process could take over another one of the same user), and
 `socket(AF_VSOCK, ...)` (a channel to the hypervisor that network namespaces do
 not cut). All are answered with EPERM.
 
+Only the native ABI passes either filter: a 64-bit x86 process can still make
+i386 calls (`int 0x80`) and x32 calls (numbers with bit 30 set), where the same
+call has another number and `socketcall` hides `socket`'s arguments behind a
+pointer. Both filters kill the process at its first foreign call (SIGSYS, exit
+159), as libseccomp's bad-architecture action does in Docker.
+
 - bwrap takes a compiled classic-BPF program (`--seccomp FD`): `denylist_program()`
   writes it by hand, since libseccomp's binding is not in the harness's venv.
 - Docker takes a JSON profile, which replaces its default: `docker_profile()` is
@@ -27,6 +33,7 @@ from pathlib import Path
 _LD_ABS_W, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
+_RET_KILL_PROCESS = 0x80000000
 _X32_BIT = 0x40000000
 _ARG0_LOW = 16  # offsetof(struct seccomp_data, args[0]), low word on little-endian machines
 AF_VSOCK = 40
@@ -121,20 +128,22 @@ def denylist_program() -> bytes | None:
     if machine not in _NUMBERS:
         return None
     arch, numbers = _NUMBERS[machine]
-    # Layout: load arch, foreign arch -> deny, load nr, [x32 -> deny], denied nrs -> deny,
-    # socket -> (load arg0, AF_VSOCK -> deny), allow, deny. Jumps are relative to the next insn.
-    checks = [(_JGE, _X32_BIT)] if machine == "x86_64" else []  # x32 ABI calls
-    checks += [(_JEQ, numbers[name]) for name in DENIED]
-    n = len(checks)
-    allow, deny = 3 + n + 3, 3 + n + 4  # after: jeq socket, ld arg0, jeq vsock
-    program = [_insn(_LD_ABS_W, 0, 0, 4), _insn(_JEQ, 0, deny - 2, arch), _insn(_LD_ABS_W, 0, 0, 0)]
-    for code, k in checks:
-        program.append(_insn(code, deny - len(program) - 1, 0, k))
+    # Layout: load arch, foreign arch -> kill, load nr, [x32 -> kill], denied nrs -> deny,
+    # socket -> (load arg0, AF_VSOCK -> deny), allow, deny, kill. Jumps are relative to the next insn.
+    denied = [numbers[name] for name in DENIED]
+    n = (1 if machine == "x86_64" else 0) + len(denied)
+    allow, deny, kill = 3 + n + 3, 3 + n + 4, 3 + n + 5  # after: jeq socket, ld arg0, jeq vsock
+    program = [_insn(_LD_ABS_W, 0, 0, 4), _insn(_JEQ, 0, kill - 2, arch), _insn(_LD_ABS_W, 0, 0, 0)]
+    if machine == "x86_64":  # x32 ABI calls
+        program.append(_insn(_JGE, kill - len(program) - 1, 0, _X32_BIT))
+    for nr in denied:
+        program.append(_insn(_JEQ, deny - len(program) - 1, 0, nr))
     program.append(_insn(_JEQ, 0, allow - len(program) - 1, numbers["socket"]))
     program.append(_insn(_LD_ABS_W, 0, 0, _ARG0_LOW))
     program.append(_insn(_JEQ, deny - len(program) - 1, 0, AF_VSOCK))
     program += [_insn(_RET, 0, 0, _RET_ALLOW), _insn(_RET, 0, 0, _RET_ERRNO | errno.EPERM)]
-    assert len(program) == deny + 1
+    program.append(_insn(_RET, 0, 0, _RET_KILL_PROCESS))
+    assert len(program) == kill + 1
     return b"".join(program)
 
 
@@ -143,6 +152,10 @@ def docker_profile() -> str:
     """Docker's default profile less `DENIED`, with socket allowed for every
     address family but AF_VSOCK, as the JSON `--security-opt seccomp=` takes."""
     profile = json.loads(Path(__file__).with_name("docker-default-seccomp.json").read_text())
+    # Only the native ABI: Docker adds each entry's subarchitectures (i386 and x32
+    # next to x86_64), where `socketcall` reaches `socket` with its family out of
+    # the filter's sight. Calls of any other ABI get the bad-architecture action.
+    profile["archMap"] = [{**entry, "subArchitectures": []} for entry in profile["archMap"]]
     denied = {*DENIED, "socket"}
     rules = []
     for rule in profile["syscalls"]:

@@ -157,6 +157,32 @@ def unmount_quota(path: Path) -> None:
     subprocess.run(["umount", "--lazy", str(path)], capture_output=True, check=True)
 
 
+@contextmanager
+def bounded_dir(path: Path, max_bytes: int, max_entries: int, mode: int = 0o755) -> Iterator[Path]:
+    """A new directory a sandbox may mount writable (`Mount(read_only=False)`): a
+    tmpfs of `max_bytes` and `max_entries` inodes, unmounted at the end, so what
+    the sandbox writes there never reaches the host's disk and counts as its
+    memory. Without root it is a plain directory, and every sandbox it is mounted
+    in names that among its unenforced limits."""
+    quota = mount_quota(path, max_bytes, max_entries)
+    try:
+        path.chmod(mode)
+        yield path
+    finally:
+        if quota:
+            unmount_quota(path)
+
+
+def is_bounded(path: Path, max_bytes: int, max_entries: int) -> bool:
+    """Whether `path` is the root of a filesystem of its own with at most
+    `max_bytes` of space and `max_entries` inodes besides its root directory, as
+    `mount_quota` makes them (a tmpfs without a size says 0)."""
+    if not os.path.ismount(path):
+        return False
+    fs = os.statvfs(path)
+    return 0 < fs.f_blocks * fs.f_frsize <= max_bytes and 0 < fs.f_files <= max_entries + 1
+
+
 # ---------------------------------------------------------------- walking
 
 # What the harness walks, whatever the sandboxed code made: deeper trees, longer

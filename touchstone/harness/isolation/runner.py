@@ -15,6 +15,7 @@ channels exactly as for an in-process run (`grading.evaluate`).
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import threading
@@ -27,13 +28,14 @@ from touchstone.harness import grading
 from touchstone.harness.testfiles import is_test_file
 from touchstone.harness.tree import compose_tree
 from touchstone.sandbox.environment import Environment
-from touchstone.sandbox.workspace import mount_quota, unmount_quota
+from touchstone.sandbox.workspace import bounded_dir
 
 REMOTE_SRC = Path(__file__).with_name("remote")
 # The tests' temporary files (pytest's basetemp), at the same path in both
 # sandboxes so a test's tmp_path is where candidate code reads and writes; a
 # tmpfs of this size where the harness may mount one.
 SHARED_TMP_BYTES, SHARED_TMP_FILES = 64 << 20, 4096
+IPC_DIR_BYTES, IPC_DIR_FILES = 64 << 10, 16  # one socket
 STATUS_FILE = "isolation.json"
 CONNECT_TIMEOUT_S = 120  # a cold Docker start of the candidate's sandbox included
 
@@ -98,19 +100,16 @@ def run_isolated(
     both sandboxes). status error = the harness could not get an answer
     (timeout, or the candidate's server never came up: no candidate code runs
     before the judge connects, so that is infrastructure)."""
-    from touchstone.sandbox import Limits, Mount, open_sandbox
+    from touchstone.sandbox import HostUser, Limits, Mount, open_sandbox
 
     with grading.harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce), \
             ExitStack() as stack:  # fmt: skip
         tmp, package = out.parent, f"ti_{nonce}"
         _copy_remote(tmp / "harness" / package, with_judge=True)
         _copy_remote(tmp / "candidate-harness" / package, with_judge=False)
-        ipc, shared = tmp / "ipc", tmp / "shared"
-        ipc.mkdir()
-        if mount_quota(shared, SHARED_TMP_BYTES, SHARED_TMP_FILES):
-            stack.callback(unmount_quota, shared)
-        for d in (ipc, shared):
-            d.chmod(0o777)  # both sandbox users use the socket and the tests' temporary files
+        # 0o777: both sandbox users use the socket and the tests' temporary files
+        ipc = stack.enter_context(bounded_dir(tmp / "ipc", IPC_DIR_BYTES, IPC_DIR_FILES, mode=0o777))
+        shared = stack.enter_context(bounded_dir(tmp / "shared", SHARED_TMP_BYTES, SHARED_TMP_FILES, mode=0o777))
         ipc_dir, socket_path, shared_dir = f"/mnt/ti{nonce}", f"/mnt/ti{nonce}/s", f"/mnt/ts{nonce}"
         config = {"grading_plugin": f"th_{nonce}", "socket": socket_path, "root": "/workspace",
                   "modules": trees.modules, "status_file": f"{o_dir}/{STATUS_FILE}", "shared_tmp": shared_dir,
@@ -124,11 +123,21 @@ def run_isolated(
         candidate_mounts = [Mount(host=tmp / "candidate-harness", target=h_dir), *both]
         spec = grading.TestRunSpec(test_files, f"{package}.judge", h_dir, o_dir, hash_seed=hash_seed, order=order)
         limits = Limits(timeout_s=timeout + 30)
+        # One host user for both: the judge's basetemp (pytest makes it 0700) is the candidate's to use too.
+        host_user = stack.enter_context(HostUser.acquire()) if os.geteuid() == 0 else None
         captured = tmp / "captured-results.jsonl"
         with grading.StreamCapture(out / grading.RESULTS_FILE, captured), ExitStack() as sandboxes:
             with ThreadPoolExecutor(2) as pool:  # the two sandboxes start concurrently
                 futures = [
-                    pool.submit(open_sandbox, tree, backend, mounts=m, limits=limits, environment=environment)
+                    pool.submit(
+                        open_sandbox,
+                        tree,
+                        backend,
+                        mounts=m,
+                        limits=limits,
+                        environment=environment,
+                        host_user=host_user,
+                    )
                     for tree, m in ((trees.candidate, candidate_mounts), (trees.judge, judge_mounts))
                 ]
                 for f in futures:  # register every sandbox that opened, then raise the first failure
