@@ -3,8 +3,10 @@ able to game. A task is kept only when every check passes; the verdict
 (`Validation`) lists every check with its evidence and every test run made.
 
 Static checks (host side, always run, cheapest first):
-  leak            the answer in any form (touchstone.tasks.leak)                 -> `leak`
-  contamination   a held-out or benchmark problem in disguise                     -> `contaminated`
+  leak            the answer in any form, or the hidden test cases listed in the
+                  statement (touchstone.tasks.leak)                               -> `leak`
+  contamination   a held-out, configured benchmark or packaged public benchmark
+                  (HumanEval) problem in disguise                                 -> `contaminated`
   audit           the verifier's static audit on the reference, the stub and
                   (for proposer-written tests) the hidden tests                    -> `cheating_reference`
 Sandbox checks (under grading's conditions, touchstone.tasks.conditions):
@@ -21,11 +23,14 @@ Sandbox checks (under grading's conditions, touchstone.tasks.conditions):
                   flipped and with every other workspace definition of an entry
                   function swapped in                                             -> `leak`
   baselines       every trivial solution fails                                    -> `weak_tests`
-  mutation        the hidden tests kill mutants of every changed statement at a
-                  rate >= threshold; a kill made only by the reference's guards
-                  counts when the tests still notice the mutant with the guards
-                  removed; mutants of guards alone are left out (no mutation
-                  site: a warning)                                                -> `weak_tests`
+  mutation        the hidden tests kill mutants of the changed functions (sampled
+                  before rendering) at a rate >= threshold; a kill made only by
+                  the reference's guards counts when the tests still notice the
+                  mutant with the guards removed; mutants of guards alone are
+                  left out (no mutation site: a warning); and every entry
+                  function's result weakened at one site, shape kept, is noticed -> `weak_tests`
+A real project's own tests (HUMAN_TESTS: imported SWE-bench instances) get a
+quality score from coverage, baselines and mutation instead of a rejection.
 Optional:
   isolation       the isolation probe decides whether the tests run isolated
                   (hook; isolated / not_isolated are both kept)                   -> `isolation_fails`
