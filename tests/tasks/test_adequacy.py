@@ -7,9 +7,7 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
-import pytest
-
-from tests.tasks.adversarial import CASES
+from tests.tasks.adversarial import CASES, Case
 from touchstone.tasks import adequacy
 import ast
 
@@ -104,6 +102,12 @@ def test_the_weakening_keeps_type_and_length_and_refuses_what_it_cannot_change(t
         got = weaken(value, -1)
         assert got == want and type(got) is type(value)
     assert list(weaken(iter([1, 2]), 0)) == [2, 2]
-    for value in (None, [], "", {}):
-        with pytest.raises(Exception, match="cannot be changed at one site"):
-            weaken(value, 0)
+    for value in (None, [], "", {}):  # unchanged: a test with an empty case must not kill every output mutant
+        assert weaken(value, 0) == value
+
+
+def test_a_return_of_an_empty_literal_is_no_output_site(tmp_path: Path) -> None:
+    case = _case("weak-length-only-primes")
+    early = case.reference.replace("    primes = []\n", "    if n == 0:\n        return []\n    primes = []\n")
+    task = Case(**{**case.__dict__, "reference": early}).write(tmp_path)
+    assert {m.line for m in adequacy.output_mutants(task)} == {early.splitlines().index("    return primes") + 1}

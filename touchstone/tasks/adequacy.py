@@ -15,11 +15,13 @@
 - Output mutants: each `return` of an entry function returns its value
   weakened at one site, shape kept: one element of a list, tuple, dict or set,
   one character of a string, one attribute of an object, or the number itself
-  changed, at the first and at the last position (`perturbed`, appended to the
-  mutant's module). Tests that check only a length, a type, non-emptiness or
-  one end of the result let one survive; every one must be killed. A value
-  that cannot be changed without changing its shape (None, an empty container)
-  raises instead: nothing is learnt there, and an honest task is not blamed.
+  changed, at the first and at the last position (`PERTURB_SOURCE`, appended
+  to the mutant's module). Tests that check only a length, a type,
+  non-emptiness or one end of the result let one survive; every one must be
+  killed. A value that cannot be changed with its shape kept (None, an empty
+  container) is returned as it is; a `return` of such a literal is no site
+  (raising there instead would let any test with an empty case kill every
+  output mutant).
 - Trivial baselines: each entry function's body replaced by `return None`, a
   constant, an empty container, its first argument or a copy of it (the
   unchanged input, even when the tests check `result is not arg`); every one must fail.
@@ -175,12 +177,9 @@ def {PERTURB}(value, where, depth=0):
     """`value` changed at one site, its type and length kept (a weakened result)."""
     import copy
 
-    class CannotPerturb(Exception):
-        pass
-
-    if depth > 20:
-        raise CannotPerturb(type(value).__name__)
     kind = type(value)
+    if depth > 20:
+        return value
     if kind is bool:
         return not value
     if isinstance(value, int) and not isinstance(value, bool):
@@ -219,7 +218,7 @@ def {PERTURB}(value, where, depth=0):
         name = public[where]
         object.__setattr__(out, name, {PERTURB}(getattr(value, name), where, depth + 1))
         return out
-    raise CannotPerturb(f"{{kind.__name__}} cannot be changed at one site with its shape kept")
+    return value  # None, an empty container: nothing to change with the shape kept
 '''
 
 
@@ -230,10 +229,21 @@ def _returns(fn: ast.AST) -> list[ast.Return]:
         node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             continue
-        if isinstance(node, ast.Return) and node.value is not None:
+        if isinstance(node, ast.Return) and node.value is not None and not _unchangeable(node.value):
             out.append(node)
         todo.extend(ast.iter_child_nodes(node))
     return sorted(out, key=lambda r: (r.lineno, r.col_offset))
+
+
+def _unchangeable(value: ast.expr) -> bool:
+    """`None`, `""`, `[]`, `()`, `{}`, `set()`: a literal no single-site change keeps the shape of."""
+    if isinstance(value, ast.Constant):
+        return value.value is None or value.value in ("", b"")
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+        return not value.elts
+    if isinstance(value, ast.Dict):
+        return not value.keys
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and not value.args and not value.keywords
 
 
 def output_mutants(task: Task, limit: int = 8) -> list[Mutant]:

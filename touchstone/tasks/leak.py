@@ -37,9 +37,10 @@ import io
 import re
 import tokenize
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from touchstone.tasks.mutate import changed_lines
 from touchstone.tasks.schema import Task
 from touchstone.tasks.similarity import normalized_dump, tokens
 from touchstone import pyast
@@ -371,19 +372,21 @@ def listed_test_cases(task: Task) -> list[str]:
 def changed_defs(reference: str, workspace: str | None) -> dict[str, str]:
     """name -> normalized dump of every function (at any depth) of the reference
     that the workspace does not define the same way (docstrings and names aside)."""
-    ref = _defs(reference)
-    old = _defs(workspace) if workspace is not None else {}
+    # a function none of whose lines changed is in the workspace as it is: only the others are normalized
+    lines = changed_lines(reference, workspace) if workspace is not None else None
+    ref = _defs(reference, lambda n: lines is None or any(i in lines for i in range(n.lineno, n.end_lineno + 1)))
+    old = _defs(workspace, lambda n: n.name in ref) if workspace is not None else {}
     return {name: dump for name, dump in ref.items() if old.get(name) != dump}
 
 
-def _defs(source: str) -> dict[str, str]:
+def _defs(source: str, wanted: Callable[[ast.AST], bool] = lambda n: True) -> dict[str, str]:
     try:
         tree = pyast.parse(source)
     except SyntaxError:
         return {}
     out: dict[str, str] = {}
     for n in ast.walk(tree):  # breadth first: a name's outermost definition wins
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name not in out:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name not in out and wanted(n):
             out[n.name] = normalized_dump(pyast.parse(ast.unparse(n)))
     return out
 
