@@ -354,7 +354,7 @@ def _weak(v: _Run, detail: str, **evidence: Any) -> tuple[Status, dict]:
     rejected only when they cannot tell the fix from no change: the `start` check)."""
     if v.human_tests:
         v.warnings.append(f"adequacy (quality only, human-written tests): {detail}")
-        return "warn", evidence
+        return "warn", {**evidence, "why": detail}
     raise _Fail("weak_tests", detail, **evidence)
 
 
