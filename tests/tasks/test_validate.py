@@ -157,3 +157,16 @@ def test_a_task_without_a_reference_fails_the_reference_check_in_the_json(tmp_pa
     assert checks["reference"]["evidence"]["reference"] is None
     assert [c["name"] for c in verdict["checks"]].count("reference") == 1
     assert all(checks[n]["detail"] == "not run: rejected by reference" for n in ("start", "timing", "mutation"))
+
+
+@pytest.mark.slow
+def test_human_written_tests_get_a_quality_score_not_a_rejection(tmp_path: Path) -> None:
+    """The same length-only tests that reject a proposed task only lower an imported
+    instance's quality score: its tests are a real project's own."""
+    case = next(c for c in CASES if c.id == "weak-length-only-primes")
+    task = case.write(tmp_path)
+    task.model_copy(update={"source": task.source.model_copy(update={"proposer": "swebench"})}).write(task.dir)
+    v = validate_task(load_task(task.dir), ValidationConfig(backend="bwrap", cross_backend=False))
+    assert v.kept, v.detail
+    assert v.check("mutation").status == "warn" and v.check("mutation").evidence["output_survived"] >= 1
+    assert any("quality only" in w for w in v.warnings)

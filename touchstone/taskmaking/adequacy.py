@@ -1,15 +1,27 @@
 """Test adequacy: do the hidden tests pin the reference's behaviour down?
 
 - Mutants: every mutation site (adequacy operators, `touchstone.tasks.mutate`)
-  in every top-level statement the reference changes (functions, classes with
-  nested classes, module-level tables and constants); when there are more than
-  `max_mutants`, a sample spread over operators with a fixed seed, so the
-  choice depends on the code only, never on the task id. All are run; the full
-  score is reported.
+  in what the reference changed: the function each changed line sits in (a
+  method, not its class), else the statement (a module-level table, a class
+  attribute); when there are more than `max_mutants`, a sample spread over
+  operators with a fixed seed, so the choice depends on the code only, never on
+  the task id. Sites are listed unrendered and sampled first; only the sampled
+  ones are rendered, compiled and analysed. All picked are run; the full score
+  is reported.
 - A mutant counts as killed only when the required tests notice it without
   the reference's own guards (`touchstone.taskmaking.guards`): a type-only,
   length-only or "no exception" test that fails only because a guard fires
   does not test the behaviour, and a mutant of the guards alone is left out.
+- Output mutants: each `return` of an entry function returns its value
+  weakened at one site, shape kept: one element of a list, tuple, dict or set,
+  one character of a string, one attribute of an object, or the number itself
+  changed, at the first and at the last position (`PERTURB_SOURCE`, appended
+  to the mutant's module). Tests that check only a length, a type,
+  non-emptiness or one end of the result let one survive; every one must be
+  killed. A value that cannot be changed with its shape kept (None, an empty
+  container) is returned as it is; a `return` of such a literal is no site
+  (raising there instead would let any test with an empty case kill every
+  output mutant).
 - Trivial baselines: each entry function's body replaced by `return None`, a
   constant, an empty container, its first argument or a copy of it (the
   unchanged input, even when the tests check `result is not arg`); every one must fail.
@@ -19,12 +31,22 @@ from __future__ import annotations
 
 import ast
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from touchstone.taskmaking import guards
-from touchstone.tasks.mutate import changed_statements, compile_error, module_name, statement_mutations
+from touchstone.tasks.mutate import (
+    Edit,
+    MutationSite,
+    apply_edit,
+    change_sites,
+    changed_statements,
+    compile_error,
+    module_name,
+    render,
+)
 from touchstone.tasks.schema import Task
 from touchstone.harness import is_test_file
 from touchstone import pyast
@@ -68,32 +90,180 @@ def changed_top_level(task: Task) -> Iterator[tuple[str, str, str | None, ast.Mo
             continue
 
 
-def all_mutants(task: Task) -> list[Mutant]:
-    """Every compilable mutant of the changed statements, minus the starting workspace itself."""
+@dataclass(frozen=True)
+class _Pending:
+    """A mutation site of one reference file, rendered only when picked."""
+
+    rel: str
+    source: str
+    workspace: str | None
+    tree: ast.Module
+    site: MutationSite
+
+    @property
+    def operator(self) -> str:
+        return self.site.operator
+
+    def render(self) -> Mutant | None:
+        """The compilable mutant, or None (no clean splice, or it equals the start)."""
+        m = render(self.source, self.tree, self.site, self.rel)
+        if m is None or m.source == self.workspace or compile_error(m.source, self.rel) is not None:
+            return None
+        return Mutant(self.rel, m.operator, m.unit, m.lineno, m.source)
+
+
+def mutation_sites(task: Task) -> list[_Pending]:
+    """Every mutation site in what the reference changed (`mutate.changed_units`:
+    the functions or statements its changed lines sit in, not their enclosing
+    class), unrendered: listing them costs one parse per file."""
     out = []
-    for rel, ref_text, ws_text, _tree, changed in changed_top_level(task):
-        for m in statement_mutations(ref_text, rel, module_name(rel), changed):
-            if m.source != ws_text and compile_error(m.source, rel) is None:
-                out.append(Mutant(rel, m.operator, m.unit, m.lineno, m.source))
+    for rel, ref_text, ws_text in reference_sources(task):
+        try:
+            tree = pyast.parse(ref_text)
+        except SyntaxError:
+            continue
+        out += [
+            _Pending(rel, ref_text, ws_text, tree, s) for s in change_sites(tree, ref_text, ws_text, module_name(rel))
+        ]
+    return out
+
+
+def all_mutants(task: Task) -> list[Mutant]:
+    """Every compilable mutant of the changed code, minus the starting workspace itself."""
+    return [m for p in mutation_sites(task) if (m := p.render()) is not None]
+
+
+def spread(items: list, key: Callable[[Any], str]) -> list:
+    """`items` in round-robin order over `key` (an operator), each pool shuffled with a
+    fixed seed: any prefix is a sample spread over operators that depends on the code only."""
+    rng = random.Random(FIXED_SEED)
+    pools: dict[str, list] = {}
+    for item in items:
+        pools.setdefault(key(item), []).append(item)
+    for pool in pools.values():
+        rng.shuffle(pool)
+    out: list = []
+    while len(out) < len(items):
+        out += [pools[op].pop() for op in sorted(pools) if pools[op]]
     return out
 
 
 def sample(mutants: list[Mutant], limit: int) -> list[Mutant]:
     """All of them, or `limit` spread round-robin over operators, fixed seed."""
-    if len(mutants) <= limit:
-        return mutants
-    rng = random.Random(FIXED_SEED)
-    pools: dict[str, list[Mutant]] = {}
-    for m in mutants:
-        pools.setdefault(m.operator, []).append(m)
-    for pool in pools.values():
-        rng.shuffle(pool)
+    return mutants if len(mutants) <= limit else spread(mutants, lambda m: m.operator)[:limit]
+
+
+def pick(sites: list[_Pending], limit: int, skip: Callable[[Mutant], bool]) -> tuple[list[Mutant], list[Mutant]]:
+    """(picked, skipped): sites taken in `spread` order and rendered one at a time until
+    `limit` mutants are picked; a mutant `skip` says is uninformative (a change of the
+    guards alone) is set aside. Only what is looked at is rendered and analysed."""
     picked: list[Mutant] = []
-    while len(picked) < limit:
-        for op in sorted(pools):
-            if pools[op] and len(picked) < limit:
-                picked.append(pools[op].pop())
-    return picked
+    skipped: list[Mutant] = []
+    for pending in spread(sites, lambda p: p.operator):
+        if len(picked) >= limit:
+            break
+        if (m := pending.render()) is not None:
+            (skipped if skip(m) else picked).append(m)
+    return picked, skipped
+
+
+# -- output mutants: the result weakened at one site, its shape kept ------------------------
+
+PERTURB = "__touchstone_perturbed__"
+# appended to an output mutant's module; `where` 0 changes the first element, -1 the last
+PERTURB_SOURCE = f'''
+
+def {PERTURB}(value, where, depth=0):
+    """`value` changed at one site, its type and length kept (a weakened result)."""
+    import copy
+
+    kind = type(value)
+    if depth > 20:
+        return value
+    if kind is bool:
+        return not value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value + 1
+    if isinstance(value, float):
+        return value + 1.0 + abs(value) / 2 if value == value else 1.0
+    if isinstance(value, complex):
+        return value + 1
+    if isinstance(value, str) and value:
+        i = where % len(value)
+        return value[:i] + ("x" if value[i] != "x" else "y") + value[i + 1 :]
+    if isinstance(value, (bytes, bytearray)) and value:
+        i = where % len(value)
+        return value[:i] + bytes([value[i] ^ 1]) + value[i + 1 :]
+    if isinstance(value, (list, tuple)) and value:
+        items = list(value)
+        items[where] = {PERTURB}(items[where], where, depth + 1)
+        if kind is list or kind is tuple:
+            return kind(items)
+        return kind._make(items) if hasattr(kind, "_make") else kind(items)
+    if isinstance(value, dict) and value:
+        out = copy.copy(value)
+        key = list(out)[where]
+        out[key] = {PERTURB}(out[key], where, depth + 1)
+        return out
+    if isinstance(value, (set, frozenset)) and value:
+        items = sorted(value, key=repr)
+        old = items[where]
+        return kind((value - {{old}}) | {{{PERTURB}(old, where, depth + 1)}})
+    if hasattr(value, "__next__"):
+        return iter({PERTURB}(list(value), where, depth + 1))
+    state = getattr(value, "__dict__", None)
+    public = [k for k in (state or {{}}) if not k.startswith("_")]
+    if public and not isinstance(value, type) and not callable(value):
+        out = copy.copy(value)
+        name = public[where]
+        object.__setattr__(out, name, {PERTURB}(getattr(value, name), where, depth + 1))
+        return out
+    return value  # None, an empty container: nothing to change with the shape kept
+'''
+
+
+def _returns(fn: ast.AST) -> list[ast.Return]:
+    """The `return <value>` statements of `fn` itself (not of functions nested in it)."""
+    out, todo = [], list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None and not _unchangeable(node.value):
+            out.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return sorted(out, key=lambda r: (r.lineno, r.col_offset))
+
+
+def _unchangeable(value: ast.expr) -> bool:
+    """`None`, `""`, `[]`, `()`, `{}`, `set()`: a literal no single-site change keeps the shape of."""
+    if isinstance(value, ast.Constant):
+        return value.value is None or value.value in ("", b"")
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+        return not value.elts
+    if isinstance(value, ast.Dict):
+        return not value.keys
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and not value.args and not value.keywords
+
+
+def output_mutants(task: Task, limit: int = 8) -> list[Mutant]:
+    """Per `return` of each entry function: its value weakened at the first and at
+    the last site (`PERTURB_SOURCE`), in source order, at most `limit`."""
+    refs = {rel: ref for rel, ref, _ws in reference_sources(task)}
+    out: list[Mutant] = []
+    for rel, fn in entry_functions(task):
+        tree = pyast.parse(refs[rel])
+        node = next(
+            (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == fn), None
+        )
+        for ret in _returns(node) if node is not None else []:
+            for where, end in ((ast.Constant(0), "first"), (ast.UnaryOp(ast.USub(), ast.Constant(1)), "last")):
+                call = ast.Call(ast.Name(PERTURB, ast.Load()), [ret.value, where], [])
+                text = apply_edit(refs[rel], tree, Edit(ret, "value", None, ret.value, call))
+                if text is not None:
+                    text = text.rstrip("\n") + "\n" + PERTURB_SOURCE
+                    out.append(Mutant(rel, f"weaken_result_{end}", f"{module_name(rel)}:{fn}", ret.lineno, text))
+    return out[:limit]
 
 
 # -- trivial baselines ---------------------------------------------------------------------

@@ -14,7 +14,6 @@ leaves them out too."""
 from __future__ import annotations
 
 import ast
-import difflib
 import json
 import tempfile
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from touchstone.sandbox import Limits, open_sandbox
 from touchstone.taskmaking.adequacy import reference_sources
 from touchstone.tasks.environment import task_environment
 from touchstone.taskmaking.guards import guard_lines
+from touchstone.tasks.mutate import changed_lines
 from touchstone.tasks.schema import Task
 from touchstone import pyast
 
@@ -41,15 +41,6 @@ class Coverage:
     def share(self) -> float | None:
         total = sum(map(len, self.required.values()))
         return None if not total else 1 - sum(map(len, self.missed.values())) / total
-
-
-def changed_lines(reference: str, workspace: str | None) -> set[int]:
-    """1-based reference lines in changed (replaced or inserted) line runs."""
-    old = workspace.splitlines() if workspace is not None else []
-    matcher = difflib.SequenceMatcher(a=old, b=reference.splitlines(), autojunk=False)
-    return {
-        j + 1 for tag, _a, _b, j1, j2 in matcher.get_opcodes() if tag in ("replace", "insert") for j in range(j1, j2)
-    }
 
 
 def _statement_lines(tree: ast.Module) -> dict[int, ast.AST | None]:

@@ -4,8 +4,9 @@ tests with what the guards noticed.
 A guard is a statement whose only possible effect is raising: `raise`, `assert`,
 a bare non-call expression (`1 / 0`, `{}[key]`), a call of a function made only
 of guards (`_require(ok, "why")`), or an `if` made only of guards. The guard
-scope is the reference's changed top-level statements and the same file's
-functions they call, transitively (a guard helper the stub already holds
+scope is what the reference changed (the functions or statements its changed
+lines sit in, `mutate.changed_units`) and the same file's top-level functions
+they call, transitively (a guard helper the stub already holds
 counts). Removing the guards also removes the values only they used (a result
 recomputed to check it): with the guards gone, that code does nothing.
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
-from touchstone.tasks.mutate import changed_statements
+from touchstone.tasks.mutate import changed_units
 from touchstone import pyast
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -79,10 +80,11 @@ def leading_guards(tree: ast.Module, fn: ast.FunctionDef | ast.AsyncFunctionDef)
     return n
 
 
-def _scope(tree: ast.Module, changed: list[int]) -> list[ast.stmt]:
-    """The changed top-level statements and the file's functions they call, transitively."""
+def _scope(tree: ast.Module, source: str, workspace: str | None) -> list[ast.stmt]:
+    """What the change touched (`changed_units`: the functions or statements its
+    changed lines sit in) and the file's top-level functions they call, transitively."""
     defs = {n.name: n for n in tree.body if isinstance(n, _DEFS)}
-    todo, out = [tree.body[i] for i in changed], []
+    todo, out = [unit for unit, _name in changed_units(tree, source, workspace)], []
     while todo:
         node = todo.pop()
         if any(node is seen for seen in out):
@@ -115,7 +117,7 @@ def guard_lines(source: str, workspace: str | None) -> set[int]:
         tree = pyast.parse(source)
     except SyntaxError:
         return set()
-    stmts = _guards(tree, _scope(tree, changed_statements(source, workspace)))
+    stmts = _guards(tree, _scope(tree, source, workspace))
     return {n for g in stmts for n in range(g.lineno, (g.end_lineno or g.lineno) + 1)}
 
 
@@ -142,22 +144,41 @@ def _dead_stores(fn: ast.AST) -> set[int]:
     }
 
 
-@lru_cache(maxsize=32)  # the reference's is compared with every mutant's
-def unguarded(source: str, workspace: str | None) -> str:
-    """`source` without the guards of its guard scope, nor the assignments only they
-    read (normalized through ast.unparse)."""
+def _strip(source: str, workspace: str | None) -> tuple[ast.Module, list[ast.stmt]]:
+    """(tree, guard scope) of `source` with the guards of its scope replaced by `pass`
+    and the assignments only they read dropped."""
     tree = pyast.parse(source)
-    scope = _scope(tree, changed_statements(source, workspace))
-    tree = _Replace({id(g) for g in _guards(tree, scope)}).visit(tree)
+    scope = _scope(tree, source, workspace)
+    drop = {id(g) for g in _guards(tree, scope)}
+    # only the scope is visited: the rest of a big module is left as parsed
+    scope = [ast.copy_location(ast.Pass(), stmt) if id(stmt) in drop else _Replace(drop).visit(stmt) for stmt in scope]
+    tree.body = [ast.copy_location(ast.Pass(), stmt) if id(stmt) in drop else stmt for stmt in tree.body]
     for fn in (n for top in scope for n in ast.walk(top) if isinstance(n, _DEFS)):
         while dead := _dead_stores(fn):  # a store feeding only a dropped store goes next
             _Replace(dead).visit(fn)
-    return ast.unparse(ast.fix_missing_locations(tree))
+    for stmt in scope:
+        ast.fix_missing_locations(stmt)
+    return tree, scope
+
+
+@lru_cache(maxsize=32)
+def unguarded(source: str, workspace: str | None) -> str:
+    """`source` without the guards of its guard scope, nor the assignments only they
+    read (normalized through ast.unparse): the file to run."""
+    return ast.unparse(_strip(source, workspace)[0])
+
+
+@lru_cache(maxsize=64)  # the reference's is compared with every mutant's
+def _unguarded_scope(source: str, workspace: str | None) -> str:
+    """The guard scope alone, unguarded and unparsed: what a mutant of the changed
+    code can differ in (the rest of a big module is never unparsed)."""
+    return "\n\n".join(ast.unparse(stmt) for stmt in _strip(source, workspace)[1])
 
 
 def only_guards_changed(mutant: str, reference: str, workspace: str | None) -> bool:
-    """Does a mutant of `reference` differ from it in its guards only?"""
-    return unguarded(mutant, workspace) == unguarded(reference, workspace)
+    """Does a mutant of `reference` (an edit inside its changed code) differ from it
+    in its guards only?"""
+    return _unguarded_scope(mutant, workspace) == _unguarded_scope(reference, workspace)
 
 
 def died_of_guards(failed: dict[str, str], raised_at: dict[str, str], lines: dict[str, set[int]]) -> bool:

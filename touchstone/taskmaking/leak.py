@@ -11,7 +11,13 @@
    workspace's Python files (a solution commented out in the stub, pasted into
    a docstring). Every carrier is also searched decoded: base64, hex, character
    codes, reversed, rot13, zlib.
-3. Live code: a function of the reference's change defined again, same name
+3. The hidden test cases: a statement that lists the tests' inputs with their
+   expected outputs (read from `assert f(x) == y`, `assert f(x) is True` and
+   `pytest.mark.parametrize` rows of the hidden tests) hands over the answers a
+   solution could copy. Rejected when it holds at least `MIN_LISTED_CASES` of
+   them and at least half of all (formatting, quotes and case aside, each
+   expected value near its input); an example or two is an honest statement.
+4. Live code: a function of the reference's change defined again, same name
    and same normalized AST, anywhere in the workspace (a stale copy, a second
    definition behind a flag). A *sibling* with another name and the same body
    is ordinary duplicated code, not a leak; whether such code already solves
@@ -31,9 +37,10 @@ import io
 import re
 import tokenize
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from touchstone.tasks.mutate import changed_lines
 from touchstone.tasks.schema import Task
 from touchstone.taskmaking.similarity import normalized_dump, tokens
 from touchstone import pyast
@@ -79,6 +86,7 @@ def find_leaks(task: Task) -> list[str]:
     """Problems found, each naming the file; empty when the task leaks nothing."""
     ws = task.workspace_dir
     problems = [f"workspace/{p.relative_to(ws).as_posix()}: {why}" for p, why in artifacts(ws)]
+    problems += listed_test_cases(task)
     ref_dir = task.reference_dir
     if ref_dir is None:
         return problems
@@ -279,25 +287,106 @@ def _printable(data: bytes) -> str | None:
     return s if s and sum(c.isprintable() or c in "\n\t" for c in s) / len(s) > 0.95 else None
 
 
-# -- 3. live copies of a changed function ----------------------------------------------------
+# -- 3. the hidden test cases, listed in the statement ---------------------------------------
+
+MIN_LISTED_CASES = 3  # fewer is an example or two
+CASE_WINDOW = 12  # tokens between an input and its expected value
+
+
+def hidden_test_cases(tests_dir: Path) -> list[tuple[str, str]]:
+    """(input, expected) source pairs of the hidden tests' literal checks: `assert
+    call(args) == literal` (either side), `assert call(args) is True/False/None`,
+    and `pytest.mark.parametrize` rows (the last item is the expected value)."""
+    cases: list[tuple[str, str]] = []
+    for path in sorted(tests_dir.rglob("*.py")):
+        try:
+            tree = pyast.parse(path.read_text(errors="replace"))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assert) and (case := _asserted_case(node.test)):
+                cases.append(case)
+            elif isinstance(node, ast.Call) and _is_parametrize(node.func) and len(node.args) >= 2:
+                rows = node.args[1]
+                for row in rows.elts if isinstance(rows, (ast.List, ast.Tuple)) else []:
+                    if isinstance(row, ast.Tuple) and len(row.elts) >= 2 and _literal(row.elts[-1]):
+                        cases.append((", ".join(ast.unparse(e) for e in row.elts[:-1]), ast.unparse(row.elts[-1])))
+    return list(dict.fromkeys(cases))
+
+
+def _literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _asserted_case(test: ast.expr) -> tuple[str, str] | None:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.Is))):
+        return None
+    for call, want in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+        if isinstance(call, ast.Call) and call.args and _literal(want) and not isinstance(want, ast.Call):
+            return ", ".join(ast.unparse(a) for a in call.args), ast.unparse(want)
+    return None
+
+
+def _is_parametrize(func: ast.expr) -> bool:
+    return isinstance(func, ast.Attribute) and func.attr == "parametrize"
+
+
+def _case_tokens(text: str) -> list[str]:
+    """Tokens for finding a case in prose: lowercased, quotes dropped."""
+    return [t.lower() for t in tokens(text) if t not in ("'", "`")]
+
+
+def _find_all(hay: list[str], needle: list[str]) -> list[int]:
+    n = len(needle)
+    return [i for i in range(len(hay) - n + 1) if hay[i : i + n] == needle] if n else []
+
+
+def _listed(hay: list[str], given: str, expected: str) -> bool:
+    """Does `hay` hold the input with its expected value near it (either order)?"""
+    ins, outs = _find_all(hay, _case_tokens(given)), _find_all(hay, _case_tokens(expected))
+    n_in, n_out = len(_case_tokens(given)), len(_case_tokens(expected))
+    return any(0 <= o - (i + n_in) <= CASE_WINDOW or 0 <= i - (o + n_out) <= CASE_WINDOW for i in ins for o in outs)
+
+
+def listed_test_cases(task: Task) -> list[str]:
+    """A finding when the statement lists the hidden tests' cases (input and expected output)."""
+    cases = hidden_test_cases(task.hidden_tests_dir)
+    hay = _case_tokens(task.statement)
+    listed = [(given, want) for given, want in cases if _listed(hay, given, want)]
+    if len(listed) < MIN_LISTED_CASES or len(listed) * 2 < len(cases):
+        return []
+    shown = "; ".join(f"{given} -> {want}" for given, want in listed[:3])
+    return [
+        f"task.json statement: lists {len(listed)} of the {len(cases)} hidden test cases with their "
+        f"expected outputs (e.g. {shown}): a solution could copy the answers"
+    ]
+
+
+# -- 4. live copies of a changed function ----------------------------------------------------
 
 
 def changed_defs(reference: str, workspace: str | None) -> dict[str, str]:
     """name -> normalized dump of every function (at any depth) of the reference
     that the workspace does not define the same way (docstrings and names aside)."""
-    ref = _defs(reference)
-    old = _defs(workspace) if workspace is not None else {}
+    # a function none of whose lines changed is in the workspace as it is: only the others are normalized
+    lines = changed_lines(reference, workspace) if workspace is not None else None
+    ref = _defs(reference, lambda n: lines is None or any(i in lines for i in range(n.lineno, n.end_lineno + 1)))
+    old = _defs(workspace, lambda n: n.name in ref) if workspace is not None else {}
     return {name: dump for name, dump in ref.items() if old.get(name) != dump}
 
 
-def _defs(source: str) -> dict[str, str]:
+def _defs(source: str, wanted: Callable[[ast.AST], bool] = lambda n: True) -> dict[str, str]:
     try:
         tree = pyast.parse(source)
     except SyntaxError:
         return {}
     out: dict[str, str] = {}
     for n in ast.walk(tree):  # breadth first: a name's outermost definition wins
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name not in out:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name not in out and wanted(n):
             out[n.name] = normalized_dump(pyast.parse(ast.unparse(n)))
     return out
 
@@ -324,7 +413,7 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-# -- 4. probes for the dynamic check (run by validation) ---------------------------------------
+# -- 5. probes for the dynamic check (run by validation) ---------------------------------------
 
 # keyed by (type, value): in a plain dict True and 1 (and False and 0) are one key
 _FLAG_VALUES = {(bool, True): "False", (bool, False): "True", (int, 0): "1", (int, 1): "0", (type(None), None): "True"}

@@ -89,6 +89,42 @@ def code_tokens(code: str) -> list[str]:
         return tokens(code)
 
 
+def shape_tokens(code: str) -> list[str]:
+    """Tokens of the code with every local name collapsed to one symbol, docstrings,
+    annotations and module-level imports dropped: what stays is the code's shape,
+    so renaming, reordering names' first uses or adding `from typing import List`
+    changes nothing (an attribute such as `.append` is kept: it is the API used)."""
+    try:
+        tree = pyast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return tokens(code)
+    tree.body = [s for s in tree.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
+    try:
+        text = ast.unparse(normalize(tree))
+    except RecursionError:
+        return tokens(code)
+    return ["v" if _LOCAL.fullmatch(t) else t for t in tokens(text)]
+
+
+_LOCAL = re.compile(r"v\d+")  # the names _Normalizer gives
+
+
+def winnowed(toks: list[str], k: int = 6, window: int = 4) -> set[int]:
+    """MOSS-style fingerprints: the hashes of the token k-grams, keeping the smallest
+    hash of every `window` consecutive ones. Two texts that share a run of at least
+    k + window - 1 tokens share a fingerprint, wherever the run sits."""
+    grams = [toks[i : i + k] for i in range(len(toks) - k + 1)] or ([toks] if toks else [])
+    hashes = [int.from_bytes(hashlib.blake2b("\x00".join(g).encode(), digest_size=8).digest(), "big") for g in grams]
+    if len(hashes) <= window:
+        return {min(hashes)} if hashes else set()
+    return {min(hashes[i : i + window]) for i in range(len(hashes) - window + 1)}
+
+
+def containment(part: set, whole: set) -> float:
+    """Share of `part`'s fingerprints found in `whole`."""
+    return len(part & whole) / len(part) if part else 0.0
+
+
 def ngrams(toks: list[str], n: int = 5) -> set[tuple[str, ...]]:
     if len(toks) < n:
         return {tuple(toks)} if toks else set()

@@ -3,8 +3,10 @@ able to game. A task is kept only when every check passes; the verdict
 (`Validation`) lists every check with its evidence and every test run made.
 
 Static checks (host side, always run, cheapest first):
-  leak            the answer in any form (touchstone.taskmaking.leak)                 -> `leak`
-  contamination   a held-out or benchmark problem in disguise                     -> `contaminated`
+  leak            the answer in any form, or the hidden test cases listed in the
+                  statement (touchstone.taskmaking.leak)                               -> `leak`
+  contamination   a held-out, configured benchmark or packaged public benchmark
+                  (HumanEval) problem in disguise                                 -> `contaminated`
   audit           the verifier's static audit on the reference, the stub and
                   (for proposer-written tests) the hidden tests                    -> `cheating_reference`
 Sandbox checks (under grading's conditions, touchstone.taskmaking.conditions):
@@ -21,11 +23,14 @@ Sandbox checks (under grading's conditions, touchstone.taskmaking.conditions):
                   flipped and with every other workspace definition of an entry
                   function swapped in                                             -> `leak`
   baselines       every trivial solution fails                                    -> `weak_tests`
-  mutation        the hidden tests kill mutants of every changed statement at a
-                  rate >= threshold; a kill made only by the reference's guards
-                  counts when the tests still notice the mutant with the guards
-                  removed; mutants of guards alone are left out (no mutation
-                  site: a warning)                                                -> `weak_tests`
+  mutation        the hidden tests kill mutants of the changed functions (sampled
+                  before rendering) at a rate >= threshold; a kill made only by
+                  the reference's guards counts when the tests still notice the
+                  mutant with the guards removed; mutants of guards alone are
+                  left out (no mutation site: a warning); and every entry
+                  function's result weakened at one site, shape kept, is noticed -> `weak_tests`
+A real project's own tests (HUMAN_TESTS: imported SWE-bench instances) get a
+quality score from coverage, baselines and mutation instead of a rejection.
 Optional:
   isolation       the isolation probe decides whether the tests run isolated
                   (hook; isolated / not_isolated are both kept)                   -> `isolation_fails`
@@ -56,6 +61,9 @@ from touchstone.tasks.schema import Task, TaskError, load_task
 VALIDATOR_VERSION = "2"
 AUDIT_EXTRA = Path(__file__).with_name("validation_audit.yaml")
 TRUSTED_PROPOSERS = {"mutation"}  # code outside the change comes from a pinned, pre-checked seed project
+# the hidden tests are a real project's own, written by people: adequacy informs a quality score, and
+# only tests that cannot tell the fix from no change (the `start` check) reject the task
+HUMAN_TESTS = {"swebench"}
 
 Status = Literal["pass", "fail", "warn", "skip", "not_run"]
 
@@ -76,6 +84,7 @@ class ValidationConfig(BaseModel):
     backend: str = "auto"  # what grading uses: Docker when it is up, else bubblewrap
     parallel: int = Field(default=2, ge=1)  # sandbox runs at once
     contamination_sets: list[Path] = Field(default_factory=list)  # + $TOUCHSTONE_CONTAMINATION_SETS
+    packaged_benchmarks: bool = True  # + public benchmarks shipped in installed packages (contamination.PACKAGED)
     solver: str | None = None  # policy spec of a served model (default: $TOUCHSTONE_VALIDATION_SOLVER)
     solver_attempts: int = Field(default=2, ge=1)
     isolation: bool = True  # call the isolation probe when it is installed
@@ -135,6 +144,7 @@ class _Run:
         self.task, self.cfg = task, cfg
         self.backend = conditions.grading_backend(cfg.backend)
         self.trusted = task.source.proposer in TRUSTED_PROPOSERS
+        self.human_tests = task.source.proposer in HUMAN_TESTS
         self.runs: list[RunRecord] = []
         self.warnings: list[str] = []
         self.out: dict[str, Any] = {}
@@ -161,25 +171,30 @@ def _check_leak(v: _Run) -> dict:
 
 def _check_contamination(v: _Run) -> dict:
     sets = contamination.configured_sets(v.cfg.contamination_sets)
-    match, n = contamination.nearest(v.task, sets, statements=not v.trusted)
+    packaged = v.cfg.packaged_benchmarks
+    match, n = contamination.nearest(v.task, sets, statements=not v.trusted, packaged=packaged)
     v.out["nearest_match"] = match
+    missing = contamination.packaged_problems()[1] if packaged else ()
+    v.warnings += [f"contamination: public benchmark {m} is not installed; not compared" for m in missing]
     evidence = {
-        "sets": [str(s) for s in sets],
+        "sets": [str(s) for s in sets]
+        + (sorted({p.source for p in contamination.packaged_problems()[0]}) if packaged else []),
         "compared": n,
         "statements_compared": not v.trusted,
         "nearest": match.model_dump() if match else None,
     }
     if match and match.contaminated:
         raise _Fail("contaminated", f"same problem as {match.id} in {match.source}: {match.why}", **evidence)
-    if not sets:
+    if not n:
         v.warnings.append("contamination: no held-out or benchmark set configured; compared against nothing")
     return evidence
 
 
 def _audit_files(task: Task) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """(files to audit, their baselines, roles): reference files, the stubs they
-    replace, and the hidden tests; for trusted seed projects only what changed."""
-    trusted = task.source.proposer in TRUSTED_PROPOSERS
+    replace, and the hidden tests; for trusted seed projects and a real project's
+    own fix and tests (HUMAN_TESTS) only what changed."""
+    trusted = task.source.proposer in TRUSTED_PROPOSERS | HUMAN_TESTS
     files: dict[str, str] = {}
     base: dict[str, str] = {}
     roles: dict[str, str] = {}
@@ -336,7 +351,17 @@ def _probe_timeout(v: _Run) -> float:
     return min(v.task.timeout_s, max(5.0, 5 * (v.out.get("ref_seconds") or 1.0)))
 
 
-def _check_coverage(v: _Run) -> dict:
+def _weak(v: _Run, detail: str, **evidence: Any) -> tuple[Status, dict]:
+    """A test-adequacy shortfall: a rejection, except for a project's own human-written
+    tests (HUMAN_TESTS), where it lowers the quality score and warns (such tests are
+    rejected only when they cannot tell the fix from no change: the `start` check)."""
+    if v.human_tests:
+        v.warnings.append(f"adequacy (quality only, human-written tests): {detail}")
+        return "warn", {**evidence, "why": detail}
+    raise _Fail("weak_tests", detail, **evidence)
+
+
+def _check_coverage(v: _Run) -> dict | tuple[Status, dict]:
     """The hidden tests must run the reference's changed lines (in functions they enter at all)."""
     cov = change_coverage.measure(v.task, v.backend, timeout=3 * v.task.timeout_s)  # tracing slows the run down
     share = cov.share
@@ -353,8 +378,8 @@ def _check_coverage(v: _Run) -> dict:
     if share is not None and share < v.cfg.min_coverage:
         refs = {rel: ref for rel, ref, _ws in adequacy.reference_sources(v.task)}
         lines = [f"{rel}:{n}: {refs[rel].splitlines()[n - 1].strip()}" for rel, ns in cov.missed.items() for n in ns]
-        raise _Fail(
-            "weak_tests",
+        return _weak(
+            v,
             f"the hidden tests run {share:.0%} of the reference's changed lines "
             f"(at least {v.cfg.min_coverage:.0%}); never run: {lines[:3]}",
             **evidence,
@@ -362,9 +387,13 @@ def _check_coverage(v: _Run) -> dict:
     return evidence
 
 
-def _check_leak_probe(v: _Run) -> dict:
+def _check_leak_probe(v: _Run) -> dict | tuple[Status, dict]:
     """The answer may be in the workspace as live code: behind a module-level
-    flag of the stub, or as another module's definition of an entry function."""
+    flag of the stub, or as another module's definition of an entry function.
+    Not for a real project at its base commit (HUMAN_TESTS): no proposer wrote
+    that workspace, and `start` already shows its tests fail there."""
+    if v.human_tests:
+        return "not_run", {"why": "the workspace is a real project's base commit, written by no proposer"}
     ws = v.task.workspace_dir
     modules = adequacy.workspace_modules(ws)
     probes: list[tuple[str, dict[str, str]]] = []
@@ -389,8 +418,8 @@ def _check_leak_probe(v: _Run) -> dict:
     return evidence
 
 
-def _check_baselines(v: _Run) -> dict:
-    values = adequacy.TRUSTED_BASELINES if v.trusted else adequacy.BASELINES
+def _check_baselines(v: _Run) -> dict | tuple[Status, dict]:
+    values = adequacy.TRUSTED_BASELINES if v.trusted or v.human_tests else adequacy.BASELINES
     cases = adequacy.baselines(v.task, skip=v.out.get("unexercised", set()), values=values)
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(
@@ -400,8 +429,8 @@ def _check_baselines(v: _Run) -> dict:
     evidence = {"baselines": [f"{r.what}: {'PASSES' if r.ok else 'fails'}" for r in runs]}
     passing = [r.what for r in runs if r.ok]
     if passing:
-        raise _Fail(
-            "weak_tests",
+        return _weak(
+            v,
             f"a trivial solution passes every required test: {passing[0]}"
             + (f" (and {len(passing) - 1} more)" if len(passing) > 1 else ""),
             **evidence,
@@ -411,50 +440,65 @@ def _check_baselines(v: _Run) -> dict:
     return evidence
 
 
-def _check_mutation(v: _Run) -> dict:
+def _check_mutation(v: _Run) -> dict | tuple[Status, dict]:
     refs = {rel: (ref, ws) for rel, ref, ws in adequacy.reference_sources(v.task)}
-    every = adequacy.all_mutants(v.task)
-    of_guards = [guards.only_guards_changed(m.source, *refs[m.path]) for m in every]
-    guard_changes = [m for m, g in zip(every, of_guards) if g]
-    informative = [m for m, g in zip(every, of_guards) if not g]
-    picked = adequacy.sample(informative, v.cfg.trusted_max_mutants if v.trusted else v.cfg.max_mutants)
+    sites = adequacy.mutation_sites(v.task)
+    limit = v.cfg.trusted_max_mutants if v.trusted or v.human_tests else v.cfg.max_mutants
+    # sampled first, then rendered and analysed one at a time: a big module's change costs its sample only
+    picked, guard_changes = adequacy.pick(sites, limit, lambda m: guards.only_guards_changed(m.source, *refs[m.path]))
+    outputs = [] if v.trusted else adequacy.output_mutants(v.task)
     cond = Condition(run=0, backend=v.backend, grading=True)
     runs = v.many(
         v.run(
             cond, "mutant", _mutant_label(m), with_reference=True, files={m.path: m.source}, timeout=_probe_timeout(v)
         )
-        for m in picked
+        for m in picked + outputs
     )
+    runs, output_runs = runs[: len(picked)], runs[len(picked) :]
     outcomes = _mutant_outcomes(v, refs, picked, runs, cond)
     killed = outcomes.count("killed")
+    output_survivors = [r.what for r in output_runs if not (r.timed_out or r.failed)]
     evidence = {
-        "sites": len(every),
+        "sites": len(sites),
         "guard_changes": len(guard_changes),  # mutants of the guards alone: left out of the score
         "guard_change_mutants": [_mutant_label(m) for m in guard_changes][:20],
         "run": len(picked),
-        "sampled": len(picked) < len(informative),
+        "sampled": len(picked) + len(guard_changes) < len(sites),
         "killed": killed,
         "guard_only": outcomes.count("guard_only"),
         "survived": outcomes.count("survived"),
         "mutants": [f"{r.what}: {o}" for r, o in zip(runs, outcomes)],
+        "output_mutants": [f"{r.what}: {'survived' if r.what in output_survivors else 'killed'}" for r in output_runs],
+        "output_survived": len(output_survivors),
     }
+    if picked:
+        score = killed / len(picked)
+        v.out["mutation_score"], v.out["mutants"] = round(score, 3), len(picked)
+        evidence["score"] = round(score, 3)
+    if output_runs:
+        evidence["output_score"] = round(1 - len(output_survivors) / len(output_runs), 3)
     if not picked:
         v.warnings.append(
             "mutation: the reference's change has no mutation site"
             + (f" outside its guards ({len(guard_changes)} guard-only mutants)" if guard_changes else "")
             + "; adequacy rests on the baselines"
+            + (" and the weakened results" if output_runs else "")
         )
-        return evidence
-    score = killed / len(picked)
-    v.out["mutation_score"], v.out["mutants"] = round(score, 3), len(picked)
-    evidence["score"] = round(score, 3)
-    if score < v.cfg.threshold:
+    elif score < v.cfg.threshold:
         survivors = [r.what for r, o in zip(runs, outcomes) if o != "killed"][:3]
-        raise _Fail(
-            "weak_tests",
+        return _weak(
+            v,
             f"hidden tests kill {killed} of {len(picked)} mutants of the reference's changed "
             f"code (score {score:.2f} < {v.cfg.threshold}; {evidence['guard_only']} failed only "
             f"on the reference's own guards); surviving e.g. {survivors}",
+            **evidence,
+        )
+    if output_survivors:
+        return _weak(
+            v,
+            f"the hidden tests do not notice a result changed at one site with its type and length kept "
+            f"({len(output_survivors)} of {len(output_runs)} survive, e.g. {output_survivors[0]}): they check "
+            "its shape (a length, a type, non-emptiness) or part of it, not its value",
             **evidence,
         )
     return evidence

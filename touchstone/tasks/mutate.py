@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import difflib
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
+
 from touchstone import pyast
 
 # -- the edit an operator proposes ----------------------------------------------------
@@ -299,18 +302,16 @@ def _splice(source: str, edit: Edit, parens: bool) -> str | None:
     return (data[:start] + text.encode() + data[end:]).decode()
 
 
-def _top_index(tree: ast.Module, node: ast.AST) -> int | None:
-    """Index of the top-level statement whose lines contain `node`."""
-    for i, stmt in enumerate(tree.body):
+def _top_statement(tree: ast.Module, node: ast.AST) -> ast.stmt | None:
+    """The top-level statement whose lines contain `node`."""
+    for stmt in tree.body:
         if stmt.lineno <= node.lineno and node.end_lineno <= stmt.end_lineno:
-            return i
+            return stmt
     return None
 
 
-def _expected_dump(tree: ast.Module, edit: Edit, top: int | None) -> str:
-    """ast.dump of the tree (or of its top-level statement `top`) with the edit
-    applied in place, then undone."""
-    target = tree if top is None else tree.body[top]
+def _expected_dump(target: ast.AST, edit: Edit) -> str:
+    """ast.dump of `target` with the edit applied in place, then undone."""
     holder = getattr(edit.parent, edit.field)
     if edit.index is None:
         setattr(edit.parent, edit.field, edit.new)
@@ -329,32 +330,36 @@ def _expected_dump(tree: ast.Module, edit: Edit, top: int | None) -> str:
         holder[:] = saved
 
 
-def apply_edit(source: str, tree: ast.Module, edit: Edit) -> str | None:
+def apply_edit(source: str, tree: ast.Module, edit: Edit, unit: ast.stmt | None = None) -> str | None:
     """The mutated file text, or None when no splice reproduces the intended AST.
-    The splice touches only lines of the top-level statement holding the node,
-    so only that statement's new lines are re-parsed and compared: a mutant of
-    a big module costs as much as one of a small one."""
-    top = _top_index(tree, edit.node)
-    want = _expected_dump(tree, edit, top)
+    The splice touches only lines of the statement holding the node (`unit`, a
+    statement at any depth, else the top-level one), so only that statement's
+    new lines are re-parsed and compared: a mutant of a method of a big class
+    costs as much as one of a small function."""
+    stmt = unit or _top_statement(tree, edit.node)
+    want = _expected_dump(tree if stmt is None else stmt, edit)
     for parens in (False, True):
         text = _splice(source, edit, parens)
         if text is None:
             return None
-        if top is None:
-            snippet, expect_len = text, None
-        else:
-            stmt = tree.body[top]
-            delta = len(text.splitlines()) - len(source.splitlines())
-            start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
-            snippet = "\n".join(text.splitlines()[start - 1 : stmt.end_lineno + delta]) + "\n"
-            expect_len = 1
+        if stmt is None:
+            try:
+                if ast.dump(pyast.parse(text)) == want:
+                    return text
+            except SyntaxError:
+                pass
+            continue
+        delta = len(text.splitlines()) - len(source.splitlines())
+        start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+        lines = text.splitlines()[start - 1 : stmt.end_lineno + delta]
+        # an indented statement parses alone inside a block of its own indentation
+        snippet = ("if 1:\n" if stmt.col_offset else "") + "\n".join(lines) + "\n"
         try:
             new = pyast.parse(snippet)
         except SyntaxError:
             continue
-        if top is None and ast.dump(new) == want:
-            return text
-        if top is not None and len(new.body) == expect_len and ast.dump(new.body[0]) == want:
+        body = new.body[0].body if stmt.col_offset and new.body else new.body
+        if len(new.body) == 1 and len(body) == 1 and ast.dump(body[0]) == want:
             return text
     return None
 
@@ -422,21 +427,112 @@ def _statement_sites(stmt: ast.stmt) -> Iterator[Site]:
             stack.extend((node, f, i, c) for f, i, c in _children(node))
 
 
-def statement_mutations(source: str, path: str, module: str, indices: list[int]) -> list[Mutation]:
-    """Every single-edit mutation (adequacy operators) inside the given top-level
-    statements, rendered, in source order."""
-    tree = pyast.parse(source)
-    out = []
-    for i in indices:
-        stmt = tree.body[i]
-        unit = f"{module}:{getattr(stmt, 'name', f'<line {stmt.lineno}>')}"
-        for parent, field, index, node in _statement_sites(stmt):
-            for name, op in ADEQUACY_OPERATORS.items():
-                for new in op(parent, field, index, node):
-                    text = apply_edit(source, tree, Edit(parent, field, index, node, new))
-                    if text is not None and text != source:
-                        out.append(Mutation(name, path, unit, node.lineno, text))
+def changed_lines(reference: str, workspace: str | None) -> set[int]:
+    """1-based reference lines in changed (replaced or inserted) line runs."""
+    return _line_changes(reference, workspace)[0]
+
+
+@lru_cache(maxsize=64)  # the reference's, asked by every check; a mutant's, by guards and coverage
+def _line_changes(reference: str, workspace: str | None) -> tuple[frozenset[int], frozenset[int]]:
+    """(1-based reference lines replaced or inserted, reference lines on either side of
+    a deleted run). The common head and tail are cut off before diffing: a fix in a
+    6,000-line module diffs a few lines, not the module."""
+    new = reference.splitlines()
+    old = workspace.splitlines() if workspace is not None else []
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    matcher = difflib.SequenceMatcher(a=old[head : len(old) - tail], b=new[head : len(new) - tail], autojunk=False)
+    changed, deleted = set(), set()
+    for tag, _a, _b, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "insert"):
+            changed.update(range(head + j1 + 1, head + j2 + 1))
+        elif tag == "delete" and workspace is not None:
+            deleted.update((head + j1, head + j1 + 1))
+    return frozenset(changed), frozenset(deleted)
+
+
+_BODIES = ("body", "orelse", "finalbody", "handlers")
+
+
+def _unit_at(tree: ast.Module, line: int) -> tuple[ast.stmt, str] | None:
+    """(statement, qualified name) of the smallest unit that holds `line`: the
+    outermost function around it, else the innermost statement holding it
+    (a class attribute, a module-level table, a class header: the class)."""
+    found, names, nodes = None, [], list(tree.body)
+    while True:
+        stmt = next(
+            (n for n in nodes if isinstance(n, ast.stmt) and _first_line(n) <= line <= n.end_lineno),
+            None,
+        )
+        if stmt is None:
+            return found
+        name = getattr(stmt, "name", None)
+        names = names + [name] if name else names
+        found = (stmt, ".".join(names) or f"<line {stmt.lineno}>")
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return found
+        nodes = [c for f in _BODIES for c in getattr(stmt, f, []) or []]
+        nodes = [b for c in nodes for b in (c.body if isinstance(c, ast.ExceptHandler) else [c])]
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+
+
+def changed_units(tree: ast.Module, reference: str, workspace: str | None) -> list[tuple[ast.stmt, str]]:
+    """(statement, qualified name) of the smallest units the change touches (`_unit_at`
+    of every changed line of `reference`, parsed as `tree`), outermost first, none
+    inside another: what the gold patch changed, not the class around it. Every
+    top-level statement when the file is new."""
+    if workspace is None:
+        return [(s, getattr(s, "name", f"<line {s.lineno}>")) for s in tree.body]
+    units: dict[int, tuple[ast.stmt, str]] = {}
+    changed, deleted = _line_changes(reference, workspace)
+    for line in sorted(changed | deleted):
+        if (unit := _unit_at(tree, line)) is not None:
+            units.setdefault(id(unit[0]), unit)
+    spans = sorted(units.values(), key=lambda u: (_first_line(u[0]), -u[0].end_lineno))
+    out: list[tuple[ast.stmt, str]] = []
+    for stmt, name in spans:
+        if not any(_first_line(o) <= _first_line(stmt) and stmt.end_lineno <= o.end_lineno for o, _ in out):
+            out.append((stmt, name))
     return out
+
+
+@dataclass(frozen=True)
+class MutationSite:
+    """A mutation not yet rendered: cheap to list, rendered by `render` when picked."""
+
+    operator: str
+    unit: str  # "module:Qualified.name" of the enclosing unit
+    lineno: int
+    edit: Edit
+    holder: ast.stmt  # the unit statement, re-parsed alone to check the splice
+
+
+def change_sites(tree: ast.Module, reference: str, workspace: str | None, module: str) -> list[MutationSite]:
+    """Every single-edit mutation site (adequacy operators) inside the units the
+    change touches, in source order, unrendered."""
+    out = []
+    for stmt, name in changed_units(tree, reference, workspace):
+        for parent, field, index, node in _statement_sites(stmt):
+            for op_name, op in ADEQUACY_OPERATORS.items():
+                for new in op(parent, field, index, node):
+                    edit = Edit(parent, field, index, node, new)
+                    out.append(MutationSite(op_name, f"{module}:{name}", node.lineno, edit, stmt))
+    return out
+
+
+def render(source: str, tree: ast.Module, site: MutationSite, path: str) -> Mutation | None:
+    """The mutated file of a site, or None when no splice reproduces it."""
+    text = apply_edit(source, tree, site.edit, site.holder)
+    if text is None or text == source:
+        return None
+    return Mutation(site.operator, path, site.unit, site.lineno, text)
 
 
 def changed_functions(reference: str, workspace: str | None) -> set[str]:
