@@ -125,7 +125,7 @@ def run_isolated(
         spec = grading.TestRunSpec(test_files, f"{package}.judge", h_dir, o_dir, hash_seed=hash_seed, order=order)
         limits = Limits(timeout_s=timeout + 30)
         captured = tmp / "captured-results.jsonl"
-        with grading.StreamCapture(out / grading.RESULTS_FILE, captured), ExitStack() as sandboxes:
+        with grading.StreamCapture(out / grading.RESULTS_FILE, captured) as stream, ExitStack() as sandboxes:
             with ThreadPoolExecutor(2) as pool:  # the two sandboxes start concurrently
                 futures = [
                     pool.submit(open_sandbox, tree, backend, mounts=m, limits=limits, environment=environment)
@@ -138,6 +138,8 @@ def run_isolated(
             server = _Server(candidate_sb, _server_command(package, h_dir, socket_path, hash_seed), timeout + 30)
             judged = judge_sb.exec(spec.command(), timeout=timeout)
             server.finish()
+        if tampered := stream.overflow_result(judged.wall_s):
+            return tampered
         return _decide(judged, server, out, captured, required, expected_prefixes, timeout, hash_seed, order)
 
 
