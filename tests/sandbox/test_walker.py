@@ -82,6 +82,29 @@ def test_control_characters_in_names_cannot_inject_hunks(sb, workspace: Path, na
     assert (patched / "notes.txt").read_text() == "first line\n"
 
 
+# Every character str.splitlines() splits at besides \n, and CRLF: lines to git.
+LINE_BREAKS_GIT_DOES_NOT_SEE = ["\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+def test_patches_keep_form_feeds_and_unicode_line_separators(sb, workspace: Path, tmp_path: Path):
+    """The recorded patch, applied to the pristine tree, gives back the sandbox's
+    bytes exactly: for a modified file that already held the characters, and a
+    new one (a patch that fails to apply would silently lose every change)."""
+    from touchstone.harness import apply_patch, compose_tree
+
+    odd = "".join(f"line {i}{brk}tail {i}\n" for i, brk in enumerate(LINE_BREAKS_GIT_DOES_NOT_SEE))
+    (workspace / "odd.py").write_text(odd, newline="")
+    with open_sandbox(workspace, sb.backend) as box:
+        box.write_file("odd.py", odd.replace("tail 3", "TAIL 3") + "end\x0cwithout newline")
+        box.write_file("new.txt", "a\u2028b\x85c\rd\n")
+        d = box.diff()
+        assert d.modified == ["odd.py"] and d.created == ["new.txt"] and not d.binary
+        tree = compose_tree(tmp_path / "graded", workspace)
+        apply_patch(tree, d.patch)
+        for rel in ("odd.py", "new.txt"):
+            assert (tree / rel).read_bytes() == box.read_file(rel), rel
+
+
 def test_sparse_files_count_at_their_apparent_size(workspace: Path, sandbox_backend: str, tmp_path: Path):
     with open_sandbox(workspace, sandbox_backend, limits=Limits(workspace_bytes="64m")) as box:
         r = box.exec("for i in 1 2 3 4; do truncate -s 60M sparse$i || exit 1; done; du -sk . | cut -f1")

@@ -488,13 +488,21 @@ def _file_patch(path: str, before: str, after: str, is_new: bool, is_gone: bool)
         return header
     lines = []
     for line in difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
+        patch_lines(before),
+        patch_lines(after),
         "/dev/null" if is_new else a,
         "/dev/null" if is_gone else b,
     ):
         lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return header + "".join(lines)
+
+
+def patch_lines(text: str) -> list[str]:
+    """Lines as git sees them: split after each \\n only, ends kept. Not
+    `str.splitlines`, which also splits at \\r, form feeds, \\x1c-\\x1e, \\x85
+    and U+2028/U+2029: a patch made from those lines does not apply."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 _C_ESCAPES = {
