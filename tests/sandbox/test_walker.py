@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from touchstone.sandbox import Limits, SandboxError, open_sandbox
+from touchstone.sandbox import Limits, SandboxError, WorkspaceRefused, open_sandbox
 from touchstone.sandbox import workspace as ws
 
 
@@ -112,6 +112,34 @@ def test_sparse_files_count_at_their_apparent_size(workspace: Path, sandbox_back
         _all_walks_refuse(box, tmp_path, r"over its limits at sparse\d: .*67108864 bytes .*apparent size")
         box.exec("rm sparse2 sparse3 sparse4")
         assert box.diff().created == ["sparse1"]
+
+
+# Trees the workspace quota on disk admits (one 1 MiB file; holes) that are
+# past the 256 MiB limit at the apparent size of each name.
+TREES_WITHIN_THE_QUOTA = {
+    "hard_links": "head -c 1048576 /dev/urandom > one.bin && for i in $(seq 300); do ln one.bin link$i; done",
+    "sparse_files": "truncate -s 200M sparse1 && truncate -s 200M sparse2",
+}
+
+
+@pytest.mark.parametrize("tree", sorted(TREES_WITHIN_THE_QUOTA))
+def test_the_quota_admits_the_tree_and_the_harness_refuses_it_by_name(workspace, sandbox_backend, tree):
+    with open_sandbox(workspace, sandbox_backend, limits=Limits(workspace_bytes="256m")) as sb:
+        made = sb.exec(TREES_WITHIN_THE_QUOTA[tree] + " && du -sk . | cut -f1")
+        assert made.exit_code == 0 and int(made.stdout) < 4096, made  # a few MiB on disk at most
+        with pytest.raises(WorkspaceRefused, match="over its limits at (link|sparse)"):
+            sb.snapshot()
+        assert sb.exec("rm -f link* sparse*").exit_code == 0
+        assert sb.diff().created == (["one.bin"] if tree == "hard_links" else [])
+
+
+def test_hard_links_within_the_limits_are_read_once_and_diffed(workspace, sandbox_backend):
+    with open_sandbox(workspace, sandbox_backend) as sb:
+        assert sb.exec("seq 100000 > one.txt && for i in 1 2 3; do ln one.txt same$i.txt; done").exit_code == 0
+        snap = sb.snapshot()
+        assert len({snap[f"same{i}.txt"] for i in (1, 2, 3)} | {snap["one.txt"]}) == 1
+        d = sb.diff()
+        assert d.created == ["one.txt", "same1.txt", "same2.txt", "same3.txt"] and d.patch.count("+99999\n") == 4
 
 
 def test_number_of_entries_is_bounded(workspace: Path, sandbox_backend: str, tmp_path: Path):
