@@ -142,6 +142,17 @@ def test_hard_links_within_the_limits_are_read_once_and_diffed(workspace, sandbo
         assert d.created == ["one.txt", "same1.txt", "same2.txt", "same3.txt"] and d.patch.count("+99999\n") == 4
 
 
+def test_a_patch_over_its_bound_is_refused_not_cut(sb):
+    """50 text files of a little under 1 MiB each: every one diffable, together
+    more patch than the harness holds. Cut short, the patch would grade a tree
+    without some of the changes; refused, it is the agent's outcome."""
+    assert sb.exec("for i in $(seq 50); do seq 90000 | sed s/^/$i-/ > big$i.txt; done").exit_code == 0
+    assert len(sb.snapshot()) > 50  # the walk itself is within its limits
+    with pytest.raises(WorkspaceRefused, match=r"more than a 33554432-byte patch \(at big\d+\.txt\)"):
+        sb.diff()
+    assert sb.exec("rm big*.txt").exit_code == 0 and sb.diff().empty
+
+
 def test_number_of_entries_is_bounded(workspace: Path, sandbox_backend: str, tmp_path: Path):
     with open_sandbox(workspace, sandbox_backend, limits=Limits(workspace_files=300)) as box:
         r = box.exec(

@@ -22,6 +22,8 @@ from touchstone.sandbox.errors import SandboxError, WorkspaceRefused
 
 # Contents kept for unified diffs: text files up to this size.
 MAX_DIFF_BYTES = 1 << 20
+# A diff's whole patch, at most: more is refused (WorkspaceRefused), never cut.
+MAX_PATCH_BYTES = 32 << 20
 _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -478,18 +480,24 @@ Blob = Callable[[str, str], "bytes | None"]  # (relative path, digest) -> conten
 def diff(old: dict[str, str], new: dict[str, str], before: Blob, after: Blob) -> WorkspaceDiff:
     """Compare two snapshots; `before(rel, digest)` / `after(rel, digest)` read a
     file's contents on each side (None: not available as text, listed in
-    `binary`)."""
+    `binary`). A patch over MAX_PATCH_BYTES is refused (`WorkspaceRefused`):
+    cut short, it would grade a tree without some of the changes."""
     created = sorted(set(new) - set(old))
     deleted = sorted(set(old) - set(new))
     modified = sorted(p for p in set(old) & set(new) if old[p] != new[p])
-    patches, binary = [], []
+    patches, binary, size = [], [], 0
     for path in sorted(created + deleted + modified):
         old_text = _text(path, old.get(path), before)
         new_text = _text(path, new.get(path), after)
         if old_text is None or new_text is None:
             binary.append(path)
-        else:
-            patches.append(_file_patch(path, old_text, new_text, path not in old, path not in new))
+            continue
+        patches.append(_file_patch(path, old_text, new_text, path not in old, path not in new))
+        size += len(patches[-1].encode())
+        if size > MAX_PATCH_BYTES:
+            raise WorkspaceRefused(
+                f"the workspace's changes are more than a {MAX_PATCH_BYTES}-byte patch (at {show(path)}); refused"
+            )
     return WorkspaceDiff(created=created, modified=modified, deleted=deleted, binary=binary, patch="".join(patches))
 
 
