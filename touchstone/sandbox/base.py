@@ -404,6 +404,13 @@ class Sandbox(ABC):
             new = ws.snapshot(self._workspace, budget=self._budget())
             return ws.diff(old, new, self._source_blob, partial(ws.read_blob, self._workspace))
 
+    def read_blob(self, path: str, digest: str, limit: int = ws.MAX_DIFF_BYTES) -> bytes | None:
+        """The harness's own bounded read (not logged): the file's contents if it
+        is at most `limit` bytes and still has `digest` (from a snapshot), else None."""
+        self._check_open()
+        with self._exec_lock:
+            return ws.read_blob(self._workspace, path, digest, limit)
+
     def _source_blob(self, rel: str, digest: str) -> bytes | None:
         return ws.read_blob(self._source, rel, digest) if self._source else None
 

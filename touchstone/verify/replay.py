@@ -108,8 +108,8 @@ class _ContentAudit:
             if key in self.seen or self.over:
                 continue
             self.seen.add(key)
-            data = sb.read_file(rel)
-            if len(data) > MAX_CONTENT_BYTES:
+            data = sb.read_blob(rel, snapshot[rel], MAX_CONTENT_BYTES)
+            if data is None:  # larger than a text file the audit reads
                 continue
             text = data.decode("utf-8", errors="replace")
             before = self.baseline(rel)
