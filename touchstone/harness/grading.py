@@ -32,6 +32,7 @@ from typing import Iterator
 
 from touchstone.harness.testfiles import TEST_MODULE_PATTERNS
 from touchstone.sandbox.environment import Environment
+from touchstone.sandbox.errors import WorkspaceRefused
 from touchstone import pyast
 
 RESULTS_FILE = "results.jsonl"
@@ -444,6 +445,13 @@ class StreamCapture:
                                      "only the harness plugin writes there, and far less)", wall_s=wall_s)  # fmt: skip
 
 
+def refused_tree(exc: Exception) -> TestRunResult:
+    """The verdict on a tree to grade that no sandbox takes (over the workspace
+    limits: the candidate's files, with the tests, at their apparent size):
+    a failure with the reason, never an infrastructure error."""
+    return TestRunResult("fail", f"the tree to grade is refused: {exc}")
+
+
 def run_tests(
     tree: Path,
     test_files: list[str],
@@ -475,11 +483,14 @@ def run_tests(
                 raise RuntimeError("a shifted clock needs libfaketime (apt-get install libfaketime)")
             shutil.copyfile(lib, mounts[0].host / FAKETIME_LIB)
         captured = out.parent / "captured-results.jsonl"
-        with StreamCapture(out / RESULTS_FILE, captured) as stream:
-            with open_sandbox(
-                tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30), environment=environment
-            ) as sb:
-                res = sb.exec(spec.command(), timeout=timeout)
+        try:
+            with StreamCapture(out / RESULTS_FILE, captured) as stream:
+                with open_sandbox(
+                    tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30), environment=environment
+                ) as sb:
+                    res = sb.exec(spec.command(), timeout=timeout)
+        except WorkspaceRefused as exc:
+            return refused_tree(exc)
         if tampered := stream.overflow_result(res.wall_s):
             return tampered
         if res.timed_out:

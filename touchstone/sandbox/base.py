@@ -244,7 +244,8 @@ class Sandbox(ABC):
         try:
             ws.copy_tree(source, self._workspace, self._owner(), self._budget())
         except SandboxError as exc:
-            raise SandboxError(f"cannot copy in the workspace {source}: {exc}") from exc
+            # the same class: a tree over the limits stays WorkspaceRefused (whose tree it is, the caller knows)
+            raise type(exc)(f"cannot copy in the workspace {source}: {exc}") from exc
         self._source = source
         self._initial = self.snapshot()
         self.action_log = Path(action_log).resolve() if action_log else self._dir / "actions.jsonl"
