@@ -30,14 +30,16 @@ TEST = "from pkg.mod import answer\n\n\ndef test_answer():\n    assert answer() 
 
 # A fresh interpreter grades the tree and reports its own peak memory: the
 # harness process's, not the test process's (that one runs in the sandbox).
+# VmHWM, the peak of its own address space: ru_maxrss would also count the
+# forking pytest process's memory, which Linux carries across exec.
 _GRADE = """
-import json, resource, sys
+import json, sys
 from pathlib import Path
 from touchstone.harness import grading
 tree, backend = Path(sys.argv[1]), sys.argv[2]
 prefixes = grading.test_functions("tests/test_t.py", (tree / "tests" / "test_t.py").read_text())
 res = grading.run_tests(tree, ["tests/test_t.py"], None, prefixes, timeout=120, backend=backend)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak = int(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:"))) * 1024
 print(json.dumps({"status": res.status, "evidence": res.evidence, "peak_bytes": peak}))
 """
 # The harness process's peak must stay far below the flood: imports, the
