@@ -163,9 +163,6 @@ class _Run:
             try:
                 if self.execute(sandbox, msg):
                     return "submitted"
-            except WorkspaceRefused as exc:
-                self.error = f"workspace refused: {exc}"
-                return "workspace_refused"
             except SandboxError as exc:
                 self.error = f"sandbox error: {exc}"
                 return "sandbox_error"

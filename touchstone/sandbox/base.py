@@ -399,7 +399,6 @@ class Sandbox(ABC):
         So against a later snapshot, a file that had changed since copy-in is
         listed in `binary`, without a patch."""
         old = self._initial if since is None else since
-        self._check_open()
         with self._exec_lock:
             self._check_open()
             new = ws.snapshot(self._workspace, budget=self._budget())

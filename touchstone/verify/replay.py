@@ -118,8 +118,8 @@ class _ContentAudit:
                 text = "\n".join(line for line in text.splitlines() if line not in old)
             self.kept += len(text)
             if self.kept > MAX_AUDITED_BYTES:
-                self.over = (f"step {step}: the run added more than {MAX_AUDITED_BYTES} bytes of text to files "
-                             f"(at {rel}), more than the action audit reads")  # fmt: skip
+                self.over = (f"step {step}: the run added more than {MAX_AUDITED_BYTES >> 20} MiB of text to "
+                             f"files (at {rel}), more than the action audit reads")  # fmt: skip
                 continue
             out.append(ActionEvent(step, "content", text, where=rel))
         return out
@@ -132,7 +132,7 @@ def _save_state(sb: Any, call: Any, pristine: dict[str, str], current: dict[str,
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         (dest / rel).write_bytes(sb.read_file(rel))
     dest.mkdir(parents=True, exist_ok=True)
-    return StepState(call.turn, call.step, call.name, dest, [r for r in whole.deleted if r in pristine])
+    return StepState(call.turn, call.step, call.name, dest, whole.deleted)
 
 
 # Run times ("3 passed in 0.12s", "(0:00:01)") and object addresses are the honest
