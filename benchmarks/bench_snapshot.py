@@ -4,8 +4,9 @@ baseline checkout (today's main, before the bounds of issue 34), side by side.
 
     python -m benchmarks.bench_snapshot [--baseline DIR] [--repeats 3]
 
-Each figure comes from a fresh interpreter per checkout (peak RSS is the
-process's own `ru_maxrss`; the sandbox's processes are not in it), the two
+Each figure comes from a fresh interpreter per checkout (peak RSS is its
+VmHWM, the peak of its own address space: the sandbox's processes are not in
+it, nor, as with ru_maxrss, the memory of the process that started it), the two
 checkouts run in alternation so that both see the same machine load; medians
 over --repeats. Measures (bwrap: the walks and reads are the harness's, on the
 host, whichever backend runs the commands):
@@ -48,10 +49,10 @@ FLOOD = (
 # One measurement in a fresh interpreter of one checkout (its PYTHONPATH and cwd);
 # prints {"value": ..., "outcome": ...}. Uses only APIs both checkouts have.
 _WORKER = """
-import json, resource, statistics, sys, time
+import json, statistics, sys, time
 from pathlib import Path
 measure, ws, commands = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
-peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = lambda: int(next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:"))) / 1024
 if measure == "snapshot":
     from touchstone.sandbox import open_sandbox
     with open_sandbox(ws, "bwrap") as sb:
