@@ -66,7 +66,8 @@ def verify(
     try:
         task = load_task(task_dir)
         if patch_file is not None:
-            messages = patch_trajectory(task, patch_file.read_text(encoding="utf-8"))
+            # its exact bytes: read_text would turn \r\n and lone \r into \n
+            messages = patch_trajectory(task, patch_file.read_bytes().decode("utf-8"))
         else:
             messages = read_messages_jsonl(trajectory)
         policy = _audit_rules(audit_rules, deprecated_policy)

@@ -83,3 +83,11 @@ def test_helpers_in_test_directories_are_not_run_as_tests(tmp_path):
     suite = HiddenSuite(task, None)
     assert suite.test_files == ["tests/test_inc.py"]
     assert suite.prefixes == ["tests/test_inc.py::test_inc", "tests/test_inc.py::test_zero"]
+
+
+def test_a_patch_that_does_not_apply_fails_the_run_with_git_s_reason(tmp_path):
+    """Never the untouched tree graded in its place: here that tree would pass."""
+    task = _task(tmp_path, {"tests/test_ok.py": "def test_ok():\n    pass\n"})
+    stale = "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def inc(x):\n-    return x - 1\n+    return x + 1\n"
+    res = run_hidden_tests(task, required=None, patch=stale, backend="bwrap")
+    assert res.status == "fail" and "the patch does not apply" in res.evidence and "calc.py" in res.evidence

@@ -4,7 +4,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from touchstone.harness import compose_tree
+import pytest
+
+from touchstone.harness import PatchError, compose_tree
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
@@ -37,7 +39,7 @@ def test_symlinks_and_caches_never_reach_the_tree(tmp_path):
     assert sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*")) == ["m.py", "pkg"]
 
 
-def test_a_patch_applies_and_a_bad_one_leaves_the_tree_as_it_was(tmp_path):
+def test_a_patch_applies_and_a_bad_one_is_a_loud_error(tmp_path):
     ws = _write(tmp_path / "ws", {"m.py": "a = 1\n"})
     work = _write(tmp_path / "git", {"m.py": "a = 1\n"})
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
@@ -46,4 +48,6 @@ def test_a_patch_applies_and_a_bad_one_leaves_the_tree_as_it_was(tmp_path):
     patch = subprocess.run(["git", "diff"], cwd=work, capture_output=True, text=True, check=True).stdout
     assert (compose_tree(tmp_path / "t1", ws, patch=patch) / "m.py").read_text() == "a = 2\n"
     bad = patch.replace("-a = 1", "-a = 7")
-    assert (compose_tree(tmp_path / "t2", ws, patch=bad) / "m.py").read_text() == "a = 1\n"
+    with pytest.raises(PatchError, match="does not apply: .*m.py"):
+        compose_tree(tmp_path / "t2", ws, patch=bad)
+    assert (tmp_path / "t2" / "m.py").read_text() == "a = 1\n"  # all or nothing

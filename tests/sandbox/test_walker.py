@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from touchstone.sandbox import Limits, SandboxError, open_sandbox
+from touchstone.sandbox import Limits, SandboxError, WorkspaceRefused, open_sandbox
 from touchstone.sandbox import workspace as ws
 
 
@@ -82,6 +82,29 @@ def test_control_characters_in_names_cannot_inject_hunks(sb, workspace: Path, na
     assert (patched / "notes.txt").read_text() == "first line\n"
 
 
+# Every character str.splitlines() splits at besides \n, and CRLF: lines to git.
+LINE_BREAKS_GIT_DOES_NOT_SEE = ["\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+def test_patches_keep_form_feeds_and_unicode_line_separators(sb, workspace: Path, tmp_path: Path):
+    """The recorded patch, applied to the pristine tree, gives back the sandbox's
+    bytes exactly: for a modified file that already held the characters, and a
+    new one (a patch that fails to apply would silently lose every change)."""
+    from touchstone.harness import apply_patch, compose_tree
+
+    odd = "".join(f"line {i}{brk}tail {i}\n" for i, brk in enumerate(LINE_BREAKS_GIT_DOES_NOT_SEE))
+    (workspace / "odd.py").write_text(odd, newline="")
+    with open_sandbox(workspace, sb.backend) as box:
+        box.write_file("odd.py", odd.replace("tail 3", "TAIL 3") + "end\x0cwithout newline")
+        box.write_file("new.txt", "a\u2028b\x85c\rd\n")
+        d = box.diff()
+        assert d.modified == ["odd.py"] and d.created == ["new.txt"] and not d.binary
+        tree = compose_tree(tmp_path / "graded", workspace)
+        apply_patch(tree, d.patch)
+        for rel in ("odd.py", "new.txt"):
+            assert (tree / rel).read_bytes() == box.read_file(rel), rel
+
+
 def test_sparse_files_count_at_their_apparent_size(workspace: Path, sandbox_backend: str, tmp_path: Path):
     with open_sandbox(workspace, sandbox_backend, limits=Limits(workspace_bytes="64m")) as box:
         r = box.exec("for i in 1 2 3 4; do truncate -s 60M sparse$i || exit 1; done; du -sk . | cut -f1")
@@ -89,6 +112,45 @@ def test_sparse_files_count_at_their_apparent_size(workspace: Path, sandbox_back
         _all_walks_refuse(box, tmp_path, r"over its limits at sparse\d: .*67108864 bytes .*apparent size")
         box.exec("rm sparse2 sparse3 sparse4")
         assert box.diff().created == ["sparse1"]
+
+
+# Trees the workspace quota on disk admits (one 1 MiB file; holes) that are
+# past the 256 MiB limit at the apparent size of each name.
+TREES_WITHIN_THE_QUOTA = {
+    "hard_links": "head -c 1048576 /dev/urandom > one.bin && for i in $(seq 300); do ln one.bin link$i; done",
+    "sparse_files": "truncate -s 200M sparse1 && truncate -s 200M sparse2",
+}
+
+
+@pytest.mark.parametrize("tree", sorted(TREES_WITHIN_THE_QUOTA))
+def test_the_quota_admits_the_tree_and_the_harness_refuses_it_by_name(workspace, sandbox_backend, tree):
+    with open_sandbox(workspace, sandbox_backend, limits=Limits(workspace_bytes="256m")) as sb:
+        made = sb.exec(TREES_WITHIN_THE_QUOTA[tree] + " && du -sk . | cut -f1")
+        assert made.exit_code == 0 and int(made.stdout) < 4096, made  # a few MiB on disk at most
+        with pytest.raises(WorkspaceRefused, match="over its limits at (link|sparse)"):
+            sb.snapshot()
+        assert sb.exec("rm -f link* sparse*").exit_code == 0
+        assert sb.diff().created == (["one.bin"] if tree == "hard_links" else [])
+
+
+def test_hard_links_within_the_limits_are_read_once_and_diffed(workspace, sandbox_backend):
+    with open_sandbox(workspace, sandbox_backend) as sb:
+        assert sb.exec("seq 100000 > one.txt && for i in 1 2 3; do ln one.txt same$i.txt; done").exit_code == 0
+        snap = sb.snapshot()
+        assert len({snap[f"same{i}.txt"] for i in (1, 2, 3)} | {snap["one.txt"]}) == 1
+        d = sb.diff()
+        assert d.created == ["one.txt", "same1.txt", "same2.txt", "same3.txt"] and d.patch.count("+99999\n") == 4
+
+
+def test_a_patch_over_its_bound_is_refused_not_cut(sb):
+    """50 text files of a little under 1 MiB each: every one diffable, together
+    more patch than the harness holds. Cut short, the patch would grade a tree
+    without some of the changes; refused, it is the agent's outcome."""
+    assert sb.exec("for i in $(seq 50); do seq 90000 | sed s/^/$i-/ > big$i.txt; done").exit_code == 0
+    assert len(sb.snapshot()) > 50  # the walk itself is within its limits
+    with pytest.raises(WorkspaceRefused, match=r"more than a 33554432-byte patch \(at big\d+\.txt\)"):
+        sb.diff()
+    assert sb.exec("rm big*.txt").exit_code == 0 and sb.diff().empty
 
 
 def test_number_of_entries_is_bounded(workspace: Path, sandbox_backend: str, tmp_path: Path):

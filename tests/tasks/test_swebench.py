@@ -99,6 +99,16 @@ def test_gold_patch_accepted_empty_and_test_deleting_rejected(imported, tmp_path
     assert any("protected_paths" in r for r in report["reasons"]), report["reasons"]
 
 
+def test_a_patch_that_does_not_apply_is_refused_loudly(imported, tmp_path):
+    """Graded anyway, it would grade the untouched tree (every change lost)."""
+    _, out, inst = imported
+    bad = tmp_path / "bad.diff"
+    bad.write_text(inst["patch"].replace(BUG, "no such line"))
+    proc = subprocess.run([*TOUCHSTONE, "verify", str(out / "jpvanhal__inflection-1"), "--patch", str(bad)],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 2 and "the patch does not apply" in proc.stderr, proc.stderr
+
+
 def test_r2e_gym_field_names_and_json_string_lists():
     inst = Instance.model_validate({
         "instance_id": "x", "repo_name": "o/n", "commit_hash": "abc", "gold_patch": "p", "test_patch": "t",

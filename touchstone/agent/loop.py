@@ -24,7 +24,7 @@ from touchstone.episode.tools import (
 from touchstone.episode.trajectory import StepRecord, Trajectory, TurnRecord, trajectory_id
 from touchstone.envs import EnvError
 from touchstone.tasks.environment import task_environment
-from touchstone.sandbox import SandboxError, WorkspaceDiff, open_sandbox
+from touchstone.sandbox import SandboxError, WorkspaceDiff, WorkspaceRefused, open_sandbox
 from touchstone.tasks.schema import Task
 
 SYSTEM_PROMPT = (
@@ -180,7 +180,8 @@ def run_episode(
     """Run one attempt of `policy` on `task` in a fresh sandbox and record it.
 
     Never raises for bad model output; policy and sandbox failures end the
-    episode with exit reason `policy_error` / `sandbox_error`."""
+    episode with exit reason `policy_error` / `sandbox_error`, and a workspace
+    the harness refuses to walk (the agent's doing) with `workspace_refused`."""
     limits = limits or EpisodeLimits()
     seed = attempt_seed(policy.sampling.seed, attempt)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -192,7 +193,10 @@ def run_episode(
         with open_sandbox(task.workspace_dir, backend=backend, action_log=action_log, environment=environment) as sb:
             backend_name, digest, env_digest = sb.backend, sb.image_digest, sb.environment_digest
             exit_reason = run.play(sb, started)
-            diff = sb.diff()
+            try:
+                diff = sb.diff()
+            except WorkspaceRefused as exc:  # the tree the agent left: its outcome, not the sandbox's failure
+                exit_reason, run.error = "workspace_refused", f"workspace refused: {exc}"
     except (SandboxError, EnvError) as exc:
         exit_reason, run.error = "sandbox_error", f"sandbox error: {exc}"
     task_hash = task.content_hash

@@ -21,7 +21,11 @@ from touchstone import atomic, tables
 from touchstone.sandbox.workspace import WorkspaceDiff
 from touchstone.tables import Apart, Flat, Json, count
 
-ExitReason = Literal["submitted", "max_turns", "max_tokens", "timeout", "policy_error", "sandbox_error"]
+# workspace_refused: the agent left a tree the harness will not walk (over the workspace limits...):
+# its outcome, a failed episode; sandbox_error: the sandbox itself failed (infrastructure)
+ExitReason = Literal[
+    "submitted", "max_turns", "max_tokens", "timeout", "policy_error", "workspace_refused", "sandbox_error"
+]
 EXIT_REASONS: tuple[str, ...] = ExitReason.__args__  # type: ignore[attr-defined]
 STEP_KEYS = ("trajectory_id", "task_id")  # the columns that tie a row of steps.parquet to its trajectory
 

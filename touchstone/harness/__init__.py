@@ -17,6 +17,7 @@ Public API (import from `touchstone.harness`, nothing else):
 
     compose_tree(dest, workspace, overlays=, files=, deleted=, patch=, tests=)
     copy_regular_files, is_cache, diff_snapshots     # trees and their diffs (a WorkspaceDiff)
+    apply_patch(dest, patch), PatchError             # git apply, or a loud error
     is_test_file, is_test_module, TEST_DIRS, TEST_MODULE_PATTERNS, test_dirs  # what counts as a test
     harness_mounts(("file.py", "dest_{nonce}.py")), HARNESS_SRC, StreamCapture
                                               # for other runners of sandbox_files/
@@ -31,16 +32,18 @@ runner). Guarantees and the threat model: `docs/VERIFIER.md`.
 from touchstone.harness.grading import HARNESS_SRC, StreamCapture, TestRunResult, harness_mounts
 from touchstone.harness.suite import HiddenSuite, TaskTests, run_hidden_tests, run_plan
 from touchstone.harness.testfiles import TEST_DIRS, TEST_MODULE_PATTERNS, is_test_file, is_test_module, test_dirs
-from touchstone.harness.tree import compose_tree, copy_regular_files, diff_snapshots, is_cache
+from touchstone.harness.tree import PatchError, apply_patch, compose_tree, copy_regular_files, diff_snapshots, is_cache
 
 __all__ = [
     "HARNESS_SRC",
     "TEST_DIRS",
     "TEST_MODULE_PATTERNS",
     "HiddenSuite",
+    "PatchError",
     "StreamCapture",
     "TaskTests",
     "TestRunResult",
+    "apply_patch",
     "compose_tree",
     "copy_regular_files",
     "diff_snapshots",

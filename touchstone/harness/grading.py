@@ -32,6 +32,7 @@ from typing import Iterator
 
 from touchstone.harness.testfiles import TEST_MODULE_PATTERNS
 from touchstone.sandbox.environment import Environment
+from touchstone.sandbox.errors import WorkspaceRefused
 from touchstone import pyast
 
 RESULTS_FILE = "results.jsonl"
@@ -158,6 +159,18 @@ class Stream:
     problems: list[str] = field(default_factory=list)
 
 
+def _records(path: Path) -> Iterator[dict]:
+    """The JSON objects of a JSONL file, one line at a time (split on \\n only)."""
+    with open(path, "rb") as lines:
+        for line in lines:
+            try:
+                rec = json.loads(line)
+            except ValueError:  # a torn last line (or bytes that are not UTF-8): its phases are missing anyway
+                continue
+            if isinstance(rec, dict):
+                yield rec
+
+
 def _read_stream(path: Path) -> Stream:
     """Parse the stream. The real plugin writes exactly one collection record
     before any test report and exactly one finish record, with pytest's exit
@@ -166,13 +179,7 @@ def _read_stream(path: Path) -> Stream:
     if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
         return st
     n_collected = 0
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn last line: the phases it would add are missing anyway
-        if not isinstance(rec, dict):
-            continue
+    for rec in _records(path):
         event = rec.get("event")
         if event == "collected":
             n_collected += 1
@@ -376,30 +383,49 @@ class StreamCapture:
     host: what the plugin wrote can be neither rewritten nor truncated later
     (a finalizer or thread of the candidate that "fixes" the results at
     interpreter shutdown can only *add* records, and a second record for a
-    phase is itself a failure). Captured bytes land in `dest`, outside every
-    mount."""
+    phase is itself a failure). Captured bytes go to `dest`, outside every
+    mount, as they arrive: the harness never holds the stream in memory.
 
-    def __init__(self, fifo: Path, dest: Path):
+    The FIFO's path is in the test process's environment, where candidate
+    code runs, so the stream is bounded: past `cap` bytes (far more than the
+    real plugin writes) the harness stops reading, closes its end and removes
+    the FIFO, so a writer gets EPIPE instead of blocking, and `overflow` is
+    set; the run then fails as report tampering (`overflow_result`)."""
+
+    def __init__(self, fifo: Path, dest: Path, cap: int = MAX_REPORT_BYTES):
         os.mkfifo(fifo)
         fifo.chmod(0o666)  # the sandbox user opens it for writing
         # O_RDWR: never blocks, and reads wait for data instead of seeing EOF
-        self.fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
-        self.dest, self.chunks, self.stop = dest, [], threading.Event()
+        self.fd: int | None = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+        self.fifo, self.cap, self.received, self.overflow = fifo, cap, 0, False
+        self.out = open(dest, "wb")
+        self.stop = threading.Event()
         self.thread = threading.Thread(target=self._drain, daemon=True)
 
     def _read_available(self) -> bool:
+        """Move what the FIFO holds to `dest`; False when it holds nothing (or no more is read)."""
         try:
             data = os.read(self.fd, 1 << 16)
         except BlockingIOError:
             return False
-        self.chunks.append(data)
+        if self.received + len(data) > self.cap:
+            self.overflow = True
+            self._stop_reading()
+            return False
+        self.received += len(data)
+        self.out.write(data)
         return bool(data)
 
+    def _stop_reading(self) -> None:
+        os.close(self.fd)
+        self.fd = None
+        self.fifo.unlink(missing_ok=True)
+
     def _drain(self) -> None:
-        while not self.stop.is_set():
+        while not self.stop.is_set() and self.fd is not None:
             if select.select([self.fd], [], [], 0.05)[0]:
                 self._read_available()
-        while self._read_available() and sum(map(len, self.chunks)) < MAX_REPORT_BYTES:
+        while self.fd is not None and self._read_available():
             pass
 
     def __enter__(self) -> "StreamCapture":
@@ -409,8 +435,25 @@ class StreamCapture:
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join()
-        os.close(self.fd)
-        self.dest.write_bytes(b"".join(self.chunks)[:MAX_REPORT_BYTES])
+        if self.fd is not None:
+            os.close(self.fd)
+        self.out.close()
+
+    def overflow_result(self, wall_s: float) -> TestRunResult | None:
+        """The run's verdict when the stream overflowed (None when it did not):
+        a failure naming the tampering, whatever else the run did (a writer
+        stopped by EPIPE may well end in a timeout)."""
+        if not self.overflow:
+            return None
+        return TestRunResult("fail", f"the result stream passed its {self.cap}-byte bound (report tampering: "
+                                     "only the harness plugin writes there, and far less)", wall_s=wall_s)  # fmt: skip
+
+
+def refused_tree(exc: Exception) -> TestRunResult:
+    """The verdict on a tree to grade that no sandbox takes (over the workspace
+    limits: the candidate's files, with the tests, at their apparent size):
+    a failure with the reason, never an infrastructure error."""
+    return TestRunResult("fail", f"the tree to grade is refused: {exc}")
 
 
 def run_tests(
@@ -444,11 +487,16 @@ def run_tests(
                 raise RuntimeError("a shifted clock needs libfaketime (apt-get install libfaketime)")
             shutil.copyfile(lib, mounts[0].host / FAKETIME_LIB)
         captured = out.parent / "captured-results.jsonl"
-        with StreamCapture(out / RESULTS_FILE, captured):
-            with open_sandbox(
-                tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30), environment=environment
-            ) as sb:
-                res = sb.exec(spec.command(), timeout=timeout)
+        try:
+            with StreamCapture(out / RESULTS_FILE, captured) as stream:
+                with open_sandbox(
+                    tree, backend=backend, mounts=mounts, limits=Limits(timeout_s=timeout + 30), environment=environment
+                ) as sb:
+                    res = sb.exec(spec.command(), timeout=timeout)
+        except WorkspaceRefused as exc:
+            return refused_tree(exc)
+        if tampered := stream.overflow_result(res.wall_s):
+            return tampered
         if res.timed_out:
             return TestRunResult("error", f"harness timeout: tests did not finish in {timeout:g} s",
                                  wall_s=res.wall_s, timed_out=True)  # fmt: skip

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from touchstone.harness import grading
 from touchstone.harness.testfiles import is_test_module, outermost_test_dirs, test_dirs
 from touchstone.harness.isolation.runner import IsolatedTrees, compose_trees, run_isolated
-from touchstone.harness.tree import compose_tree
+from touchstone.harness.tree import PatchError, compose_tree
 from touchstone.sandbox.environment import Environment
 
 
@@ -97,9 +97,14 @@ class HiddenSuite:
         clock_offset_s: int = 0,
     ) -> grading.TestRunResult:
         """Compose a tree in a scratch directory and grade it once (run `run` of
-        the plan); for several runs of one tree, `compose` once, `run` per index."""
+        the plan); for several runs of one tree, `compose` once, `run` per index.
+        A `patch` that does not apply fails the run with git's reason (the
+        candidate's outcome): the tree without it is never graded."""
         with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp:
-            tree = self.compose(Path(tmp), overlays=overlays, files=files, deleted=deleted, patch=patch)
+            try:
+                tree = self.compose(Path(tmp), overlays=overlays, files=files, deleted=deleted, patch=patch)
+            except PatchError as exc:
+                return grading.TestRunResult("fail", f"{exc}; nothing was graded (never the tree without it)")
             return self.run(tree, run, backend=backend, timeout=timeout, clock_offset_s=clock_offset_s)
 
     def compose_isolated(

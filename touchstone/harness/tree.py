@@ -19,6 +19,10 @@ from touchstone.sandbox.workspace import WorkspaceDiff
 _CACHE_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
 
+class PatchError(ValueError):
+    """A patch that does not apply to the tree it was made for; the message holds git's reason."""
+
+
 def is_cache(rel: str) -> bool:
     parts = rel.split("/")
     return any(p in _CACHE_DIRS for p in parts[:-1]) or rel.endswith((".pyc", ".pyo"))
@@ -68,7 +72,9 @@ def compose_tree(
     overlay directory (a reference), then `files` (relative path -> content:
     a candidate's changed files, a mutant) minus `deleted`, then an agent's
     `patch`, then the hidden `tests` last, so nothing can replace them.
-    Regular files only: no symlinks, no interpreter caches."""
+    Regular files only: no symlinks, no interpreter caches. Raises
+    `PatchError` for a patch that does not apply: the tree without it is
+    never what gets graded."""
     copy_regular_files(workspace, dest)
     for overlay in overlays:
         copy_regular_files(overlay, dest)
@@ -79,9 +85,18 @@ def compose_tree(
     for rel in deleted:
         (dest / rel).unlink(missing_ok=True)
     if patch and patch.strip():
-        # git apply refuses paths outside dest; a patch that does not apply leaves the tree as it was
-        subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], input=patch.encode(), cwd=dest,
-                       capture_output=True, check=False)  # fmt: skip
+        apply_patch(dest, patch)
     if tests is not None:
         copy_regular_files(tests, dest)
     return dest
+
+
+def apply_patch(dest: Path, patch: str) -> None:
+    """`git apply` the unified diff `patch` (its exact bytes) to the tree at
+    `dest`, or raise `PatchError` with git's reason, the tree left as it was
+    (git applies all or nothing, and refuses paths outside `dest`)."""
+    done = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], input=patch.encode(), cwd=dest,
+                          capture_output=True, check=False)  # fmt: skip
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip()[-500:] or f"git apply exited {done.returncode}"
+        raise PatchError(f"the patch does not apply: {why}")

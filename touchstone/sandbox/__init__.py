@@ -9,7 +9,7 @@ from touchstone.sandbox.action_log import ActionRecord, read_action_log
 from touchstone.sandbox.base import BASE_ENV, ExecResult, Limits, Mount, Sandbox, parse_size
 from touchstone.sandbox.docker import WarmPool
 from touchstone.sandbox.environment import ENV_TARGET, Environment
-from touchstone.sandbox.errors import SandboxError, SandboxWarning
+from touchstone.sandbox.errors import SandboxError, SandboxWarning, WorkspaceRefused
 from touchstone.sandbox.hostids import HostUser
 from touchstone.sandbox.factory import BACKENDS, DEFAULT_BACKEND, available_backends, open_sandbox, resolve_backend
 from touchstone.sandbox.workspace import WorkspaceDiff, is_regular
@@ -30,6 +30,7 @@ __all__ = [
     "SandboxWarning",
     "WarmPool",
     "WorkspaceDiff",
+    "WorkspaceRefused",
     "available_backends",
     "is_regular",
     "open_sandbox",

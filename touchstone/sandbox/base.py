@@ -17,6 +17,7 @@ import time
 import uuid
 import warnings
 from abc import ABC, abstractmethod
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import ClassVar, Sequence
 
@@ -239,7 +240,7 @@ class Sandbox(ABC):
         self.image_digest = "sha256:" + image_hash()
         self.action_log: Path | None = None
         self._log: ActionLog | None = None
-        self._blobs: dict[str, bytes] = {}
+        self._source: Path | None = None  # the host tree copied in: the "before" side of diffs
         self._initial: dict[str, str] = {}
         reap_stale_sandboxes()
         self._own_host_user = host_user is None and os.geteuid() == 0
@@ -306,7 +307,9 @@ class Sandbox(ABC):
         try:
             ws.copy_tree(source, self._workspace, self._owner(), self._budget())
         except SandboxError as exc:
-            raise SandboxError(f"cannot copy in the workspace {source}: {exc}") from exc
+            # the same class: a tree over the limits stays WorkspaceRefused (whose tree it is, the caller knows)
+            raise type(exc)(f"cannot copy in the workspace {source}: {exc}") from exc
+        self._source = source
         self._initial = self.snapshot()
         self.action_log = Path(action_log).resolve() if action_log else self._dir / "actions.jsonl"
         self._log = ActionLog(self.action_log)
@@ -455,11 +458,30 @@ class Sandbox(ABC):
         the harness will not walk (see workspace.walk)."""
         self._check_open()
         with self._exec_lock:
-            return ws.snapshot(self._workspace, keep=self._blobs.setdefault, budget=self._budget())
+            return ws.snapshot(self._workspace, budget=self._budget())
 
     def diff(self, since: dict[str, str] | None = None) -> WorkspaceDiff:
-        """Changes from `since` (a snapshot; default: the workspace as copied in)."""
-        return ws.diff(self._initial if since is None else since, self.snapshot(), self._blobs.get)
+        """Changes from `since` (a snapshot; default: the workspace as copied in).
+        The harness keeps digests, not contents: the text of the old side is
+        read from the tree that was copied in (when it still has the digest),
+        the new side from the workspace, under the same lock as the snapshot.
+        So against a later snapshot, a file that had changed since copy-in is
+        listed in `binary`, without a patch."""
+        old = self._initial if since is None else since
+        with self._exec_lock:
+            self._check_open()
+            new = ws.snapshot(self._workspace, budget=self._budget())
+            return ws.diff(old, new, self._source_blob, partial(ws.read_blob, self._workspace))
+
+    def read_blob(self, path: str, digest: str, limit: int = ws.MAX_DIFF_BYTES) -> bytes | None:
+        """The harness's own bounded read (not logged): the file's contents if it
+        is at most `limit` bytes and still has `digest` (from a snapshot), else None."""
+        self._check_open()
+        with self._exec_lock:
+            return ws.read_blob(self._workspace, path, digest, limit)
+
+    def _source_blob(self, rel: str, digest: str) -> bytes | None:
+        return ws.read_blob(self._source, rel, digest) if self._source else None
 
     def export(self, dest: str | os.PathLike) -> Path:
         """Copy the workspace to dest (new or empty); links out of it are refused."""

@@ -18,10 +18,12 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field
 
-from touchstone.sandbox.errors import SandboxError
+from touchstone.sandbox.errors import SandboxError, WorkspaceRefused
 
 # Contents kept for unified diffs: text files up to this size.
 MAX_DIFF_BYTES = 1 << 20
+# A diff's whole patch, at most: more is refused (WorkspaceRefused), never cut.
+MAX_PATCH_BYTES = 32 << 20
 _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -195,7 +197,10 @@ MAX_LINK_HOPS = 40  # the kernel's own limit on symlinks followed in one lookup
 @dataclass(frozen=True)
 class Budget:
     """Bounds on one walk: apparent bytes (st_size, so sparse files count in full)
-    of regular files, and entries (files, directories, links, specials)."""
+    of regular files, and entries (files, directories, links, specials). Every
+    name counts, hard links too: whatever the disk quota lets a tree hold, the
+    harness copies, grades and exports each name at its apparent size. A tree
+    over them is refused (`WorkspaceRefused`): the agent's outcome."""
 
     max_bytes: int
     max_entries: int
@@ -242,14 +247,17 @@ def walk(root: Path, budget: Budget | None = None) -> Iterator[tuple[Entry, int]
             if stat.S_ISREG(entry.st.st_mode):
                 seen_bytes += entry.st.st_size
             if budget and (seen_entries > budget.max_entries or seen_bytes > budget.max_bytes):
-                raise SandboxError(
+                raise WorkspaceRefused(
                     f"workspace is over its limits at {show(entry.rel)}: more than {budget.max_entries} entries "
-                    f"or {budget.max_bytes} bytes of files (apparent size: sparse files count in full)"
+                    f"or {budget.max_bytes} bytes of files (apparent size of each name: sparse files count in full, "
+                    "and each name of a hard-linked file)"
                 )
             yield entry, fd
             if stat.S_ISDIR(entry.st.st_mode):
                 if len(entry.parts) >= MAX_DEPTH:
-                    raise SandboxError(f"directory {show(entry.rel)} is nested deeper than {MAX_DEPTH} levels; refused")
+                    raise WorkspaceRefused(
+                        f"directory {show(entry.rel)} is nested deeper than {MAX_DEPTH} levels; refused"
+                    )
                 stack.append((_open_sub(fd, entry), entry.parts, None))
     finally:
         for fd, _, _ in stack:
@@ -262,7 +270,7 @@ def _names(fd: int, parts: tuple[str, ...]) -> list[str]:
         try:
             name.encode("utf-8")
         except UnicodeEncodeError:
-            raise SandboxError(f"file name is not valid UTF-8: {show('/'.join((*parts, name)))}; refused") from None
+            raise WorkspaceRefused(f"file name is not valid UTF-8: {show('/'.join((*parts, name)))}; refused") from None
     return names
 
 
@@ -270,7 +278,7 @@ def _entry(dir_fd: int, parts: tuple[str, ...]) -> Entry | None:
     """The entry, or None if it is gone since its directory was listed."""
     rel = "/".join(parts)
     if len(rel.encode()) > MAX_PATH_BYTES:
-        raise SandboxError(f"path longer than {MAX_PATH_BYTES} bytes: {show(rel)}; refused")
+        raise WorkspaceRefused(f"path longer than {MAX_PATH_BYTES} bytes: {show(rel)}; refused")
     try:
         st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
@@ -278,7 +286,7 @@ def _entry(dir_fd: int, parts: tuple[str, ...]) -> Entry | None:
     try:
         link = os.readlink(parts[-1], dir_fd=dir_fd) if stat.S_ISLNK(st.st_mode) else None
     except OSError as exc:
-        raise SandboxError(f"{show(rel)} changed while being read ({exc.strerror})") from exc
+        raise WorkspaceRefused(f"{show(rel)} changed while being read ({exc.strerror})") from exc
     return Entry(parts, st, link)
 
 
@@ -287,11 +295,11 @@ def _open_sub(dir_fd: int, entry: Entry) -> int:
     try:
         fd = os.open(entry.parts[-1], _O_DIR, dir_fd=dir_fd)
     except OSError as exc:
-        raise SandboxError(f"{show(entry.rel)} changed while being read ({exc.strerror})") from exc
+        raise WorkspaceRefused(f"{show(entry.rel)} changed while being read ({exc.strerror})") from exc
     st = os.fstat(fd)
     if (st.st_dev, st.st_ino) != (entry.st.st_dev, entry.st.st_ino):
         os.close(fd)
-        raise SandboxError(f"{show(entry.rel)} changed while being read")
+        raise WorkspaceRefused(f"{show(entry.rel)} changed while being read")
     return fd
 
 
@@ -300,10 +308,10 @@ def open_regular(dir_fd: int, entry: Entry) -> int:
     try:
         fd = os.open(entry.parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
-        raise SandboxError(f"cannot read {show(entry.rel)}: {exc.strerror}") from exc
+        raise WorkspaceRefused(f"cannot read {show(entry.rel)}: {exc.strerror}") from exc
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise SandboxError(f"{show(entry.rel)} changed while being read")
+        raise WorkspaceRefused(f"{show(entry.rel)} changed while being read")
     return fd
 
 
@@ -393,10 +401,10 @@ def _copy_entries(
             elif stat.S_ISLNK(mode):
                 links.append(entry)
             else:
-                raise SandboxError(f"{show(entry.rel)} is not a regular file, directory or symlink; refused")
+                raise WorkspaceRefused(f"{show(entry.rel)} is not a regular file, directory or symlink; refused")
         for entry in links:  # checked once the whole tree is known: a link may point ahead
             if link_escapes(entry, tree):
-                raise SandboxError(
+                raise WorkspaceRefused(
                     f"symlink {show(entry.rel)} -> {show(entry.link)} points outside the workspace; refused"
                 )
             parent = os.open(dst.joinpath(*entry.parts[:-1]), _O_DIR) if len(entry.parts) > 1 else os.dup(out[0])
@@ -435,16 +443,21 @@ def _copy_file(src_dir: int, entry: Entry, dst_dir: int, owner: tuple[int, int] 
 # ---------------------------------------------------------------- snapshots and diffs
 
 
-def snapshot(
-    root: Path, keep: Callable[[str, bytes], None] | None = None, budget: Budget | None = None
-) -> dict[str, str]:
+def snapshot(root: Path, budget: Budget | None = None) -> dict[str, str]:
     """Relative path -> sha256 of every regular file and symlink (`link:` + digest of
     its target text). Special files are listed as `special:<kind>` so they show in
-    diffs without being opened. `keep(digest, data)` receives small file contents."""
+    diffs without being opened. Digests only: files are hashed as they are read,
+    1 MiB at a time, and nothing of their contents is kept; the names of one
+    file (hard links) are read once."""
     manifest: dict[str, str] = {}
+    inodes: dict[tuple[int, int], str] = {}  # (device, inode) -> digest, for files with several names
     for entry, dir_fd in walk(root, budget):
         if stat.S_ISREG(entry.st.st_mode):
-            manifest[entry.rel] = _hash_file(dir_fd, entry, keep)
+            inode = (entry.st.st_dev, entry.st.st_ino)
+            digest = inodes.get(inode) or _hash_file(dir_fd, entry)
+            if entry.st.st_nlink > 1:
+                inodes[inode] = digest
+            manifest[entry.rel] = digest
         elif entry.link is not None:
             manifest[entry.rel] = "link:" + hashlib.sha256(entry.link.encode()).hexdigest()
         elif not stat.S_ISDIR(entry.st.st_mode):
@@ -458,43 +471,69 @@ def is_regular(digest: str | None) -> bool:
     return digest is not None and not digest.startswith(("link:", "special:"))
 
 
-def _hash_file(dir_fd: int, entry: Entry, keep: Callable[[str, bytes], None] | None) -> str:
+def _hash_file(dir_fd: int, entry: Entry) -> str:
     fd = open_regular(dir_fd, entry)
-    digest, small = hashlib.sha256(), bytearray()
+    digest = hashlib.sha256()
     try:
         while chunk := os.read(fd, 1 << 20):
             digest.update(chunk)
-            if len(small) <= MAX_DIFF_BYTES:
-                small += chunk
     finally:
         os.close(fd)
-    hexdigest = digest.hexdigest()
-    if keep and len(small) <= MAX_DIFF_BYTES:
-        keep(hexdigest, bytes(small))
-    return hexdigest
+    return digest.hexdigest()
 
 
-def diff(old: dict[str, str], new: dict[str, str], blob: Callable[[str], bytes | None]) -> WorkspaceDiff:
-    """Compare two snapshots; `blob(digest)` returns kept contents (or None)."""
+def read_blob(root: Path, rel: str, digest: str, limit: int = MAX_DIFF_BYTES) -> bytes | None:
+    """The contents of the regular file root/rel if it is at most `limit`
+    bytes and still has `digest` (a snapshot's), else None. Read when a diff
+    needs it, never kept: a snapshot holds digests only."""
+    try:
+        parts = split_relative(rel)
+        with _open_dir(root, parts[:-1], create=False, owner=None) as dir_fd:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except (OSError, SandboxError):
+        return None  # gone, or no longer a file behind plain directories
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit and hashlib.sha256(data).hexdigest() == digest else None
+
+
+Blob = Callable[[str, str], "bytes | None"]  # (relative path, digest) -> contents, or None
+
+
+def diff(old: dict[str, str], new: dict[str, str], before: Blob, after: Blob) -> WorkspaceDiff:
+    """Compare two snapshots; `before(rel, digest)` / `after(rel, digest)` read a
+    file's contents on each side (None: not available as text, listed in
+    `binary`). A patch over MAX_PATCH_BYTES is refused (`WorkspaceRefused`):
+    cut short, it would grade a tree without some of the changes."""
     created = sorted(set(new) - set(old))
     deleted = sorted(set(old) - set(new))
     modified = sorted(p for p in set(old) & set(new) if old[p] != new[p])
-    patches, binary = [], []
+    patches, binary, size = [], [], 0
     for path in sorted(created + deleted + modified):
-        before = _text(old.get(path), blob)
-        after = _text(new.get(path), blob)
-        if before is None or after is None:
+        old_text = _text(path, old.get(path), before)
+        new_text = _text(path, new.get(path), after)
+        if old_text is None or new_text is None:
             binary.append(path)
-        else:
-            patches.append(_file_patch(path, before, after, path not in old, path not in new))
+            continue
+        patches.append(_file_patch(path, old_text, new_text, path not in old, path not in new))
+        size += len(patches[-1].encode())
+        if size > MAX_PATCH_BYTES:
+            raise WorkspaceRefused(
+                f"the workspace's changes are more than a {MAX_PATCH_BYTES}-byte patch (at {show(path)}); refused"
+            )
     return WorkspaceDiff(created=created, modified=modified, deleted=deleted, binary=binary, patch="".join(patches))
 
 
-def _text(digest: str | None, blob: Callable[[str], bytes | None]) -> str | None:
+def _text(rel: str, digest: str | None, blob: Blob) -> str | None:
     """File text for diffing: "" for an absent side, None when not diffable as text."""
     if digest is None:
         return ""
-    data = blob(digest)
+    if not is_regular(digest):
+        return None
+    data = blob(rel, digest)
     if data is None or b"\0" in data:
         return None
     try:
@@ -514,13 +553,21 @@ def _file_patch(path: str, before: str, after: str, is_new: bool, is_gone: bool)
         return header
     lines = []
     for line in difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
+        patch_lines(before),
+        patch_lines(after),
         "/dev/null" if is_new else a,
         "/dev/null" if is_gone else b,
     ):
         lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return header + "".join(lines)
+
+
+def patch_lines(text: str) -> list[str]:
+    """Lines as git sees them: split after each \\n only, ends kept. Not
+    `str.splitlines`, which also splits at \\r, form feeds, \\x1c-\\x1e, \\x85
+    and U+2028/U+2029: a patch made from those lines does not apply."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 _C_ESCAPES = {

@@ -2,14 +2,19 @@
 predictions from any agent are graded by the same verifier as Touchstone's
 own: one `bash` call that applies the patch with `git apply` in the sandbox,
 then `submit`. The replay runs that call for real, so what is graded is what
-the patch does to the workspace (a patch that does not apply changes nothing)."""
+the patch does to the workspace. A patch that does not apply to the task's
+workspace is refused before that (`PatchError`): graded, it would grade the
+untouched tree."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
+from touchstone.harness import compose_tree
 from touchstone.tasks.schema import Task
 
 SYSTEM = "Predictions imported as a patch (touchstone verify --patch)."
@@ -23,7 +28,11 @@ def apply_command(patch: str) -> str:
 
 
 def patch_trajectory(task: Task, patch: str) -> list[dict[str, Any]]:
-    """OpenAI chat messages: statement, one bash call applying the patch, submit."""
+    """OpenAI chat messages: statement, one bash call applying the patch, submit.
+    Raises `PatchError` (git's reason) when the patch does not apply to the
+    task's workspace."""
+    with tempfile.TemporaryDirectory(prefix="touchstone-patch-") as tmp:
+        compose_tree(Path(tmp), task.workspace_dir, patch=patch)
     calls = [("bash", {"command": apply_command(patch)}), ("submit", {})]
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},

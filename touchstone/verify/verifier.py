@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
@@ -83,66 +84,72 @@ def verify_trajectory(
             duration_s=round(time.monotonic() - started, 3),
         )  # fmt: skip
 
-    pristine = _Pristine(task)
-    try:
-        environment = task_environment(task)  # built (network on) before anything of the candidate runs
-        rep = replay(task.workspace_dir, messages, backend=backend, keep_states=progress,
-                     is_protected=pristine.is_protected, tool_timeout=tool_timeout,
-                     baseline=pristine.content, environment=environment)  # fmt: skip
-    except Exception as exc:  # infrastructure (sandbox, daemon): never a verdict on the candidate
-        checks.append(CheckResult(name="replay", status="error", evidence=f"replay failed: {_err(exc)}"))
-        return report()
-    checks.append(CheckResult(name="replay", status="pass", evidence=_replay_evidence(rep)))
-    checks.append(_diff_match_check(rep, recorded_diff))
-    prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
-                           pristine.content, rep.files.get,
-                           installed=environment.top_level if environment else frozenset(),
-                           hidden_files=pristine.hidden, final=rep.final)  # fmt: skip
-    checks.append(_protected_check(prot))
-    # graded = the candidate's changed files, minus new test files and the task's own tests
-    graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
-    deleted = [r for r in rep.diff.deleted if r not in pristine.tests]
-    checks.append(_compile_check({rel: data for rel, data in graded.items() if rel.endswith(".py")}))
-
-    def audit(relaxed: bool) -> list[AuditFinding]:
-        return audit_files(graded, policy, pristine.versions(graded), isolated=relaxed)
-
-    # relaxed severities hold only if the tests run isolated: for a task never probed
-    # that is known after the tests, and strict findings replace them if they did not
-    static = audit(record is None or record.status == "isolated")
-    actions = audit_actions(rep.events, policy)
-    findings.extend(static + actions)
-    checks += [_audit_check("static_audit", static), _audit_check("action_audit", actions)]
-
-    if _rejected(checks) and not full:
-        _skip(checks, ("tests", "determinism", "oracle"), f"not run: already rejected by {_rejected(checks)}")
-        return report()
-    with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
+    # with --progress, the replay leaves the workspace of each step here, on disk, for `_progress`
+    with tempfile.TemporaryDirectory(prefix="touchstone-states-") if progress else nullcontext() as states:
+        states_dir = Path(states) if states else None
+        pristine = _Pristine(task)
         try:
-            # reads the task's hidden tests: can fail too
-            suite = HiddenSuite(task, task.required_tests, environment=environment)
-            runs = _TestRuns(suite, backend, graded, deleted, Path(tmp))
-            with ThreadPoolExecutor(1) as pool:
-                # the oracle (own trees, own sandboxes) runs alongside the determinism runs once the
-                # tests passed once: a failing candidate, the common case, costs no oracle
-                oracle_run = _Deferred(pool, lambda: _oracle_check(task, suite, graded, deleted, Path(tmp),
-                                                                   backend, pristine.tests))  # fmt: skip
-                tested, isolation = _test_checks(runs, replays, record, on_first_pass=oracle_run.start)
-                if record is None and isolation == "not_isolated":
-                    static = audit(False)
-                    findings[:] = static + actions
-                    checks[[c.name for c in checks].index("static_audit")] = _audit_check("static_audit", static)
-                checks.extend(tested)
-                if tested[0].status == "error" or (_rejected(checks) and not full):
-                    oracle_run.wait()  # it reads the trees under tmp: never left running past them
-                    _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
-                else:
-                    checks.append(oracle_run.result())
-            if progress:
-                points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
-        except Exception as exc:  # infrastructure: inconclusive, never accept
-            checks.append(CheckResult(name="grading", status="error", evidence=f"grading failed: {_err(exc)}"))
-    return report()
+            environment = task_environment(task)  # built (network on) before anything of the candidate runs
+            rep = replay(task.workspace_dir, messages, backend=backend, states_dir=states_dir,
+                         is_protected=pristine.is_protected, tool_timeout=tool_timeout,
+                         baseline=pristine.content, environment=environment)  # fmt: skip
+        except Exception as exc:  # infrastructure (sandbox, daemon): never a verdict on the candidate
+            checks.append(CheckResult(name="replay", status="error", evidence=f"replay failed: {_err(exc)}"))
+            return report()
+        if rep.refused:  # what the run's own tree or output provoked: its outcome, never "inconclusive"
+            checks.append(CheckResult(name="replay", status="fail", evidence=f"refused: {rep.refused}"[:1000]))
+            return report()
+        checks.append(CheckResult(name="replay", status="pass", evidence=_replay_evidence(rep)))
+        checks.append(_diff_match_check(rep, recorded_diff))
+        prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
+                               pristine.content, rep.files.get,
+                               installed=environment.top_level if environment else frozenset(),
+                               hidden_files=pristine.hidden, final=rep.final)  # fmt: skip
+        checks.append(_protected_check(prot))
+        # graded = the candidate's changed files, minus new test files and the task's own tests
+        graded = {rel: data for rel, data in rep.files.items() if rel not in prot.dropped and rel not in pristine.tests}
+        deleted = [r for r in rep.diff.deleted if r not in pristine.tests]
+        checks.append(_compile_check({rel: data for rel, data in graded.items() if rel.endswith(".py")}))
+
+        def audit(relaxed: bool) -> list[AuditFinding]:
+            return audit_files(graded, policy, pristine.versions(graded), isolated=relaxed)
+
+        # relaxed severities hold only if the tests run isolated: for a task never probed
+        # that is known after the tests, and strict findings replace them if they did not
+        static = audit(record is None or record.status == "isolated")
+        actions = audit_actions(rep.events, policy)
+        findings.extend(static + actions)
+        checks += [_audit_check("static_audit", static), _audit_check("action_audit", actions)]
+
+        if _rejected(checks) and not full:
+            _skip(checks, ("tests", "determinism", "oracle"), f"not run: already rejected by {_rejected(checks)}")
+            return report()
+        with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
+            try:
+                # reads the task's hidden tests: can fail too
+                suite = HiddenSuite(task, task.required_tests, environment=environment)
+                runs = _TestRuns(suite, backend, graded, deleted, Path(tmp))
+                with ThreadPoolExecutor(1) as pool:
+                    # the oracle (own trees, own sandboxes) runs alongside the determinism runs once the
+                    # tests passed once: a failing candidate, the common case, costs no oracle
+                    oracle_run = _Deferred(pool, lambda: _oracle_check(task, suite, graded, deleted, Path(tmp),
+                                                                       backend, pristine.tests))  # fmt: skip
+                    tested, isolation = _test_checks(runs, replays, record, on_first_pass=oracle_run.start)
+                    if record is None and isolation == "not_isolated":
+                        static = audit(False)
+                        findings[:] = static + actions
+                        checks[[c.name for c in checks].index("static_audit")] = _audit_check("static_audit", static)
+                    checks.extend(tested)
+                    if tested[0].status == "error" or (_rejected(checks) and not full):
+                        oracle_run.wait()  # it reads the trees under tmp: never left running past them
+                        _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
+                    else:
+                        checks.append(oracle_run.result())
+                if progress:
+                    points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
+            except Exception as exc:  # infrastructure: inconclusive, never accept
+                checks.append(CheckResult(name="grading", status="error", evidence=f"grading failed: {_err(exc)}"))
+        return report()
 
 
 def _isolation_record(task: Task, isolated: bool | None) -> IsolationVerdict | None:
@@ -368,9 +375,10 @@ def _progress(
     """Share of required hidden tests passing after each state-changing step."""
     points = []
     for i, state in enumerate(rep.states):
-        files = {r: d for r, d in state.files.items() if r not in pristine_tests}
-        deleted = [r for r in rep.pristine if r not in state.snapshot and r not in pristine_tests]
-        tree = suite.compose(tmp / f"progress-{i}", files=files, deleted=deleted)
+        for rel in pristine_tests:  # the task's own tests are graded as shipped
+            (state.changed / rel).unlink(missing_ok=True)
+        tree = suite.compose(tmp / f"progress-{i}", overlays=[state.changed],
+                             deleted=[r for r in state.deleted if r not in pristine_tests])  # fmt: skip
         res = suite.run(tree, 0, backend=backend)
         points.append(ProgressPoint(turn=state.turn, step=state.step, tool=state.tool,
                                     passed=len(res.passed), total=res.total, fraction=res.fraction))  # fmt: skip

@@ -28,6 +28,7 @@ from touchstone.harness import grading
 from touchstone.harness.testfiles import is_test_file
 from touchstone.harness.tree import compose_tree
 from touchstone.sandbox.environment import Environment
+from touchstone.sandbox.errors import WorkspaceRefused
 from touchstone.sandbox.workspace import bounded_dir
 
 REMOTE_SRC = Path(__file__).with_name("remote")
@@ -126,27 +127,32 @@ def run_isolated(
         # One host user for both: the judge's basetemp (pytest makes it 0700) is the candidate's to use too.
         host_user = stack.enter_context(HostUser.acquire()) if os.geteuid() == 0 else None
         captured = tmp / "captured-results.jsonl"
-        with grading.StreamCapture(out / grading.RESULTS_FILE, captured), ExitStack() as sandboxes:
-            with ThreadPoolExecutor(2) as pool:  # the two sandboxes start concurrently
-                futures = [
-                    pool.submit(
-                        open_sandbox,
-                        tree,
-                        backend,
-                        mounts=m,
-                        limits=limits,
-                        environment=environment,
-                        host_user=host_user,
-                    )
-                    for tree, m in ((trees.candidate, candidate_mounts), (trees.judge, judge_mounts))
-                ]
-                for f in futures:  # register every sandbox that opened, then raise the first failure
-                    if f.exception() is None:
-                        sandboxes.enter_context(f.result())
-                candidate_sb, judge_sb = (f.result() for f in futures)
-            server = _Server(candidate_sb, _server_command(package, h_dir, socket_path, hash_seed), timeout + 30)
-            judged = judge_sb.exec(spec.command(), timeout=timeout)
-            server.finish()
+        try:
+            with grading.StreamCapture(out / grading.RESULTS_FILE, captured) as stream, ExitStack() as sandboxes:
+                with ThreadPoolExecutor(2) as pool:  # the two sandboxes start concurrently
+                    futures = [
+                        pool.submit(
+                            open_sandbox,
+                            tree,
+                            backend,
+                            mounts=m,
+                            limits=limits,
+                            environment=environment,
+                            host_user=host_user,
+                        )
+                        for tree, m in ((trees.candidate, candidate_mounts), (trees.judge, judge_mounts))
+                    ]
+                    for f in futures:  # register every sandbox that opened, then raise the first failure
+                        if f.exception() is None:
+                            sandboxes.enter_context(f.result())
+                    candidate_sb, judge_sb = (f.result() for f in futures)
+                server = _Server(candidate_sb, _server_command(package, h_dir, socket_path, hash_seed), timeout + 30)
+                judged = judge_sb.exec(spec.command(), timeout=timeout)
+                server.finish()
+        except WorkspaceRefused as exc:
+            return grading.refused_tree(exc)
+        if tampered := stream.overflow_result(judged.wall_s):
+            return tampered
         return _decide(judged, server, out, captured, required, expected_prefixes, timeout, hash_seed, order)
 
 
