@@ -25,6 +25,7 @@ from upath import UPath
 
 from touchstone import paths
 from touchstone.paths import Asset
+from touchstone.writer_lock import TOKEN_ENV, DataRootBusy, WriterLock
 
 # DuckDB view name -> (asset, file name inside the asset's directory)
 TABLES: dict[str, tuple[str, str]] = {
@@ -96,6 +97,27 @@ class RoundStore:
         dest = Path(tempfile.mkdtemp(prefix="touchstone-copy-"))
         _copy_upath(UPath(location, **self.options), UPath(dest))
         return str(dest)
+
+    def writer_lock(self, run_id: str | None = None) -> WriterLock:
+        """The lock that makes one process at a time the writer of this root."""
+        if self.is_local:
+            Path(self.root.path).mkdir(parents=True, exist_ok=True)
+            return WriterLock(self.root.path)
+        return WriterLock(str(self.root), fs=self.root.fs, run_id=run_id)
+
+    def lock_for_run(self, run_id: str | None) -> WriterLock | None:
+        """Take the writer lock for a Dagster run (any entry point: UI, schedule, sensor,
+        deployment). None when the run already writes under it: it runs inside the process
+        that holds it (`touchstone round run`), or another step of the same run holds it.
+        Another writer: DataRootBusy, naming it."""
+        lock = self.writer_lock(run_id)
+        try:
+            return lock.acquire()
+        except DataRootBusy as busy:
+            holder = busy.holder
+            if holder and (holder.token == os.environ.get(TOKEN_ENV) or (run_id and holder.run_id == run_id)):
+                return None
+            raise
 
     def work_dir(self, asset: str, round_key: str | None = None) -> Path:
         """A local directory that survives a killed run, for stages that resume
