@@ -24,6 +24,26 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
+def storage_errors() -> tuple[type[BaseException], ...]:
+    """What reaching a data root can raise: file system errors, and the S3 client's own."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    return (OSError, BotoCoreError, ClientError)
+
+
+def storage_problem(root: str, exc: BaseException) -> str:
+    """One line for a data root that cannot be reached, with what to do."""
+    from touchstone import paths
+
+    fix = "check the path and its permissions"
+    if paths.is_url(root):
+        fix = (
+            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for an S3-compatible server) "
+            "or the storage resource's config, and check that the bucket exists"
+        )
+    return f"data root {root} cannot be read or written ({one_line(exc)}); {fix}"
+
+
 def unexpected(exc: Exception) -> None:
     """End on an error no command turned into its own message."""
     click.echo(

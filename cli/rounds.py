@@ -15,7 +15,7 @@ import click
 
 from touchstone import paths
 from touchstone.paths import Asset
-from cli.errors import debugging
+from cli.errors import debugging, storage_errors, storage_problem
 
 
 _WRITTEN_BY_US = "# written by touchstone"
@@ -231,7 +231,7 @@ def _writer(store, wait: bool):
         )
     except DataRootBusy as busy:
         raise click.ClickException(str(busy)) from None
-    except OSError as exc:
+    except storage_errors() as exc:
         raise click.ClickException(storage_problem(lock.root, exc)) from None
     if lock.took_over:
         click.echo(f"taking over the data root from a writer that is gone: {lock.took_over.describe()}", err=True)
@@ -241,18 +241,6 @@ def _writer(store, wait: bool):
     finally:
         os.environ.pop(TOKEN_ENV, None)
         lock.release()
-
-
-def storage_problem(root: str, exc: BaseException) -> str:
-    """One line for a data root that cannot be reached, with what to do."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    fix = "check the path and its permissions"
-    if paths.is_url(root):
-        fix = (
-            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for an S3-compatible server), "
-            "or the storage resource's config, and check that the bucket exists"
-        )
-    return f"data root {root}: cannot be read or written ({type(exc).__name__}: {text}); {fix}"
 
 
 def _say_no_update(instance, result, console) -> None:
@@ -283,7 +271,10 @@ def db(sql: str | None) -> None:
     import duckdb
 
     store = StorageResource().store()
-    views = store.refresh_views()
+    try:
+        views = store.refresh_views()
+    except storage_errors() as exc:
+        raise click.ClickException(storage_problem(str(store.root), exc)) from None
     con = store.connect()
     if sql:
         con.sql(sql).show(max_width=200)

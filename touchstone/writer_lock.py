@@ -99,7 +99,12 @@ class WriterLock:
         self._backend = _S3Lock(self.root, fs) if fs is not None else _LocalLock(Path(self.root))
 
     def holder(self) -> Holder | None:
+        """The latest holder's record (it may be gone: see `busy`)."""
         return self._backend.holder()
+
+    def busy(self) -> Holder | None:
+        """The live holder, or None when the root is free to write (or its holder is gone)."""
+        return self._backend.busy()
 
     def acquire(self, wait: bool = False, poll_s: float = 1.0, on_wait=None) -> "WriterLock":
         """Take the lock, or raise DataRootBusy (wait=False); wait=True polls until it is free,
@@ -154,6 +159,21 @@ class _LocalLock:
         self._fd = fd
         return stale
 
+    def busy(self) -> Holder | None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return self._holder_soon() or Holder(
+                token="?", pid=0, host="unknown", command="unknown", started_at="unknown"
+            )
+        finally:
+            os.close(fd)  # also drops the shared lock
+        return None
+
     def _holder_soon(self) -> Holder | None:
         """The holder's record; a moment after it took the flock, it is written."""
         for _ in range(20):
@@ -199,6 +219,13 @@ class _S3Lock:
     def holder(self) -> Holder | None:
         found = self._head()
         return found[0] if found else None
+
+    def busy(self) -> Holder | None:
+        found = self._head()
+        if found is None:
+            return None
+        holder, _, age = found
+        return None if age > STALE_AFTER_S or (holder and holder.alive_here() is False) else holder
 
     def _put(self, me: Holder, **condition: str) -> str:
         record = json.dumps(me.model_dump(), ensure_ascii=True)

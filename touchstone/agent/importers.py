@@ -31,7 +31,14 @@ from touchstone import __version__
 from touchstone import atomic, tables
 from touchstone.agent.loop import SYSTEM_PROMPT
 from touchstone.agent.tools import TOOL_SCHEMAS
-from touchstone.agent.trajectory import Sampling, Trajectory, trajectory_id, write_messages_jsonl, write_tables
+from touchstone.agent.trajectory import (
+    Sampling,
+    Trajectory,
+    read_text,
+    trajectory_id,
+    write_messages_jsonl,
+    write_tables,
+)
 from touchstone.tasks.schema import Task
 
 Format = Literal["openhands", "swe-agent", "openai-jsonl"]
@@ -143,7 +150,7 @@ def tool_call_action(name: str, args: dict[str, Any], thought: str = "", observa
 
 def _json_records(path: Path) -> list[Any]:
     """A JSON document, or JSON Lines (one record per line)."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "an imported run is a JSON or JSON Lines file")
     try:
         return [json.loads(text)]
     except json.JSONDecodeError:
@@ -366,6 +373,7 @@ def to_trajectory(run: SourceRun, task: Task, fmt: str, attempt: int) -> Traject
         policy=policy,
         sampling=Sampling(),
         backend="imported",
+        harness_diff=False,  # the source harness's final diff is not in these formats
         messages=messages,
         tools=TOOL_SCHEMAS,
         exit_reason="submitted" if submitted else "policy_error",
