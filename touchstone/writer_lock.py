@@ -248,7 +248,9 @@ class _S3Lock:
                 raise DataRootBusy(f"s3://{self.bucket}/{self.key}", stale) from None
             try:
                 self._etag = self._put(me, IfMatch=etag)  # of two takers, one wins
-            except (FileExistsError, FileNotFoundError):
+            except OSError as exc:
+                if not _lost_race(exc):
+                    raise
                 raise DataRootBusy(f"s3://{self.bucket}/{self.key}", self.holder()) from None
         self._me = me
         self._stop.clear()
@@ -260,11 +262,11 @@ class _S3Lock:
         while not self._stop.wait(HEARTBEAT_S):
             try:
                 self._etag = self._put(self._me, IfMatch=self._etag)
-            except (FileExistsError, FileNotFoundError):
+            except OSError as exc:
+                if not _lost_race(exc):
+                    continue  # the store is unreachable a moment: the next beat retries
                 print(f"warning: lost the writer lock s3://{self.bucket}/{self.key} to another writer", file=sys.stderr)
                 return
-            except OSError:  # the store is unreachable a moment: the next beat retries
-                continue
 
     def release(self) -> None:
         if self._etag is None:
@@ -274,6 +276,16 @@ class _S3Lock:
             self._beat.join()
         try:
             self.fs.call_s3("delete_object", Bucket=self.bucket, Key=self.key, IfMatch=self._etag)
-        except (FileExistsError, FileNotFoundError):
-            pass  # taken over meanwhile: it is not ours to delete
+        except OSError as exc:
+            if not _lost_race(exc):
+                raise
+            # taken over meanwhile: it is not ours to delete
         self._etag = None
+
+
+def _lost_race(exc: OSError) -> bool:
+    """A conditional request that lost: S3's PreconditionFailed (s3fs raises FileExistsError
+    for If-None-Match, an EINVAL OSError for If-Match), or the object is gone meanwhile."""
+    cause = exc.__cause__
+    code = getattr(cause, "response", {}).get("Error", {}).get("Code") if cause is not None else None
+    return isinstance(exc, (FileExistsError, FileNotFoundError)) or code in ("PreconditionFailed", "412")
