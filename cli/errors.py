@@ -46,8 +46,5 @@ def storage_problem(root: str, exc: BaseException) -> str:
 
 def unexpected(exc: Exception) -> None:
     """End on an error no command turned into its own message."""
-    click.echo(
-        f"error: {one_line(exc)}\n(an unexpected error: `touchstone --debug ...` shows where it happened)",
-        err=True,
-    )
+    click.echo(f"error: {one_line(exc)} (unexpected: `touchstone --debug ...` shows where it happened)", err=True)
     raise SystemExit(1)
