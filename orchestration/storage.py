@@ -101,7 +101,6 @@ class RoundStore:
     def writer_lock(self, run_id: str | None = None) -> WriterLock:
         """The lock that makes one process at a time the writer of this root."""
         if self.is_local:
-            Path(self.root.path).mkdir(parents=True, exist_ok=True)
             return WriterLock(self.root.path)
         return WriterLock(str(self.root), fs=self.root.fs, run_id=run_id)
 
