@@ -91,7 +91,7 @@ class StorageResource(dg.ConfigurableResource):
         from touchstone.writer_lock import DataRootBusy
 
         try:
-            self._lock = self.store().lock_for_run(context.run_id)
+            self._lock = self.store().lock_for_run(context.run.run_id if context.run else None)
         except DataRootBusy as busy:
             raise dg.Failure(str(busy), allow_retries=False) from None
 

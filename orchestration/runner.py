@@ -122,7 +122,14 @@ def describe_failures(result: dg.ExecuteInProcessResult) -> list[str]:
         for e in result.all_events
         if e.is_step_failure and e.step_failure_data.error is not None
     ]
-    return checks + steps
+    # A resource that could not start (e.g. the data root's writer lock, held by another
+    # process) fails the run before any step.
+    resources = [
+        f"resources: {innermost(e.event_specific_data.error).message.strip()[:500]}"
+        for e in result.all_events
+        if e.event_type == dg.DagsterEventType.RESOURCE_INIT_FAILURE and e.event_specific_data.error is not None
+    ]
+    return checks + resources + steps
 
 
 def innermost(error):

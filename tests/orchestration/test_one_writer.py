@@ -245,3 +245,34 @@ def test_an_s3_lock_lives_by_its_heartbeat(s3, monkeypatch):  # noqa: F811
         t.join()
     assert len(won) == 1 and won[0].took_over.token == first.me.token
     won[0].release()
+
+
+def test_a_dagster_run_is_refused_while_another_process_writes(tmp_path):
+    """The UI, the schedule, the sensor and a deployment launch runs, not `round run`:
+    their storage resource takes the same lock, and the run fails naming the writer."""
+    import dagster as dg
+
+    from orchestration.resources import StorageResource
+    from orchestration.runner import describe_failures, materialize
+
+    home = tmp_path / "home"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(home)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        result = materialize(
+            dg.DagsterInstance.ephemeral(), ["seed_sources"], resources={"storage": StorageResource(root=str(home))}
+        )
+        assert not result.success
+        assert any(f"is being written by pid {holder.pid}" in line for line in describe_failures(result))
+        assert not (home / "seed_sources").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    done = materialize(
+        dg.DagsterInstance.ephemeral(),
+        ["seed_sources"],
+        resources={"storage": StorageResource(root=str(home))},
+        run_config={"ops": {"seed_sources": {"config": {"seeds": ["inflection"]}}}},
+    )
+    assert done.success and (home / "seed_sources").is_dir()  # the dead holder's lock was taken over
+    assert RoundStore(str(home)).writer_lock().busy() is None  # and released when the run ended
