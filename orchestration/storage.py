@@ -147,12 +147,27 @@ class RoundStore:
             if self.is_local:
                 _swap_into_place(staging, Path(dest.path))
             else:
-                if dest.exists():
-                    dest.rmdir(recursive=True)
-                _copy_upath(UPath(staging), dest)
+                self._upload_into_place(staging, dest)
             shutil.rmtree(self._work_path(asset, round_key), ignore_errors=True)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+    def _upload_into_place(self, staging: Path, dest: UPath) -> None:
+        """An object store has no rename: upload everything to a staging prefix first, so an
+        upload that fails (the endpoint, the network) leaves the last good data as it was;
+        only then replace it, by server-side copies. (A failure during those copies leaves
+        the asset partial until it is rematerialized: docs/FAULTS.md.)"""
+        remote = self.root / _STAGING / f"{dest.name}-{uuid.uuid4().hex}"
+        try:
+            _copy_upath(UPath(staging), remote)
+            if dest.exists():
+                dest.rmdir(recursive=True)
+            self.root.fs.copy(remote.path, dest.path, recursive=True)
+        finally:
+            try:
+                self.root.fs.rm(remote.path, recursive=True)
+            except FileNotFoundError:
+                pass  # nothing was uploaded
 
     # --- DuckDB ---------------------------------------------------------------
 

@@ -108,6 +108,7 @@ def _assert_one_interrupt_line(run: _Run, signame: str) -> None:
     assert "Traceback" not in run.stderr and "DagsterExecutionInterruptedError" not in run.stderr, run.stderr
 
 
+@pytest.mark.slow
 def test_a_second_writer_is_refused_naming_the_first_and_waits_when_asked(tmp_path):
     config = str(_config(tmp_path))
     first = _Run(tmp_path, "first", "-c", config)
@@ -146,6 +147,7 @@ def test_a_second_writer_is_refused_naming_the_first_and_waits_when_asked(tmp_pa
             waiting.kill()
 
 
+@pytest.mark.slow
 def test_a_killed_writers_lock_is_taken_over(tmp_path):
     config = str(_config(tmp_path))
     killed = _Run(tmp_path, "killed", "-c", config)
@@ -160,6 +162,7 @@ def test_a_killed_writers_lock_is_taken_over(tmp_path):
         after.kill()
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_sigterm_removes_the_rounds_sandbox_containers(tmp_path):
     """The round's Docker sandboxes go with it, not at the next start's reap."""
