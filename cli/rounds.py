@@ -169,7 +169,7 @@ def run(ctx: click.Context, n_rounds: int, key: str | None, config_path: Path | 
     guard = InterruptGuard(lambda name: click.echo(f"\ninterrupted ({name}) {where['stage']}: stopping its sandboxes "
                                                    "and children; `touchstone round run` resumes it", err=True))  # fmt: skip
     try:
-        with _writer(store, wait), guard:
+        with guard, _writer(store, wait):  # the guard first: a writer waiting (--wait) can be stopped too
             _run_rounds(_instance(), 1 if key else n_rounds, key, run_config, console, guard, where)
     except KeyboardInterrupt:
         if guard.signum is None:  # before the guard was listening

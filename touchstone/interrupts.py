@@ -115,6 +115,7 @@ class InterruptGuard:
             except OSError:
                 return
             if not data:  # the guard ended
+                self._reader.close()
                 return
             signums = [b for b in data if b in EXIT_CODES]
             if signums and self.signum is None:
