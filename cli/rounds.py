@@ -256,10 +256,16 @@ def _say_no_update(instance, result, console) -> None:
 
 
 def _failure(what: str, result) -> str:
+    """The cause first (the innermost error of a failed step, a failed check's evidence),
+    then any others, then where the whole log is."""
     from orchestration.runner import describe_failures
 
-    lines = "\n  ".join(describe_failures(result))
-    return f"{what} (run {result.run_id}; see it with `make ui`):\n  {lines}"
+    causes = describe_failures(result) or ["no failed step or check was recorded"]
+    more = "".join(f"\n  {cause}" for cause in causes[1:])
+    return (
+        f"{what}: {causes[0]}{more}\n"
+        f"(run {result.run_id}: `make ui` shows it; `touchstone --debug round run` prints Dagster's log)"
+    )
 
 
 @click.command("db")

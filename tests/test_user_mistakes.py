@@ -92,3 +92,16 @@ def test_an_unexpected_error_is_one_line_unless_debug(tmp_path):
     assert line.startswith("error: FileNotFoundError: ") and "`touchstone --debug ...`" in line
     debug = CliRunner().invoke(main, ["--debug", "data", "summary", str(tmp_path)])
     assert isinstance(debug.exception, FileNotFoundError)  # raised, with its traceback
+
+
+def test_a_failed_round_says_its_cause_first(tmp_path):
+    """Not ~190 lines of Dagster log before the cause: the cause, then where the log is."""
+    config = tmp_path / "run.yaml"
+    config.write_text("ops:\n  seed_sources:\n    config:\n      seeds: [no-such-seed]\n")
+    env = {"TOUCHSTONE_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dagster_home")}
+    result = CliRunner().invoke(main, ["round", "run", "-c", str(config)], env=env)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    failure = result.output[result.output.index("sources failed") :].splitlines()
+    assert failure[0].startswith("sources failed: step seed_sources: "), failure
+    assert "SeedError: seed 'no-such-seed' is neither a directory" in failure[0]
+    assert len(failure) == 2 and "touchstone --debug round run" in failure[1]
