@@ -134,9 +134,10 @@ def test_a_full_disk_under_the_data_root_fails_cleanly_and_a_rerun_completes(tmp
         cause = next(line for line in full.stderr.splitlines() if line.startswith("sources failed: "))
         assert "No space left on device" in cause and "Traceback" not in full.stderr, full.stderr
         home = disk / "home"
-        published = [p.name for p in home.iterdir() if p.is_dir() and not p.name.startswith(".")]
-        for name in published:  # what was published is whole: its main file is there
-            assert any((home / name).iterdir()), f"{name} published empty"
+        main_files = {"seed_sources": "sources.parquet", "heldout_tasks": "index.parquet", "base_model": "config.json"}
+        for name, main in main_files.items():  # what was published is whole: its main file is there
+            assert not (home / name).exists() or (home / name / main).is_file(), f"{name} published without {main}"
+        assert (home / "seed_sources" / "sources.parquet").is_file()  # published before the disk filled
         subprocess.run(["mount", "-o", "remount,size=512m", str(disk)], check=True)
         resumed = _Run(tmp_path, "resumed", "-c", config, env={"TOUCHSTONE_HOME": str(home)})
         try:
