@@ -140,9 +140,9 @@ class _LocalLock:
     def holder(self) -> Holder | None:
         try:
             text = self.path.read_text()
-        except OSError:
+            return Holder.model_validate_json(text) if text.strip() else None
+        except (OSError, ValueError):  # none, or a record cut short by its writer's death
             return None
-        return Holder.model_validate_json(text) if text.strip() else None
 
     def try_acquire(self, me: Holder) -> Holder | None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,11 +177,7 @@ class _LocalLock:
     def _holder_soon(self) -> Holder | None:
         """The holder's record; a moment after it took the flock, it is written."""
         for _ in range(20):
-            try:
-                found = self.holder()
-            except ValueError:  # half-written
-                found = None
-            if found:
+            if found := self.holder():
                 return found
             time.sleep(0.05)
         return None
