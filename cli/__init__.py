@@ -48,9 +48,23 @@ class _LazyGroup(click.Group):
             raise
         return getattr(module, attr)
 
+    def invoke(self, ctx: click.Context):
+        """Errors end in one line (cli/errors.py); --debug lets them through with their traceback."""
+        from cli.errors import debugging, unexpected
+
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if debugging(ctx):
+                raise
+            unexpected(exc)
+
 
 @click.group(cls=_LazyGroup)
 @click.version_option(package_name="touchstone")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="On an error, show its traceback (and Dagster's full log for rounds).")
+def main(debug: bool) -> None:
     """Touchstone: propose coding tasks, solve them in a sandbox, verify and
     audit every trajectory, and train only on what was verified."""

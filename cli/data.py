@@ -109,6 +109,11 @@ def expand_rounds(spec: str) -> list[str]:
             raise click.BadParameter(
                 f"{part!r}: a range is PREFIX<n>..PREFIX<m>, e.g. r000..r004", param_hint="--rounds"
             )
+        if int(b.group(2)) < int(a.group(2)):
+            raise click.BadParameter(
+                f"{part!r} runs backwards: write {hi}..{lo} (ranges go from the first round to the last)",
+                param_hint="--rounds",
+            )
         width = len(a.group(2))
         out += [f"{a.group(1)}{i:0{width}d}" for i in range(int(a.group(2)), int(b.group(2)) + 1)]
     return out
@@ -129,13 +134,19 @@ def expand_rounds(spec: str) -> list[str]:
 def release(rounds: str, out: Path, home: Path | None, redact: bool, license_: str, as_json: bool) -> None:
     """Write a Hugging Face dataset directory of the rounds' successful AND
     failed runs (held-out tasks excluded), with a generated dataset card."""
+    from cli.errors import storage_errors, storage_problem
     from touchstone import paths
     from touchstone.data.release import release_dataset
 
+    keys = expand_rounds(rounds)
+    root = str(home) if home else paths.data_root()  # the data root every command of this home uses
     try:
-        summary = release_dataset(home or paths.home(), expand_rounds(rounds), out, scrub=redact, license=license_)
+        local = _local_release_inputs(root, keys) if paths.is_url(root) else Path(root)
+        summary = release_dataset(local, keys, out, scrub=redact, license=license_)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
+    except storage_errors() as exc:
+        raise click.ClickException(storage_problem(root, exc)) from None
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
         return
@@ -144,6 +155,26 @@ def release(rounds: str, out: Path, home: Path | None, redact: bool, license_: s
         + ", ".join(f"{s}={n}" for s, n in summary.rows.items())
         + f"; held-out runs excluded: {summary.excluded_heldout}"
     )
+
+
+def _local_release_inputs(root: str, keys: list[str]) -> Path:
+    """What a release reads from an object-store root (the rounds' trajectories and
+    reports, the held-out index), downloaded into a local directory of the same layout."""
+    import shutil
+    import tempfile
+
+    from orchestration.resources import StorageResource
+    from touchstone.paths import Asset
+
+    store = StorageResource(root=root).store()
+    local = Path(tempfile.mkdtemp(prefix="touchstone-release-"))
+    wanted = [(Asset.HELDOUT_TASKS, None)] if store.asset_dir(Asset.HELDOUT_TASKS).exists() else []
+    wanted += [(a, k) for k in keys for a in (Asset.RAW_TRAJECTORIES, Asset.VERIFICATION_REPORTS)]
+    for asset, key in wanted:
+        dest = local / "rounds" / key / asset if key else local / asset
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(store.local_dir(asset, key), dest)
+    return local
 
 
 @data.command("export")

@@ -5,6 +5,7 @@ Dagster is imported inside the commands: the domain library never needs it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -14,23 +15,30 @@ import click
 
 from touchstone import paths
 from touchstone.paths import Asset
+from cli.errors import debugging, storage_errors, storage_problem
 
 
-LOCAL_INSTANCE = """# written by touchstone: a local instance (SQLite under this folder)
+_WRITTEN_BY_US = "# written by touchstone"
+LOCAL_INSTANCE = f"""{_WRITTEN_BY_US}: a local instance (SQLite under this folder)
 telemetry:
   enabled: false
-# Rounds are sequential: a backfill of several rounds (from the UI) runs them one after another.
 concurrency:
   runs:
     tag_concurrency_limits:
+      # Rounds are sequential: a backfill of several rounds (from the UI) runs them one after another.
       - key: dagster/backfill
-        value: {applyLimitPerUniqueValue: true}
+        value: {{applyLimitPerUniqueValue: true}}
+        limit: 1
+      # One writer per data root: the sources and round jobs run one at a time, whoever launched
+      # them (UI, schedule, sensor); the data root's writer lock refuses any other writer.
+      - key: touchstone/writer
         limit: 1
 """
 
 
 def _instance():
-    """The persistent instance of DAGSTER_HOME (default TOUCHSTONE_HOME/dagster_home)."""
+    """The persistent instance of DAGSTER_HOME (default TOUCHSTONE_HOME/dagster_home).
+    A dagster.yaml this command wrote earlier is brought up to date; the user's own is kept."""
     import dagster as dg
 
     if not os.environ.get("DAGSTER_HOME"):
@@ -38,10 +46,18 @@ def _instance():
         os.environ["DAGSTER_HOME"] = str(home)
         click.echo(f"DAGSTER_HOME is not set; using {home} (export it for the dagster CLI)", err=True)
     home = Path(os.environ["DAGSTER_HOME"])
-    home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(LOCAL_INSTANCE)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        if not config.exists() or (
+            config.read_text().startswith(_WRITTEN_BY_US) and config.read_text() != LOCAL_INSTANCE
+        ):
+            config.write_text(LOCAL_INSTANCE)
+    except OSError as exc:
+        raise click.ClickException(
+            f"DAGSTER_HOME={home}: cannot write the Dagster instance there ({exc.strerror or exc}); "
+            "export DAGSTER_HOME as a directory you can write"
+        ) from None
     return dg.DagsterInstance.get()
 
 
@@ -115,6 +131,7 @@ def _promotion(instance, key: str) -> dict:
     "n_rounds",
     default=1,
     show_default=True,
+    type=click.IntRange(min=1),
     help="How many rounds to run: an unfinished latest round first, then new ones.",
 )
 @click.option("--key", default=None, help="Run (or rerun) this round instead of new ones.")
@@ -126,31 +143,105 @@ def _promotion(instance, key: str) -> dict:
     default=None,
     help="Run config YAML (ops: and resources:, as in the launchpad), e.g. orchestration/deploy/local-served.yaml.",
 )
-def run(n_rounds: int, key: str | None, config_path: Path | None) -> None:
-    """Materialize the shared sources if needed, then whole rounds, one run each."""
+@click.option("--wait", is_flag=True, help="If another process writes the data root, wait for it instead of refusing.")
+@click.pass_context
+def run(ctx: click.Context, n_rounds: int, key: str | None, config_path: Path | None, wait: bool) -> None:
+    """Materialize the shared sources if needed, then whole rounds, one run each.
+    One writer per data root: a second one is refused (or waits, --wait).
+    Ctrl-C or SIGTERM stops the round's sandboxes and children; rerun to resume."""
     from rich.console import Console
 
     from orchestration.definitions import validate_run_config
-    from orchestration.run_config import RunConfigError, load_run_config
-    from orchestration.runner import ensure_sources, failed_checks, run_round
+    from orchestration.run_config import RunConfigError, configured_store, load_run_config
+    from touchstone.interrupts import InterruptGuard
 
     try:
         run_config = load_run_config(config_path) if config_path else {}
         validate_run_config(run_config)
+        store = configured_store(run_config)
     except RunConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
+    if key is not None:
+        _check_round_key(key)
+    if not debugging(ctx):  # the cause is summarised below, first; --debug shows Dagster's own log
+        run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}, **run_config}
     console = Console(stderr=True)
-    instance = _instance()
+    where = {"stage": "while starting"}
+    guard = InterruptGuard(lambda name: click.echo(f"\ninterrupted ({name}) {where['stage']}: stopping its sandboxes "
+                                                   "and children; `touchstone round run` resumes it", err=True))  # fmt: skip
+    try:
+        with guard, _writer(store, wait):  # the guard first: a writer waiting (--wait) can be stopped too
+            _run_rounds(_instance(), 1 if key else n_rounds, key, run_config, console, guard, where)
+    except KeyboardInterrupt:
+        if guard.signum is None:  # before the guard was listening
+            click.echo("\ninterrupted while starting; nothing was running yet", err=True)
+            sys.exit(130)
+    if guard.signum is not None:
+        sys.exit(guard.code)
+
+
+def _run_rounds(instance, n_rounds: int, key: str | None, run_config: dict, console, guard, where: dict) -> None:
+    from orchestration.lineage import unfinished_round
+    from orchestration.partitions import register_round
+    from orchestration.runner import ensure_sources, failed_checks, run_round
+
+    where["stage"] = "in the shared sources"
     result = ensure_sources(instance, console=console, run_config=run_config)
     if result is not None and not result.success:
-        sys.exit(_failure("sources failed", result))
-    for _ in range(1 if key else n_rounds):
-        result = run_round(instance, key, console=console, run_config=run_config)
+        _stop(guard, "sources failed", result)
+    for _ in range(n_rounds):
+        round_key = register_round(instance, key or unfinished_round(instance))
+        where["stage"] = f"in round {round_key}"
+        result = run_round(instance, round_key, console=console, run_config=run_config)
         if failed_checks(result):
-            sys.exit(_failure("round stopped before training by blocking checks", result))
+            _stop(guard, "round stopped before training by blocking checks", result)
         if not result.success:
-            sys.exit(_failure("round failed", result))
+            _stop(guard, "round failed", result)
         _say_no_update(instance, result, console)
+
+
+def _stop(guard, what: str, result) -> None:
+    """A failed run: its causes, first, in a few lines; an interrupted one was said already."""
+    if guard.signum is not None:
+        raise KeyboardInterrupt
+    sys.exit(_failure(what, result))
+
+
+def _check_round_key(key: str) -> None:
+    from touchstone.rounds import round_index
+
+    try:
+        round_index(key)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--key") from None
+
+
+@contextlib.contextmanager
+def _writer(store, wait: bool):
+    """Hold the data root's writer lock; this process's runs and children write under it."""
+    from touchstone.writer_lock import TOKEN_ENV, DataRootBusy
+
+    lock = store.writer_lock()
+    try:
+        lock.acquire(
+            wait=wait,
+            on_wait=lambda h: click.echo(
+                f"waiting: data root {lock.root} is being written by {h.describe() if h else 'another process'}",
+                err=True,
+            ),  # fmt: skip
+        )
+    except DataRootBusy as busy:
+        raise click.ClickException(str(busy)) from None
+    except storage_errors() as exc:
+        raise click.ClickException(storage_problem(lock.root, exc)) from None
+    if lock.took_over:
+        click.echo(f"taking over the data root from a writer that is gone: {lock.took_over.describe()}", err=True)
+    os.environ[TOKEN_ENV] = lock.me.token
+    try:
+        yield lock
+    finally:
+        os.environ.pop(TOKEN_ENV, None)
+        lock.release()
 
 
 def _say_no_update(instance, result, console) -> None:
@@ -166,10 +257,16 @@ def _say_no_update(instance, result, console) -> None:
 
 
 def _failure(what: str, result) -> str:
+    """The cause first (the innermost error of a failed step, a failed check's evidence),
+    then any others, then where the whole log is."""
     from orchestration.runner import describe_failures
 
-    lines = "\n  ".join(describe_failures(result))
-    return f"{what} (run {result.run_id}; see it with `make ui`):\n  {lines}"
+    causes = describe_failures(result) or ["no failed step or check was recorded"]
+    more = "".join(f"\n  {cause}" for cause in causes[1:])
+    return (
+        f"{what}: {causes[0]}{more}\n"
+        f"(run {result.run_id}: `make ui` shows it; `touchstone --debug round run` prints Dagster's log)"
+    )
 
 
 @click.command("db")
@@ -181,7 +278,10 @@ def db(sql: str | None) -> None:
     import duckdb
 
     store = StorageResource().store()
-    views = store.refresh_views()
+    try:
+        views = store.refresh_views()
+    except storage_errors() as exc:
+        raise click.ClickException(storage_problem(str(store.root), exc)) from None
     con = store.connect()
     if sql:
         con.sql(sql).show(max_width=200)

@@ -376,12 +376,13 @@ def trajectories(files, fmt, tasks_dir, task_id, out, as_json) -> None:
     """Import other agents' runs (OpenHands, SWE-agent, OpenAI chat JSONL) as
     trajectories that verify-batch and data build read."""
     from touchstone.agent.importers import TrajectoryImportError, import_trajectories
+    from touchstone.episode.trajectory import TrajectoryError
     from touchstone.tasks.schema import TaskError, load_task_set
 
     try:
         tasks = {t.id: t for t in load_task_set(tasks_dir)}
         index = import_trajectories(list(files), fmt, tasks, out, task_id=task_id)
-    except (TrajectoryImportError, TaskError, OSError) as exc:
+    except (TrajectoryImportError, TrajectoryError, TaskError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps([r.model_dump() for r in index], indent=2))

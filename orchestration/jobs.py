@@ -6,16 +6,22 @@ import dagster as dg
 
 from touchstone.paths import Asset
 
+# Runs of these jobs write the data root: the instance's run queue runs one at a time
+# (tag_concurrency_limits on this key in every instance config the project ships or writes).
+WRITER_TAGS = {"touchstone/writer": "data_root"}
+
 sources_job = dg.define_asset_job(
     "sources",
     selection=dg.AssetSelection.groups("sources"),
     description="Seed sources, base model and held-out tasks: materialize once before round r000.",
+    tags=WRITER_TAGS,
 )
 
 round_job = dg.define_asset_job(
     "round",
     selection=dg.AssetSelection.groups("round"),
     description="One round: propose -> solve -> verify -> training data -> checkpoint -> evaluation.",
+    tags=WRITER_TAGS,
 )
 
 filter_ablation_job = dg.define_asset_job(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import dagster as dg
-from pydantic import BaseModel, Field, create_model, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, create_model, field_validator
 
 from orchestration.policy_server import PolicyServerResource
 from orchestration.storage import RoundStore
@@ -99,6 +99,22 @@ class StorageResource(dg.ConfigurableResource):
     endpoint_url: str = Field(default="", description="S3-compatible endpoint (empty: AWS_ENDPOINT_URL).")
     access_key_id: str = Field(default="", description="Access key (use EnvVar; empty: AWS_ACCESS_KEY_ID).")
     secret_access_key: str = Field(default="", description="Secret key (use EnvVar; empty: AWS_SECRET_ACCESS_KEY).")
+
+    _lock: Any = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Every run that may write the data root holds its writer lock while it runs."""
+        from touchstone.writer_lock import DataRootBusy
+
+        try:
+            self._lock = self.store().lock_for_run(context.run.run_id if context.run else None)
+        except DataRootBusy as busy:
+            raise dg.Failure(str(busy), allow_retries=False) from None
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def store(self) -> RoundStore:
         root = self.root or paths.data_root()

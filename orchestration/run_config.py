@@ -44,3 +44,13 @@ def env_run_config() -> dict:
     """The run config named by TOUCHSTONE_RUN_CONFIG, or {} (the defaults)."""
     path = os.environ.get(ENV_VAR)
     return load_run_config(path) if path else {}
+
+
+def configured_store(run_config: dict):
+    """The RoundStore a run with this config writes: the storage resource's config
+    (`{env: NAME}` values read from the environment, as Dagster does), else the default root."""
+    from orchestration.resources import StorageResource
+
+    config = run_config.get("resources", {}).get("storage", {}).get("config", {})
+    values = {k: os.environ.get(v["env"], "") if isinstance(v, dict) and "env" in v else v for k, v in config.items()}
+    return StorageResource(**values).store()

@@ -79,10 +79,26 @@ def ensure_sources(instance: dg.DagsterInstance, **kwargs) -> dg.ExecuteInProces
 
 
 def run_round(instance: dg.DagsterInstance, round_key: str | None = None, **kwargs) -> dg.ExecuteInProcessResult:
-    """Register the round and materialize all its stages in one run. Default
-    round: the latest one if it was never evaluated (a rerun finishes it), else the next."""
+    """Register the round and materialize its stages in one run. Default round: the
+    latest one if it was never evaluated (a rerun finishes it), else the next."""
     key = register_round(instance, round_key or unfinished_round(instance))
-    return materialize(instance, ROUND_STAGES, partition_key=key, **kwargs)
+    return materialize(instance, stages_to_run(instance, key), partition_key=key, **kwargs)
+
+
+# The leading stages no check gates: an interrupted round's rerun keeps them (its tasks are
+# not proposed anew; finished rollouts are not redone). Every later stage reruns, with its checks.
+KEPT_ON_RESUME = ROUND_STAGES[:2]
+
+
+def stages_to_run(instance: dg.DagsterInstance, key: str) -> list[str]:
+    """All stages of a finished round (an explicit rerun); of an unfinished one, the
+    stages from the first that is not kept (KEPT_ON_RESUME, materialized for this round)."""
+    if latest_metadata(instance, dg.AssetKey(Asset.ROUND_EVALUATION), key) is not None:
+        return list(ROUND_STAGES)
+    start = 0
+    while start < len(KEPT_ON_RESUME) and latest_metadata(instance, dg.AssetKey(ROUND_STAGES[start]), key):
+        start += 1
+    return ROUND_STAGES[start:]
 
 
 def failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
@@ -106,7 +122,14 @@ def describe_failures(result: dg.ExecuteInProcessResult) -> list[str]:
         for e in result.all_events
         if e.is_step_failure and e.step_failure_data.error is not None
     ]
-    return checks + steps
+    # A resource that could not start (e.g. the data root's writer lock, held by another
+    # process) fails the run before any step.
+    resources = [
+        f"resources: {innermost(e.event_specific_data.error).message.strip()[:500]}"
+        for e in result.all_events
+        if e.event_type == dg.DagsterEventType.RESOURCE_INIT_FAILURE and e.event_specific_data.error is not None
+    ]
+    return checks + resources + steps
 
 
 def innermost(error):

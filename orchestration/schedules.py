@@ -10,13 +10,17 @@ import dagster as dg
 from orchestration.jobs import round_job
 from orchestration.lineage import unfinished_round
 from orchestration.partitions import register_round
-from orchestration.run_config import env_run_config
+from orchestration.run_config import configured_store, env_run_config
 
 
 def waiting(instance: dg.DagsterInstance) -> dg.SkipReason | None:
-    """Why no new round starts yet: the latest round has not been evaluated."""
+    """Why no new round starts yet: the latest round has not been evaluated, or
+    another process writes the data root (e.g. `touchstone round run` from a shell)."""
     pending = unfinished_round(instance)
-    return dg.SkipReason(f"round {pending} has not finished (no round_evaluation yet)") if pending else None
+    if pending:
+        return dg.SkipReason(f"round {pending} has not finished (no round_evaluation yet)")
+    holder = configured_store(env_run_config()).writer_lock().busy()
+    return dg.SkipReason(f"the data root is being written by {holder.describe()}") if holder else None
 
 
 def next_round_request(instance: dg.DagsterInstance) -> dg.RunRequest | dg.SkipReason:

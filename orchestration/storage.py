@@ -25,6 +25,7 @@ from upath import UPath
 
 from touchstone import paths
 from touchstone.paths import Asset
+from touchstone.writer_lock import TOKEN_ENV, DataRootBusy, WriterLock
 
 # DuckDB view name -> (asset, file name inside the asset's directory)
 TABLES: dict[str, tuple[str, str]] = {
@@ -97,6 +98,26 @@ class RoundStore:
         _copy_upath(UPath(location, **self.options), UPath(dest))
         return str(dest)
 
+    def writer_lock(self, run_id: str | None = None) -> WriterLock:
+        """The lock that makes one process at a time the writer of this root."""
+        if self.is_local:
+            return WriterLock(self.root.path)
+        return WriterLock(str(self.root), fs=self.root.fs, run_id=run_id)
+
+    def lock_for_run(self, run_id: str | None) -> WriterLock | None:
+        """Take the writer lock for a Dagster run (any entry point: UI, schedule, sensor,
+        deployment). None when the run already writes under it: it runs inside the process
+        that holds it (`touchstone round run`), or another step of the same run holds it.
+        Another writer: DataRootBusy, naming it."""
+        lock = self.writer_lock(run_id)
+        try:
+            return lock.acquire()
+        except DataRootBusy as busy:
+            holder = busy.holder
+            if holder and (holder.token == os.environ.get(TOKEN_ENV) or (run_id and holder.run_id == run_id)):
+                return None
+            raise
+
     def work_dir(self, asset: str, round_key: str | None = None) -> Path:
         """A local directory that survives a killed run, for stages that resume
         (rollouts skip attempts whose record exists). Cleared by `publish`."""
@@ -126,12 +147,27 @@ class RoundStore:
             if self.is_local:
                 _swap_into_place(staging, Path(dest.path))
             else:
-                if dest.exists():
-                    dest.rmdir(recursive=True)
-                _copy_upath(UPath(staging), dest)
+                self._upload_into_place(staging, dest)
             shutil.rmtree(self._work_path(asset, round_key), ignore_errors=True)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+    def _upload_into_place(self, staging: Path, dest: UPath) -> None:
+        """An object store has no rename: upload everything to a staging prefix first, so an
+        upload that fails (the endpoint, the network) leaves the last good data as it was;
+        only then replace it, by server-side copies. (A failure during those copies leaves
+        the asset partial until it is rematerialized: docs/FAULTS.md.)"""
+        remote = self.root / _STAGING / f"{dest.name}-{uuid.uuid4().hex}"
+        try:
+            _copy_upath(UPath(staging), remote)
+            if dest.exists():
+                dest.rmdir(recursive=True)
+            self.root.fs.copy(remote.path, dest.path, recursive=True)
+        finally:
+            try:
+                self.root.fs.rm(remote.path, recursive=True)
+            except FileNotFoundError:
+                pass  # nothing was uploaded
 
     # --- DuckDB ---------------------------------------------------------------
 

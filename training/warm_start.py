@@ -40,6 +40,7 @@ RESULT_FILE = "warm_start.json"
 # a row's round says where it came from.
 WARM_START_ROUND = "warm-start"
 TASKS_FILE = "tasks.parquet"  # the warm start's task index, next to its SFT rows
+KEY_FILE = "key.json"  # the hashed parts of its cache key, next to the model
 
 
 class WarmStartConfig(BaseModel):
@@ -93,12 +94,14 @@ def warm_start(
     log: Callable[[str], None] = print,
 ) -> tuple[Path, WarmStartResult]:
     """The warm-started checkpoint of `base` (cached) and what went into it."""
-    key = _key(base, seeds, heldout, trainer_config, cfg)
+    parts = _key_parts(base, seeds, heldout, trainer_config, cfg)
+    key = _key(parts)
     root = paths.cache() / "warm-start" / key
     if (root / "model" / RESULT_FILE).is_file():
         log(f"warm start: cached ({root})")
         return root / "model", WarmStartResult.model_validate_json((root / "model" / RESULT_FILE).read_text())
     root.parent.mkdir(parents=True, exist_ok=True)
+    log(f"warm start: not cached as {key}; {_why_missed(root.parent, parts)}")
     with tempfile.TemporaryDirectory(prefix="touchstone-warm-", dir=root.parent) as tmp:
         work = Path(tmp)
         result = _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers, log)
@@ -106,6 +109,7 @@ def warm_start(
         shutil.rmtree(root, ignore_errors=True)  # a half-written earlier attempt
         root.mkdir()
         (work / "data").rename(root / "data")
+        (root / KEY_FILE).write_text(json.dumps(parts, indent=2) + "\n")  # what a later miss is compared with
         (work / "model").rename(root / "model")  # last: a model dir means a finished warm start
     return root / "model", result
 
@@ -166,21 +170,48 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
     )
 
 
-def _key(base: Path, seeds: list, heldout: Path | None, trainer_config: dict, cfg: WarmStartConfig) -> str:
+def _key_parts(base: Path, seeds: list, heldout: Path | None, trainer_config: dict, cfg: WarmStartConfig) -> dict:
+    """What the warm start depends on, one hash per part, so a miss can say which part changed."""
     from touchstone.verify import VERIFIER_VERSION
 
-    h = hashlib.sha256(f"{VERIFIER_VERSION} {checkpoint_hash(base)}".encode())
-    h.update(json.dumps([cfg.model_dump(), trainer_config], sort_keys=True, default=str).encode())
+    def digest(*chunks: str | bytes) -> str:
+        h = hashlib.sha256()
+        for chunk in chunks:
+            h.update(chunk.encode() if isinstance(chunk, str) else chunk)
+        return h.hexdigest()[:16]
+
+    seed_parts = []
     for seed in seeds:
         root = Path(seed[0] if isinstance(seed, tuple) else seed)
         env = seed[1].model_dump_json() if isinstance(seed, tuple) and seed[1] is not None else ""
-        h.update(f"{tree_hash(root) if root.is_dir() else root} {env}".encode())
+        seed_parts.append(f"{tree_hash(root) if root.is_dir() else root} {env}")
+    kept = ""
     if heldout is not None and (heldout / INDEX_FILE).is_file():
         # What exclusion looks at, minus the content hash: a statement quotes the failing tests'
         # output, object addresses included (`<function ... at 0x7fba51aa5940>`), so the same
         # held-out set proposed on a fresh data root hashed differently and missed the cache.
-        kept = (f"{r.unit} {r.id}" for r in read_index(heldout) if r.status == "kept")
-        h.update("\n".join(sorted(kept)).encode())
-    for source in [Path(__file__), *sorted(Path(teacher.__file__).parent.rglob("*.py"))]:
-        h.update(source.read_bytes())
-    return h.hexdigest()[:16]
+        kept = "\n".join(sorted(f"{r.unit} {r.id}" for r in read_index(heldout) if r.status == "kept"))
+    code = [Path(__file__), *sorted(Path(teacher.__file__).parent.rglob("*.py"))]
+    return {
+        "verifier_version": digest(str(VERIFIER_VERSION)),
+        "base_weights": checkpoint_hash(base),
+        "settings": digest(json.dumps(cfg.model_dump(), sort_keys=True, default=str)),
+        "trainer_config": digest(json.dumps(trainer_config, sort_keys=True, default=str)),
+        "seeds": digest(*seed_parts),
+        "heldout_set": digest(kept),
+        "teacher_and_warm_start_code": digest(*(source.read_bytes() for source in code)),
+    }
+
+
+def _key(parts: dict) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _why_missed(cache: Path, parts: dict) -> str:
+    """Which parts differ from the newest cached warm start (there is one to compare with)."""
+    cached = sorted(cache.glob(f"*/{KEY_FILE}"), key=lambda p: p.stat().st_mtime)
+    if not cached:
+        return "nothing cached yet"
+    newest = json.loads(cached[-1].read_text())
+    changed = [name for name in parts if newest.get(name) != parts[name]]
+    return f"the newest cached one ({cached[-1].parent.name}) differs in: {', '.join(changed) or 'nothing'}"

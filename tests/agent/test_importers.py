@@ -18,6 +18,7 @@ from touchstone.episode.trajectory import read_tables
 from cli import main
 from touchstone.tasks.schema import load_task
 from touchstone.verify import verify_trajectory
+from touchstone.verify.batch import read_reports
 
 COMBI = Path(__file__).resolve().parents[2] / "touchstone" / "verify" / "canaries" / "tasks" / "combi"
 FIXED = (COMBI / "reference" / "combi.py").read_text()
@@ -217,3 +218,56 @@ def test_workspace_paths():
     assert workspace_path("/testbed/pkg/a.py") == "pkg/a.py"
     assert workspace_path("/workspace") == "." and workspace_path("rel/x.py") == "rel/x.py"
     assert workspace_path("/etc/passwd") == "/etc/passwd"
+
+
+def _source(tmp_path, fmt: str) -> Path:
+    """One honest run of the combi canary in `fmt`, as that agent writes it."""
+    if fmt == "openhands":
+        (src := tmp_path / "output.jsonl").write_text(json.dumps(openhands_run()) + "\n")
+    elif fmt == "swe-agent":
+        (src := tmp_path / "canary-combi.traj").write_text(json.dumps(swe_agent_traj(cheat=False)))
+    else:
+        (src := tmp_path / "runs.jsonl").write_text(json.dumps(openai_records()[0]) + "\n")
+    return src
+
+
+@pytest.mark.parametrize("fmt", ["openhands", "swe-agent", "openai-jsonl"])
+def test_an_imported_run_verifies_the_same_singly_and_in_a_batch(tmp_path, tasks, fmt):
+    """The documented path: import, then `verify` one file or `verify-batch` the import's
+    directory. No diff was recorded, so the batch skips the diff check (it used to compare
+    the replay with an empty diff and reject every run that changed a file)."""
+    out, _ = _import(tmp_path, tasks, fmt, [_source(tmp_path, fmt)])
+    (traj,) = read_tables(out)
+    assert traj.harness_diff is False
+    single = CliRunner().invoke(
+        main,
+        ["verify", str(tasks / "combi"), str(out / "jsonl" / "canary-combi" / f"{traj.trajectory_id}.jsonl"),
+         "--replays", "1", "--backend", "bwrap", "--json"],
+    )  # fmt: skip
+    assert single.exit_code == 0, single.output
+    batch = CliRunner().invoke(
+        main,
+        ["verify-batch", "--tasks", str(tasks), "--trajectories", str(out), "--out", str(tmp_path / "reports"),
+         "--replays", "1", "--backend", "bwrap"],
+    )  # fmt: skip
+    assert batch.exit_code == 0, batch.output
+    (report,) = read_reports(tmp_path / "reports")
+    assert report.verdict == json.loads(single.output)["verdict"] == "accept", report.reasons
+    checks = {c.name: c for c in report.checks}
+    assert checks["diff_match"].status == "skipped" and "no harness-recorded diff" in checks["diff_match"].evidence
+
+
+@pytest.mark.parametrize("command", ["import", "verify"])
+def test_a_binary_file_given_as_a_run_is_named(tmp_path, tasks, command):
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    args = {
+        "import": ["import", "trajectories", str(binary), "--format", "openai-jsonl", "--tasks", str(tasks),
+                   "--out", str(tmp_path / "o")],
+        "verify": ["verify", str(tasks / "combi"), str(binary)],
+    }[command]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code in (1, 2) and isinstance(result.exception, (SystemExit, type(None)))
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and str(binary) in lines[0] and "not a UTF-8 text file" in lines[0], result.output
+    assert "Traceback" not in result.output

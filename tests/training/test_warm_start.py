@@ -4,6 +4,8 @@ cache hit the second time (real proposer, sandbox, teacher, verifier, trainer)."
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 
 from touchstone.checkpoint import checkpoint_hash, read_manifest
@@ -43,3 +45,14 @@ def test_warm_start_trains_on_verified_runs_of_non_heldout_tasks_and_is_cached(t
 
     again, cached = warm_start(tiny_model, **kwargs, workers=2, log=logs.append)
     assert again == model and cached == result and logs[-1].startswith("warm start: cached")
+
+
+def test_a_miss_says_which_part_of_the_key_changed(tmp_path):
+    """Why a demo after `make test` trained its warm start again is in its log, not a guess."""
+    from training.warm_start import KEY_FILE, _why_missed
+
+    parts = {"base_weights": "a", "heldout_set": "b", "trainer_config": "c"}
+    assert _why_missed(tmp_path, parts) == "nothing cached yet"
+    (tmp_path / "k1").mkdir()
+    (tmp_path / "k1" / KEY_FILE).write_text(json.dumps({**parts, "heldout_set": "other"}))
+    assert _why_missed(tmp_path, parts) == "the newest cached one (k1) differs in: heldout_set"

@@ -31,7 +31,14 @@ from touchstone import __version__
 from touchstone import atomic, tables
 from touchstone.agent.loop import SYSTEM_PROMPT
 from touchstone.episode.tools import TOOL_SCHEMAS
-from touchstone.episode.trajectory import Sampling, Trajectory, trajectory_id, write_messages_jsonl, write_tables
+from touchstone.episode.trajectory import (
+    Sampling,
+    Trajectory,
+    read_text,
+    trajectory_id,
+    write_messages_jsonl,
+    write_tables,
+)
 from touchstone.tasks.schema import Task
 
 Format = Literal["openhands", "swe-agent", "openai-jsonl"]
@@ -145,7 +152,7 @@ def tool_call_action(
 
 def _json_records(path: Path) -> list[Any]:
     """A JSON document, or JSON Lines (one record per line)."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "an imported run is a JSON or JSON Lines file")
     try:
         return [json.loads(text)]
     except json.JSONDecodeError:
@@ -370,6 +377,7 @@ def to_trajectory(run: SourceRun, task: Task, fmt: str, attempt: int) -> Traject
         policy=policy,
         sampling=Sampling(),
         backend="imported",
+        harness_diff=False,  # the source harness's final diff is not in these formats
         messages=messages,
         tools=TOOL_SCHEMAS,
         exit_reason="submitted" if submitted else "policy_error",

@@ -132,6 +132,9 @@ class Trajectory(BaseModel):
     error: str | None = None
     # the final workspace diff, computed by the harness from the sandbox, never by the agent
     diff: Annotated[WorkspaceDiff, Flat("diff_")] = Field(default_factory=WorkspaceDiff)
+    # False: no harness of ours watched the workspace (an imported run), so `diff` is empty for
+    # want of a record, and the verifier skips its recorded-diff check instead of comparing
+    harness_diff: bool = True
     started_at: str  # ISO 8601 UTC
     wall_s: float
     policy_s: float
@@ -190,11 +193,21 @@ def write_messages_jsonl(path: str | Path, messages: list[dict[str, Any]]) -> Pa
     return path
 
 
+def read_text(path: Path, expected: str) -> str:
+    """A run file's text; a binary or non-UTF-8 file is refused naming the file."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TrajectoryError(
+            f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start}); {expected}: give that file instead"
+        ) from None
+
+
 def read_messages_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Read and validate a messages JSONL file (ours or another agent's)."""
     path = Path(path)
     messages = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, line in enumerate(read_text(path, "a trajectory is JSONL of chat messages").splitlines(), 1):
         if not line.strip():
             continue
         try:

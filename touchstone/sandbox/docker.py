@@ -481,6 +481,24 @@ def _reap_stale_containers(client) -> None:
                     raise
 
 
+def remove_own_containers() -> int:
+    """Remove the sandbox containers this process started (an interrupted command
+    stops its sandboxes now, not at the next start's reap); returns how many."""
+    import docker
+
+    try:
+        client = _client()
+        found = client.api.containers(all=True, filters={"label": f"touchstone.owner={owner_token()}"})
+    except docker.errors.DockerException:
+        return 0  # no daemon: no container of ours either
+    for summary in found:
+        try:
+            client.api.remove_container(summary["Id"], force=True)
+        except docker.errors.APIError:
+            pass  # already being removed (its sandbox's own close)
+    return len(found)
+
+
 def _container_cgroup_dirs(pid: int) -> dict[str, Path]:
     """Host cgroup directories of a container's PID 1 (memory and cpu accounting),
     for OOM-kill counts and CPU time; empty where /proc or /sys is not readable."""

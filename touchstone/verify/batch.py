@@ -58,10 +58,12 @@ def _items_from_parquet(path: Path, batch_rows: int = 64) -> Iterator[BatchItem]
     if missing:
         raise ValueError(f"{path}: missing columns {sorted(missing)} (see docs/formats/trajectory.md)")
     diffs = [f"diff_{k}" for k in ("created", "modified", "deleted")]
-    wanted = ["task_id", "trajectory_id", "messages", *(diffs if "diff_created" in columns else [])]
+    recorded = ["harness_diff"] if "harness_diff" in columns else []  # files written before it: recorded
+    wanted = ["task_id", "trajectory_id", "messages", *(diffs if "diff_created" in columns else []), *recorded]
     for batch in table.iter_batches(batch_size=batch_rows, columns=wanted):
         for row in pl.from_arrow(batch).iter_rows(named=True):
-            diff = {d.removeprefix("diff_"): row[d] or [] for d in diffs} if "diff_created" in row else None
+            has_diff = "diff_created" in row and row.get("harness_diff", True) is not False
+            diff = {d.removeprefix("diff_"): row[d] or [] for d in diffs} if has_diff else None
             yield BatchItem(row["task_id"], row["trajectory_id"], json.loads(row["messages"]), diff)
 
 

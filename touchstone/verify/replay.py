@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from touchstone.episode.tools import DEFAULT_TIMEOUT_S, execute_tool_call, stable_output
+from touchstone.episode.tools import DEFAULT_TIMEOUT_S, call_error, execute_tool_call, stable_output
 from touchstone.episode.trajectory import executed_tool_calls
 from touchstone.sandbox import (
     ActionRecord,
@@ -64,6 +64,9 @@ class ReplayResult:
     submitted: bool = False
     divergent_steps: list[int] = field(default_factory=list)  # replayed output != recorded
     refused: str | None = None  # why the run's workspace or output is more than the harness handles
+    refused_calls: list[str] = field(
+        default_factory=list
+    )  # "step N: why" for calls the tools refused (unknown tool...)
 
 
 class _LogTail:
@@ -182,6 +185,8 @@ def replay(
                 for call in calls:
                     outcome = execute_tool_call(sb, call.name, call.arguments, timeout=tool_timeout)
                     result.n_steps += 1
+                    if refused := call_error(call.name, call.arguments):
+                        result.refused_calls.append(f"step {call.step}: {refused.split(';')[0]}")
                     result.events += events_from_records(tail.read(), call.step)
                     if call.recorded_output is not None and not _same_output(outcome.content, call.recorded_output):
                         result.divergent_steps.append(call.step)

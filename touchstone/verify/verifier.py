@@ -215,6 +215,8 @@ def _err(exc: Exception) -> str:
 
 def _replay_evidence(rep: ReplayResult) -> str:
     parts = [f"{rep.n_steps} tool calls replayed", rep.diff.summary()]
+    if rep.refused_calls:  # named first: why a run that called a tool that does not exist went wrong
+        parts.insert(0, f"{len(rep.refused_calls)} calls refused ({', '.join(rep.refused_calls[:5])})")
     if not rep.submitted:
         parts.append("trajectory did not submit")
     if rep.divergent_steps:
