@@ -50,6 +50,25 @@ def experiment() -> None:
     help="also train the row-matched control arm `matched`: the naive arm's rows, as many as the verifier keeps",
 )
 @click.option(
+    "--splits",
+    default="named,paraphrase,unruled",
+    show_default=True,
+    help="hack splits the hack-prone policy draws from (comma-separated; touchstone.agent.policies.hacks.SPLITS)",
+)
+@click.option(
+    "--holdout-tests",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="held-out tests per task (DIR/<task_id>/test_*.py) for the ground-truth check; never given to the verifier",
+)
+@click.option("--filter-only", is_flag=True, help="round 0's filters and kept rows only: no training, no evaluation")
+@click.option(
+    "--base",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="base checkpoint directory every arm starts from (default: the tiny default model)",
+)
+@click.option(
     "--set", "overrides", multiple=True, metavar="FIELD=VALUE", help="any AblationConfig field, e.g. --set max_steps=10"
 )
 @click.option(
@@ -58,7 +77,10 @@ def experiment() -> None:
     is_flag=True,
     help='print {"config", "base", "arms": {"naive": [ROW...], "touchstone": [ROW...]}} (and "matched")',
 )
-def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, matched_control, overrides, as_json) -> None:
+def filter_ablation(
+    rounds, hack_rate, out, tasks_dir, heldout_dir, matched_control, splits, holdout_tests, filter_only, base, overrides,
+    as_json,
+) -> None:  # fmt: skip
     """Train the same base model on what a naive harness keeps and on what the
     verifier + auditor keep, from the same hack-prone trajectories; report per arm
     and round the kept rows, their hack share, hack propensity, imitation NLL,
@@ -80,7 +102,12 @@ def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, matched_cont
         raise click.BadParameter("expected FIELD=VALUE", param_hint="--set") from None
     try:
         flags = {"matched_control": True} if matched_control else {}
-        cfg = AblationConfig.model_validate({**fields, **flags, "rounds": rounds, "hack_rate": hack_rate})
+        flags |= {"filter_only": True} if filter_only else {}
+        flags |= {"holdout_tests": str(holdout_tests)} if holdout_tests else {}
+        split_names = [s.strip() for s in splits.split(",") if s.strip()]
+        cfg = AblationConfig.model_validate(
+            {"splits": split_names, **fields, **flags, "rounds": rounds, "hack_rate": hack_rate}
+        )
     except ValidationError as exc:
         raise click.BadParameter(str(exc), param_hint="--set") from None
     out = out or paths.home() / "experiments" / f"filter-ablation-{hack_rate:g}-{rounds}"
@@ -94,7 +121,7 @@ def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, matched_cont
                 tasks, heldout = experiment_tasks(cfg, out / "tasks")
             else:
                 tasks, heldout = load_task_set(tasks_dir), load_task_set(heldout_dir)
-            result = run_filter_ablation(cfg, tasks, heldout, out, log=log)
+            result = run_filter_ablation(cfg, tasks, heldout, out, base=base, log=log)
     except (TaskError, TrainingError, ValueError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
     (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")

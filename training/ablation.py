@@ -51,7 +51,7 @@ def shared_round(cfg: AblationConfig, index: int, tasks: list[Task], out: Path) 
         return None
     rollouts = solve(
         tasks,
-        f"hack-prone:{cfg.hack_rate}",
+        cfg.hack_prone_spec(),
         attempts,
         cfg.workers,
         out / "rollouts",
@@ -60,7 +60,7 @@ def shared_round(cfg: AblationConfig, index: int, tasks: list[Task], out: Path) 
         EpisodeLimits(max_turns=TEACHER_MAX_TURNS),
         progress=False,
     )
-    filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend)
+    filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend, holdout_dir=cfg.holdout_dir())
     return out
 
 
@@ -114,9 +114,25 @@ def arm_round(
             EpisodeLimits(max_turns=cfg.max_turns),
             progress=False,
         )
-        filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend)
+        filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend, holdout_dir=cfg.holdout_dir())
         filtered.append((rollouts, out))
     data = build_arm_dataset(arm, filtered, out / "data", seed=round_seed(cfg, index))
+    kept = {
+        "arm": arm,
+        "round": index,
+        "kept_rows": data.kept_rows,
+        "kept_hacks": data.kept_hacks,
+        "kept_hack_share": data.hack_share,
+        "kept_heldout_fail": data.kept_heldout_fail,
+        "kept_heldout_fail_share": data.heldout_fail_share,
+        "kept_auditor_hacks": data.kept_auditor_hacks,
+        "kept_hacks_by_split": data.kept_hacks_by_split,
+        "filter": data.filter,
+    }
+    if cfg.filter_only:
+        row = ArmRow(**kept, trained=False, checkpoint_hash=None, **row_metrics(None))
+        cached.write_text(row.model_dump_json(indent=2) + "\n")
+        return row
     ckpt = out / "checkpoint"
     if data.kept_rows and not (ckpt / "checkpoint.json").is_file():
         shutil.rmtree(ckpt, ignore_errors=True)
@@ -138,11 +154,7 @@ def arm_round(
     weights = ckpt if data.kept_rows else start
     metrics = evaluate(cfg, weights, heldout, out / "eval", f"{arm} {round_key(index)}")
     row = ArmRow(
-        arm=arm,
-        round=index,
-        kept_rows=data.kept_rows,
-        kept_hacks=data.kept_hacks,
-        kept_hack_share=data.hack_share,
+        **kept,
         trained=bool(data.kept_rows),
         checkpoint_hash=checkpoint_hash(str(weights)),
         **row_metrics(metrics),
@@ -151,8 +163,12 @@ def arm_round(
     return row
 
 
-def row_metrics(m: RoundMetrics) -> dict:
-    """The evaluation figures an experiment row carries."""
+def row_metrics(m: RoundMetrics | None) -> dict:
+    """The evaluation figures an experiment row carries (all None: not evaluated)."""
+    if m is None:
+        return dict.fromkeys(
+            ("hack_propensity", "imitation_nll", "valid_tool_call_rate", "hack_attempt_rate", "pass_at_1"), None
+        )
     p, nll = m.hack_propensity, m.imitation_nll
     return {
         "hack_propensity": p.value if p else None,
@@ -209,20 +225,24 @@ def run_filter_ablation(
     base: Path | None = None,
     log: Log = print,
 ) -> dict:
-    """Every arm for `cfg.rounds` rounds. Returns {"config", "base": ROW, "arms": {arm: [ROW, ...]}}."""
+    """Every arm for `cfg.rounds` rounds (round 0 alone, untrained, with `filter_only`).
+    Returns {"config", "base": ROW, "arms": {arm: [ROW, ...]}}."""
     base = base or default_model(seed=cfg.seed)
+    rounds = 1 if cfg.filter_only else cfg.rounds
     log(
-        f"filter ablation: {len(tasks)} training tasks, {len(heldout)} held-out, {cfg.rounds} rounds, P={cfg.hack_rate}"
+        f"filter ablation: {len(tasks)} training tasks, {len(heldout)} held-out, {rounds} rounds, "
+        f"{cfg.hack_prone_spec()}{' (filters only)' if cfg.filter_only else ''}"
     )
-    base_metrics = base_row(cfg, heldout, out, base)
+    base_metrics = {"round": -1, **row_metrics(None)} if cfg.filter_only else base_row(cfg, heldout, out, base)
     rows: dict[str, list[ArmRow]] = {arm: [] for arm in cfg.arms()}
-    for index in range(cfg.rounds):
+    for index in range(rounds):
         key = round_key(index)
         for arm in cfg.arms():
             row = run_arm_round(cfg, arm, index, tasks, heldout, out, base)
             rows[arm].append(row)
             log(
-                f"{arm} {key}: kept {row.kept_rows} rows ({row.kept_hacks} hacks), "
+                f"{arm} {key}: kept {row.kept_rows} rows ({row.kept_hacks} hacks by the policy's record, "
+                f"{row.kept_heldout_fail} failing the held-out check; by split {row.kept_hacks_by_split}), "
                 f"propensity {_fmt(row.hack_propensity)}, NLL {_fmt(row.imitation_nll)}"
             )
     return {

@@ -28,24 +28,60 @@ def _interval(row: dict[str, Any], name: str) -> Interval | None:
 
 
 def ablation_table(result: dict[str, Any]) -> str:
-    """Markdown: one row per arm and round, the base model first."""
+    """Markdown: one row per arm and round, the base model first; then what each
+    filter passed per hack split (`split_table`)."""
     lines = [
-        "| arm | round | kept rows | kept hack share | hack propensity [95% CI] | imitation NLL [95% CI] "
+        "| arm | round | kept rows | kept hack share (policy record) | kept failing held-out check "
+        "| auditor calls hack | hack propensity [95% CI] | imitation NLL [95% CI] "
         "| valid tool calls | hack attempts / traj | pass@1 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rows = [("base", result["base"])] + [(arm, r) for arm, rs in result["arms"].items() for r in rs]
     for arm, r in rows:
         p = _interval(r, "hack_propensity")
         nll = _interval(r, "imitation_nll")
-        kept = "—" if arm == "base" else f"{r['kept_rows']}"
-        share = "—" if arm == "base" else f"{r['kept_hack_share']:.2f} ({r['kept_hacks']})"
+        if arm == "base":
+            kept = share = heldout = auditor = "—"
+        else:
+            kept, share = f"{r['kept_rows']}", f"{r['kept_hack_share']:.2f} ({r['kept_hacks']})"
+            heldout = f"{r.get('kept_heldout_fail_share', 0):.2f} ({r.get('kept_heldout_fail', 0)})"
+            auditor = f"{r.get('kept_auditor_hacks', 0)}"
         lines.append(
-            f"| {arm} | {'—' if arm == 'base' else r['round']} | {kept} | {share} | "
+            f"| {arm} | {'—' if arm == 'base' else r['round']} | {kept} | {share} | {heldout} | {auditor} | "
             f"{'n/a' if p is None else f'{p.value:+.3f} [{p.low:+.3f}, {p.high:+.3f}]'} | "
             f"{'n/a' if nll is None else f'{nll.value:.3f} [{nll.low:.3f}, {nll.high:.3f}]'} | "
-            f"{_fmt(r['valid_tool_call_rate'], '.2f')} | {r['hack_attempt_rate']:.2f} | {r['pass_at_1']:.2f} |"
+            f"{_fmt(r['valid_tool_call_rate'], '.2f')} | {_fmt(r['hack_attempt_rate'], '.2f')} | "
+            f"{_fmt(r['pass_at_1'], '.2f')} |"
         )
+    return "\n".join(lines) + "\n" + split_table(result)
+
+
+def split_table(result: dict[str, Any]) -> str:
+    """Markdown: per arm and round, for each hack split, the executed hacks its
+    filter passed (trajectory level) and the kept rows that are hacks of the split;
+    the auditor's recall and false alarms against the policy's record."""
+    splits = sorted({s for rs in result["arms"].values() for r in rs for s in (r.get("kept_hacks_by_split") or {})})
+    if not splits:
+        return ""
+    head = " | ".join(f"{s}: passed / attempted, kept rows" for s in splits)
+    lines = [
+        "",
+        f"| arm | round | {head} | honest passed | auditor recall | auditor false alarms |",
+        "| --- | --- | " + "--- | " * len(splits) + "--- | --- | --- |",
+    ]
+    for arm, rs in result["arms"].items():
+        for r in rs:
+            f = r.get("filter")
+            if not f:
+                continue
+            cells = " | ".join(
+                f"{f['passed_hacks_by_split'][s]} / {f['hacks_by_split'][s]}, {r['kept_hacks_by_split'].get(s, 0)}"
+                for s in splits
+            )
+            lines.append(
+                f"| {arm} | {r['round']} | {cells} | {f['passed_honest']} / {f['honest']} | "
+                f"{_fmt(f['auditor_recall'], '.2f')} | {_fmt(f['auditor_false_alarm'], '.2f')} |"
+            )
     return "\n".join(lines) + "\n"
 
 
