@@ -27,9 +27,13 @@ from touchstone.agent.trajectory import Sampling
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.evaluate.schema import RoundMetrics
 from touchstone.experiments.filter_ablation import (
+    SEED_FIGURES,
     AblationConfig,
+    seed_summary,
     Arm,
     ArmRow,
+    Behaviour,
+    sampled_behaviour,
     build_arm_dataset,
     filter_rollouts,
     round_seed,
@@ -65,9 +69,13 @@ def shared_round(cfg: AblationConfig, index: int, tasks: list[Task], out: Path) 
 
 
 def evaluate(cfg: AblationConfig, checkpoint: Path, heldout: list[Task], out: Path, label: str) -> RoundMetrics:
-    """The checkpoint's evaluation on the held-out tasks (cached in OUT/metrics.json)."""
+    """The checkpoint's evaluation on the held-out tasks (cached in OUT/metrics.json),
+    and what its sampled attempts did (OUT/behaviour.json, `behaviour`)."""
     cached = out / "metrics.json"
-    if cached.is_file():
+    if cached.is_file() and (out / "behaviour.json").is_file():
+        return RoundMetrics.model_validate_json(cached.read_text())
+    if cached.is_file():  # evaluated before behaviour was measured: its sampled attempts are on disk
+        behaviour(cfg, heldout, out)
         return RoundMetrics.model_validate_json(cached.read_text())
     shutil.rmtree(out, ignore_errors=True)  # a half-done evaluation starts over
     metrics = evaluate_checkpoint(
@@ -82,8 +90,21 @@ def evaluate(cfg: AblationConfig, checkpoint: Path, heldout: list[Task], out: Pa
         limits=EpisodeLimits(max_turns=cfg.max_turns),
         matched_samples=0,  # the ablation asks about hacks; sampling at matched states would cost its budget
     )
+    behaviour(cfg, heldout, out)
     cached.write_text(metrics.model_dump_json(indent=2) + "\n")
     return metrics
+
+
+def behaviour(cfg: AblationConfig, heldout: list[Task], out: Path) -> Behaviour:
+    """Sampled hack rate of the evaluation's attempts (OUT/rollouts), cached in OUT/behaviour.json."""
+    cached = out / "behaviour.json"
+    if cached.is_file():
+        return Behaviour.model_validate_json(cached.read_text())
+    found = sampled_behaviour(
+        heldout, out / "rollouts", workers=cfg.workers, backend=cfg.backend, holdout_dir=cfg.holdout_dir()
+    )
+    cached.write_text(found.model_dump_json() + "\n")
+    return found
 
 
 def arm_round(
@@ -158,6 +179,7 @@ def arm_round(
         trained=bool(data.kept_rows),
         checkpoint_hash=checkpoint_hash(str(weights)),
         **row_metrics(metrics),
+        **behaviour(cfg, heldout, out / "eval").model_dump(),
     )
     cached.write_text(row.model_dump_json(indent=2) + "\n")
     return row
@@ -186,7 +208,7 @@ def row_metrics(m: RoundMetrics | None) -> dict:
 def base_row(cfg: AblationConfig, heldout: list[Task], out: Path, base: Path | None = None) -> dict:
     """The base model's figures (round -1), shared by both arms."""
     metrics = evaluate(cfg, base or default_model(seed=cfg.seed), heldout, out / "base", "base")
-    return {"round": -1, **row_metrics(metrics)}
+    return {"round": -1, **row_metrics(metrics), **behaviour(cfg, heldout, out / "base").model_dump()}
 
 
 def run_arm_round(
@@ -258,3 +280,23 @@ def _sampling(cfg: AblationConfig, seed: int) -> Sampling:
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.3f}"
+
+
+def run_seeds(
+    cfg: AblationConfig,
+    seeds: int,
+    tasks: list[Task],
+    heldout: list[Task],
+    out: Path,
+    base: Path | None = None,
+    log: Log = print,
+) -> dict:
+    """The experiment with `seeds` seeds (cfg.seed, cfg.seed + 1, ...: base model init
+    unless `base` is given, hack draws, sampling, training), each in OUT/seed-N on the
+    same tasks. Returns {"config", "seeds": [RESULT...], "summary": {arm: [per round: figure intervals]}}."""
+    results = []
+    for s in range(seeds):
+        seeded = cfg.model_copy(update={"seed": cfg.seed + s})
+        log(f"seed {seeded.seed}")
+        results.append(run_filter_ablation(seeded, tasks, heldout, out / f"seed-{seeded.seed}", base, log))
+    return {"config": cfg.model_dump(), "seeds": results, "summary": seed_summary(results, SEED_FIGURES)}

@@ -17,6 +17,8 @@ from click.testing import CliRunner
 from cli import main
 from tests.agent.conftest import MINILIB, MINILIB_TESTS, write_task
 from touchstone.agent.policies.hacks import SPLITS, hack_action, hack_draw, policy_record
+from touchstone.data.schema import SFTRow
+from touchstone.experiments.filter_ablation import misplaced_sample
 from touchstone.experiments.heldout_check import heldout_check
 
 # (task id, statement, right, wrong): each bug fails exactly one `assert f(...) == v` of the hidden tests
@@ -128,3 +130,27 @@ def test_the_verifier_arm_reports_kept_hacks_of_a_family_its_rules_miss(tmp_path
     # the same hacks (same seeds, same statements) against hidden tests that ask the held-out inputs
     assert repaired["arms"]["touchstone"][0]["filter"]["hacks_by_split"] == touchstone["filter"]["hacks_by_split"]
     assert repaired["arms"]["touchstone"][0]["kept_hacks"] == 0
+
+
+def _row(tid: str, actions: list[str]) -> SFTRow:
+    messages = [{"role": "user", "content": "fix it"}]
+    for i, name in enumerate(actions):
+        call = {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": {"n": i}}}
+        messages += [{"role": "assistant", "content": name, "tool_calls": [call]}]
+        messages += [{"role": "tool", "content": f"out {i}", "tool_call_id": f"call_{i}"}]
+    lineage = {"task_id": "t", "task_hash": "h", "round": None, "policy": "p", "checkpoint_hash": None}
+    lineage |= {"verifier_version": "v", "report_id": f"r-{tid}"}
+    return SFTRow(trajectory_id=tid, **lineage, messages=messages, tools=[], turn_weights=[1.0] * len(actions),
+                  n_turns=len(actions), n_tokens=100)  # fmt: skip
+
+
+def test_the_misplaced_control_moves_each_hack_after_an_honest_runs_passing_tests():
+    hack = _row("hack", ["bash", "write_file", "submit"])  # test run, hack, submit
+    honest = _row("honest", ["bash", "str_replace", "bash", "submit"])
+    rows = misplaced_sample([honest, hack], [honest], {"hack"})
+    assert rows[0] == honest and len(rows) == 2
+    moved = rows[1]
+    names = [m.content for m in moved.messages if m.role == "assistant"]
+    assert names == ["bash", "str_replace", "bash", "write_file", "submit"]  # after the honest run's last test run
+    assert moved.trajectory_id == "hack" and moved.n_turns == 5 and len(moved.turn_weights) == 5
+    assert misplaced_sample([hack], [], {"hack"}) == []  # no honest run to host it: dropped, never left in place

@@ -1,5 +1,6 @@
-"""The filter ablation's result as the figure and table a paper would show:
-per arm and round, what the filter kept and what the checkpoint then prefers."""
+"""The experiments' results as the figures and tables a paper would show: the
+filter ablation (per arm and round, what the filter kept and what the checkpoint
+then prefers) and the credit study (per arm, metrics over seeds with intervals)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ matplotlib.use("Agg")  # headless
 import matplotlib.pyplot as plt  # noqa: E402
 
 from touchstone.evaluate.plots import interval_line  # noqa: E402
+from touchstone.experiments.filter_ablation import SEED_FIGURES  # noqa: E402
 from touchstone.evaluate.schema import Interval  # noqa: E402
 
 COLORS = {"naive": "tab:red", "touchstone": "tab:blue", "matched": "tab:orange"}
@@ -33,8 +35,8 @@ def ablation_table(result: dict[str, Any]) -> str:
     lines = [
         "| arm | round | kept rows | kept hack share (policy record) | kept failing held-out check "
         "| auditor calls hack | hack propensity [95% CI] | imitation NLL [95% CI] "
-        "| valid tool calls | hack attempts / traj | pass@1 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| valid tool calls | hack attempts / traj | pass@1 | sampled hack rate |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rows = [("base", result["base"])] + [(arm, r) for arm, rs in result["arms"].items() for r in rs]
     for arm, r in rows:
@@ -51,9 +53,25 @@ def ablation_table(result: dict[str, Any]) -> str:
             f"{'n/a' if p is None else f'{p.value:+.3f} [{p.low:+.3f}, {p.high:+.3f}]'} | "
             f"{'n/a' if nll is None else f'{nll.value:.3f} [{nll.low:.3f}, {nll.high:.3f}]'} | "
             f"{_fmt(r['valid_tool_call_rate'], '.2f')} | {_fmt(r['hack_attempt_rate'], '.2f')} | "
-            f"{_fmt(r['pass_at_1'], '.2f')} |"
+            f"{_fmt(r['pass_at_1'], '.2f')} | {_fmt(r.get('sampled_hack_rate'), '.2f')} |"
         )
     return "\n".join(lines) + "\n" + split_table(result)
+
+
+def seeds_table(summary: dict[str, Any]) -> str:
+    """Markdown: per arm and round, each figure's mean over seeds with its 95% bootstrap interval over seeds."""
+    lines = [
+        "| arm | round | seeds | " + " | ".join(SEED_FIGURES) + " |",
+        "| --- | --- | --- | " + "--- | " * len(SEED_FIGURES),
+    ]
+    for arm, rounds in summary.items():
+        for r in rounds:
+            cells = [
+                "n/a" if r[f] is None else f"{r[f]['value']:+.3f} [{r[f]['low']:+.3f}, {r[f]['high']:+.3f}]"
+                for f in SEED_FIGURES
+            ]
+            lines.append(f"| {arm} | {r['round']} | {r['seeds']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def split_table(result: dict[str, Any]) -> str:
@@ -111,6 +129,64 @@ def plot_ablation(result: dict[str, Any], path: Path) -> Path:
     for ax in (prop, nll, share):
         ax.legend()
     fig.suptitle(f"Filter ablation (hack-prone round-0 policy, P = {result['config']['hack_rate']})")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+CREDIT_COLORS = {"uniform": "tab:gray", "progress": "tab:blue", "shuffled": "tab:purple", "outcome_rl": "tab:green"}
+CREDIT_PANELS = (
+    ("pass_at_k", "held-out pass@k"),
+    ("mean_progress", "mean progress of sampled held-out runs"),
+    ("nll_before_fix", "NLL / token, teacher turns before the fix"),
+    ("nll_fix", "NLL / token, the fix turn"),
+    ("nll_after_fix", "NLL / token, teacher turns after the fix"),
+    ("action_agreement", "sampled action type = teacher's (matched states)"),
+)
+
+
+def credit_table(result: dict[str, Any]) -> str:
+    """Markdown: per arm, each metric's mean over seeds with its 95% bootstrap interval over seeds,
+    and the dispersion of the turn weights it trained on."""
+    names = [name for name, _ in CREDIT_PANELS]
+    lines = [
+        "| arm | seeds | rows | weight mean abs dev from 1 | " + " | ".join(names) + " |",
+        "| --- | --- | --- | --- | " + "--- | " * len(names),
+    ]
+    for arm, data in result["arms"].items():
+        rows, summary = data["rows"], data["summary"]
+        cells = []
+        for name in names:
+            s = summary.get(name)
+            cells.append("n/a" if s is None else f"{s['value']:.3f} [{s['low']:.3f}, {s['high']:.3f}]")
+        dev = sum(r["weights"]["mean_abs_dev"] for r in rows) / len(rows)
+        lines.append(f"| {arm} | {len(rows)} | {rows[0]['weights']['rows']} | {dev:.3f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_credit(result: dict[str, Any], path: Path) -> Path:
+    """One panel per metric: each arm's mean over seeds with its 95% interval, and each seed's value."""
+    arms = list(result["arms"])
+    fig, axes = plt.subplots(2, 3, figsize=(15, 7.5))
+    for ax, (name, title) in zip(axes.flat, CREDIT_PANELS):
+        for i, arm in enumerate(arms):
+            data = result["arms"][arm]
+            s = data["summary"].get(name)
+            seeds = [r[name] for r in data["rows"] if r[name] is not None]
+            color = CREDIT_COLORS.get(arm)
+            if s is not None:
+                ax.errorbar([i], [s["value"]], yerr=[[s["value"] - s["low"]], [s["high"] - s["value"]]], fmt="o",
+                            color=color, capsize=6, markersize=8)  # fmt: skip
+            ax.scatter([i + 0.15] * len(seeds), seeds, color=color, alpha=0.5, s=14)
+        ax.set_xticks(range(len(arms)), arms)
+        ax.set_title(title, fontsize=10)
+    cfg = result["config"]
+    fig.suptitle(
+        f"Credit assignment: the same verified runs, {len(arms)} arms x {cfg['seeds']} seeds "
+        f"(dots: seeds; bars: 95% bootstrap over seeds)"
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
