@@ -155,7 +155,7 @@ def weight_stats(rows: list[SFTRow] | list[RLRow]) -> WeightStats:
 
 def fix_turn(report: VerificationReport) -> int | None:
     """The turn whose state change first made every required hidden test pass (None: never)."""
-    done = [p for p in report.progress or [] if p.total and p.passed == p.total]
+    done = [p for p in report.progress or [] if not p.is_start and p.total and p.passed == p.total]
     return min((p.turn, p.step) for p in done)[0] if done else None
 
 

@@ -35,6 +35,7 @@ from touchstone.verify.report import (
     AuditFinding,
     CheckResult,
     Isolation,
+    START_TOOL,
     ProgressPoint,
     VerificationReport,
 )
@@ -371,8 +372,13 @@ def _oracle_check(
 def _progress(
     suite: HiddenSuite, rep: ReplayResult, pristine_tests: set[str], tmp: Path, backend: str
 ) -> list[ProgressPoint]:
-    """Share of required hidden tests passing after each state-changing step."""
-    points = []
+    """Share of required hidden tests passing on the task as given (the start point,
+    turn and step -1) and after each state-changing step. The start matters to credit:
+    required tests include pass-to-pass ones, so the first state change, whatever it
+    did, would otherwise be credited with every test that already passed."""
+    start = suite.run(suite.compose(tmp / "progress-start"), 0, backend=backend)
+    points = [ProgressPoint(turn=-1, step=-1, tool=START_TOOL, passed=len(start.passed), total=start.total,
+                            fraction=start.fraction)]  # fmt: skip
     for i, state in enumerate(rep.states):
         files = {r: d for r, d in state.files.items() if r not in pristine_tests}
         deleted = [r for r in rep.pristine if r not in state.snapshot and r not in pristine_tests]
