@@ -194,6 +194,7 @@ def arm_seed(
         sampling=sampling,
         limits=EpisodeLimits(max_turns=cfg.max_turns),
         matched_samples=0,
+        likelihood=False,  # the study's likelihoods are its own (phase_nll)
     )
     nll = phase_nll(ckpt, reference, cfg.max_length)
     agreement, types = matched_actions(ckpt, reference, cfg, cfg.seed + 1000 * seed)
