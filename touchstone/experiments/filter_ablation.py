@@ -350,7 +350,17 @@ class ArmData(BaseModel):
 
 def read_outcomes(filtered: list[tuple[Path, Path]]) -> pl.DataFrame:
     """Every filtered trajectory's outcomes row (`OUTCOME_SCHEMA`)."""
-    return pl.concat([pl.read_parquet(d / OUTCOMES_FILE) for _, d in filtered]) if filtered else pl.DataFrame()
+    tables = []
+    for _, d in filtered:
+        table = pl.read_parquet(d / OUTCOMES_FILE)
+        missing = set(OUTCOME_SCHEMA) - set(table.columns)
+        if missing:  # written before the labels were the policy's record and the held-out check
+            raise ValueError(
+                f"{d / OUTCOMES_FILE} lacks {', '.join(sorted(missing))}: an experiment directory from before "
+                "2026-12-05; delete that file (and the rows after it) to filter again"
+            )
+        tables.append(table)
+    return pl.concat(tables) if tables else pl.DataFrame()
 
 
 def filter_stats(arm: Arm, outcomes: pl.DataFrame) -> FilterStats:
