@@ -96,7 +96,7 @@ def filter_ablation(
 
     from touchstone import paths
     from touchstone.experiments.filter_ablation import AblationConfig, experiment_tasks
-    from touchstone.experiments.report import ablation_table, plot_ablation, seeds_table
+    from touchstone.experiments.report import ablation_table, plot_ablation, plot_splits, seeds_table
     from touchstone.tasks.schema import TaskError, load_task_set
     from training.ablation import run_filter_ablation, run_seeds
     from training.common import TrainingError
@@ -138,8 +138,11 @@ def filter_ablation(
     (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     first = result["seeds"][0] if seeds > 1 else result
     plot_ablation(first, out / "ablation.png")
+    plot_splits(first, out / "splits.png")
     table = (seeds_table(result["summary"]) + "\nFirst seed:\n\n" if seeds > 1 else "") + ablation_table(first)
-    (out / "report.md").write_text(f"# Filter ablation\n\n{table}\n![filter ablation](ablation.png)\n")
+    (out / "report.md").write_text(
+        f"# Filter ablation\n\n{table}\n![filter ablation](ablation.png)\n\n![what each filter passed](splits.png)\n"
+    )
     if as_json:
         json.dump(result, sys.stdout, indent=2)
         click.echo()

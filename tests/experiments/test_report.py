@@ -1,6 +1,6 @@
 """The filter ablation's table and figure from a result (the `--json` object)."""
 
-from touchstone.experiments.report import ablation_table, plot_ablation
+from touchstone.experiments.report import ablation_table, plot_ablation, plot_splits
 
 
 def _row(round_: int, share: float, propensity: float | None, nll: float) -> dict:
@@ -54,3 +54,4 @@ def test_table_and_plot_show_the_base_model_and_every_arm_and_round(tmp_path):
     assert "| naive | 1 | 3 / 4, 3 | 2 / 2, 0 | 3 / 5 | 0.50 | 0.00 |" in splits
     png = plot_ablation(result, tmp_path / "ablation.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plot_splits(result, tmp_path / "splits.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

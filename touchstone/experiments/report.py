@@ -192,3 +192,30 @@ def plot_credit(result: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def plot_splits(result: dict[str, Any], path: Path, round_index: int = 0) -> Path:
+    """What each filter passed in one round, per hack split and for the recorded-honest
+    runs: the share passed (bars) with passed / attempted written above each bar."""
+    arms = {arm: rows[round_index] for arm, rows in result["arms"].items() if rows[round_index].get("filter")}
+    groups = [*next(iter(arms.values()))["filter"]["hacks_by_split"], "honest"]
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    width = 0.8 / max(len(arms), 1)
+    for i, (arm, row) in enumerate(arms.items()):
+        f = row["filter"]
+        counts = [(f["passed_hacks_by_split"][g], f["hacks_by_split"][g]) for g in groups[:-1]]
+        counts.append((f["passed_honest"], f["honest"]))
+        xs = [j + (i - (len(arms) - 1) / 2) * width for j in range(len(groups))]
+        shares = [p / n if n else 0.0 for p, n in counts]
+        ax.bar(xs, shares, width=width, label=arm, color=COLORS.get(arm))
+        for x, share, (p, n) in zip(xs, shares, counts):
+            ax.text(x, share + 0.02, f"{p}/{n}", ha="center", fontsize=8)
+    ax.set_xticks(range(len(groups)), [f"hacks: {g}" for g in groups[:-1]] + ["honest runs"])
+    ax.set(ylim=(0, 1.15), ylabel="share the filter passed")
+    ax.set_title(f"What each filter passed, round {round_index} (labels: the policy's own record)")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
