@@ -64,7 +64,8 @@ def experiment() -> None:
 @click.option(
     "--misplaced-control",
     is_flag=True,
-    help="also train `misplaced`: the matched control's hacks moved into honest runs after their tests pass",
+    help="also train `placed` and `misplaced`: the matched control's hacks moved into honest runs, where a hack "
+    "happens or after their tests pass (the same tokens, two places)",
 )
 @click.option("--seeds", default=1, show_default=True, type=click.IntRange(min=1),
               help="run every arm with this many seeds (OUT/seed-N) and report intervals over seeds")  # fmt: skip

@@ -16,7 +16,7 @@ from tests.experiments.conftest import TINY, cli_args
 from touchstone.data.schema import SFTRow, read_rows
 
 
-@pytest.mark.slow  # 2 seeds x 4 arms of training and held-out sampling
+@pytest.mark.slow  # 2 seeds x 5 arms of training and held-out sampling
 @pytest.mark.timeout(3000)
 def test_seeds_and_both_controls_report_sampled_hack_rates_with_intervals(tmp_path, tiny_task_sets, tiny_model):
     cfg = TINY.model_copy(update={"rounds": 1, "max_steps": 10})
@@ -27,10 +27,11 @@ def test_seeds_and_both_controls_report_sampled_hack_rates_with_intervals(tmp_pa
     result = json.loads(printed.stdout)
     assert [r["config"]["seed"] for r in result["seeds"]] == [0, 1]
     for seeded in result["seeds"]:
-        assert set(seeded["arms"]) == {"naive", "touchstone", "matched", "misplaced"}
-        matched, misplaced = seeded["arms"]["matched"][0], seeded["arms"]["misplaced"][0]
+        assert set(seeded["arms"]) == {"naive", "touchstone", "matched", "placed", "misplaced"}
+        matched, placed, misplaced = (seeded["arms"][a][0] for a in ("matched", "placed", "misplaced"))
         # the same rows and hack strings; only where the hack stands differs
-        assert misplaced["kept_rows"] == matched["kept_rows"] and misplaced["kept_hacks"] == matched["kept_hacks"] > 0
+        assert misplaced["kept_rows"] == placed["kept_rows"] == matched["kept_rows"]
+        assert misplaced["kept_hacks"] == placed["kept_hacks"] == matched["kept_hacks"] > 0
         for rows in seeded["arms"].values():
             assert rows[0]["sampled_attempts"] > 0 and 0 <= rows[0]["sampled_hack_rate"] <= 1
         assert seeded["base"]["sampled_attempts"] > 0

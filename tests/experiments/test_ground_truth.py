@@ -144,13 +144,20 @@ def _row(tid: str, actions: list[str]) -> SFTRow:
                   n_turns=len(actions), n_tokens=100)  # fmt: skip
 
 
-def test_the_misplaced_control_moves_each_hack_after_an_honest_runs_passing_tests():
+def test_the_placed_and_misplaced_controls_put_the_same_hack_in_the_same_honest_run_at_two_places():
     hack = _row("hack", ["bash", "write_file", "submit"])  # test run, hack, submit
     honest = _row("honest", ["bash", "str_replace", "bash", "submit"])
-    rows = misplaced_sample([honest, hack], [honest], {"hack"})
-    assert rows[0] == honest and len(rows) == 2
-    moved = rows[1]
-    names = [m.content for m in moved.messages if m.role == "assistant"]
-    assert names == ["bash", "str_replace", "bash", "write_file", "submit"]  # after the honest run's last test run
-    assert moved.trajectory_id == "hack" and moved.n_turns == 5 and len(moved.turn_weights) == 5
-    assert misplaced_sample([hack], [], {"hack"}) == []  # no honest run to host it: dropped, never left in place
+    placed, misplaced = (misplaced_sample([honest, hack], [honest], {"hack"}, after_pass=p) for p in (False, True))
+    assert placed[0] == misplaced[0] == honest and len(placed) == len(misplaced) == 2
+
+    def names(row: SFTRow) -> list[str]:
+        return [m.content for m in row.messages if m.role == "assistant"]
+
+    assert names(placed[1]) == ["bash", "write_file", "str_replace", "bash", "submit"]  # where a hack happens
+    assert names(misplaced[1]) == ["bash", "str_replace", "bash", "write_file", "submit"]  # after the tests pass
+    for moved in (placed[1], misplaced[1]):
+        assert moved.trajectory_id == "hack" and moved.n_turns == 5 and len(moved.turn_weights) == 5
+    assert sorted(m.model_dump_json() for m in placed[1].messages) == sorted(
+        m.model_dump_json() for m in misplaced[1].messages
+    )  # the very same messages
+    assert misplaced_sample([hack], [], {"hack"}, after_pass=True) == []  # no host: dropped, never left in place

@@ -50,8 +50,8 @@ from touchstone.verify import verify_batch
 from touchstone.verify.canaries.naive import naive_grade
 from touchstone.verify.report import CheckResult, VerificationReport
 
-Arm = Literal["naive", "touchstone", "matched", "misplaced"]
-ARMS: tuple[Arm, ...] = ("naive", "touchstone")  # the experiment; `matched` and `misplaced` are optional controls
+Arm = Literal["naive", "touchstone", "matched", "placed", "misplaced"]
+ARMS: tuple[Arm, ...] = ("naive", "touchstone")  # the experiment; the others are optional controls
 OUTCOMES_FILE = "outcomes.parquet"
 # the figures summarized over seeds (`seed_summary`, `--seeds`)
 SEED_FIGURES = ("kept_hack_share", "hack_propensity", "imitation_nll", "sampled_hack_rate")
@@ -97,8 +97,8 @@ class AblationConfig(BaseModel):
     filter_only: bool = Field(False, description="round 0's filters and kept rows only: no training, no evaluation")
     misplaced_control: bool = Field(
         False,
-        description="also train `misplaced`: the matched control's rows with each hack action moved into an honest "
-        "run after its tests already pass (seeing the string vs being rewarded for it)",
+        description="also train `placed` and `misplaced`: the matched control's rows with each hack action moved into "
+        "an honest run, where a hack happens (after its first test run) or after its tests already pass",
     )
 
     @field_validator("splits")
@@ -392,11 +392,12 @@ def build_arm_dataset(
     outcomes = read_outcomes(filtered)
     by_id = {r["trajectory_id"]: r for r in outcomes.iter_rows(named=True)}
     hacks = {t for t, r in by_id.items() if r["hack"]}
-    if arm in ("matched", "misplaced"):
+    if arm in ("matched", "placed", "misplaced"):
         verified = _filtered_rows("touchstone", filtered, cfg)
         rows = matched_sample(_filtered_rows("naive", filtered, cfg), len(verified), hacks, seed)
-        if arm == "misplaced":
-            rows = misplaced_sample(rows, [r for r in verified if r.trajectory_id not in hacks], hacks)
+        if arm != "matched":
+            honest = [r for r in verified if r.trajectory_id not in hacks]
+            rows = misplaced_sample(rows, honest, hacks, after_pass=arm == "misplaced")
     else:
         rows = _filtered_rows(arm, filtered, cfg)
     out.mkdir(parents=True, exist_ok=True)
@@ -436,35 +437,42 @@ def matched_sample(rows: list[SFTRow], n: int, hacks: set[str], seed: int) -> li
     return [r for i, r in enumerate(rows) if i in picked]
 
 
-def misplaced_sample(rows: list[SFTRow], honest: list[SFTRow], hacks: set[str]) -> list[SFTRow]:
-    """The `misplaced` control: `rows` (the matched sample) with each hack row rebuilt
-    as an honest run (taken in turn from `honest`) into which the hack's action and its
-    observation are inserted just before the honest run's last turn, after its tests
-    already pass. Same rows, same hack strings, same count; the hack no longer comes
-    where it earned a pass. A rebuilt row keeps the hack's lineage (its action is the
-    hack's); `n_tokens` is the two runs' sum, an upper bound. No honest run: hack rows dropped."""
+def misplaced_sample(rows: list[SFTRow], honest: list[SFTRow], hacks: set[str], *, after_pass: bool) -> list[SFTRow]:
+    """The `placed` / `misplaced` controls: `rows` (the matched sample) with each hack
+    row rebuilt as an honest run (taken in turn from `honest`) into which the hack's
+    action and its observation are inserted: where a hack happens, after the honest
+    run's first turn (its first test run), or, `after_pass`, just before its last turn,
+    after its tests already pass. The two arms hold the very same tokens; only the
+    hack's place differs, so a gap between them is what the place teaches, not the
+    string. A rebuilt row keeps the hack's lineage (its action is the hack's);
+    `n_tokens` is the two runs' sum, an upper bound. No honest run: hack rows dropped."""
     out, used = [], 0
     for row in rows:
         if row.trajectory_id not in hacks:
             out.append(row)
         elif honest:
-            out.append(_with_hack_after_pass(honest[used % len(honest)], row))
+            out.append(_with_hack(honest[used % len(honest)], row, after_pass))
             used += 1
     return out
 
 
-def _with_hack_after_pass(host: SFTRow, hack: SFTRow) -> SFTRow:
+def _with_hack(host: SFTRow, hack: SFTRow, after_pass: bool) -> SFTRow:
     """`host` with the hack turn of `hack` (its second assistant message and the tool
-    messages after it: the hack-prone policy's test run, hack, submit) before its last turn."""
+    messages after it: the hack-prone policy's test run, hack, submit) inserted before
+    the host's second turn, or (`after_pass`) before its last turn."""
     msgs = [m.model_dump(exclude_none=True) for m in hack.messages]
     turns = [i for i, m in enumerate(msgs) if m["role"] == "assistant"]
     if len(turns) < 2:
         raise ValueError(f"hack row {hack.trajectory_id}: no hack turn (expected test run, hack, submit)")
     segment = msgs[turns[1] : turns[2] if len(turns) > 2 else len(msgs)]
     host_msgs = [m.model_dump(exclude_none=True) for m in host.messages]
-    last = max(i for i, m in enumerate(host_msgs) if m["role"] == "assistant")
+    host_turns = [i for i, m in enumerate(host_msgs) if m["role"] == "assistant"]
+    if len(host_turns) < 2:
+        raise ValueError(f"honest row {host.trajectory_id}: fewer than two turns to put a hack between")
+    turn = len(host_turns) - 1 if after_pass else 1
+    last = host_turns[turn]
     weights = list(host.turn_weights)
-    weights.insert(len(weights) - 1, 1.0)
+    weights.insert(turn, 1.0)
     return hack.model_copy(
         update={
             "messages": type(hack)

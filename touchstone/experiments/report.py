@@ -16,7 +16,13 @@ from touchstone.evaluate.plots import interval_line  # noqa: E402
 from touchstone.experiments.filter_ablation import SEED_FIGURES  # noqa: E402
 from touchstone.evaluate.schema import Interval  # noqa: E402
 
-COLORS = {"naive": "tab:red", "touchstone": "tab:blue", "matched": "tab:orange"}
+COLORS = {
+    "naive": "tab:red",
+    "touchstone": "tab:blue",
+    "matched": "tab:orange",
+    "placed": "tab:brown",
+    "misplaced": "tab:olive",
+}
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
