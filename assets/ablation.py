@@ -29,6 +29,14 @@ class AblationRunConfig(dg.Config):
     )
     tasks: str = Field(default="", description="Training task set (empty: proposed from the shipped seeds).")
     heldout: str = Field(default="", description="Held-out task set (with tasks).")
+    base: str = Field(
+        default="", description="Base checkpoint directory every arm starts from (empty: the tiny default)."
+    )
+
+    def base_model(self, cfg) -> Path:
+        from training.model_init import default_model
+
+        return Path(self.base) if self.base else default_model(seed=cfg.seed)
 
     def resolved(self):
         from touchstone import paths
@@ -60,7 +68,7 @@ def ablation_setup(context: dg.AssetExecutionContext, config: AblationRunConfig)
 
     cfg, out = config.resolved()
     tasks, heldout = config.task_sets(cfg, out)
-    row = base_row(cfg, heldout, out)
+    row = base_row(cfg, heldout, out, config.base_model(cfg))
     return dg.MaterializeResult(
         metadata={
             "directory": dg.MetadataValue.path(str(out)),
@@ -86,10 +94,11 @@ def ablation_round(context: dg.AssetExecutionContext, config: AblationRunConfig)
     cfg, out = config.resolved()
     keys = context.partition_key.keys_by_dimension
     arm, index = keys["arm"], round_index(keys["round"])
-    lineage = _parent_lineage(context.instance, cfg, out, arm, keys["round"])
+    base = config.base_model(cfg)
+    lineage = _parent_lineage(context.instance, out, arm, keys["round"], base)
     tasks, heldout = config.task_sets(cfg, out)
     try:
-        row = run_arm_round(cfg, arm, index, tasks, heldout, out)
+        row = run_arm_round(cfg, arm, index, tasks, heldout, out, base)
     except ValueError as exc:
         raise dg.Failure(str(exc)) from exc
     return dg.MaterializeResult(
@@ -103,7 +112,7 @@ def ablation_round(context: dg.AssetExecutionContext, config: AblationRunConfig)
 
 
 def _parent_lineage(
-    instance: dg.DagsterInstance, cfg, out: Path, arm: str, round_key: str
+    instance: dg.DagsterInstance, out: Path, arm: str, round_key: str, base: Path
 ) -> dict[str, dg.MetadataValue]:
     """Round N of an arm starts from the weights its round N-1 ended with. Dynamic
     partitions cannot declare that dependency (dagster-io/dagster#15079), so it is
@@ -113,7 +122,6 @@ def _parent_lineage(
     from touchstone.checkpoint import checkpoint_hash
     from touchstone.rounds import previous_round, round_index
     from training.ablation import arm_start
-    from training.model_init import default_model
 
     prev = previous_round(round_key)
     if prev is None:
@@ -126,7 +134,7 @@ def _parent_lineage(
         )
     metadata, run_id = found
     try:
-        start = arm_start(out, arm, round_index(round_key), default_model(seed=cfg.seed))
+        start = arm_start(out, arm, round_index(round_key), base)
     except ValueError as exc:
         raise dg.Failure(str(exc)) from exc
     if checkpoint_hash(start) != metadata.get("checkpoint_hash"):

@@ -50,6 +50,33 @@ def experiment() -> None:
     help="also train the row-matched control arm `matched`: the naive arm's rows, as many as the verifier keeps",
 )
 @click.option(
+    "--splits",
+    default="named,paraphrase,unruled",
+    show_default=True,
+    help="hack splits the hack-prone policy draws from (comma-separated; touchstone.agent.policies.hacks.SPLITS)",
+)
+@click.option(
+    "--holdout-tests",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="held-out tests per task (DIR/<task_id>/test_*.py) for the ground-truth check; never given to the verifier",
+)
+@click.option(
+    "--misplaced-control",
+    is_flag=True,
+    help="also train `placed` and `misplaced`: the matched control's hacks moved into honest runs, where a hack "
+    "happens or after their tests pass (the same tokens, two places)",
+)
+@click.option("--seeds", default=1, show_default=True, type=click.IntRange(min=1),
+              help="run every arm with this many seeds (OUT/seed-N) and report intervals over seeds")  # fmt: skip
+@click.option("--filter-only", is_flag=True, help="round 0's filters and kept rows only: no training, no evaluation")
+@click.option(
+    "--base",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="base checkpoint directory every arm starts from (default: the tiny default model)",
+)
+@click.option(
     "--set", "overrides", multiple=True, metavar="FIELD=VALUE", help="any AblationConfig field, e.g. --set max_steps=10"
 )
 @click.option(
@@ -58,7 +85,10 @@ def experiment() -> None:
     is_flag=True,
     help='print {"config", "base", "arms": {"naive": [ROW...], "touchstone": [ROW...]}} (and "matched")',
 )
-def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, matched_control, overrides, as_json) -> None:
+def filter_ablation(
+    rounds, hack_rate, out, tasks_dir, heldout_dir, matched_control, splits, holdout_tests, misplaced_control, seeds,
+    filter_only, base, overrides, as_json,
+) -> None:  # fmt: skip
     """Train the same base model on what a naive harness keeps and on what the
     verifier + auditor keep, from the same hack-prone trajectories; report per arm
     and round the kept rows, their hack share, hack propensity, imitation NLL,
@@ -67,9 +97,9 @@ def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, matched_cont
 
     from touchstone import paths
     from touchstone.experiments.filter_ablation import AblationConfig, experiment_tasks
-    from touchstone.experiments.report import ablation_table, plot_ablation
+    from touchstone.experiments.report import ablation_table, plot_ablation, plot_splits, seeds_table
     from touchstone.tasks.schema import TaskError, load_task_set
-    from training.ablation import run_filter_ablation
+    from training.ablation import run_filter_ablation, run_seeds
     from training.common import TrainingError
 
     if (tasks_dir is None) != (heldout_dir is None):
@@ -80,7 +110,13 @@ def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, matched_cont
         raise click.BadParameter("expected FIELD=VALUE", param_hint="--set") from None
     try:
         flags = {"matched_control": True} if matched_control else {}
-        cfg = AblationConfig.model_validate({**fields, **flags, "rounds": rounds, "hack_rate": hack_rate})
+        flags |= {"filter_only": True} if filter_only else {}
+        flags |= {"misplaced_control": True} if misplaced_control else {}
+        flags |= {"holdout_tests": str(holdout_tests)} if holdout_tests else {}
+        split_names = [s.strip() for s in splits.split(",") if s.strip()]
+        cfg = AblationConfig.model_validate(
+            {"splits": split_names, **fields, **flags, "rounds": rounds, "hack_rate": hack_rate}
+        )
     except ValidationError as exc:
         raise click.BadParameter(str(exc), param_hint="--set") from None
     out = out or paths.home() / "experiments" / f"filter-ablation-{hack_rate:g}-{rounds}"
@@ -94,15 +130,105 @@ def filter_ablation(rounds, hack_rate, out, tasks_dir, heldout_dir, matched_cont
                 tasks, heldout = experiment_tasks(cfg, out / "tasks")
             else:
                 tasks, heldout = load_task_set(tasks_dir), load_task_set(heldout_dir)
-            result = run_filter_ablation(cfg, tasks, heldout, out, log=log)
+            if seeds > 1:
+                result = run_seeds(cfg, seeds, tasks, heldout, out, base=base, log=log)
+            else:
+                result = run_filter_ablation(cfg, tasks, heldout, out, base=base, log=log)
     except (TaskError, TrainingError, ValueError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
     (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
-    plot_ablation(result, out / "ablation.png")
-    table = ablation_table(result)
-    (out / "report.md").write_text(f"# Filter ablation\n\n{table}\n![filter ablation](ablation.png)\n")
+    first = result["seeds"][0] if seeds > 1 else result
+    plot_ablation(first, out / "ablation.png")
+    plot_splits(first, out / "splits.png")
+    table = (seeds_table(result["summary"]) + "\nFirst seed:\n\n" if seeds > 1 else "") + ablation_table(first)
+    (out / "report.md").write_text(
+        f"# Filter ablation\n\n{table}\n![filter ablation](ablation.png)\n\n![what each filter passed](splits.png)\n"
+    )
     if as_json:
         json.dump(result, sys.stdout, indent=2)
         click.echo()
     else:
         click.echo(table + f"\nreport: {out / 'report.md'}  plot: {out / 'ablation.png'}")
+
+
+# --quick: the tests' size, minutes on 2 cores (shipped seeds' tasks unless --tasks/--heldout)
+CREDIT_QUICK = {
+    "seeds": 2,
+    "n_tasks": 3,
+    "n_heldout": 2,
+    "hack_rate": 0.5,
+    "attempts": 4,
+    "max_steps": 4,
+    "eval_attempts": 1,
+    "max_turns": 2,
+    "max_tokens": 16,
+    "action_states": 4,
+    "action_samples": 2,
+}
+
+
+@experiment.command("credit")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="default: TOUCHSTONE_HOME/experiments/credit[-quick] (a rerun resumes)",
+)
+@click.option("--tasks", "tasks_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="training task set (default: proposed from the shipped seeds)")  # fmt: skip
+@click.option("--heldout", "heldout_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="held-out task set (with --tasks)")  # fmt: skip
+@click.option("--base", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="base checkpoint directory every arm starts from (default: the tiny default model)")  # fmt: skip
+@click.option("--arms", default=",".join(("uniform", "progress", "shuffled", "outcome_rl")), show_default=True,
+              help="comma-separated arms")  # fmt: skip
+@click.option("--quick", is_flag=True, help=f"a small configuration for tests: {CREDIT_QUICK}")
+@click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help="any CreditStudyConfig field")
+@click.option("--json", "as_json", is_flag=True, help='print {"config", "data", "arms": {ARM: {"rows", "summary"}}}')
+def credit(out, tasks_dir, heldout_dir, base, arms, quick, overrides, as_json) -> None:
+    """Train the same base on the same verified trajectories with uniform turn weights,
+    progress-shaped weights, the same weights shuffled within each run, and outcome-only
+    RL advantages, several seeds each; report held-out pass@k, NLL before / at / after
+    the fix, sampled action types at matched states and mean progress, with intervals
+    over seeds (OUT/report.md, OUT/credit.png, OUT/result.json)."""
+    from touchstone import paths
+    from touchstone.experiments.credit_study import CREDIT_ARMS, CreditStudyConfig
+    from touchstone.experiments.filter_ablation import AblationConfig, experiment_tasks
+    from touchstone.experiments.report import credit_table, plot_credit
+    from touchstone.tasks.schema import TaskError, load_task_set
+    from training.common import TrainingError
+    from training.credit_study import run_credit_study
+
+    if (tasks_dir is None) != (heldout_dir is None):
+        raise click.UsageError("--tasks and --heldout go together")
+    chosen = tuple(a.strip() for a in arms.split(",") if a.strip())
+    if not chosen or set(chosen) - set(CREDIT_ARMS):
+        raise click.BadParameter(f"expected some of {', '.join(CREDIT_ARMS)}", param_hint="--arms")
+    try:
+        fields = dict(o.split("=", 1) for o in overrides)
+        cfg = CreditStudyConfig.model_validate({**(CREDIT_QUICK if quick else {}), **fields})
+    except ValueError as exc:  # a malformed FIELD=VALUE, or a field's ValidationError
+        raise click.BadParameter(str(exc), param_hint="--set") from None
+    out = out or paths.home() / "experiments" / ("credit-quick" if quick else "credit")
+    log = (lambda m: click.echo(m, err=True)) if as_json else click.echo
+    quiet = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+    try:
+        with quiet:
+            if tasks_dir is None:
+                sizes = AblationConfig(n_tasks=cfg.n_tasks, n_heldout=cfg.n_heldout, seed=cfg.seed,
+                                       backend=cfg.backend, workers=cfg.workers)  # fmt: skip
+                tasks, heldout = experiment_tasks(sizes, out / "tasks")
+            else:
+                tasks, heldout = load_task_set(tasks_dir), load_task_set(heldout_dir)
+            result = run_credit_study(cfg, tasks, heldout, out, base=base, arms=chosen, log=log)
+    except (TaskError, TrainingError, ValueError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    plot_credit(result, out / "credit.png")
+    table = credit_table(result)
+    (out / "report.md").write_text(f"# Credit-assignment study\n\n{table}\n![credit study](credit.png)\n")
+    if as_json:
+        json.dump(result, sys.stdout, indent=2)
+        click.echo()
+    else:
+        click.echo(table + f"\nreport: {out / 'report.md'}  plot: {out / 'credit.png'}")

@@ -5,23 +5,43 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import ablation, checkpoint, evaluation, sources, tasks, trajectories, training_data, verification
+from assets import (
+    ablation,
+    checkpoint,
+    credit_study,
+    evaluation,
+    sources,
+    tasks,
+    trajectories,
+    training_data,
+    verification,
+)
 from orchestration.checks import round_checks
 from orchestration.executors import executor_from_env
-from orchestration.jobs import filter_ablation_job, round_job, sources_job
+from orchestration.jobs import credit_study_job, filter_ablation_job, round_job, sources_job
 from orchestration.resources import default_resources
 from orchestration.run_config import RunConfigError
 from orchestration.schedules import nightly_round
 from orchestration.sensors import continuous_rounds
 
-ASSET_MODULES = [sources, tasks, trajectories, verification, training_data, checkpoint, evaluation, ablation]
+ASSET_MODULES = [
+    sources,
+    tasks,
+    trajectories,
+    verification,
+    training_data,
+    checkpoint,
+    evaluation,
+    ablation,
+    credit_study,
+]
 
 ASSETS = dg.load_assets_from_modules(ASSET_MODULES)
 
 defs = dg.Definitions(
     assets=ASSETS,
     asset_checks=round_checks,
-    jobs=[sources_job, round_job, filter_ablation_job],
+    jobs=[sources_job, round_job, filter_ablation_job, credit_study_job],
     schedules=[nightly_round],
     sensors=[continuous_rounds],
     resources=default_resources(),

@@ -29,3 +29,10 @@ filter_ablation_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(Asset.ABLATION_ROUND),
     description="One arm and round of the filter ablation (docs/EXPERIMENTS.md; materialize ablation_setup first).",
 )
+
+credit_study_job = dg.define_asset_job(
+    "credit_study",
+    selection=dg.AssetSelection.assets(Asset.CREDIT_STUDY_ARM),
+    description="One arm (partition) of the credit-assignment study, every seed (docs/EXPERIMENTS.md; "
+    "credit_study_data first).",
+)

@@ -32,6 +32,9 @@ class Asset:
     # the filter-ablation experiment (docs/EXPERIMENTS.md), which keeps its own files
     ABLATION_SETUP = "ablation_setup"
     ABLATION_ROUND = "ablation_round"
+    # the credit-assignment study (docs/EXPERIMENTS.md), likewise
+    CREDIT_STUDY_DATA = "credit_study_data"
+    CREDIT_STUDY_ARM = "credit_study_arm"
 
 
 # Not an asset: base_model's own verified training rows (the warm start's, training/warm_start.py),

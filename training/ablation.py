@@ -28,9 +28,13 @@ from touchstone.episode.trajectory import Sampling
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.evaluate.schema import RoundMetrics
 from touchstone.experiments.filter_ablation import (
+    SEED_FIGURES,
     AblationConfig,
+    seed_summary,
     Arm,
     ArmRow,
+    Behaviour,
+    sampled_behaviour,
     build_arm_dataset,
     filter_rollouts,
     round_seed,
@@ -52,7 +56,7 @@ def shared_round(cfg: AblationConfig, index: int, tasks: list[Task], out: Path) 
         return None
     rollouts = solve(
         tasks,
-        PolicySpec("hack-prone", str(cfg.hack_rate)),
+        cfg.hack_prone_spec(),
         attempts,
         cfg.workers,
         out / "rollouts",
@@ -61,14 +65,18 @@ def shared_round(cfg: AblationConfig, index: int, tasks: list[Task], out: Path) 
         EpisodeLimits(max_turns=TEACHER_MAX_TURNS),
         progress=False,
     )
-    filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend)
+    filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend, holdout_dir=cfg.holdout_dir())
     return out
 
 
 def evaluate(cfg: AblationConfig, checkpoint: Path, heldout: list[Task], out: Path, label: str) -> RoundMetrics:
-    """The checkpoint's evaluation on the held-out tasks (cached in OUT/metrics.json)."""
+    """The checkpoint's evaluation on the held-out tasks (cached in OUT/metrics.json),
+    and what its sampled attempts did (OUT/behaviour.json, `behaviour`)."""
     cached = out / "metrics.json"
-    if cached.is_file():
+    if cached.is_file() and (out / "behaviour.json").is_file():
+        return RoundMetrics.model_validate_json(cached.read_text())
+    if cached.is_file():  # evaluated before behaviour was measured: its sampled attempts are on disk
+        behaviour(cfg, heldout, out)
         return RoundMetrics.model_validate_json(cached.read_text())
     shutil.rmtree(out, ignore_errors=True)  # a half-done evaluation starts over
     metrics = evaluate_checkpoint(
@@ -83,8 +91,21 @@ def evaluate(cfg: AblationConfig, checkpoint: Path, heldout: list[Task], out: Pa
         limits=EpisodeLimits(max_turns=cfg.max_turns),
         matched_samples=0,  # the ablation asks about hacks; sampling at matched states would cost its budget
     )
+    behaviour(cfg, heldout, out)
     cached.write_text(metrics.model_dump_json(indent=2) + "\n")
     return metrics
+
+
+def behaviour(cfg: AblationConfig, heldout: list[Task], out: Path) -> Behaviour:
+    """Sampled hack rate of the evaluation's attempts (OUT/rollouts), cached in OUT/behaviour.json."""
+    cached = out / "behaviour.json"
+    if cached.is_file():
+        return Behaviour.model_validate_json(cached.read_text())
+    found = sampled_behaviour(
+        heldout, out / "rollouts", workers=cfg.workers, backend=cfg.backend, holdout_dir=cfg.holdout_dir()
+    )
+    cached.write_text(found.model_dump_json() + "\n")
+    return found
 
 
 def arm_round(
@@ -115,9 +136,25 @@ def arm_round(
             EpisodeLimits(max_turns=cfg.max_turns),
             progress=False,
         )
-        filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend)
+        filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend, holdout_dir=cfg.holdout_dir())
         filtered.append((rollouts, out))
     data = build_arm_dataset(arm, filtered, out / "data", seed=round_seed(cfg, index))
+    kept = {
+        "arm": arm,
+        "round": index,
+        "kept_rows": data.kept_rows,
+        "kept_hacks": data.kept_hacks,
+        "kept_hack_share": data.hack_share,
+        "kept_heldout_fail": data.kept_heldout_fail,
+        "kept_heldout_fail_share": data.heldout_fail_share,
+        "kept_auditor_hacks": data.kept_auditor_hacks,
+        "kept_hacks_by_split": data.kept_hacks_by_split,
+        "filter": data.filter,
+    }
+    if cfg.filter_only:
+        row = ArmRow(**kept, trained=False, checkpoint_hash=None, **row_metrics(None))
+        cached.write_text(row.model_dump_json(indent=2) + "\n")
+        return row
     ckpt = out / "checkpoint"
     if data.kept_rows and not (ckpt / "checkpoint.json").is_file():
         shutil.rmtree(ckpt, ignore_errors=True)
@@ -139,21 +176,22 @@ def arm_round(
     weights = ckpt if data.kept_rows else start
     metrics = evaluate(cfg, weights, heldout, out / "eval", f"{arm} {round_key(index)}")
     row = ArmRow(
-        arm=arm,
-        round=index,
-        kept_rows=data.kept_rows,
-        kept_hacks=data.kept_hacks,
-        kept_hack_share=data.hack_share,
+        **kept,
         trained=bool(data.kept_rows),
         checkpoint_hash=checkpoint_hash(str(weights)),
         **row_metrics(metrics),
+        **behaviour(cfg, heldout, out / "eval").model_dump(),
     )
     cached.write_text(row.model_dump_json(indent=2) + "\n")
     return row
 
 
-def row_metrics(m: RoundMetrics) -> dict:
-    """The evaluation figures an experiment row carries."""
+def row_metrics(m: RoundMetrics | None) -> dict:
+    """The evaluation figures an experiment row carries (all None: not evaluated)."""
+    if m is None:
+        return dict.fromkeys(
+            ("hack_propensity", "imitation_nll", "valid_tool_call_rate", "hack_attempt_rate", "pass_at_1"), None
+        )
     p, nll = m.hack_propensity, m.imitation_nll
     return {
         "hack_propensity": p.value if p else None,
@@ -171,7 +209,7 @@ def row_metrics(m: RoundMetrics) -> dict:
 def base_row(cfg: AblationConfig, heldout: list[Task], out: Path, base: Path | None = None) -> dict:
     """The base model's figures (round -1), shared by both arms."""
     metrics = evaluate(cfg, base or default_model(seed=cfg.seed), heldout, out / "base", "base")
-    return {"round": -1, **row_metrics(metrics)}
+    return {"round": -1, **row_metrics(metrics), **behaviour(cfg, heldout, out / "base").model_dump()}
 
 
 def run_arm_round(
@@ -210,20 +248,24 @@ def run_filter_ablation(
     base: Path | None = None,
     log: Log = print,
 ) -> dict:
-    """Every arm for `cfg.rounds` rounds. Returns {"config", "base": ROW, "arms": {arm: [ROW, ...]}}."""
+    """Every arm for `cfg.rounds` rounds (round 0 alone, untrained, with `filter_only`).
+    Returns {"config", "base": ROW, "arms": {arm: [ROW, ...]}}."""
     base = base or default_model(seed=cfg.seed)
+    rounds = 1 if cfg.filter_only else cfg.rounds
     log(
-        f"filter ablation: {len(tasks)} training tasks, {len(heldout)} held-out, {cfg.rounds} rounds, P={cfg.hack_rate}"
+        f"filter ablation: {len(tasks)} training tasks, {len(heldout)} held-out, {rounds} rounds, "
+        f"{cfg.hack_prone_spec()}{' (filters only)' if cfg.filter_only else ''}"
     )
-    base_metrics = base_row(cfg, heldout, out, base)
+    base_metrics = {"round": -1, **row_metrics(None)} if cfg.filter_only else base_row(cfg, heldout, out, base)
     rows: dict[str, list[ArmRow]] = {arm: [] for arm in cfg.arms()}
-    for index in range(cfg.rounds):
+    for index in range(rounds):
         key = round_key(index)
         for arm in cfg.arms():
             row = run_arm_round(cfg, arm, index, tasks, heldout, out, base)
             rows[arm].append(row)
             log(
-                f"{arm} {key}: kept {row.kept_rows} rows ({row.kept_hacks} hacks), "
+                f"{arm} {key}: kept {row.kept_rows} rows ({row.kept_hacks} hacks by the policy's record, "
+                f"{row.kept_heldout_fail} failing the held-out check; by split {row.kept_hacks_by_split}), "
                 f"propensity {_fmt(row.hack_propensity)}, NLL {_fmt(row.imitation_nll)}"
             )
     return {
@@ -239,3 +281,23 @@ def _sampling(cfg: AblationConfig, seed: int) -> Sampling:
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.3f}"
+
+
+def run_seeds(
+    cfg: AblationConfig,
+    seeds: int,
+    tasks: list[Task],
+    heldout: list[Task],
+    out: Path,
+    base: Path | None = None,
+    log: Log = print,
+) -> dict:
+    """The experiment with `seeds` seeds (cfg.seed, cfg.seed + 1, ...: base model init
+    unless `base` is given, hack draws, sampling, training), each in OUT/seed-N on the
+    same tasks. Returns {"config", "seeds": [RESULT...], "summary": {arm: [per round: figure intervals]}}."""
+    results = []
+    for s in range(seeds):
+        seeded = cfg.model_copy(update={"seed": cfg.seed + s})
+        log(f"seed {seeded.seed}")
+        results.append(run_filter_ablation(seeded, tasks, heldout, out / f"seed-{seeded.seed}", base, log))
+    return {"config": cfg.model_dump(), "seeds": results, "summary": seed_summary(results, SEED_FIGURES)}

@@ -68,9 +68,11 @@ def evaluate_checkpoint(
     limits: EpisodeLimits | None = None,
     resamples: int = 1000,
     matched_samples: int = MATCHED_SAMPLES,
+    likelihood: bool = True,
 ) -> RoundMetrics:
     """All evaluation figures of `checkpoint` on `tasks`, labelled `label` (a
-    round key or any name); rollouts and reports are kept under `out`."""
+    round key or any name); rollouts and reports are kept under `out`.
+    `likelihood` False: the sampled figures only (no reference set, no scoring)."""
     solve(
         tasks,
         PolicySpec("hf", str(checkpoint)),
@@ -100,22 +102,24 @@ def evaluate_checkpoint(
     broken = table.filter(pl.col("exit_reason") == "sandbox_error")
     if broken.height:  # the sandbox failed, not the model: no figure to report
         raise RuntimeError(f"{broken.height} attempt(s) of {label} ended in a sandbox error; see {out / 'rollouts'}")
-    likelihood = checkpoint_likelihood(
-        checkpoint,
-        tasks,
-        backend=backend,
-        workers=workers,
-        resamples=resamples,
-        matched_samples=matched_samples,
-        sampling=sampling,
-    )
+    scored = None
+    if likelihood:
+        scored = checkpoint_likelihood(
+            checkpoint,
+            tasks,
+            backend=backend,
+            workers=workers,
+            resamples=resamples,
+            matched_samples=matched_samples,
+            sampling=sampling,
+        )
     metrics = round_metrics(
         table,
         round_key=label,
         checkpoint_hash=checkpoint_hash(str(checkpoint)),
         k=attempts,
         resamples=resamples,
-        likelihood=likelihood,
+        likelihood=scored,
     )
     pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")
     return metrics

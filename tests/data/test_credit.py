@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.data.reports import report
-from touchstone.data.credit import CreditConfig, credit_group, outcome_reward, sft_weights
+from touchstone.data.credit import CreditConfig, credit_group, outcome_reward, progress_rewards, sft_weights
+from touchstone.verify.report import ProgressPoint
 
 CFG = CreditConfig(gamma=0.9)
 
@@ -68,6 +69,14 @@ def test_run_without_turns_only_counts_for_the_baseline():
 def test_progress_outside_the_trajectory_is_an_error():
     with pytest.raises(ValueError, match="turn 5"):
         credit_group({"a": (3, report("a", "accept", {5: 1.0}))}, CFG)
+
+
+def test_tests_that_passed_at_the_start_are_no_turns_progress():
+    rep = report("a", "accept", {1: 0.8, 3: 1.0})
+    start = ProgressPoint(turn=-1, step=-1, tool="start", passed=4, total=5, fraction=0.8)
+    started = rep.model_copy(update={"progress": [start, *rep.progress]})
+    assert progress_rewards(4, rep) == pytest.approx([0.0, 0.8, 0.0, 0.2])  # a report without a start point
+    assert progress_rewards(4, started) == pytest.approx([0.0, 0.0, 0.0, 0.2])  # only the fix made progress
 
 
 def test_sft_weights_are_non_negative_with_mean_one():

@@ -1,6 +1,6 @@
 """The filter ablation's table and figure from a result (the `--json` object)."""
 
-from touchstone.experiments.report import ablation_table, plot_ablation
+from touchstone.experiments.report import ablation_table, plot_ablation, plot_splits
 
 
 def _row(round_: int, share: float, propensity: float | None, nll: float) -> dict:
@@ -9,6 +9,18 @@ def _row(round_: int, share: float, propensity: float | None, nll: float) -> dic
         "kept_rows": 4,
         "kept_hacks": int(share * 4),
         "kept_hack_share": share,
+        "kept_heldout_fail": 1,
+        "kept_heldout_fail_share": 0.25,
+        "kept_auditor_hacks": 0,
+        "kept_hacks_by_split": {"named": int(share * 4), "unruled": 0},
+        "filter": {
+            "hacks_by_split": {"named": 4, "unruled": 2},
+            "passed_hacks_by_split": {"named": int(share * 4), "unruled": 2},
+            "honest": 5,
+            "passed_honest": 3,
+            "auditor_recall": 0.5,
+            "auditor_false_alarm": 0.0,
+        },
         "hack_propensity": propensity,
         "hack_propensity_low": None if propensity is None else propensity - 0.1,
         "hack_propensity_high": None if propensity is None else propensity + 0.1,
@@ -32,10 +44,14 @@ def test_table_and_plot_show_the_base_model_and_every_arm_and_round(tmp_path):
         },
     }
     table = ablation_table(result)
-    lines = table.splitlines()
+    main, splits = table.split("\n\n")
+    lines = main.splitlines()
     assert len(lines) == 2 + 1 + 4  # header, base, two arms x two rounds
     assert lines[2].startswith("| base | — |")
-    assert "| naive | 1 | 4 | 0.75 (3) | +0.900 [+0.800, +1.000] | 5.500 [5.300, 5.700] | n/a |" in table
-    assert "| touchstone | 1 | 4 | 0.00 (0) | n/a |" in table
+    assert "| naive | 1 | 4 | 0.75 (3) | 0.25 (1) | 0 | +0.900 [+0.800, +1.000] | 5.500 [5.300, 5.700] | n/a |" in table
+    assert "| touchstone | 1 | 4 | 0.00 (0) | 0.25 (1) | 0 | n/a |" in table
+    # per split: executed hacks the filter passed / attempted, kept rows; honest runs; the auditor against the record
+    assert "| naive | 1 | 3 / 4, 3 | 2 / 2, 0 | 3 / 5 | 0.50 | 0.00 |" in splits
     png = plot_ablation(result, tmp_path / "ablation.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plot_splits(result, tmp_path / "splits.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

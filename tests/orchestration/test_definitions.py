@@ -21,7 +21,8 @@ STAGES = [
     "checkpoint",
     "round_evaluation",
 ]
-EXPERIMENTS = ["ablation_setup", "ablation_round"]  # the filter ablation (docs/EXPERIMENTS.md)
+# the filter ablation and the credit study (docs/EXPERIMENTS.md)
+EXPERIMENTS = ["ablation_setup", "ablation_round", "credit_study_data", "credit_study_arm"]
 
 
 def test_every_stage_is_an_asset_in_order():
@@ -55,6 +56,13 @@ def test_the_filter_ablation_is_a_job_with_a_partition_per_arm_and_round():
     assert isinstance(dims["round"], dg.DynamicPartitionsDefinition) and dims["round"].name == "ablation_rounds"
     graph = defs.resolve_asset_graph()
     assert dg.AssetKey("ablation_setup") in graph.get(dg.AssetKey("ablation_round")).parent_keys
+
+
+def test_the_credit_study_is_a_job_with_a_partition_per_arm():
+    job = defs.resolve_job_def("credit_study")
+    assert job.partitions_def.get_partition_keys() == ["uniform", "progress", "shuffled", "outcome_rl"]
+    graph = defs.resolve_asset_graph()
+    assert dg.AssetKey("credit_study_data") in graph.get(dg.AssetKey("credit_study_arm")).parent_keys
 
 
 def test_schedule_and_sensor_are_off_by_default():

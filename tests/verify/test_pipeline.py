@@ -77,8 +77,10 @@ def test_progress_follows_the_state_changing_steps(tmp_path):
     task = load_task(_hand_written_task(tmp_path))
     report = verify_trajectory(task, SOLVE, replays=1, progress=True, backend="bwrap")
     assert report.verdict == "accept"
-    # step 0 (cat) changes nothing; step 1 passes only test_neg; step 2 passes both
+    # the task as given passes one test already; step 0 (cat) changes nothing; step 1 passes only
+    # test_neg; step 2 passes both (so credit counts progress from 1/2, not from 0)
     assert [(p.turn, p.step, p.tool, p.passed, p.total) for p in report.progress] == [
+        (-1, -1, "start", 1, 2),
         (1, 1, "str_replace", 1, 2),
         (2, 2, "str_replace", 2, 2),
     ]

@@ -4,7 +4,8 @@ A trajectory of T assistant turns with terminal outcome R (accept 1, reject 0,
 reject with an audit hack -penalty) gets per-turn progress rewards
 
     r_t = p_t - p_prev(t)   for state-changing turns (the verifier recorded a
-                            progress point p_t: share of hidden tests passing)
+                            progress point p_t: share of hidden tests passing;
+                            p before the first one is the start point's share)
     r_t = 0                 otherwise
 
 returns G_t = sum_{k>=t} gamma^(k-t) r_k + R and advantages A_t = G_t - b,
@@ -51,12 +52,15 @@ def outcome_reward(report: VerificationReport, cfg: CreditConfig) -> float | Non
 
 
 def progress_rewards(n_turns: int, report: VerificationReport) -> list[float]:
-    """r_t for each of the n_turns assistant turns. Progress before the first
-    state-changing turn is 0: the required (fail-to-pass) tests fail on the
-    unmodified task by construction."""
+    """r_t for each of the n_turns assistant turns. Progress is counted from the
+    report's start point (the share passing on the task as given: required tests
+    include pass-to-pass ones), or from 0 for reports recorded without one."""
     rewards = [0.0] * n_turns  # a run that failed before its first turn has none: it only sets the baseline
     previous = 0.0
     for point in sorted(report.progress or [], key=lambda p: (p.turn, p.step)):
+        if point.is_start:  # what already passed on the task as given is no turn's doing
+            previous = point.fraction
+            continue
         if not 0 <= point.turn < n_turns:
             raise ValueError(
                 f"report {report.report_id}: progress point at turn {point.turn}, but the trajectory has {n_turns} turns"

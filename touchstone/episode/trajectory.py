@@ -91,6 +91,7 @@ class TurnRecord(BaseModel):
     completion_tokens: int | None = None
     finish_reason: str | None = None
     policy_s: float = 0.0
+    record: dict[str, Any] | None = None  # the policy's own account of the turn (PolicyTurn.record)
 
 
 class StepRecord(BaseModel):

@@ -67,9 +67,10 @@ def valid_tool_calls(messages_json: str) -> int:
 
 
 def _mean_progress(progress_json: str | None) -> float | None:
-    """Mean share of hidden tests passing over the verifier's progress points (None: no point)."""
+    """Mean share of hidden tests passing over the verifier's progress points after a
+    state change (the start point, turn -1, is the task's, not the run's; None: no point)."""
     points = json.loads(progress_json) if progress_json else []
-    fractions = [p["fraction"] for p in points if p.get("fraction") is not None]
+    fractions = [p["fraction"] for p in points if p.get("fraction") is not None and p.get("turn", 0) >= 0]
     return float(np.mean(fractions)) if fractions else None
 
 

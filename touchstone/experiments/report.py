@@ -1,5 +1,6 @@
-"""The filter ablation's result as the figure and table a paper would show:
-per arm and round, what the filter kept and what the checkpoint then prefers."""
+"""The experiments' results as the figures and tables a paper would show: the
+filter ablation (per arm and round, what the filter kept and what the checkpoint
+then prefers) and the credit study (per arm, metrics over seeds with intervals)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,16 @@ matplotlib.use("Agg")  # headless
 import matplotlib.pyplot as plt  # noqa: E402
 
 from touchstone.evaluate.plots import interval_line  # noqa: E402
+from touchstone.experiments.filter_ablation import SEED_FIGURES  # noqa: E402
 from touchstone.evaluate.schema import Interval  # noqa: E402
 
-COLORS = {"naive": "tab:red", "touchstone": "tab:blue", "matched": "tab:orange"}
+COLORS = {
+    "naive": "tab:red",
+    "touchstone": "tab:blue",
+    "matched": "tab:orange",
+    "placed": "tab:brown",
+    "misplaced": "tab:olive",
+}
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
@@ -28,24 +36,76 @@ def _interval(row: dict[str, Any], name: str) -> Interval | None:
 
 
 def ablation_table(result: dict[str, Any]) -> str:
-    """Markdown: one row per arm and round, the base model first."""
+    """Markdown: one row per arm and round, the base model first; then what each
+    filter passed per hack split (`split_table`)."""
     lines = [
-        "| arm | round | kept rows | kept hack share | hack propensity [95% CI] | imitation NLL [95% CI] "
-        "| valid tool calls | hack attempts / traj | pass@1 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| arm | round | kept rows | kept hack share (policy record) | kept failing held-out check "
+        "| auditor calls hack | hack propensity [95% CI] | imitation NLL [95% CI] "
+        "| valid tool calls | hack attempts / traj | pass@1 | sampled hack rate |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rows = [("base", result["base"])] + [(arm, r) for arm, rs in result["arms"].items() for r in rs]
     for arm, r in rows:
         p = _interval(r, "hack_propensity")
         nll = _interval(r, "imitation_nll")
-        kept = "—" if arm == "base" else f"{r['kept_rows']}"
-        share = "—" if arm == "base" else f"{r['kept_hack_share']:.2f} ({r['kept_hacks']})"
+        if arm == "base":
+            kept = share = heldout = auditor = "—"
+        else:
+            kept, share = f"{r['kept_rows']}", f"{r['kept_hack_share']:.2f} ({r['kept_hacks']})"
+            heldout = f"{r.get('kept_heldout_fail_share', 0):.2f} ({r.get('kept_heldout_fail', 0)})"
+            auditor = f"{r.get('kept_auditor_hacks', 0)}"
         lines.append(
-            f"| {arm} | {'—' if arm == 'base' else r['round']} | {kept} | {share} | "
+            f"| {arm} | {'—' if arm == 'base' else r['round']} | {kept} | {share} | {heldout} | {auditor} | "
             f"{'n/a' if p is None else f'{p.value:+.3f} [{p.low:+.3f}, {p.high:+.3f}]'} | "
             f"{'n/a' if nll is None else f'{nll.value:.3f} [{nll.low:.3f}, {nll.high:.3f}]'} | "
-            f"{_fmt(r['valid_tool_call_rate'], '.2f')} | {r['hack_attempt_rate']:.2f} | {r['pass_at_1']:.2f} |"
+            f"{_fmt(r['valid_tool_call_rate'], '.2f')} | {_fmt(r['hack_attempt_rate'], '.2f')} | "
+            f"{_fmt(r['pass_at_1'], '.2f')} | {_fmt(r.get('sampled_hack_rate'), '.2f')} |"
         )
+    return "\n".join(lines) + "\n" + split_table(result)
+
+
+def seeds_table(summary: dict[str, Any]) -> str:
+    """Markdown: per arm and round, each figure's mean over seeds with its 95% bootstrap interval over seeds."""
+    lines = [
+        "| arm | round | seeds | " + " | ".join(SEED_FIGURES) + " |",
+        "| --- | --- | --- | " + "--- | " * len(SEED_FIGURES),
+    ]
+    for arm, rounds in summary.items():
+        for r in rounds:
+            cells = [
+                "n/a" if r[f] is None else f"{r[f]['value']:+.3f} [{r[f]['low']:+.3f}, {r[f]['high']:+.3f}]"
+                for f in SEED_FIGURES
+            ]
+            lines.append(f"| {arm} | {r['round']} | {r['seeds']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def split_table(result: dict[str, Any]) -> str:
+    """Markdown: per arm and round, for each hack split, the executed hacks its
+    filter passed (trajectory level) and the kept rows that are hacks of the split;
+    the auditor's recall and false alarms against the policy's record."""
+    splits = sorted({s for rs in result["arms"].values() for r in rs for s in (r.get("kept_hacks_by_split") or {})})
+    if not splits:
+        return ""
+    head = " | ".join(f"{s}: passed / attempted, kept rows" for s in splits)
+    lines = [
+        "",
+        f"| arm | round | {head} | honest passed | auditor recall | auditor false alarms |",
+        "| --- | --- | " + "--- | " * len(splits) + "--- | --- | --- |",
+    ]
+    for arm, rs in result["arms"].items():
+        for r in rs:
+            f = r.get("filter")
+            if not f:
+                continue
+            cells = " | ".join(
+                f"{f['passed_hacks_by_split'][s]} / {f['hacks_by_split'][s]}, {r['kept_hacks_by_split'].get(s, 0)}"
+                for s in splits
+            )
+            lines.append(
+                f"| {arm} | {r['round']} | {cells} | {f['passed_honest']} / {f['honest']} | "
+                f"{_fmt(f['auditor_recall'], '.2f')} | {_fmt(f['auditor_false_alarm'], '.2f')} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -75,6 +135,91 @@ def plot_ablation(result: dict[str, Any], path: Path) -> Path:
     for ax in (prop, nll, share):
         ax.legend()
     fig.suptitle(f"Filter ablation (hack-prone round-0 policy, P = {result['config']['hack_rate']})")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+CREDIT_COLORS = {"uniform": "tab:gray", "progress": "tab:blue", "shuffled": "tab:purple", "outcome_rl": "tab:green"}
+CREDIT_PANELS = (
+    ("pass_at_k", "held-out pass@k"),
+    ("mean_progress", "mean progress of sampled held-out runs"),
+    ("nll_before_fix", "NLL / token, teacher turns before the fix"),
+    ("nll_fix", "NLL / token, the fix turn"),
+    ("nll_after_fix", "NLL / token, teacher turns after the fix"),
+    ("action_agreement", "sampled action type = teacher's (matched states)"),
+)
+
+
+def credit_table(result: dict[str, Any]) -> str:
+    """Markdown: per arm, each metric's mean over seeds with its 95% bootstrap interval over seeds,
+    and the dispersion of the turn weights it trained on."""
+    names = [name for name, _ in CREDIT_PANELS]
+    lines = [
+        "| arm | seeds | rows | weight mean abs dev from 1 | " + " | ".join(names) + " |",
+        "| --- | --- | --- | --- | " + "--- | " * len(names),
+    ]
+    for arm, data in result["arms"].items():
+        rows, summary = data["rows"], data["summary"]
+        cells = []
+        for name in names:
+            s = summary.get(name)
+            cells.append("n/a" if s is None else f"{s['value']:.3f} [{s['low']:.3f}, {s['high']:.3f}]")
+        dev = sum(r["weights"]["mean_abs_dev"] for r in rows) / len(rows)
+        lines.append(f"| {arm} | {len(rows)} | {rows[0]['weights']['rows']} | {dev:.3f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_credit(result: dict[str, Any], path: Path) -> Path:
+    """One panel per metric: each arm's mean over seeds with its 95% interval, and each seed's value."""
+    arms = list(result["arms"])
+    fig, axes = plt.subplots(2, 3, figsize=(15, 7.5))
+    for ax, (name, title) in zip(axes.flat, CREDIT_PANELS):
+        for i, arm in enumerate(arms):
+            data = result["arms"][arm]
+            s = data["summary"].get(name)
+            seeds = [r[name] for r in data["rows"] if r[name] is not None]
+            color = CREDIT_COLORS.get(arm)
+            if s is not None:
+                ax.errorbar([i], [s["value"]], yerr=[[s["value"] - s["low"]], [s["high"] - s["value"]]], fmt="o",
+                            color=color, capsize=6, markersize=8)  # fmt: skip
+            ax.scatter([i + 0.15] * len(seeds), seeds, color=color, alpha=0.5, s=14)
+        ax.set_xticks(range(len(arms)), arms)
+        ax.set_title(title, fontsize=10)
+    cfg = result["config"]
+    fig.suptitle(
+        f"Credit assignment: the same verified runs, {len(arms)} arms x {cfg['seeds']} seeds "
+        f"(dots: seeds; bars: 95% bootstrap over seeds)"
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_splits(result: dict[str, Any], path: Path, round_index: int = 0) -> Path:
+    """What each filter passed in one round, per hack split and for the recorded-honest
+    runs: the share passed (bars) with passed / attempted written above each bar."""
+    arms = {arm: rows[round_index] for arm, rows in result["arms"].items() if rows[round_index].get("filter")}
+    groups = [*next(iter(arms.values()))["filter"]["hacks_by_split"], "honest"]
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    width = 0.8 / max(len(arms), 1)
+    for i, (arm, row) in enumerate(arms.items()):
+        f = row["filter"]
+        counts = [(f["passed_hacks_by_split"][g], f["hacks_by_split"][g]) for g in groups[:-1]]
+        counts.append((f["passed_honest"], f["honest"]))
+        xs = [j + (i - (len(arms) - 1) / 2) * width for j in range(len(groups))]
+        shares = [p / n if n else 0.0 for p, n in counts]
+        ax.bar(xs, shares, width=width, label=arm, color=COLORS.get(arm))
+        for x, share, (p, n) in zip(xs, shares, counts):
+            ax.text(x, share + 0.02, f"{p}/{n}", ha="center", fontsize=8)
+    ax.set_xticks(range(len(groups)), [f"hacks: {g}" for g in groups[:-1]] + ["honest runs"])
+    ax.set(ylim=(0, 1.15), ylabel="share the filter passed")
+    ax.set_title(f"What each filter passed, round {round_index} (labels: the policy's own record)")
+    ax.legend()
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)

@@ -61,15 +61,23 @@ def failed_names(checks: list[CheckResult]) -> list[str]:
     return [c.name for c in checks if c.status == "fail"]
 
 
-class ProgressPoint(BaseModel):
-    """Share of required hidden tests passing after a state-changing step."""
+START_TOOL = "start"  # the tool of the start point: the task as given, before any turn
 
-    turn: int
-    step: int
+
+class ProgressPoint(BaseModel):
+    """Share of required hidden tests passing after a state-changing step, or, for
+    the start point (turn and step -1, tool `start`), on the task as given."""
+
+    turn: int = Field(ge=-1)
+    step: int = Field(ge=-1)
     tool: str
     passed: int
     total: int
     fraction: float = Field(ge=0.0, le=1.0)
+
+    @property
+    def is_start(self) -> bool:
+        return self.turn == -1
 
 
 class VerificationReport(BaseModel):

@@ -32,7 +32,14 @@ from touchstone.audit.policy import AuditPolicy, load_policy
 from touchstone.verify.protected import DEFAULT_PROTECTED, check_protected
 from touchstone.verify.replay import ReplayResult, recorded_diff_matches, replay
 from touchstone.audit.finding import AuditFinding
-from touchstone.verify.report import DEFAULT_REPLAYS, CheckResult, Isolation, ProgressPoint, VerificationReport
+from touchstone.verify.report import (
+    DEFAULT_REPLAYS,
+    START_TOOL,
+    CheckResult,
+    Isolation,
+    ProgressPoint,
+    VerificationReport,
+)
 from touchstone.audit.static_audit import audit_files
 
 
@@ -374,8 +381,13 @@ def _oracle_check(
 def _progress(
     suite: HiddenSuite, rep: ReplayResult, pristine_tests: set[str], tmp: Path, backend: str
 ) -> list[ProgressPoint]:
-    """Share of required hidden tests passing after each state-changing step."""
-    points = []
+    """Share of required hidden tests passing on the task as given (the start point,
+    turn and step -1) and after each state-changing step. The start matters to credit:
+    required tests include pass-to-pass ones, so the first state change, whatever it
+    did, would otherwise be credited with every test that already passed."""
+    start = suite.run(suite.compose(tmp / "progress-start"), 0, backend=backend)
+    points = [ProgressPoint(turn=-1, step=-1, tool=START_TOOL, passed=len(start.passed), total=start.total,
+                            fraction=start.fraction)]  # fmt: skip
     for i, state in enumerate(rep.states):
         for rel in pristine_tests:  # the task's own tests are graded as shipped
             (state.changed / rel).unlink(missing_ok=True)

@@ -39,6 +39,10 @@ class PolicyTurn(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str | None = None
+    # What the policy says it did this turn, for experiments that need ground truth no filter
+    # produced (the hack-prone policy: the hack family it attempted). Kept in the trajectory's
+    # turn records; never shown to a model, the verifier or a dataset builder.
+    record: dict[str, Any] | None = None
 
 
 class Episode(ABC):

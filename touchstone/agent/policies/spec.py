@@ -3,7 +3,7 @@ a round's config) and handed down typed, so no module below splits strings.
 
 Its text form is what the CLI takes and what records store, unchanged:
 `teacher`, `hf:PATH`, `openai:BASE_URL#MODEL`, `replay:JSON`, `corrected:SPEC`
-(the teacher correcting the learner SPEC) and the experiments' `hack-prone:P`.
+(the teacher correcting the learner SPEC) and the experiments' `hack-prone:P[:SPLIT+SPLIT]`.
 `PolicySpec.parse(str(spec)) == spec` for every spec."""
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SCHEMES = ("teacher", "hf", "openai", "replay", "corrected", "hack-prone")
-_EXPECTED = "'teacher', 'hf:PATH', 'openai:BASE_URL#MODEL', 'replay:JSON', 'corrected:SPEC' or 'hack-prone:P'"
+_EXPECTED = (
+    "'teacher', 'hf:PATH', 'openai:BASE_URL#MODEL', 'replay:JSON', 'corrected:SPEC' or 'hack-prone:P[:SPLIT+SPLIT]'"
+)
 
 
 class PolicySpecError(ValueError):
@@ -52,11 +54,11 @@ class PolicySpec:
                 )
         elif self.scheme == "hack-prone":
             try:
-                rate = float(self.arg)
+                rate = self.hack_rate
             except ValueError:
                 rate = -1.0
             if not 0.0 <= rate <= 1.0:
-                raise PolicySpecError(f"policy spec {text!r}: expected hack-prone:P with 0 <= P <= 1")
+                raise PolicySpecError(f"policy spec {text!r}: expected hack-prone:P[:SPLIT+SPLIT] with 0 <= P <= 1")
 
     def __str__(self) -> str:
         return f"{self.scheme}:{self.arg}" if self.arg else self.scheme
@@ -83,8 +85,14 @@ class PolicySpec:
 
     @property
     def hack_rate(self) -> float:
-        """P of `hack-prone:P`."""
-        return float(self.arg)
+        """P of `hack-prone:P[:SPLIT+SPLIT]`."""
+        return float(self.arg.partition(":")[0])
+
+    @property
+    def hack_splits(self) -> list[str]:
+        """The hack families' splits of `hack-prone:P:SPLIT+SPLIT` (default: the named ones)."""
+        splits = self.arg.partition(":")[2]
+        return splits.split("+") if splits else ["named"]
 
     def corrected(self) -> PolicySpec:
         """The teacher correcting this policy."""
