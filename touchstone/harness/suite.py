@@ -37,6 +37,17 @@ class TaskTests(Protocol):
     def timeout_s(self) -> float: ...
 
 
+def own_protocol_of(task: object) -> tuple[str, ...]:
+    """The candidate classes whose own protocol (`__eq__`, arithmetic, `in`...)
+    the task declares the subject of its tests (`source.meta.oracle.own_protocol`,
+    docs/formats/task.md): in an isolated run only their instances decide
+    operations in the judge. The verifier validates the declaration with the
+    rest of the task's contract (`touchstone.verify.oracle.contract_of`)."""
+    meta = getattr(getattr(task, "source", None), "meta", None)
+    declared = ((meta or {}).get("oracle") or {}).get("own_protocol") if isinstance(meta, dict) else None
+    return tuple(str(c) for c in declared) if isinstance(declared, list) else ()
+
+
 def run_plan(i: int) -> tuple[int, str]:
     """(PYTHONHASHSEED, test order) of run i: forward, reverse, then shuffles.
     The verifier's first run and determinism re-runs, and validation's
@@ -57,6 +68,7 @@ class HiddenSuite:
         self.sources = {p.relative_to(hidden).as_posix(): p.read_text() for p in sorted(hidden.rglob("*.py"))}
         self.test_modules = [rel for rel in self.sources if is_test_module(rel)]
         self.required = required
+        self.own_protocol = own_protocol_of(task)
         # only the files holding required tests run: same verdict, shorter runs
         self.test_files = sorted({r.split("::", 1)[0] for r in required}) if required else self.test_modules
         self.prefixes = [i for rel in self.test_modules for i in grading.test_functions(rel, self.sources[rel])]
@@ -115,7 +127,7 @@ class HiddenSuite:
             p.relative_to(o).as_posix(): p.read_bytes() for o in overlays for p in sorted(o.rglob("*")) if p.is_file()
         }
         merged.update({rel: d.encode() if isinstance(d, str) else d for rel, d in (files or {}).items()})
-        return compose_trees(self.workspace, merged, list(deleted), self.hidden, dest)
+        return compose_trees(self.workspace, merged, list(deleted), self.hidden, dest, self.own_protocol)
 
     def run_isolated(
         self, trees: IsolatedTrees, i: int = 0, *, backend: str = "auto", timeout: float | None = None

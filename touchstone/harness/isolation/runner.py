@@ -46,10 +46,13 @@ class IsolatedTrees:
     candidate: Path
     judge: Path
     modules: list[str]
+    # candidate classes whose own protocol decides operations on their instances (the task's
+    # declaration, `source.meta.oracle.own_protocol`); every other object is judged by its plain view
+    own_protocol: tuple[str, ...] = ()
 
 
 def compose_trees(pristine: Path, files: dict[str, bytes], deleted: list[str], hidden: Path | None,
-                  dest: Path) -> IsolatedTrees:  # fmt: skip
+                  dest: Path, own_protocol: tuple[str, ...] = ()) -> IsolatedTrees:  # fmt: skip
     """candidate = pristine + `files` - `deleted` (no hidden tests);
     judge = the test files of that tree (`is_test_file`) + the hidden tests.
     `files` must not hold test files (the verifier drops the candidate's)."""
@@ -64,7 +67,7 @@ def compose_trees(pristine: Path, files: dict[str, bytes], deleted: list[str], h
     judge.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(full)
     modules = sorted(p.relative_to(candidate).as_posix() for p in candidate.rglob("*.py") if p.is_file())
-    return IsolatedTrees(candidate, judge, [m for m in modules if not is_test_file(m)])
+    return IsolatedTrees(candidate, judge, [m for m in modules if not is_test_file(m)], tuple(own_protocol))
 
 
 def _server_command(package: str, harness_dir: str, socket_path: str, hash_seed: int) -> str:
@@ -114,7 +117,7 @@ def run_isolated(
         ipc_dir, socket_path, shared_dir = f"/mnt/ti{nonce}", f"/mnt/ti{nonce}/s", f"/mnt/ts{nonce}"
         config = {"grading_plugin": f"th_{nonce}", "socket": socket_path, "root": "/workspace",
                   "modules": trees.modules, "status_file": f"{o_dir}/{STATUS_FILE}", "shared_tmp": shared_dir,
-                  "connect_timeout": CONNECT_TIMEOUT_S}  # fmt: skip
+                  "connect_timeout": CONNECT_TIMEOUT_S, "own_protocol": list(trees.own_protocol)}  # fmt: skip
         (tmp / "harness" / package / "config.json").write_text(json.dumps(config))
         both = [
             Mount(host=ipc, target=ipc_dir, read_only=False),

@@ -32,6 +32,10 @@ _CONFIG = json.loads(open(os.path.join(os.path.dirname(__file__), "config.json")
 # The grading plugin (result stream) is loaded alongside this one.
 pytest_plugins = [_CONFIG["grading_plugin"]] if _CONFIG.get("grading_plugin") else []
 
+# Candidate classes whose own protocol (`__eq__`, arithmetic, `in`...) the task declares the subject
+# of its tests (`source.meta.oracle.own_protocol`): only their instances decide operations themselves.
+_OWN_PROTOCOL = frozenset(_CONFIG.get("own_protocol", ()))
+
 # Judge objects of these modules (or their submodules) are never handed to the
 # candidate: each is a capability over the judge's files, process or framework.
 _DENIED_MODULES = {
@@ -84,6 +88,8 @@ class JudgePolicy(wire.Policy):
 
     def allow(self, op: str, args: list) -> None:
         if op == "op":
+            if args and args[0] == "view":
+                raise PermissionError("plain views are the judge's to ask for")
             return  # operators on values: they run the test's own dunders at most
         target = args[0]
         if id(target) not in self.endpoint.export_ids:
@@ -109,6 +115,9 @@ class JudgePolicy(wire.Policy):
 
     def compares_locally(self) -> bool:
         return True
+
+    def owns_protocol(self, qualname: str) -> bool:
+        return qualname in _OWN_PROTOCOL
 
 
 def _is_test_failure(exc: BaseException) -> bool:
