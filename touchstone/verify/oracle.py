@@ -446,6 +446,7 @@ class Comparison:
     counterexample: str | None = None
     worst_slowdown: float = 0.0
     slow_case: str | None = None
+    tests: set[str] = field(default_factory=set)  # tests with at least one call compared
 
 
 def _show(out: list, other: list) -> str:
@@ -510,6 +511,8 @@ def compare(
                 continue
             cmp.compared += 1
             cmp.mutated_compared += case.mutated
+            if case.test and not case.mutated:
+                cmp.tests.add(case.test)
             if (
                 recorded
                 and not case.mutated
@@ -534,6 +537,7 @@ class OracleResult:
     status: str  # pass / fail / error / skipped
     evidence: str
     counts: dict[str, int] = field(default_factory=dict)
+    tests_compared: list[str] = field(default_factory=list)  # node ids of tests with a call compared
 
 
 def _coverage(rec: Recording, not_replayable: Counter, capped: Counter, cached: bool) -> tuple[dict[str, int], str]:
@@ -723,4 +727,4 @@ class _Judge:
             return OracleResult("fail", f"{cmp.counterexample} [{body}]", counts)
         if cmp.compared == 0:
             return OracleResult("skipped", f"{body}: nothing compared", counts)
-        return OracleResult("pass", f"all agree with the reference: {body}", counts)
+        return OracleResult("pass", f"all agree with the reference: {body}", counts, sorted(cmp.tests))

@@ -9,6 +9,7 @@ expensive ones are reported `skipped` (the verdict cannot change); pass
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -23,7 +24,7 @@ from touchstone.agent.tools import DEFAULT_TIMEOUT_S
 from touchstone.harness import HiddenSuite, TestRunResult, compose_tree, is_test_file, run_plan, test_dirs
 from touchstone.sandbox import Environment, SandboxError
 from touchstone.tasks.environment import task_environment
-from touchstone.tasks.isolation import IsolationVerdict, recorded_isolation
+from touchstone.tasks.isolation import IsolationVerdict, probe_isolation, record_isolation, recorded_isolation
 from touchstone.tasks.schema import Task
 from touchstone.verify import oracle
 from touchstone.verify.action_audit import audit_actions
@@ -39,6 +40,9 @@ from touchstone.verify.report import (
     VerificationReport,
 )
 from touchstone.verify.static_audit import audit_files
+
+
+NEVER_PROBED = "task never probed (no reference to probe with): graded isolated only, never retried in process"
 
 
 def trajectory_id_of(messages: list[dict[str, Any]]) -> str:
@@ -65,9 +69,12 @@ def verify_trajectory(
     problems: those make the report inconclusive, with the error as evidence.
     `isolated`: None = as the task's isolation record says (tests run with no
     candidate code in the judging process unless the record says the task's
-    tests cannot; a task never probed runs isolated first); True / False = as
-    if recorded isolated / not isolated. Audit rules with
-    `severity_when_isolated` relax only when the tests ran isolated."""
+    tests cannot); a task never probed is probed here from its reference
+    before anything of the candidate runs, and one that cannot be probed
+    (no reference) runs isolated only. Nothing the candidate does can move
+    its run in process. True / False = as if recorded isolated / not
+    isolated. Audit rules with `severity_when_isolated` relax only when the
+    tests ran isolated."""
     started = time.monotonic()
     # a task may allow rules where they are legitimate: source.meta["audit_allow"]
     allowed = set(allow_rules or ()) | set(task.source.meta.get("audit_allow", ()))
@@ -78,7 +85,8 @@ def verify_trajectory(
 
     environment: Environment | None = None
     isolation: Isolation | None = None
-    record = _isolation_record(task, isolated)  # None: never probed, or probed on other content
+    # the way the tests run is the task's, decided from its reference before the candidate's code runs
+    record = _isolation_record(task, isolated, backend)
 
     def report() -> VerificationReport:
         return VerificationReport(
@@ -113,9 +121,7 @@ def verify_trajectory(
     def audit(relaxed: bool) -> list[AuditFinding]:
         return audit_files(graded, policy, pristine.versions(graded), isolated=relaxed)
 
-    # relaxed severities hold only if the tests run isolated: for a task never probed
-    # that is known after the tests, and strict findings replace them if they did not
-    static = audit(record is None or record.status == "isolated")
+    static = audit(record.status == "isolated")  # relaxed severities hold only if the tests run isolated
     actions = audit_actions(rep.events, policy)
     findings.extend(static + actions)
     checks += [_audit_check("static_audit", static), _audit_check("action_audit", actions)]
@@ -134,16 +140,12 @@ def verify_trajectory(
                 oracle_run = _Deferred(pool, lambda: _oracle_check(task, suite, graded, deleted, Path(tmp),
                                                                    backend, pristine.tests))  # fmt: skip
                 tested, isolation = _test_checks(runs, replays, record, on_first_pass=oracle_run.start)
-                if record is None and isolation == "not_isolated":
-                    static = audit(False)
-                    findings[:] = static + actions
-                    checks[[c.name for c in checks].index("static_audit")] = _audit_check("static_audit", static)
                 checks.extend(tested)
                 if tested[0].status == "error" or (_rejected(checks) and not full):
                     oracle_run.wait()  # it reads the trees under tmp: never left running past them
                     _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
                 else:
-                    checks.append(oracle_run.result())
+                    checks.append(_never_alone(oracle_run.result(), isolation))
             if progress:
                 points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
         except Exception as exc:  # infrastructure: inconclusive, never accept
@@ -151,12 +153,41 @@ def verify_trajectory(
     return report()
 
 
-def _isolation_record(task: Task, isolated: bool | None) -> IsolationVerdict | None:
-    if isolated is None:
-        return recorded_isolation(task)
-    detail = "isolation required by the caller" if isolated else "isolation switched off by the caller"
-    return IsolationVerdict(status="isolated" if isolated else "not_isolated", detail=detail,
-                            task_hash=task.content_hash, backend="-")  # fmt: skip
+def _isolation_record(task: Task, isolated: bool | None, backend: str) -> IsolationVerdict:
+    """How the task's tests run. Its record when it was probed on this content;
+    else probed now from its reference (recorded beside the task where the
+    task directory is writable); else (no reference, or the probe got no
+    answer) isolated: a candidate that fails there is rejected, never retried
+    in process, so no candidate can choose the weaker run."""
+    if isolated is not None:
+        detail = "isolation required by the caller" if isolated else "isolation switched off by the caller"
+        return IsolationVerdict(status="isolated" if isolated else "not_isolated", detail=detail,
+                                task_hash=task.content_hash, backend="-")  # fmt: skip
+    record = recorded_isolation(task)
+    if record is None and task.reference_dir is not None:
+        try:
+            probed = probe_isolation(task, backend, record=False)
+        except Exception as exc:  # infrastructure: the safe way below
+            probed = IsolationVerdict(status="error", detail=_err(exc), task_hash=task.content_hash, backend=backend)
+        if probed.ok:
+            with contextlib.suppress(OSError):  # a read-only task directory: probed again next time
+                record_isolation(task, probed)
+            record = probed
+    if record is None:
+        return IsolationVerdict(status="isolated", detail=NEVER_PROBED, task_hash=task.content_hash, backend="-")
+    return record
+
+
+def _never_alone(oracle_check: CheckResult, isolation: Isolation) -> CheckResult:
+    """An in-process test run is never a pass by itself: candidate code shared
+    the judging process, so its results could be forged. Without an oracle
+    that replayed the tests' calls and agreed, such a run is inconclusive."""
+    if isolation != "not_isolated" or oracle_check.status in ("fail", "error"):
+        return oracle_check
+    if oracle_check.status == "pass" and oracle_check.counts.get("replayed", 0) > 0:
+        return oracle_check
+    why = "an in-process test run is never a pass by itself, and the oracle compared nothing"
+    return oracle_check.model_copy(update={"status": "error", "evidence": f"{why}: {oracle_check.evidence}"})
 
 
 class _Pristine:
@@ -290,23 +321,15 @@ class _Deferred:
 
 
 def _test_checks(
-    runs: _TestRuns, replays: int, record: IsolationVerdict | None, on_first_pass: Callable[[], None]
+    runs: _TestRuns, replays: int, record: IsolationVerdict, on_first_pass: Callable[[], None]
 ) -> tuple[list[CheckResult], Isolation]:
-    """The `tests` and `determinism` checks, and how they ran. Isolated unless
-    the task's record says its tests cannot run isolated; a task never probed
-    whose candidate fails isolated but passes in process is reported
-    not isolated (the verdict then rests on the oracle), never silently."""
-    if record is not None and record.status == "not_isolated":
+    """The `tests` and `determinism` checks, and how they ran: as the task's
+    record says, and only that way (a failure isolated is final)."""
+    if record.status == "not_isolated":
         checks = _repeat(runs.in_process, runs.in_process(0), replays, on_first_pass)
         return _noted(checks, f"not isolated ({record.detail[:300]})"), "not_isolated"
-    first = runs.isolated(0)
-    if first.status == "fail" and record is None:
-        again = runs.in_process(0)
-        if again.status == "pass":
-            checks = _repeat(runs.in_process, again, replays, on_first_pass)
-            why = f"fails isolated ({first.evidence[:300]}), passes with candidate code in the judging process"
-            return _noted(checks, f"not isolated (task never probed; {why})"), "not_isolated"
-    return _repeat(runs.isolated, first, replays, on_first_pass), "isolated"
+    checks = _repeat(runs.isolated, runs.isolated(0), replays, on_first_pass)
+    return (_noted(checks, NEVER_PROBED) if record.detail == NEVER_PROBED else checks), "isolated"
 
 
 def _noted(checks: list[CheckResult], note: str) -> list[CheckResult]:
@@ -365,7 +388,12 @@ def _oracle_check(
                                backend=backend, timeout=task.timeout_s, environment=suite.environment,
                                first=task.fail_to_pass or (),
                                cache_key=oracle.recording_key(task.content_hash, suite.environment))  # fmt: skip
-    return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=result.counts)
+    # how many required tests (functions, parameters folded) had no call compared: an in-process
+    # run is oracle-guarded only when none (`report.derive_guard`)
+    required = sorted({r.split("[", 1)[0] for r in (task.required_tests or suite.prefixes)})
+    compared = {t.split("[", 1)[0] for t in result.tests_compared}
+    counts = {**result.counts, "tests_uncovered": sum(r not in compared for r in required)}
+    return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=counts)
 
 
 def _progress(
