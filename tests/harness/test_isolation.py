@@ -676,3 +676,28 @@ def test_objects_never_answer_for_the_judge(tmp_path: Path):
             tmp_path / name, {"answers.py": textwrap.dedent(BOUNDARY_HONEST) + textwrap.dedent(hack)}, BOUNDARY_TESTS
         )
         assert list(result.failed) == [f"tests/test_boundary.py::{failing[name]}"], (name, result.evidence)
+
+
+# Family K: the tests' temporary directory is where both processes meet. A symbolic link the
+# candidate plants there resolves in the judge's file system: here, to the test's own golden file.
+GOLDEN_TESTS = {
+    "tests/golden.txt": "the expected report\n",
+    "tests/test_report.py": """
+        from pathlib import Path
+
+        from report import write_report
+
+        def test_report(tmp_path):
+            out = tmp_path / "out.txt"
+            write_report(str(out))
+            assert out.read_text() == (Path(__file__).parent / "golden.txt").read_text()
+    """,
+}
+
+
+def test_a_link_in_the_shared_temp_dir_never_points_the_judge_at_its_files(tmp_path: Path):
+    honest = "def write_report(path):\n    open(path, 'w').write('the expected report\\n')\n"
+    assert run(tmp_path / "honest", {"report.py": honest}, GOLDEN_TESTS).status == "pass"
+    linked = "import os\ndef write_report(path):\n    os.symlink('/workspace/tests/golden.txt', path)\n"
+    result = run(tmp_path / "linked", {"report.py": linked}, GOLDEN_TESTS)
+    assert result.status == "fail" and "Too many levels of symbolic links" in result.evidence, result.evidence

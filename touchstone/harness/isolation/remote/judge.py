@@ -14,8 +14,10 @@ a file, a path, an interpreter or pytest object, a dunder attribute, or swallow
 an assertion failure of the test.
 """
 
+import builtins
 import importlib.abc
 import importlib.machinery
+import io
 import json
 import os
 import posixpath
@@ -262,6 +264,45 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.machinery.PathFinder.find_spec(name, outside) is not None
 
 
+# How open()'s mode maps to os.open flags; O_NOFOLLOW is added to every component.
+_MODE_FLAGS = {"r": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+               "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL}  # fmt: skip
+
+
+class NoLinksOpen:
+    """The judge's `open` (builtins and io): a file under the tests' temporary
+    directory, which candidate code writes too, is opened one path component
+    at a time with O_NOFOLLOW, so a symbolic link planted there can never
+    point the judge at its own files (a golden file, the tests, the results
+    mount) for a read or a write; there is no check-then-open window to race.
+    Anywhere else it is the builtin open."""
+
+    def __init__(self, shared: str, real_open):
+        self.shared, self.real_open = os.path.realpath(shared), real_open
+
+    def __call__(self, file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, bytes, os.PathLike)):
+            path = os.path.abspath(os.fsdecode(file))
+            if path.startswith(self.shared + "/") and "opener" not in kwargs and len(args) < 5:
+                return self.real_open(self._fd(path, mode), mode, *args, **kwargs)
+        return self.real_open(file, mode, *args, **kwargs)
+
+    def _fd(self, path: str, mode: str) -> int:
+        flags = _MODE_FLAGS[next((c for c in mode if c in _MODE_FLAGS), "r")]
+        if "+" in mode:
+            flags = (flags & ~(os.O_RDONLY | os.O_WRONLY)) | os.O_RDWR
+        parts = os.path.relpath(path, self.shared).split("/")
+        fd = os.open(self.shared, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=fd)
+        finally:
+            os.close(fd)
+
+
 def _connect(path: str, timeout: float) -> socket.socket:
     deadline = time.monotonic() + timeout
     while True:
@@ -293,6 +334,7 @@ except OSError as _exc:
 _write_status(**_status())
 sys.meta_path.insert(0, WorkspaceFinder(_CONFIG["root"], _CONFIG["modules"]))
 sys.meta_path.insert(0, SharedTmpGuard(_CONFIG["shared_tmp"]))
+builtins.open = io.open = NoLinksOpen(_CONFIG["shared_tmp"], io.open)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own tmpdir plugin reads the option
