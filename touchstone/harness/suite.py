@@ -59,9 +59,13 @@ class HiddenSuite:
     """A task's hidden tests, ready to grade any version of its workspace.
     `required`: node ids that must pass, or None = every hidden test function;
     `environment`: the task's built environment (`touchstone.tasks.environment.task_environment`;
-    None: the base one), mounted by every run."""
+    None: the base one), mounted by every run; `inputs`: data files outside the
+    test folders that the tests read (the task's isolation record, from the
+    reference's run), served from the pristine workspace read-only in every
+    run (in the judge's tree of an isolated run)."""
 
-    def __init__(self, task: TaskTests, required: list[str] | None, environment: Environment | None = None):
+    def __init__(self, task: TaskTests, required: list[str] | None, environment: Environment | None = None,
+                 inputs: Sequence[str] = ()):  # fmt: skip
         self.workspace, self.hidden, self.timeout = task.workspace_dir, task.hidden_tests_dir, task.timeout_s
         self.environment = environment
         hidden = self.hidden
@@ -69,6 +73,7 @@ class HiddenSuite:
         self.test_modules = [rel for rel in self.sources if is_test_module(rel)]
         self.required = required
         self.own_protocol = own_protocol_of(task)
+        self.inputs = tuple(r for r in inputs if (self.workspace / r).is_file())
         # only the files holding required tests run: same verdict, shorter runs
         self.test_files = sorted({r.split("::", 1)[0] for r in required}) if required else self.test_modules
         self.prefixes = [i for rel in self.test_modules for i in grading.test_functions(rel, self.sources[rel])]
@@ -107,12 +112,14 @@ class HiddenSuite:
         backend: str = "auto",
         timeout: float | None = None,
         clock_offset_s: int = 0,
+        record_reads: bool = False,
     ) -> grading.TestRunResult:
         """Compose a tree in a scratch directory and grade it once (run `run` of
         the plan); for several runs of one tree, `compose` once, `run` per index."""
         with tempfile.TemporaryDirectory(prefix="touchstone-run-") as tmp:
             tree = self.compose(Path(tmp), overlays=overlays, files=files, deleted=deleted, patch=patch)
-            return self.run(tree, run, backend=backend, timeout=timeout, clock_offset_s=clock_offset_s)
+            return self.run(tree, run, backend=backend, timeout=timeout, clock_offset_s=clock_offset_s,
+                            record_reads=record_reads)  # fmt: skip
 
     def compose_isolated(
         self,
@@ -127,7 +134,11 @@ class HiddenSuite:
             p.relative_to(o).as_posix(): p.read_bytes() for o in overlays for p in sorted(o.rglob("*")) if p.is_file()
         }
         merged.update({rel: d.encode() if isinstance(d, str) else d for rel, d in (files or {}).items()})
-        return compose_trees(self.workspace, merged, list(deleted), self.hidden, dest, self.own_protocol)
+        trees = compose_trees(self.workspace, merged, list(deleted), self.hidden, dest, self.own_protocol)
+        for rel in self.inputs:  # the tests' inputs, as the task ships them, beside the tests
+            (trees.judge / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.workspace / rel, trees.judge / rel)
+        return trees
 
     def run_isolated(
         self, trees: IsolatedTrees, i: int = 0, *, backend: str = "auto", timeout: float | None = None
@@ -138,16 +149,21 @@ class HiddenSuite:
                             backend=backend, hash_seed=seed, order=order, environment=self.environment)  # fmt: skip
 
     def run(
-        self, tree: Path, i: int = 0, *, backend: str = "auto", timeout: float | None = None, clock_offset_s: int = 0
-    ) -> grading.TestRunResult:
+        self, tree: Path, i: int = 0, *, backend: str = "auto", timeout: float | None = None, clock_offset_s: int = 0,
+        record_reads: bool = False,
+    ) -> grading.TestRunResult:  # fmt: skip
         """Grade a tree made by `compose` with run `i` of `run_plan`
-        (`clock_offset_s`: the wall clock that many seconds ahead, libfaketime)."""
+        (`clock_offset_s`: the wall clock that many seconds ahead, libfaketime;
+        `record_reads`: list the data files outside the tests that test code reads)."""
         seed, order = run_plan(i)
         ro = tree.parent / "readonly"
         readonly = {d: ro / d for d in self.readonly_dirs if (ro / d).is_dir()}
+        # the tests' inputs outside their folders: the pristine files, read-only (code under test cannot rewrite them)
+        readonly.update({rel: self.workspace / rel for rel in self.inputs if (tree / rel).is_file()})
         return grading.run_tests(tree, self.test_files, self.required, self.prefixes, readonly=readonly,
                                  timeout=timeout or self.timeout, backend=backend, hash_seed=seed, order=order,
-                                 environment=self.environment, clock_offset_s=clock_offset_s)  # fmt: skip
+                                 environment=self.environment, clock_offset_s=clock_offset_s,
+                                 record_reads=record_reads)  # fmt: skip
 
 
 def run_hidden_tests(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import glob
 import hashlib
 import json
 import tempfile
@@ -97,7 +98,7 @@ def verify_trajectory(
             duration_s=round(time.monotonic() - started, 3),
         )  # fmt: skip
 
-    pristine = _Pristine(task)
+    pristine = _Pristine(task, record.inputs)
     try:
         environment = task_environment(task)  # built (network on) before anything of the candidate runs
         rep = replay(task.workspace_dir, messages, backend=backend, keep_states=progress,
@@ -108,7 +109,7 @@ def verify_trajectory(
         return report()
     checks.append(CheckResult(name="replay", status="pass", evidence=_replay_evidence(rep)))
     checks.append(_diff_match_check(rep, recorded_diff))
-    prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
+    prot = check_protected(rep.diff, pristine.files, pristine.task_globs, pristine.test_dirs,
                            pristine.content, rep.files.get,
                            installed=environment.top_level if environment else frozenset(),
                            hidden_files=pristine.hidden, final=rep.final)  # fmt: skip
@@ -132,7 +133,7 @@ def verify_trajectory(
     with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
         try:
             # reads the task's hidden tests: can fail too
-            suite = HiddenSuite(task, task.required_tests, environment=environment)
+            suite = HiddenSuite(task, task.required_tests, environment=environment, inputs=record.inputs)
             runs = _TestRuns(suite, backend, graded, deleted, Path(tmp))
             with ThreadPoolExecutor(1) as pool:
                 # the oracle (own trees, own sandboxes) runs alongside the determinism runs once the
@@ -159,11 +160,11 @@ def _isolation_record(task: Task, isolated: bool | None, backend: str) -> Isolat
     task directory is writable); else (no reference, or the probe got no
     answer) isolated: a candidate that fails there is rejected, never retried
     in process, so no candidate can choose the weaker run."""
-    if isolated is not None:
+    record = recorded_isolation(task)
+    if isolated is not None:  # the tests' inputs stay the task's record's
         detail = "isolation required by the caller" if isolated else "isolation switched off by the caller"
         return IsolationVerdict(status="isolated" if isolated else "not_isolated", detail=detail,
-                                task_hash=task.content_hash, backend="-")  # fmt: skip
-    record = recorded_isolation(task)
+                                task_hash=task.content_hash, backend="-", inputs=record.inputs if record else [])  # fmt: skip
     if record is None and task.reference_dir is not None:
         try:
             probed = probe_isolation(task, backend, record=False)
@@ -193,13 +194,15 @@ def _never_alone(oracle_check: CheckResult, isolation: Isolation) -> CheckResult
 class _Pristine:
     """The task's own workspace files, its test files and test directories."""
 
-    def __init__(self, task: Task):
+    def __init__(self, task: Task, inputs: list[str]):
         self.root = task.workspace_dir
+        # the task's protected globs and the tests' inputs outside their folders (golden files)
+        self.task_globs = list(task.protected) + [glob.escape(rel) for rel in inputs]
         self.files = {p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()}
         self.tests = {r for r in self.files if is_test_file(r)}
         self.hidden = {p.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")}
         self.test_dirs = test_dirs(self.files, self.hidden)
-        self.globs = list(task.protected) + list(DEFAULT_PROTECTED)
+        self.globs = self.task_globs + list(DEFAULT_PROTECTED)
         # mutation tasks: reference/ holds each mutated file as it was before the mutation
         ref = task.reference_dir if task.source.proposer == "mutation" else None
         self.originals = {p.relative_to(ref).as_posix(): p for p in ref.rglob("*") if p.is_file()} if ref else {}
