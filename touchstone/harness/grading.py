@@ -134,6 +134,7 @@ class TestRunResult:
     collect_errors: dict[str, str] = field(default_factory=dict)  # file -> error lines
     raised_at: dict[str, str] = field(default_factory=dict)  # failed id -> "path:line" the exception came from
     reads: list[str] = field(default_factory=list)  # data files outside the tests the tests read (record_reads)
+    observations: dict[str, list] = field(default_factory=dict)  # isolated, observed: test -> values it got
 
     @property
     def ok(self) -> bool:

@@ -141,12 +141,15 @@ class HiddenSuite:
         return trees
 
     def run_isolated(
-        self, trees: IsolatedTrees, i: int = 0, *, backend: str = "auto", timeout: float | None = None
-    ) -> grading.TestRunResult:
-        """Grade isolated trees with run `i` of `run_plan`: no candidate code in the judging process."""
+        self, trees: IsolatedTrees, i: int = 0, *, backend: str = "auto", timeout: float | None = None,
+        observe: bool = False, random_seed: int | None = None,
+    ) -> grading.TestRunResult:  # fmt: skip
+        """Grade isolated trees with run `i` of `run_plan`: no candidate code in the judging process
+        (`observe`, `random_seed`: see `touchstone.harness.isolation.run_isolated`)."""
         seed, order = run_plan(i)
         return run_isolated(trees, self.test_files, self.required, self.prefixes, timeout=timeout or self.timeout,
-                            backend=backend, hash_seed=seed, order=order, environment=self.environment)  # fmt: skip
+                            backend=backend, hash_seed=seed, order=order, environment=self.environment,
+                            observe=observe, random_seed=random_seed)  # fmt: skip
 
     def run(
         self, tree: Path, i: int = 0, *, backend: str = "auto", timeout: float | None = None, clock_offset_s: int = 0,

@@ -30,8 +30,9 @@ Severity = Literal["reject", "flag"]
 # was importable in the pytest process (the task's tests do not run isolated).
 Isolation = Literal["isolated", "not_isolated"]
 # What was verified behind a test verdict, strongest first (docs/VERIFIER.md, "Guards"):
-# "isolation+oracle": the tests ran with no candidate code in the judging process AND the
-#   out-of-process oracle replayed the tests' calls on the reference and agreed;
+# "isolation+oracle": the tests ran with no candidate code in the judging process AND an
+#   out-of-process comparison with the reference agreed (the recorded-call oracle replayed
+#   calls, or the lockstep check compared what the tests observed);
 # "isolation": the tests ran isolated; no oracle compared anything (no reference);
 # "oracle": candidate code was in the judging process (the task's tests cannot run isolated),
 #   but the oracle compared calls of EVERY required test and none was unreplayable;
@@ -54,6 +55,7 @@ CHECK_NAMES = (
     "tests",
     "determinism",
     "oracle",
+    "lockstep",
 )
 
 
@@ -118,7 +120,7 @@ class VerificationReport(BaseModel):
     @model_validator(mode="after")
     def _derive(self) -> "VerificationReport":
         self.verdict, self.reasons = derive_verdict(self.checks)
-        self.guard = derive_guard(self.isolation, self.check("oracle"))
+        self.guard = derive_guard(self.isolation, self.check("oracle"), self.check("lockstep"))
         if not self.report_id:
             self.report_id = self.content_id()
         return self
@@ -144,13 +146,16 @@ class VerificationReport(BaseModel):
         return failed_names(self.checks)
 
 
-def derive_guard(isolation: Isolation | None, oracle: CheckResult | None) -> Guard | None:
+def derive_guard(
+    isolation: Isolation | None, oracle: CheckResult | None, lockstep: CheckResult | None = None
+) -> Guard | None:
     if isolation is None:
         return None
     # a bare oracle pass is not enough: it must have replayed calls on the candidate
     compared = oracle is not None and oracle.status == "pass" and oracle.counts.get("replayed", 0) > 0
     if isolation == "isolated":
-        return "isolation+oracle" if compared else "isolation"
+        observed = lockstep is not None and lockstep.status == "pass" and lockstep.counts.get("compared", 0) > 0
+        return "isolation+oracle" if compared or observed else "isolation"
     # in process, one replayed call is not enough: every required test, nothing left unreplayable
     covered = compared and oracle.counts.get("tests_uncovered", 1) == 0 and oracle.counts.get("unreplayable", 1) == 0
     return "oracle" if covered else "in_process"

@@ -27,7 +27,7 @@ from touchstone.sandbox import Environment, SandboxError
 from touchstone.tasks.environment import task_environment
 from touchstone.tasks.isolation import IsolationVerdict, probe_isolation, record_isolation, recorded_isolation
 from touchstone.tasks.schema import Task
-from touchstone.verify import oracle
+from touchstone.verify import lockstep, oracle
 from touchstone.verify.action_audit import audit_actions
 from touchstone.verify.policy import AuditPolicy, load_policy
 from touchstone.verify.protected import DEFAULT_PROTECTED, check_protected
@@ -128,25 +128,37 @@ def verify_trajectory(
     checks += [_audit_check("static_audit", static), _audit_check("action_audit", actions)]
 
     if _rejected(checks) and not full:
-        _skip(checks, ("tests", "determinism", "oracle"), f"not run: already rejected by {_rejected(checks)}")
+        _skip(
+            checks, ("tests", "determinism", "oracle", "lockstep"), f"not run: already rejected by {_rejected(checks)}"
+        )
         return report()
     with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
         try:
             # reads the task's hidden tests: can fail too
             suite = HiddenSuite(task, task.required_tests, environment=environment, inputs=record.inputs)
             runs = _TestRuns(suite, backend, graded, deleted, Path(tmp))
-            with ThreadPoolExecutor(1) as pool:
-                # the oracle (own trees, own sandboxes) runs alongside the determinism runs once the
-                # tests passed once: a failing candidate, the common case, costs no oracle
+            with ThreadPoolExecutor(2) as pool:
+                # the oracle and the reference's lockstep runs (own trees, own sandboxes) go alongside the
+                # determinism runs once the tests passed once: a failing candidate, the common case, costs neither
                 oracle_run = _Deferred(pool, lambda: _oracle_check(task, suite, graded, deleted, Path(tmp),
                                                                    backend, pristine.tests))  # fmt: skip
-                tested, isolation = _test_checks(runs, replays, record, on_first_pass=oracle_run.start)
+                reference_seen = _Deferred(
+                    pool, lambda: _reference_observations(task, suite, record, Path(tmp), backend)
+                )
+
+                def start() -> None:
+                    oracle_run.start()
+                    reference_seen.start()
+
+                tested, isolation = _test_checks(runs, replays, record, on_first_pass=start)
                 checks.extend(tested)
                 if tested[0].status == "error" or (_rejected(checks) and not full):
-                    oracle_run.wait()  # it reads the trees under tmp: never left running past them
-                    _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
+                    oracle_run.wait()  # they read the trees under tmp: never left running past them
+                    reference_seen.wait()
+                    _skip(checks, ("oracle", "lockstep"), f"not run: {_rejected(checks) or 'tests errored'}")
                 else:
                     checks.append(_never_alone(oracle_run.result(), isolation))
+                    checks.append(_lockstep_check(task, reference_seen.result(), runs.observed, isolation))
             if progress:
                 points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
         except Exception as exc:  # infrastructure: inconclusive, never accept
@@ -291,6 +303,7 @@ class _TestRuns:
         self.suite, self.backend, self.files, self.deleted, self.tmp = suite, backend, files, deleted, tmp
         self.lock = threading.Lock()
         self.trees: dict[str, Any] = {}
+        self.observed: dict[str, list] = {}
 
     def _composed(self, way: str, compose: Callable[..., Any]) -> Any:
         with self.lock:
@@ -299,7 +312,12 @@ class _TestRuns:
             return self.trees[way]
 
     def isolated(self, i: int) -> TestRunResult:
-        return self.suite.run_isolated(self._composed("isolated", self.suite.compose_isolated), i, backend=self.backend)
+        """Run 0 logs every value the tests get from the candidate (`observed`: the lockstep check's input)."""
+        trees = self._composed("isolated", self.suite.compose_isolated)
+        result = self.suite.run_isolated(trees, i, backend=self.backend, observe=i == 0)
+        if i == 0:
+            self.observed = result.observations
+        return result
 
     def in_process(self, i: int) -> TestRunResult:
         return self.suite.run(self._composed("graded", self.suite.compose), i, backend=self.backend)
@@ -397,6 +415,34 @@ def _oracle_check(
     compared = {t.split("[", 1)[0] for t in result.tests_compared}
     counts = {**result.counts, "tests_uncovered": sum(r not in compared for r in required)}
     return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=counts)
+
+
+def _reference_observations(task: Task, suite: HiddenSuite, record: IsolationVerdict, tmp: Path,
+                             backend: str) -> CheckResult | tuple[list, str]:  # fmt: skip
+    """What the tests observe of the reference (`lockstep.observe_reference`),
+    or the check's result when there is nothing to compare with."""
+    if task.reference_dir is None:
+        return CheckResult(name="lockstep", status="skipped", evidence="task has no reference")
+    if record.status != "isolated":
+        return CheckResult(name="lockstep", status="skipped", evidence="the tests do not run isolated")
+    key = lockstep.reference_key(suite, task.content_hash, backend)
+    runs, how = lockstep.observe_reference(suite, task.reference_dir, tmp, backend, key)
+    return CheckResult(name="lockstep", status="skipped", evidence=how) if runs is None else (runs, how)
+
+
+def _lockstep_check(task: Task, reference, observed: dict[str, list], isolation: Isolation) -> CheckResult:
+    if isinstance(reference, CheckResult):
+        return reference
+    if isolation != "isolated":
+        return CheckResult(name="lockstep", status="skipped", evidence="the tests did not run isolated")
+    runs, how = reference
+    try:
+        contract = oracle.contract_of(task.source.meta)
+    except ValueError as exc:
+        return CheckResult(name="lockstep", status="error", evidence=str(exc))
+    result = lockstep.compare(runs, observed, contract)
+    return CheckResult(name="lockstep", status=result.status, evidence=f"{result.evidence} (reference {how})",
+                       counts=result.counts)  # fmt: skip
 
 
 def _progress(

@@ -21,8 +21,10 @@ import io
 import json
 import os
 import posixpath
+import collections
 import socket
 import sys
+import threading
 import time
 import types
 
@@ -130,6 +132,23 @@ def _is_test_failure(exc: BaseException) -> bool:
 class JudgeEndpoint(wire.Endpoint):
     def __init__(self, sock):
         super().__init__(sock, JudgePolicy(self), root=_CONFIG["root"])
+        self.observer = Observer(_CONFIG["observations"]) if _CONFIG.get("observations") else None
+
+    def request(self, op: str, *args):
+        """A request of test code; with an observer, what it got back (or
+        raised) is logged for the lockstep comparison with the reference."""
+        observer = self.observer
+        if observer is None or observer.busy() or op in _UNOBSERVED or (op == "op" and args[0] == "view"):
+            return super().request(op, *args)
+        try:
+            result = super().request(op, *args)
+        except wire.IsolationBroken:
+            raise
+        except BaseException as exc:
+            observer.log(op, ["raised", _class_name(type(exc))])
+            raise
+        observer.log(op, observer.canon(result))
+        return result
 
     def module_proxy(self, name: str, hid: int):
         module = sys.modules.get(name)
@@ -142,6 +161,83 @@ class JudgeEndpoint(wire.Endpoint):
         catches it (it is raised when the outermost call returns)."""
         if _is_test_failure(exc) and self.sticky is None:
             self.sticky = exc
+
+
+_UNOBSERVED = {"import", "setattr", "delattr"}
+MAX_OBSERVED_ITEMS = 1000
+
+
+def _class_name(cls) -> str:
+    remote = cls.__dict__.get("__touchstone_remote__")  # a mirror of the candidate's class: its own name
+    name = getattr(cls, "__qualname__", "?")
+    return name if remote is not None or cls.__module__ == "builtins" else f"{cls.__module__}.{name}"
+
+
+class Observer:
+    """Every value test code gets from the candidate's process, in the oracle's
+    canonical form (`touchstone/harness/sandbox_files/codec.py`, so the task's
+    declared semantics apply to it), one JSON line per request, per test, in
+    the results mount: the candidate's process cannot reach it. A proxy is
+    logged by its plain view (an opaque object as `["object", "", []]`: which
+    class an honest solution uses is its choice; a builtin subclass as its
+    plain value, as every operation in the judge sees it)."""
+
+    def __init__(self, path: str):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.test = None
+        self.local = threading.local()
+
+    def busy(self) -> bool:
+        return getattr(self.local, "busy", False)
+
+    def log(self, op: str, value) -> None:
+        line = json.dumps({"t": self.test, "op": op, "v": value}, default=repr)
+        os.write(self.fd, (line + "\n").encode())
+
+    def canon(self, x, depth: int = 0):
+        self.local.busy = True  # the plain views fetched here are the observer's, not the test's
+        try:
+            return self._canon(x, depth)
+        except wire.IsolationBroken:
+            raise
+        except Exception as exc:  # a view that fails is itself what the test would see
+            return ["raised", _class_name(type(exc))]
+        finally:
+            self.local.busy = False
+
+    def _canon(self, x, depth):
+        t = type(x)
+        if depth > 50:
+            return ["deep"]
+        if t in (type(None), bool, int, str):
+            return [{type(None): "none"}.get(t, t.__name__), x]
+        if t is float:
+            return ["float", "nan" if x != x else repr(x)]
+        if t in (complex, bytes, bytearray):
+            return [t.__name__, x.hex() if t is not complex else repr(x)]
+        if t in (list, tuple, collections.deque):
+            return [
+                t.__name__ if t is not collections.deque else "list",
+                [self._canon(e, depth + 1) for e in list(x)[:MAX_OBSERVED_ITEMS]],
+            ]
+        if t in (set, frozenset):
+            return [t.__name__, sorted((self._canon(e, depth + 1) for e in x), key=json.dumps)]
+        if t in (dict, collections.Counter, collections.OrderedDict, collections.defaultdict):
+            pairs = [
+                [self._canon(k, depth + 1), self._canon(v, depth + 1)] for k, v in list(x.items())[:MAX_OBSERVED_ITEMS]
+            ]
+            body = ["dict", pairs if t is collections.OrderedDict else sorted(pairs, key=json.dumps)]
+            return body if t is dict else ["sub", f"collections.{t.__name__}", body, []]
+        if isinstance(x, wire.Proxy):
+            view = wire._judged(x)
+            if view is None or type(view) is wire.Opaque:
+                return ["object", "", []]
+            if type(view) is wire.Record:
+                return ["dataclass", view.qualname, [[k, self._canon(v, depth + 1)] for k, v in view.fields]]
+            return self._canon(view, depth + 1)  # as the judge compares it: its plain view
+        if isinstance(x, type) and "__touchstone_remote__" in x.__dict__:
+            return ["ref", "", _class_name(x)]
+        return ["value", _class_name(t), repr(x)[:200]]
 
 
 class ModuleProxy(types.ModuleType):
@@ -341,6 +437,11 @@ builtins.open = io.open = NoLinksOpen(_CONFIG["shared_tmp"], io.open)
 def pytest_configure(config):
     # tmp_path lives where the candidate's sandbox sees it, at the same path
     config.option.basetemp = os.path.join(_CONFIG["shared_tmp"], "basetemp")
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if ENDPOINT.observer is not None:
+        ENDPOINT.observer.test = nodeid
 
 
 def pytest_sessionfinish(session, exitstatus):
