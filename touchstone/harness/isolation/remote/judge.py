@@ -145,7 +145,7 @@ class JudgeEndpoint(wire.Endpoint):
         except wire.IsolationBroken:
             raise
         except BaseException as exc:
-            observer.log(op, ["raised", _class_name(type(exc))])
+            observer.log(op, _raised(exc))
             raise
         observer.log(op, observer.canon(result))
         return result
@@ -168,9 +168,18 @@ MAX_OBSERVED_ITEMS = 1000
 
 
 def _class_name(cls) -> str:
-    remote = cls.__dict__.get("__touchstone_remote__")  # a mirror of the candidate's class: its own name
+    """As the oracle's codec names classes: a candidate's (a mirror here) by its
+    qualified name, any other with its module (`builtins.ValueError`)."""
+    remote = cls.__dict__.get("__touchstone_remote__")
     name = getattr(cls, "__qualname__", "?")
-    return name if remote is not None or cls.__module__ == "builtins" else f"{cls.__module__}.{name}"
+    return name if remote is not None else f"{cls.__module__}.{name}"
+
+
+def _raised(exc: BaseException) -> list:
+    """`["raised", class, [its base classes]]`, the oracle's form: the task's
+    `exceptions` semantics apply to it."""
+    bases = [_class_name(k) for k in type(exc).__mro__[1:] if k not in (BaseException, object)]
+    return ["raised", _class_name(type(exc)), bases]
 
 
 class Observer:
@@ -201,7 +210,7 @@ class Observer:
         except wire.IsolationBroken:
             raise
         except Exception as exc:  # a view that fails is itself what the test would see
-            return ["raised", _class_name(type(exc))]
+            return _raised(exc)
         finally:
             self.local.busy = False
 
