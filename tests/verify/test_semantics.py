@@ -110,3 +110,13 @@ def test_generated_inputs_stay_in_the_domain_the_tests_show():
     assert 11 in generated or 9 in generated  # neighbours inside the domain are still generated
     assert not oracle._within("", ["ab", "c"]) and oracle._within("", ["ab", ""])
     assert not oracle._within(0, [3, 5]) and oracle._within(0, [0, 5]) and oracle._within(-2, [-1, 5])
+
+
+def test_a_speed_contract_needs_a_statement_that_asks_for_speed():
+    bound = {"oracle": {"max_slowdown": 5}}
+    assert oracle.contract_problems("Return the n-th Fibonacci number.", bound) == [
+        "max_slowdown 5 declared, but the statement asks for no speed"
+    ]
+    assert oracle.contract_problems("Return the n-th Fibonacci number in linear time.", bound) == []
+    assert oracle.contract_problems("Anything.", {"oracle": {"order": "sorted"}})[0].startswith("task.json")
+    assert oracle.contract_problems("Anything.", {}) == []

@@ -37,6 +37,7 @@ import hashlib
 import itertools
 import json
 import random
+import re
 import secrets
 import shlex
 import shutil
@@ -102,6 +103,27 @@ def contract_of(meta: dict) -> OracleContract:
         return OracleContract.model_validate(meta.get("oracle") or {})
     except ValidationError as exc:
         raise ValueError(f"task.json source.meta.oracle is invalid: {exc}") from exc
+
+
+# what a statement says when it asks for speed: only then may a task hold solutions to a time contract
+ASKS_FOR_SPEED = re.compile(
+    r"\b(fast|faster|speed|quickly|performance|efficient(ly)?|time limit|complexity|linear time|"
+    r"logarithmic|O\([^)]*\)|within \d+(\.\d+)? ?(ms|s|seconds|milliseconds))",
+    re.IGNORECASE,
+)
+
+
+def contract_problems(statement: str, meta: dict) -> list[str]:
+    """What is wrong with a task's declared comparison semantics: an invalid
+    `source.meta.oracle`, or a performance contract its statement never asks
+    for (honest work must not fail a speed bar nobody set)."""
+    try:
+        contract = contract_of(meta)
+    except ValueError as exc:
+        return [str(exc)]
+    if contract.max_slowdown is not None and not ASKS_FOR_SPEED.search(statement):
+        return [f"max_slowdown {contract.max_slowdown:g} declared, but the statement asks for no speed"]
+    return []
 
 
 # ------------------------------------------------------------------ recording
