@@ -701,3 +701,25 @@ def test_a_link_in_the_shared_temp_dir_never_points_the_judge_at_its_files(tmp_p
     linked = "import os\ndef write_report(path):\n    os.symlink('/workspace/tests/golden.txt', path)\n"
     result = run(tmp_path / "linked", {"report.py": linked}, GOLDEN_TESTS)
     assert result.status == "fail" and "Too many levels of symbolic links" in result.evidence, result.evidence
+
+
+PRINT_TESTS = {
+    "tests/test_print.py": """
+        import sys
+
+        from greet import greet, warn
+
+        def test_prints_the_greeting(capsys):
+            greet("Ada")
+            warn("careful")
+            captured = capsys.readouterr()
+            assert captured.out == "Hello, Ada!\\n" and captured.err == "careful\\n"
+    """,
+}
+
+
+def test_what_candidate_code_prints_reaches_the_tests_capsys(tmp_path: Path):
+    honest = "import sys\ndef greet(n):\n    print(f'Hello, {n}!')\ndef warn(m):\n    print(m, file=sys.stderr)\n"
+    assert run(tmp_path / "honest", {"greet.py": honest}, PRINT_TESTS).status == "pass"
+    wrong = honest.replace("Hello", "Bye")
+    assert run(tmp_path / "wrong", {"greet.py": wrong}, PRINT_TESTS).status == "fail"

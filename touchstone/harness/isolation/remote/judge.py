@@ -437,6 +437,22 @@ except OSError as _exc:
     _write_status(connected=False, error=f"cannot reach the candidate's process: {_exc}")
     raise
 _write_status(**_status())
+
+
+def _to_stdout(text: str) -> None:
+    """What candidate code prints to stdout: written here, where a test's capsys reads it."""
+    if type(text) is str:
+        sys.stdout.write(text)
+
+
+def _to_stderr(text: str) -> None:
+    if type(text) is str:
+        sys.stderr.write(text)
+
+
+# the candidate's output streams forward to this process before any workspace module is imported
+_OUTPUT = ENDPOINT.request("import", __name__.rpartition(".")[0] + ".output", None)
+ENDPOINT.request("callattr", _OUTPUT, "install", (_to_stdout, _to_stderr), {})
 sys.meta_path.insert(0, WorkspaceFinder(_CONFIG["root"], _CONFIG["modules"]))
 sys.meta_path.insert(0, SharedTmpGuard(_CONFIG["shared_tmp"]))
 builtins.open = io.open = NoLinksOpen(_CONFIG["shared_tmp"], io.open)
