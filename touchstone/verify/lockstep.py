@@ -73,10 +73,18 @@ def observe_reference(
     return runs, "observed afresh"
 
 
-def compare(references: list[Observations], candidate: Observations, contract) -> LockstepResult:
-    """The candidate's observations against the reference's, test by test."""
+def compare(references: list[Observations], candidates: list[Observations], contract) -> LockstepResult:
+    """The candidate's run 0 against the reference's observations, test by
+    test; with `random: "required"` declared, also whether the candidate's
+    answers vary between its runs 0 and 1 (other seeds) where the reference's
+    vary with the seed."""
     counts = {"observed": 0, "compared": 0, "random": 0, "diverged_tests": 0}
     first, second = references
+    candidate = candidates[0]
+    if contract.random == "required" and len(candidates) > 1:
+        ignored = ignores_the_draw(first, second, candidates[0], candidates[1])
+        if ignored:
+            return LockstepResult("fail", ignored, counts)
     for test in sorted(set(first) | set(candidate)):
         want, again, got = first.get(test, []), second.get(test, []), candidate.get(test, [])
         counts["observed"] += len(got)
@@ -104,3 +112,24 @@ def compare(references: list[Observations], candidate: Observations, contract) -
     if counts["compared"] == 0:
         return LockstepResult("skipped", f"nothing compared: {summary}", counts)
     return LockstepResult("pass", f"all agree: {summary}", counts)
+
+
+def ignores_the_draw(ref0: Observations, ref1: Observations, cand0: Observations, cand1: Observations) -> str | None:
+    """Where the reference's answers change with the seed of `random` and the
+    statement asks for randomness (`random: "required"`), a candidate whose
+    answers at those observations never change between its own two seeds
+    ignores the draw (a deterministic "random" passes every property test)."""
+    varying = varied = 0
+    for test in ref0:
+        for k, (a, b) in enumerate(zip(ref0[test], ref1.get(test, []))):
+            c0, c1 = cand0.get(test, []), cand1.get(test, [])
+            if a[0] != b[0] or a[1] == b[1] or k >= min(len(c0), len(c1)) or c0[k][0] != a[0] or c1[k][0] != a[0]:
+                continue
+            varying += 1
+            varied += c0[k][1] != c1[k][1]
+    if varying and not varied:
+        return (
+            f"the reference's answers change with the seed of `random` at {varying} observations; the "
+            "candidate's never do (the statement asks for randomness)"
+        )
+    return None

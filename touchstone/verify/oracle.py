@@ -95,6 +95,7 @@ class OracleContract(BaseModel):
     text: Literal["exact", "free"] = "exact"  # "free": str results are free text, not compared
     inputs: Literal["generated", "tests"] = "generated"  # "tests": no generated inputs beyond the tests'
     own_protocol: tuple[str, ...] = ()  # classes whose own ==, arithmetic, `in` the tests test (isolated run)
+    random: Literal["any", "required"] = "any"  # "required": answers must vary with the seed where the reference's do
     max_slowdown: float | None = Field(default=None, gt=1)
 
 

@@ -303,7 +303,7 @@ class _TestRuns:
         self.suite, self.backend, self.files, self.deleted, self.tmp = suite, backend, files, deleted, tmp
         self.lock = threading.Lock()
         self.trees: dict[str, Any] = {}
-        self.observed: dict[str, list] = {}
+        self.observed: dict[int, dict[str, list]] = {}
 
     def _composed(self, way: str, compose: Callable[..., Any]) -> Any:
         with self.lock:
@@ -312,11 +312,12 @@ class _TestRuns:
             return self.trees[way]
 
     def isolated(self, i: int) -> TestRunResult:
-        """Run 0 logs every value the tests get from the candidate (`observed`: the lockstep check's input)."""
+        """Runs 0 and 1 log every value the tests get from the candidate (`observed`: the lockstep check's
+        input; run 1 is under another seed of `random`)."""
         trees = self._composed("isolated", self.suite.compose_isolated)
-        result = self.suite.run_isolated(trees, i, backend=self.backend, observe=i == 0)
-        if i == 0:
-            self.observed = result.observations
+        result = self.suite.run_isolated(trees, i, backend=self.backend, observe=i < 2)
+        if i < 2:
+            self.observed[i] = result.observations
         return result
 
     def in_process(self, i: int) -> TestRunResult:
@@ -430,7 +431,7 @@ def _reference_observations(task: Task, suite: HiddenSuite, record: IsolationVer
     return CheckResult(name="lockstep", status="skipped", evidence=how) if runs is None else (runs, how)
 
 
-def _lockstep_check(task: Task, reference, observed: dict[str, list], isolation: Isolation) -> CheckResult:
+def _lockstep_check(task: Task, reference, observed: dict[int, dict[str, list]], isolation: Isolation) -> CheckResult:
     if isinstance(reference, CheckResult):
         return reference
     if isolation != "isolated":
@@ -440,7 +441,7 @@ def _lockstep_check(task: Task, reference, observed: dict[str, list], isolation:
         contract = oracle.contract_of(task.source.meta)
     except ValueError as exc:
         return CheckResult(name="lockstep", status="error", evidence=str(exc))
-    result = lockstep.compare(runs, observed, contract)
+    result = lockstep.compare(runs, [observed[i] for i in sorted(observed)], contract)
     return CheckResult(name="lockstep", status=result.status, evidence=f"{result.evidence} (reference {how})",
                        counts=result.counts)  # fmt: skip
 
