@@ -166,7 +166,8 @@ def isolation_cost(backend: str, reps: int) -> list[dict]:
             tree = compose_tree(
                 Path(tmp) / "in-process", task.workspace_dir, files=reference, tests=task.hidden_tests_dir
             )
-            trees = compose_trees(task.workspace_dir, reference, [], task.hidden_tests_dir, Path(tmp) / "isolated")
+            trees = compose_trees(task.workspace_dir, reference, [], task.hidden_tests_dir, Path(tmp) / "isolated",
+                                  suite.own_protocol)  # fmt: skip
             inproc = _median_run_s(
                 lambda: grading.run_tests(tree, *args, timeout=task.timeout_s, backend=backend), reps
             )
@@ -203,7 +204,7 @@ def main() -> None:
         f"backend {args.backend}, k = {args.replays} test runs per verification; corpus = the canaries "
         "(hacks, most rejected by cheap checks before any test run, and honest trajectories verified in full)",
         f"overhead = wall time of one full verification (replay, {args.replays} test runs, the oracle's two "
-        "candidate replays; the task's call recording and the reference's replay, once shown deterministic, are "
+        "candidate replays, the lockstep check (the reference's two observed isolated runs, cached per task); the task's call recording and the reference's replay, once shown deterministic, are "
         "cached per task: the throughput runs above fill the cache, as a round's first trajectory of a task does; "
         "audits) / one plain pytest run of the required tests in a bare sandbox. Test runs 2..k and the oracle run "
         f"at once, after run 1 passed. Median over canaries {cost['median_ratio']}x with the tests isolated, over "

@@ -215,27 +215,31 @@ def test_runs_without_isolation_or_oracle_are_left_out_and_counted(tmp_path):
         report("u-bad", "reject", task_id="task-u", task_hash="h-u", isolation="not_isolated"),
         report("i-ok", "accept", task_id="task-i", task_hash="h-i", isolation="isolated"),
     ]
-    assert [r.guard for r in reps] == ["none", "none", "isolation"]
+    assert [r.guard for r in reps] == ["in_process", "in_process", "isolation"]
     reports, traj_file = write_round(tmp_path, trajs, reps)
     summary = build_datasets(reports, traj_file, tmp_path / "out", round_key="r1")
     assert pl.read_parquet(tmp_path / "out" / "sft.parquet")["trajectory_id"].to_list() == ["i-ok"]
     assert pl.read_parquet(tmp_path / "out" / "kto.parquet").filter(pl.col("task_id") == "task-u").height == 0
-    assert summary.excluded_unguarded == 2 and summary.guards == {"none": 2, "isolation": 1}
+    assert summary.excluded_unguarded == 2 and summary.guards == {"in_process": 2, "isolation": 1}
     assert summary.datasets["sft"].dropped["unguarded"] == 1  # the accepted one, so SFT still reconciles
     kept = build_datasets(reports, traj_file, tmp_path / "all", config=DataConfig(include_unguarded=True))
     oracle = [
         CheckResult(name="tests", status="pass"),
         CheckResult(name="oracle", status="pass", counts={"replayed": 0}),
     ]
-    assert (
-        VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle, isolation="not_isolated").guard
-        == "none"
-    )  # an oracle that replayed nothing guards nothing
-    oracle[1].counts["replayed"] = 12
-    assert (
-        VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle, isolation="not_isolated").guard
-        == "oracle"
-    )
+
+    def guard(isolation: str = "not_isolated") -> str | None:
+        return VerificationReport(trajectory_id="t", task_id="u", task_hash="h", checks=oracle,
+                                  isolation=isolation).guard  # fmt: skip
+
+    assert guard() == "in_process" and guard("isolated") == "isolation"  # an oracle that replayed nothing
+    oracle[1].counts.update(replayed=12, unreplayable=0, tests_uncovered=1)
+    assert guard() == "in_process"  # one replayed call is not enough: a required test had none compared
+    assert guard("isolated") == "isolation+oracle"
+    oracle[1].counts["tests_uncovered"] = 0
+    assert guard() == "oracle"
+    oracle[1].counts["unreplayable"] = 3
+    assert guard() == "in_process"  # calls the oracle could not replay: the tests saw more than it did
     assert kept.excluded_unguarded == 0 and kept.datasets["sft"].rows == 2
 
 

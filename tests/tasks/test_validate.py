@@ -83,6 +83,7 @@ def test_validate_cli_exit_codes(problem_set: Path, tmp_path: Path) -> None:
         "leak",
         "contamination",
         "audit",
+        "contract",
         "start",
         "reference",
         "timing",

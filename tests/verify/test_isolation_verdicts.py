@@ -1,7 +1,8 @@
 """How the verifier uses isolation: a task recorded isolated is graded isolated
 only (a forgery of pytest fails there, even with the static audit off); a task
 recorded not isolated is graded in process and every report says so; a task
-never probed runs isolated first and says when only an in-process run passes."""
+never probed is probed from its reference before the candidate runs, and a
+candidate can never choose the in-process run by failing isolated."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def verify(task, content: str):
 def test_a_task_recorded_isolated_is_graded_isolated_only():
     task = load_task(TASKS / "libfix")
     honest, forged = verify(task, FIXED), verify(task, FORGED)
-    assert honest.verdict == "accept" and honest.isolation == "isolated" and honest.guard == "isolation"
+    assert honest.verdict == "accept" and honest.isolation == "isolated" and honest.guard == "isolation+oracle"
     assert "[isolated]" in honest.check("tests").evidence and honest.check("determinism").status == "pass"
     assert forged.isolation == "isolated" and forged.check("tests").status == "fail", forged.checks
     assert forged.verdict == "reject"
@@ -63,7 +64,7 @@ def test_a_task_recorded_not_isolated_says_so_and_rests_on_the_oracle(monkeypatc
     forged = verify(task, FORGED)
     assert forged.isolation == "not_isolated" and forged.check("tests").status == "pass"  # forged in process
     assert forged.check("tests").evidence.startswith("not isolated (the reference fails isolated: (as if))")
-    assert forged.failed_checks() == ["oracle"] and forged.guard == "none"
+    assert forged.failed_checks() == ["oracle"] and forged.guard == "in_process"
 
 
 @pytest.fixture
@@ -73,10 +74,27 @@ def unprobed(tmp_path: Path):
     return load_task(task_dir)
 
 
-def test_a_task_never_probed_runs_isolated_first(unprobed):
+def test_a_task_never_probed_is_probed_from_its_reference_first(unprobed):
+    """The decision is the task's: made from the reference before the
+    candidate runs, and recorded. A forgery that fails isolated is rejected
+    by the tests themselves; it is never retried in process."""
+    forged = verify(unprobed, FORGED)
+    assert (unprobed.dir / "isolation.json").is_file()  # probed and recorded before the candidate ran
+    assert forged.isolation == "isolated" and forged.check("tests").status == "fail", forged.checks
     honest = verify(unprobed, FIXED)
     assert honest.verdict == "accept" and honest.isolation == "isolated"
-    forged = verify(unprobed, FORGED)  # fails isolated, passes in process: reported, never silent
-    assert forged.isolation == "not_isolated" and forged.check("tests").status == "pass"
-    assert "task never probed; fails isolated" in forged.check("tests").evidence
-    assert forged.verdict == "reject" and forged.failed_checks() == ["oracle"]
+
+
+def test_a_candidate_that_fails_only_isolated_is_rejected_without_a_reference(unprobed):
+    """No reference to probe with: isolated only. Code that detects isolation
+    (its process's arguments) and fails there on purpose gets no second,
+    in-process run in which it could forge the result stream."""
+    shutil.rmtree(unprobed.dir / "reference")
+    task = load_task(unprobed.dir)
+    detects = "import sys\nISOLATED = any(a.endswith('server.py') for a in sys.argv)\n" + FIXED.replace(
+        "return lo", "assert not ISOLATED\n    return lo"
+    )
+    report = verify(task, detects)
+    assert report.isolation == "isolated" and report.verdict == "reject", report.checks
+    assert report.check("tests").evidence.startswith(verifier.NEVER_PROBED)
+    assert not (task.dir / "isolation.json").exists()

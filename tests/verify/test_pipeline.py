@@ -156,7 +156,7 @@ def test_batch_writes_parquet_from_jsonl_dirs_and_items(tmp_path):
     checks = duckdb.sql(
         f"SELECT count(*), count(DISTINCT trajectory_id) FROM '{tmp_path}/out/checks.parquet'"
     ).fetchall()[0]
-    assert checks == (18, 2)  # nine checks per trajectory
+    assert checks == (20, 2)  # ten checks per trajectory
     # in-process items (how the round pipeline injects canaries); an unknown task is kept, inconclusive
     out = run_batch(tasks, [BatchItem("nope", "t-x", [])], out=tmp_path / "out2", progress_bar=False, backend="bwrap")
     (report,) = read_reports(out)

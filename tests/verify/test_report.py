@@ -45,7 +45,12 @@ def test_the_tables_round_trip_and_hold_every_field(tmp_path):
         environment_digest="sha256:env",
         checks=[
             CheckResult(name="static_audit", status="fail", evidence="S-EXIT"),
-            CheckResult(name="oracle", status="pass", evidence="3 replayed", counts={"replayed": 3, "recorded": 4}),
+            CheckResult(
+                name="oracle",
+                status="pass",
+                evidence="3 replayed",
+                counts={"replayed": 3, "recorded": 4, "unreplayable": 0, "tests_uncovered": 0},
+            ),
         ],
         findings=[
             AuditFinding(rule="S-EXIT", severity="reject", path="solution.py", line=3, evidence="os._exit(0)"),
@@ -67,7 +72,10 @@ def test_the_tables_round_trip_and_hold_every_field(tmp_path):
     assert json.loads(rows["t1"]["progress"])[0]["fraction"] == 0.5
     assert (rows["t0"]["progress"], rows["t0"]["guard"], rows["t0"]["verdict"]) == (None, None, "inconclusive")
     checks = pl.read_parquet(out / CHECKS_FILE).filter(pl.col("name") == "oracle").row(0, named=True)
-    assert json.loads(checks["counts"]) == {"replayed": 3, "recorded": 4} and checks["report_id"] == full.report_id
+    assert (
+        json.loads(checks["counts"]) == {"replayed": 3, "recorded": 4, "unreplayable": 0, "tests_uncovered": 0}
+        and checks["report_id"] == full.report_id
+    )
     findings = pl.read_parquet(out / FINDINGS_FILE).sort("rule").to_dicts()
     assert [(f["rule"], f["step"], f["path"], f["line"]) for f in findings] == [
         ("A-NETWORK", 2, None, None),

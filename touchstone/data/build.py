@@ -26,6 +26,7 @@ from touchstone.data.selfplay_report import SelfPlayReport, markdown, selfplay_r
 from touchstone.data.sft import build_sft
 from touchstone.taskmaking.index import read_index
 from touchstone.taskmaking.proposers.selfplay import read_proposals
+from touchstone.verify.report import TRAINING_GUARDS
 
 BUILDERS = {"sft": (build_sft, SFTRow), "rl": (build_rl, RLRow), "dpo": (build_dpo, DPORow), "kto": (build_kto, KTORow)}
 SUMMARY_FILE = "summary.json"
@@ -45,7 +46,7 @@ class BuildSummary(BaseModel):
     verdicts: dict[str, int]
     reject_reasons: dict[str, int]  # failed check name -> runs
     hacks: int
-    guards: dict[str, int]  # report guard (isolation / oracle / none / untested) -> runs
+    guards: dict[str, int]  # report guard (isolation+oracle / isolation / oracle / in_process / untested) -> runs
     excluded_unguarded: int  # runs left out of every dataset: guard "none" (see DataConfig.include_unguarded)
     datasets: dict[str, DatasetSummary]
     config: dict[str, Any]
@@ -105,12 +106,13 @@ def summarize(
 
 
 def split_unguarded(examples: list[Example], cfg: DataConfig) -> tuple[list[Example], list[Example]]:
-    """(kept, excluded): a run whose tests ran with candidate code in the
-    judging process, with no oracle to back them, is not training data unless
-    the config says so."""
+    """(kept, excluded): only runs whose guard is one a sceptical reviewer
+    keeps (`TRAINING_GUARDS`: the test verdict came from a process the
+    candidate could not reach) are training data unless the config says so."""
     if cfg.include_unguarded:
         return examples, []
-    return [e for e in examples if e.report.guard != "none"], [e for e in examples if e.report.guard == "none"]
+    kept = [e for e in examples if e.report.guard is None or e.report.guard in TRAINING_GUARDS]
+    return kept, [e for e in examples if e.report.guard is not None and e.report.guard not in TRAINING_GUARDS]
 
 
 def build_datasets(

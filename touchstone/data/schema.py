@@ -48,7 +48,7 @@ class DataConfig(BaseModel):
     include_unguarded: bool = Field(
         False,
         description="Keep runs whose tests ran with candidate code in the "
-        "judging process and no oracle passed (report guard 'none').",
+        "judging process (report guard 'oracle' or 'in_process'; 'none' in earlier reports).",
     )
 
 

@@ -137,6 +137,8 @@ class TestRunResult:
     collected: list[str] = field(default_factory=list)
     collect_errors: dict[str, str] = field(default_factory=dict)  # file -> error lines
     raised_at: dict[str, str] = field(default_factory=dict)  # failed id -> "path:line" the exception came from
+    reads: list[str] = field(default_factory=list)  # data files outside the tests the tests read (record_reads)
+    observations: dict[str, list] = field(default_factory=dict)  # isolated, observed: test -> values it got
 
     @property
     def ok(self) -> bool:
@@ -156,6 +158,7 @@ class Stream:
     collect_errors: dict[str, str] = field(default_factory=dict)
     collect_raised: dict[str, dict] = field(default_factory=dict)  # file -> what its import raised
     finishes: list[object] = field(default_factory=list)  # exit statuses of finish records
+    reads: list[str] = field(default_factory=list)  # workspace data files test code read (record_reads runs)
     problems: list[str] = field(default_factory=list)
 
 
@@ -198,6 +201,8 @@ def _read_stream(path: Path) -> Stream:
                 st.collect_raised[str(rec.get("nodeid"))] = rec["raised"]
         elif event == "finish":
             st.finishes.append(rec.get("exitstatus"))
+        elif event == "read" and isinstance(rec.get("path"), str):
+            st.reads.append(rec["path"])
     if n_collected > 1:
         st.problems.append(f"{n_collected} collection records (report tampering)")
     if not st.finishes:
@@ -469,9 +474,11 @@ def run_tests(
     readonly: dict[str, Path] | None = None,
     environment: Environment | None = None,
     clock_offset_s: int = 0,
+    record_reads: bool = False,
 ) -> TestRunResult:
     """One harness-controlled pytest run over `tree` in a fresh sandbox.
-    `readonly`: workspace dir -> host dir mounted read-only there (the tests).
+    `readonly`: workspace path -> host dir or file mounted read-only there (the tests, their inputs).
+    `record_reads`: the result's `reads` lists the data files outside the tests that test code read.
     `environment`: the task's built environment (None: base).
     `clock_offset_s`: run with the wall clock that many seconds ahead (libfaketime).
     status error = the harness could not get an answer (timeout)."""
@@ -479,8 +486,9 @@ def run_tests(
 
     with harness_mounts(("pytest_plugin.py", "th_{nonce}.py")) as (h_dir, o_dir, mounts, out, nonce):
         mounts += [Mount(host=host, target=f"/workspace/{d}") for d, host in (readonly or {}).items()]
-        spec = TestRunSpec(test_files, f"th_{nonce}", h_dir, o_dir, hash_seed=hash_seed, order=order,
-                           env=faketime_env(h_dir, clock_offset_s) if clock_offset_s else {})  # fmt: skip
+        env = faketime_env(h_dir, clock_offset_s) if clock_offset_s else {}
+        env.update({"TOUCHSTONE_RECORD_READS": "1"} if record_reads else {})
+        spec = TestRunSpec(test_files, f"th_{nonce}", h_dir, o_dir, hash_seed=hash_seed, order=order, env=env)
         if clock_offset_s:
             lib = faketime_library()
             if lib is None:
@@ -523,7 +531,7 @@ def add_details(result: TestRunResult, captured: Path, wall_s: float) -> None:
     collected ids, collection errors, and each failure's assertion message
     (the parser's one-line reason when it has none)."""
     stream = _read_stream(captured)
-    result.wall_s, result.collected = wall_s, stream.collected or []
+    result.wall_s, result.collected, result.reads = wall_s, stream.collected or [], sorted(set(stream.reads))
     result.collect_errors = {k: describe_raised(stream.collect_raised.get(k), where=False) or _error_lines(v) or v.strip()[-300:]
                              for k, v in stream.collect_errors.items()}  # fmt: skip
     result.messages = dict(result.failed)

@@ -9,6 +9,8 @@ Static checks (host side, always run, cheapest first):
                   (HumanEval) problem in disguise                                 -> `contaminated`
   audit           the verifier's static audit on the reference, the stub and
                   (for proposer-written tests) the hidden tests                    -> `cheating_reference`
+  contract        the declared comparison semantics (source.meta.oracle) are
+                  valid; `max_slowdown` only where the statement asks for speed  -> `bad_contract`
 Sandbox checks (under grading's conditions, touchstone.taskmaking.conditions):
   start           the starting workspace fails a required test (a start that
                   times out is a failing start)                                   -> `already_solved` / `bad_fail_to_pass`
@@ -604,7 +606,20 @@ def _check_solver(v: _Run) -> tuple[Status, dict]:
 
 # -- the whole validation -----------------------------------------------------------------------
 
-STATIC = [("leak", _check_leak), ("contamination", _check_contamination), ("audit", _check_audit)]
+
+def _check_contract(v: _Run) -> dict:
+    """The task's comparison semantics (`source.meta.oracle`) load, and a
+    performance contract is declared only where the statement asks for speed."""
+    from touchstone.verify.oracle import contract_problems
+
+    problems = contract_problems(v.task.statement, v.task.source.meta)
+    if problems:
+        raise _Fail("bad_contract", "; ".join(problems), problems=problems)
+    return {"oracle": v.task.source.meta.get("oracle") or {}}
+
+
+STATIC = [("leak", _check_leak), ("contamination", _check_contamination), ("audit", _check_audit),
+          ("contract", _check_contract)]  # fmt: skip
 SANDBOX = [
     ("reference", _check_reference),
     ("timing", _check_timing),

@@ -36,6 +36,9 @@ class IsolationVerdict(BaseModel):
     task_hash: str
     backend: str
     probed_at: str = ""
+    # data files of the pristine workspace, outside the test folders, that the tests read when run
+    # on the reference (golden files): protected from the candidate, served read-only to the tests
+    inputs: list[str] = []
 
     @property
     def ok(self) -> bool:
@@ -50,13 +53,20 @@ def probe_isolation(task, backend: str = "auto", record: bool = True) -> Isolati
     validation calls this (`touchstone.taskmaking.validate`)."""
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
 
+    inputs: list[str] = []
+
     def verdict(status: str, detail: str) -> IsolationVerdict:
         return IsolationVerdict(status=status, detail=detail[:2000], task_hash=task.content_hash, backend=backend,
-                                probed_at=stamp)  # fmt: skip
+                                probed_at=stamp, inputs=inputs)  # fmt: skip
 
     if task.reference_dir is None:
         return verdict("error", "the task has no reference to probe with")
-    suite = HiddenSuite(task, task.required_tests, task_environment(task))  # what the verifier grades with
+    environment = task_environment(task)
+    # which files outside the test folders the tests read, as they run on the reference (in process)
+    read = HiddenSuite(task, task.required_tests, environment).grade(overlays=[task.reference_dir],
+                                                                    backend=backend, record_reads=True)  # fmt: skip
+    inputs = [r for r in read.reads if (task.workspace_dir / r).is_file()]
+    suite = HiddenSuite(task, task.required_tests, environment, inputs=inputs)  # what the verifier grades with
     with tempfile.TemporaryDirectory(prefix="touchstone-isolation-probe-") as tmp:
         result = suite.run_isolated(
             suite.compose_isolated(Path(tmp), overlays=[task.reference_dir]), 0, backend=backend

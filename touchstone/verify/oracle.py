@@ -36,8 +36,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 import random
+import re
 import secrets
 import shlex
 import shutil
@@ -55,6 +55,7 @@ from touchstone import atomic
 from touchstone.harness.grading import FAKETIME_LIB, faketime_env, faketime_library
 from touchstone.harness.sandbox_files import codec
 from touchstone.sandbox.environment import Environment
+from touchstone.verify.semantics import agrees, normalize, same
 
 MAX_CASES = 500  # cases from recorded tests (fail-to-pass tests first)
 MAX_MUTATED = 120  # cases from mutations
@@ -73,15 +74,28 @@ REFERENCE_SEEDS = (0, 0, 1)
 # the two seed-0 runs agree on every outcome: what it returns then depends on neither the process, the
 # order nor the clock, down to the year (an answer reading the clock is never held to a stale value).
 CLOCK_PROBE_S = 400 * 86_400
-SLOWDOWN_GRACE_S = 0.05  # absolute slack per case: timer noise is not slowness
+SLOWDOWN_GRACE_S = 0.25  # absolute slack per replay process: start-up noise is not slowness
 FLOAT_REL_TOL, FLOAT_ABS_TOL = 1e-9, 1e-12
 
 
 class OracleContract(BaseModel):
-    """`source.meta.oracle` of a task."""
+    """`source.meta.oracle` of a task: its comparison semantics, declared by the
+    proposer (docs/formats/task.md; `touchstone.verify.semantics` applies
+    them). Every default is the strict rule."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    iterables: Literal["exact", "any"] = "exact"
+    iterables: Literal["exact", "any"] = "exact"  # "any": list, tuple, iterator, generator of the same items
+    order: Literal["exact", "any"] = "exact"  # "any": sequences compare as multisets ("in any order")
+    numbers: Literal["exact", "value"] = "exact"  # "value": 2 == 2.0 == Fraction(2) (bool is never a number)
+    float_rel_tol: float = Field(default=FLOAT_REL_TOL, ge=0, le=0.1)
+    float_abs_tol: float = Field(default=FLOAT_ABS_TOL, ge=0)
+    mappings: Literal["exact", "any"] = "exact"  # "any": dict, defaultdict, OrderedDict, Counter by items
+    records: Literal["exact", "fields"] = "exact"  # "fields": namedtuple as tuple, dataclass by fields
+    exceptions: Literal["subclass", "family"] = "subclass"  # "family": the reference's nearest builtin class
+    text: Literal["exact", "free"] = "exact"  # "free": str results are free text, not compared
+    inputs: Literal["generated", "tests"] = "generated"  # "tests": no generated inputs beyond the tests'
+    own_protocol: tuple[str, ...] = ()  # classes whose own ==, arithmetic, `in` the tests test (isolated run)
+    random: Literal["any", "required"] = "any"  # "required": answers must vary with the seed where the reference's do
     max_slowdown: float | None = Field(default=None, gt=1)
 
 
@@ -90,6 +104,27 @@ def contract_of(meta: dict) -> OracleContract:
         return OracleContract.model_validate(meta.get("oracle") or {})
     except ValidationError as exc:
         raise ValueError(f"task.json source.meta.oracle is invalid: {exc}") from exc
+
+
+# what a statement says when it asks for speed: only then may a task hold solutions to a time contract
+ASKS_FOR_SPEED = re.compile(
+    r"\b(fast|faster|speed|quickly|performance|efficient(ly)?|time limit|complexity|linear time|"
+    r"logarithmic|O\([^)]*\)|within \d+(\.\d+)? ?(ms|s|seconds|milliseconds))",
+    re.IGNORECASE,
+)
+
+
+def contract_problems(statement: str, meta: dict) -> list[str]:
+    """What is wrong with a task's declared comparison semantics: an invalid
+    `source.meta.oracle`, or a performance contract its statement never asks
+    for (honest work must not fail a speed bar nobody set)."""
+    try:
+        contract = contract_of(meta)
+    except ValueError as exc:
+        return [str(exc)]
+    if contract.max_slowdown is not None and not ASKS_FOR_SPEED.search(statement):
+        return [f"max_slowdown {contract.max_slowdown:g} declared, but the statement asks for no speed"]
+    return []
 
 
 # ------------------------------------------------------------------ recording
@@ -259,13 +294,46 @@ def _mutations(v, rng: random.Random) -> list:
     return []
 
 
-def _step_variants(step: dict, rng: random.Random) -> list[list]:
-    """Encoded argument lists with one plain-value argument mutated."""
+def _within(m, seen: list) -> bool:
+    """Whether a generated value stays inside what the tests themselves pass at
+    that argument (the statement's domain as the task's tests show it): no
+    negative number where every one the tests pass is >= 0, no zero where
+    every one is > 0, no empty sequence or text where none is empty. The
+    reference merely tolerating a value (`fib(-1) == 0`) does not put it in
+    the domain."""
+    numbers = [v for v in seen if type(v) in (int, float)]
+    if type(m) in (int, float) and numbers:
+        if m < 0 <= min(numbers) or (m == 0 < min(numbers)):
+            return False
+    sized = [v for v in seen if type(v) in (str, bytes, list, tuple)]
+    if type(m) in (str, bytes, list, tuple) and sized and len(m) == 0 and all(len(v) for v in sized):
+        return False
+    return True
+
+
+def _seen_arguments(cases: list[Case]) -> dict[tuple[str, int], list]:
+    """Every plain value the tests pass at each (callee, position)."""
+    seen: dict[tuple[str, int], list] = {}
+    for case in cases:
+        for step in case.steps:
+            for pos, arg in enumerate(step["args"]):
+                if not codec.has_handles(arg):
+                    seen.setdefault((json.dumps(step["target"], sort_keys=True), pos), []).append(codec.decode(arg))
+    return seen
+
+
+def _step_variants(step: dict, rng: random.Random, seen: dict[tuple[str, int], list] | None = None) -> list[list]:
+    """Encoded argument lists with one plain-value argument mutated, inside the
+    domain the tests show (`_within`)."""
     out = []
+    target = json.dumps(step["target"], sort_keys=True)
     for pos, arg in enumerate(step["args"]):
         if codec.has_handles(arg):
             continue  # objects of the run are not mutated; their producing calls are
+        values = (seen or {}).get((target, pos), [])
         for m in _mutations(codec.decode(arg), rng):
+            if not _within(m, values):
+                continue
             try:
                 out.append(step["args"][:pos] + [codec.encode(m)] + step["args"][pos + 1 :])
             except codec.Unreplayable:
@@ -279,10 +347,11 @@ def mutate_cases(cases: list[Case], seed: int = 0, limit: int = MAX_MUTATED) -> 
     every test and call gets some; deduplicated by (target, arguments)."""
     rng = random.Random(seed)
     groups = []
+    seen = _seen_arguments(cases)
     for case in cases:
         for n, step in enumerate(case.steps):
             if step["i"] in case.compared:
-                groups.append([(case, n, args) for args in _step_variants(step, rng)])
+                groups.append([(case, n, args) for args in _step_variants(step, rng, seen)])
     seen = {json.dumps([s["target"], s["args"], s["kwargs"]]) for c in cases for s in c.steps}
     out, next_id = [], max((c.id for c in cases), default=-1) + 1
     for group in itertools.zip_longest(*groups):
@@ -367,19 +436,6 @@ def run_side(
 # ------------------------------------------------------------------ comparison
 
 
-def same(a, b) -> bool:
-    """Canonical forms equal, exact in types and structure; floats within a
-    tiny tolerance (summation order is not a wrong answer); NaN equals only NaN."""
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) == len(b) == 2 and a[0] == b[0] == "float" and isinstance(a[1], str) and isinstance(b[1], str):
-            x, y = float(a[1]), float(b[1])
-            if math.isnan(x) or math.isnan(y):
-                return math.isnan(x) and math.isnan(y)
-            return math.isclose(x, y, rel_tol=FLOAT_REL_TOL, abs_tol=FLOAT_ABS_TOL)
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
-
-
 def _out(run: Outcomes, case: int, i: int) -> list:
     got = run.get(case, {}).get(i)
     return got["out"] if got else ["missing", "no result (process died or timed out)"]
@@ -413,18 +469,7 @@ class Comparison:
     counterexample: str | None = None
     worst_slowdown: float = 0.0
     slow_case: str | None = None
-
-
-def _normalize(c, contract: OracleContract):
-    return codec.any_iterable(c) if contract.iterables == "any" else c
-
-
-def agrees(want: list, got: list) -> bool:
-    """A candidate outcome matches the reference's: `same`, or both raised
-    and the candidate's exception is an instance of the reference's type."""
-    if want[0] == got[0] == "raised" and len(want) == len(got) == 3:
-        return want[1] == got[1] or want[1] in got[2]
-    return same(want, got)
+    tests: set[str] = field(default_factory=set)  # tests with at least one call compared
 
 
 def _show(out: list, other: list) -> str:
@@ -439,21 +484,18 @@ def _case_time(run: Outcomes, case: Case) -> float:
     return sum(run.get(case.id, {}).get(s["i"], {}).get("t", 0.0) for s in case.steps)
 
 
-def _time(cmp: Comparison, case: Case, refs: list[Outcomes], cands: list[Outcomes], contract: OracleContract) -> None:
-    """Per-case time against the reference's, like with like: the same order
-    runs the same cases first in each process (first calls pay for imports
-    and caches), and slow means slow in both orders."""
+def _time(cmp: Comparison, case: Case, refs: list[Outcomes], cands: list[Outcomes]) -> None:
+    """Per-case time against the reference's, like with like (the same order
+    runs the same cases first in each process): evidence of where time goes
+    only. These times are what the replay processes report, and the
+    candidate's process is the candidate's, so they never decide a verdict;
+    the performance contract is held to wall times the harness measures
+    (`_Judge`)."""
     timed = sorted(((_case_time(c, case) + 1e-3) / (_case_time(r, case) + 1e-3), _case_time(c, case),
                     _case_time(r, case)) for r, c in zip(refs, cands))  # fmt: skip
     ratio, cand_t, ref_t = timed[0]
     if ratio > cmp.worst_slowdown:
         cmp.worst_slowdown, cmp.slow_case = ratio, f"{case.test or 'collection'} ({cand_t:.3f} s vs {ref_t:.3f} s)"
-    limit = contract.max_slowdown
-    if limit and all(c > limit * r + SLOWDOWN_GRACE_S for _, c, r in timed):
-        cmp.counterexample = cmp.counterexample or (
-            f"performance contract: {case.test or 'collection'} took {cand_t:.3f} s, "
-            f"more than {limit:g}x the reference's {ref_t:.3f} s"
-        )
 
 
 def _as_recorded(step: dict, replayed: list) -> bool:
@@ -486,12 +528,14 @@ def compare(
         for step in case.steps:
             if step["i"] not in case.compared:
                 continue
-            want = _normalize(_out(refs[0], case.id, step["i"]), contract)
-            if any(not same(want, _normalize(_out(ref, case.id, step["i"]), contract)) for ref in refs[1:]):
+            want = normalize(_out(refs[0], case.id, step["i"]), contract)
+            if any(not same(want, normalize(_out(ref, case.id, step["i"]), contract), contract) for ref in refs[1:]):
                 cmp.unstable += 1
                 continue
             cmp.compared += 1
             cmp.mutated_compared += case.mutated
+            if case.test and not case.mutated:
+                cmp.tests.add(case.test)
             if (
                 recorded
                 and not case.mutated
@@ -499,12 +543,12 @@ def compare(
             ):
                 cmp.context_dependent += 1
             for order, run in zip(("forward", "reverse"), cands):
-                got = _normalize(_out(run, case.id, step["i"]), contract)
-                if cmp.counterexample is None and not agrees(want, got):
+                got = normalize(_out(run, case.id, step["i"]), contract)
+                if cmp.counterexample is None and not agrees(want, got, contract):
                     kind = "generated input" if case.mutated else f"call recorded in {case.test or 'collection'}"
                     cmp.counterexample = (f"{kind}: {describe(step)} ({order} order): reference "
                                           f"{_show(want, got)}, candidate {_show(got, want)}")  # fmt: skip
-        _time(cmp, case, refs, cands, contract)
+        _time(cmp, case, refs, cands)
     return cmp
 
 
@@ -516,6 +560,7 @@ class OracleResult:
     status: str  # pass / fail / error / skipped
     evidence: str
     counts: dict[str, int] = field(default_factory=dict)
+    tests_compared: list[str] = field(default_factory=list)  # node ids of tests with a call compared
 
 
 def _coverage(rec: Recording, not_replayable: Counter, capped: Counter, cached: bool) -> tuple[dict[str, int], str]:
@@ -630,7 +675,7 @@ def run_oracle(
         return OracleResult(status, f"no oracle: the hidden tests {why} under the call recorder over the "
                                     f"reference ({len(rec.steps)} calls seen)")  # fmt: skip
     cases, dependent, capped = build_cases(rec, first)
-    mutated = mutate_cases(cases)
+    mutated = mutate_cases(cases) if contract.inputs == "generated" else []
     counts, head = _coverage(rec, rec.unreplayable + dependent, capped, cached)
     counts.update(cases=len(cases), mutated_cases=len(mutated))
     if not cases:
@@ -676,12 +721,31 @@ class _Judge:
     rec: Recording
     timeout: float
 
+    def _over_contract(self, ref: ReferenceReplay, cands: list[tuple[list[Outcomes], float, bool]]) -> str | None:
+        """The performance contract, on wall time the harness measured around
+        each replay process (never on times the candidate's process reports).
+        The reference's own case times are trusted (it is the task's code): the
+        rest of its wall time is process start-up, which the candidate's wall
+        time is relieved of before the comparison."""
+        work = sum(_case_time(ref.runs[0], case) for case in self.everything)
+        startup = max(0.0, ref.per_order - work)
+        slowest = min(wall for _, wall, _ in cands) - startup  # the faster order: slow means slow in both
+        if slowest <= self.contract.max_slowdown * work + SLOWDOWN_GRACE_S:
+            return None
+        return (
+            f"the candidate's calls took {slowest:.2f} s per replay (wall time measured by the harness, less "
+            f"the reference's {startup:.2f} s of process start-up), more than {self.contract.max_slowdown:g}x "
+            f"the reference's {work:.3f} s"
+        )
+
     def __call__(self, ref: ReferenceReplay, cands: list[tuple[list[Outcomes], float, bool]]) -> OracleResult:
         head, counts = self.head, dict(self.counts)
         limit = _time_limit(self.timeout, ref.per_order)
         if any(timed_out or wall > limit for _, wall, timed_out in cands):
             return OracleResult("fail", f"{head}; the candidate exceeded the replay time limit of {limit:.1f} s "
                                         f"(reference: {ref.per_order:.2f} s per order)", counts)  # fmt: skip
+        if self.contract.max_slowdown and (slow := self._over_contract(ref, cands)):
+            return OracleResult("fail", f"{head}; performance contract: {slow}", counts)
         cmp = compare(self.everything, ref.runs, [got for (got,), _, _ in cands], self.contract, self.rec.steps)
         counts.update(
             replayed=cmp.compared,
@@ -694,10 +758,10 @@ class _Judge:
                 f"on {self.n_mutated - cmp.mutated_dropped} mutated inputs, forward and reversed, "
                 f"{CHUNK} cases per process; {cmp.unstable} non-deterministic on the reference not compared; "
                 f"{cmp.context_dependent} replayed otherwise than under the tests (monkeypatches, state left by "
-                f"other tests); slowest case {cmp.worst_slowdown:.1f}x the reference"
+                f"other tests); slowest case {cmp.worst_slowdown:.1f}x the reference (as the replay processes report)"
                 + ("; the reference's replay from the cache (shown deterministic)" if ref.cached else ""))  # fmt: skip
         if cmp.counterexample:
             return OracleResult("fail", f"{cmp.counterexample} [{body}]", counts)
         if cmp.compared == 0:
             return OracleResult("skipped", f"{body}: nothing compared", counts)
-        return OracleResult("pass", f"all agree with the reference: {body}", counts)
+        return OracleResult("pass", f"all agree with the reference: {body}", counts, sorted(cmp.tests))

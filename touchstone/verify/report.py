@@ -29,10 +29,20 @@ Verdict = Literal["accept", "reject", "inconclusive"]
 # judged (docs/VERIFIER.md, "Isolation"); "not_isolated" = the candidate's code
 # was importable in the pytest process (the task's tests do not run isolated).
 Isolation = Literal["isolated", "not_isolated"]
-# What stands behind the test verdict: isolation, else a passed out-of-process
-# oracle, else nothing a candidate could not forge ("none": excluded from
-# training data by default).
-Guard = Literal["isolation", "oracle", "none"]
+# What was verified behind a test verdict, strongest first (docs/VERIFIER.md, "Guards"):
+# "isolation+oracle": the tests ran with no candidate code in the judging process AND an
+#   out-of-process comparison with the reference agreed (the recorded-call oracle replayed
+#   calls, or the lockstep check compared what the tests observed);
+# "isolation": the tests ran isolated; no oracle compared anything (no reference);
+# "oracle": candidate code was in the judging process (the task's tests cannot run isolated),
+#   but the oracle compared calls of EVERY required test and none was unreplayable;
+# "in_process": candidate code was in the judging process and the oracle covered less: the
+#   weakest (a run without any oracle comparison is inconclusive, never a pass).
+# "none" is the name earlier reports gave "in_process" (read, never derived).
+Guard = Literal["isolation+oracle", "isolation", "oracle", "in_process", "none"]
+# The guards a sceptical reviewer keeps for training by default (DataConfig.include_unguarded
+# keeps the others too): the test verdict came from a process the candidate could not reach.
+TRAINING_GUARDS = frozenset({"isolation+oracle", "isolation"})
 
 # The checks a full verification runs, in the order it runs them.
 CHECK_NAMES = (
@@ -45,6 +55,7 @@ CHECK_NAMES = (
     "tests",
     "determinism",
     "oracle",
+    "lockstep",
 )
 
 
@@ -105,7 +116,7 @@ class VerificationReport(BaseModel):
     @model_validator(mode="after")
     def _derive(self) -> "VerificationReport":
         self.verdict, self.reasons = derive_verdict(self.checks)
-        self.guard = derive_guard(self.isolation, self.check("oracle"))
+        self.guard = derive_guard(self.isolation, self.check("oracle"), self.check("lockstep"))
         if not self.report_id:
             self.report_id = self.content_id()
         return self
@@ -131,14 +142,19 @@ class VerificationReport(BaseModel):
         return failed_names(self.checks)
 
 
-def derive_guard(isolation: Isolation | None, oracle: CheckResult | None) -> Guard | None:
+def derive_guard(
+    isolation: Isolation | None, oracle: CheckResult | None, lockstep: CheckResult | None = None
+) -> Guard | None:
     if isolation is None:
         return None
-    if isolation == "isolated":
-        return "isolation"
     # a bare oracle pass is not enough: it must have replayed calls on the candidate
-    covered = oracle is not None and oracle.status == "pass" and oracle.counts.get("replayed", 0) > 0
-    return "oracle" if covered else "none"
+    compared = oracle is not None and oracle.status == "pass" and oracle.counts.get("replayed", 0) > 0
+    if isolation == "isolated":
+        observed = lockstep is not None and lockstep.status == "pass" and lockstep.counts.get("compared", 0) > 0
+        return "isolation+oracle" if compared or observed else "isolation"
+    # in process, one replayed call is not enough: every required test, nothing left unreplayable
+    covered = compared and oracle.counts.get("tests_uncovered", 1) == 0 and oracle.counts.get("unreplayable", 1) == 0
+    return "oracle" if covered else "in_process"
 
 
 def derive_verdict(checks: list[CheckResult]) -> tuple[Verdict, list[str]]:

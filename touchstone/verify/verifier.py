@@ -9,7 +9,9 @@ expensive ones are reported `skipped` (the verdict cannot change); pass
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import glob
 import hashlib
 import json
 import tempfile
@@ -24,9 +26,9 @@ from touchstone.episode.tools import DEFAULT_TIMEOUT_S
 from touchstone.harness import HiddenSuite, TestRunResult, compose_tree, is_test_file, run_plan, test_dirs
 from touchstone.sandbox import Environment, SandboxError
 from touchstone.tasks.environment import task_environment
-from touchstone.tasks.isolation import IsolationVerdict, recorded_isolation
+from touchstone.tasks.isolation import IsolationVerdict, probe_isolation, record_isolation, recorded_isolation
 from touchstone.tasks.schema import Task
-from touchstone.verify import oracle
+from touchstone.verify import lockstep, oracle
 from touchstone.audit.action_audit import audit_actions
 from touchstone.audit.policy import AuditPolicy, load_policy
 from touchstone.verify.protected import DEFAULT_PROTECTED, check_protected
@@ -41,6 +43,9 @@ from touchstone.verify.report import (
     VerificationReport,
 )
 from touchstone.audit.static_audit import audit_files
+
+
+NEVER_PROBED = "task never probed (no reference to probe with): graded isolated only, never retried in process"
 
 
 def trajectory_id_of(messages: list[dict[str, Any]]) -> str:
@@ -67,9 +72,12 @@ def verify_trajectory(
     problems: those make the report inconclusive, with the error as evidence.
     `isolated`: None = as the task's isolation record says (tests run with no
     candidate code in the judging process unless the record says the task's
-    tests cannot; a task never probed runs isolated first); True / False = as
-    if recorded isolated / not isolated. Audit rules with
-    `severity_when_isolated` relax only when the tests ran isolated."""
+    tests cannot); a task never probed is probed here from its reference
+    before anything of the candidate runs, and one that cannot be probed
+    (no reference) runs isolated only. Nothing the candidate does can move
+    its run in process. True / False = as if recorded isolated / not
+    isolated. Audit rules with `severity_when_isolated` relax only when the
+    tests ran isolated."""
     started = time.monotonic()
     # a task may allow rules where they are legitimate: source.meta["audit_allow"]
     allowed = set(allow_rules or ()) | set(task.source.meta.get("audit_allow", ()))
@@ -80,7 +88,8 @@ def verify_trajectory(
 
     environment: Environment | None = None
     isolation: Isolation | None = None
-    record = _isolation_record(task, isolated)  # None: never probed, or probed on other content
+    # the way the tests run is the task's, decided from its reference before the candidate's code runs
+    record = _isolation_record(task, isolated, backend)
 
     def report() -> VerificationReport:
         return VerificationReport(
@@ -94,7 +103,7 @@ def verify_trajectory(
     # with --progress, the replay leaves the workspace of each step here, on disk, for `_progress`
     with tempfile.TemporaryDirectory(prefix="touchstone-states-") if progress else nullcontext() as states:
         states_dir = Path(states) if states else None
-        pristine = _Pristine(task)
+        pristine = _Pristine(task, record.inputs)
         try:
             environment = task_environment(task)  # built (network on) before anything of the candidate runs
             rep = replay(task.workspace_dir, messages, backend=backend, states_dir=states_dir,
@@ -108,7 +117,7 @@ def verify_trajectory(
             return report()
         checks.append(CheckResult(name="replay", status="pass", evidence=_replay_evidence(rep)))
         checks.append(_diff_match_check(rep, recorded_diff))
-        prot = check_protected(rep.diff, pristine.files, list(task.protected), pristine.test_dirs,
+        prot = check_protected(rep.diff, pristine.files, pristine.task_globs, pristine.test_dirs,
                                pristine.content, rep.files.get,
                                installed=environment.top_level if environment else frozenset(),
                                hidden_files=pristine.hidden, final=rep.final)  # fmt: skip
@@ -121,37 +130,45 @@ def verify_trajectory(
         def audit(relaxed: bool) -> list[AuditFinding]:
             return audit_files(graded, policy, pristine.versions(graded), isolated=relaxed)
 
-        # relaxed severities hold only if the tests run isolated: for a task never probed
-        # that is known after the tests, and strict findings replace them if they did not
-        static = audit(record is None or record.status == "isolated")
+        static = audit(record.status == "isolated")  # relaxed severities hold only if the tests run isolated
         actions = audit_actions(rep.events, policy)
         findings.extend(static + actions)
         checks += [_audit_check("static_audit", static), _audit_check("action_audit", actions)]
 
         if _rejected(checks) and not full:
-            _skip(checks, ("tests", "determinism", "oracle"), f"not run: already rejected by {_rejected(checks)}")
+            _skip(
+                checks,
+                ("tests", "determinism", "oracle", "lockstep"),
+                f"not run: already rejected by {_rejected(checks)}",
+            )
             return report()
         with tempfile.TemporaryDirectory(prefix="touchstone-verify-") as tmp:
             try:
                 # reads the task's hidden tests: can fail too
-                suite = HiddenSuite(task, task.required_tests, environment=environment)
+                suite = HiddenSuite(task, task.required_tests, environment=environment, inputs=record.inputs)
                 runs = _TestRuns(suite, backend, graded, deleted, Path(tmp))
-                with ThreadPoolExecutor(1) as pool:
-                    # the oracle (own trees, own sandboxes) runs alongside the determinism runs once the
-                    # tests passed once: a failing candidate, the common case, costs no oracle
+                with ThreadPoolExecutor(2) as pool:
+                    # the oracle and the reference's lockstep runs (own trees, own sandboxes) go alongside the
+                    # determinism runs once the tests passed once: a failing candidate, the common case, costs neither
                     oracle_run = _Deferred(pool, lambda: _oracle_check(task, suite, graded, deleted, Path(tmp),
                                                                        backend, pristine.tests))  # fmt: skip
-                    tested, isolation = _test_checks(runs, replays, record, on_first_pass=oracle_run.start)
-                    if record is None and isolation == "not_isolated":
-                        static = audit(False)
-                        findings[:] = static + actions
-                        checks[[c.name for c in checks].index("static_audit")] = _audit_check("static_audit", static)
+                    reference_seen = _Deferred(
+                        pool, lambda: _reference_observations(task, suite, record, Path(tmp), backend)
+                    )
+
+                    def start() -> None:
+                        oracle_run.start()
+                        reference_seen.start()
+
+                    tested, isolation = _test_checks(runs, replays, record, on_first_pass=start)
                     checks.extend(tested)
                     if tested[0].status == "error" or (_rejected(checks) and not full):
-                        oracle_run.wait()  # it reads the trees under tmp: never left running past them
-                        _skip(checks, ("oracle",), f"not run: {_rejected(checks) or 'tests errored'}")
+                        oracle_run.wait()  # they read the trees under tmp: never left running past them
+                        reference_seen.wait()
+                        _skip(checks, ("oracle", "lockstep"), f"not run: {_rejected(checks) or 'tests errored'}")
                     else:
-                        checks.append(oracle_run.result())
+                        checks.append(_never_alone(oracle_run.result(), isolation))
+                        checks.append(_lockstep_check(task, reference_seen.result(), runs.observed, isolation))
                 if progress:
                     points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
             except Exception as exc:  # infrastructure: inconclusive, never accept
@@ -159,24 +176,55 @@ def verify_trajectory(
         return report()
 
 
-def _isolation_record(task: Task, isolated: bool | None) -> IsolationVerdict | None:
-    if isolated is None:
-        return recorded_isolation(task)
-    detail = "isolation required by the caller" if isolated else "isolation switched off by the caller"
-    return IsolationVerdict(status="isolated" if isolated else "not_isolated", detail=detail,
-                            task_hash=task.content_hash, backend="-")  # fmt: skip
+def _isolation_record(task: Task, isolated: bool | None, backend: str) -> IsolationVerdict:
+    """How the task's tests run. Its record when it was probed on this content;
+    else probed now from its reference (recorded beside the task where the
+    task directory is writable); else (no reference, or the probe got no
+    answer) isolated: a candidate that fails there is rejected, never retried
+    in process, so no candidate can choose the weaker run."""
+    record = recorded_isolation(task)
+    if isolated is not None:  # the tests' inputs stay the task's record's
+        detail = "isolation required by the caller" if isolated else "isolation switched off by the caller"
+        return IsolationVerdict(status="isolated" if isolated else "not_isolated", detail=detail,
+                                task_hash=task.content_hash, backend="-", inputs=record.inputs if record else [])  # fmt: skip
+    if record is None and task.reference_dir is not None:
+        try:
+            probed = probe_isolation(task, backend, record=False)
+        except Exception as exc:  # infrastructure: the safe way below
+            probed = IsolationVerdict(status="error", detail=_err(exc), task_hash=task.content_hash, backend=backend)
+        if probed.ok:
+            with contextlib.suppress(OSError):  # a read-only task directory: probed again next time
+                record_isolation(task, probed)
+            record = probed
+    if record is None:
+        return IsolationVerdict(status="isolated", detail=NEVER_PROBED, task_hash=task.content_hash, backend="-")
+    return record
+
+
+def _never_alone(oracle_check: CheckResult, isolation: Isolation) -> CheckResult:
+    """An in-process test run is never a pass by itself: candidate code shared
+    the judging process, so its results could be forged. Without an oracle
+    that replayed the tests' calls and agreed, such a run is inconclusive."""
+    if isolation != "not_isolated" or oracle_check.status in ("fail", "error"):
+        return oracle_check
+    if oracle_check.status == "pass" and oracle_check.counts.get("replayed", 0) > 0:
+        return oracle_check
+    why = "an in-process test run is never a pass by itself, and the oracle compared nothing"
+    return oracle_check.model_copy(update={"status": "error", "evidence": f"{why}: {oracle_check.evidence}"})
 
 
 class _Pristine:
     """The task's own workspace files, its test files and test directories."""
 
-    def __init__(self, task: Task):
+    def __init__(self, task: Task, inputs: list[str]):
         self.root = task.workspace_dir
+        # the task's protected globs and the tests' inputs outside their folders (golden files)
+        self.task_globs = list(task.protected) + [glob.escape(rel) for rel in inputs]
         self.files = {p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()}
         self.tests = {r for r in self.files if is_test_file(r)}
         self.hidden = {p.relative_to(task.hidden_tests_dir).as_posix() for p in task.hidden_tests_dir.rglob("*.py")}
         self.test_dirs = test_dirs(self.files, self.hidden)
-        self.globs = list(task.protected) + list(DEFAULT_PROTECTED)
+        self.globs = self.task_globs + list(DEFAULT_PROTECTED)
         # mutation tasks: reference/ holds each mutated file as it was before the mutation
         ref = task.reference_dir if task.source.proposer == "mutation" else None
         self.originals = {p.relative_to(ref).as_posix(): p for p in ref.rglob("*") if p.is_file()} if ref else {}
@@ -267,6 +315,7 @@ class _TestRuns:
         self.suite, self.backend, self.files, self.deleted, self.tmp = suite, backend, files, deleted, tmp
         self.lock = threading.Lock()
         self.trees: dict[str, Any] = {}
+        self.observed: dict[int, dict[str, list]] = {}
 
     def _composed(self, way: str, compose: Callable[..., Any]) -> Any:
         with self.lock:
@@ -275,7 +324,13 @@ class _TestRuns:
             return self.trees[way]
 
     def isolated(self, i: int) -> TestRunResult:
-        return self.suite.run_isolated(self._composed("isolated", self.suite.compose_isolated), i, backend=self.backend)
+        """Runs 0 and 1 log every value the tests get from the candidate (`observed`: the lockstep check's
+        input; run 1 is under another seed of `random`)."""
+        trees = self._composed("isolated", self.suite.compose_isolated)
+        result = self.suite.run_isolated(trees, i, backend=self.backend, observe=i < 2)
+        if i < 2:
+            self.observed[i] = result.observations
+        return result
 
     def in_process(self, i: int) -> TestRunResult:
         return self.suite.run(self._composed("graded", self.suite.compose), i, backend=self.backend)
@@ -300,23 +355,15 @@ class _Deferred:
 
 
 def _test_checks(
-    runs: _TestRuns, replays: int, record: IsolationVerdict | None, on_first_pass: Callable[[], None]
+    runs: _TestRuns, replays: int, record: IsolationVerdict, on_first_pass: Callable[[], None]
 ) -> tuple[list[CheckResult], Isolation]:
-    """The `tests` and `determinism` checks, and how they ran. Isolated unless
-    the task's record says its tests cannot run isolated; a task never probed
-    whose candidate fails isolated but passes in process is reported
-    not isolated (the verdict then rests on the oracle), never silently."""
-    if record is not None and record.status == "not_isolated":
+    """The `tests` and `determinism` checks, and how they ran: as the task's
+    record says, and only that way (a failure isolated is final)."""
+    if record.status == "not_isolated":
         checks = _repeat(runs.in_process, runs.in_process(0), replays, on_first_pass)
         return _noted(checks, f"not isolated ({record.detail[:300]})"), "not_isolated"
-    first = runs.isolated(0)
-    if first.status == "fail" and record is None:
-        again = runs.in_process(0)
-        if again.status == "pass":
-            checks = _repeat(runs.in_process, again, replays, on_first_pass)
-            why = f"fails isolated ({first.evidence[:300]}), passes with candidate code in the judging process"
-            return _noted(checks, f"not isolated (task never probed; {why})"), "not_isolated"
-    return _repeat(runs.isolated, first, replays, on_first_pass), "isolated"
+    checks = _repeat(runs.isolated, runs.isolated(0), replays, on_first_pass)
+    return (_noted(checks, NEVER_PROBED) if record.detail == NEVER_PROBED else checks), "isolated"
 
 
 def _noted(checks: list[CheckResult], note: str) -> list[CheckResult]:
@@ -375,7 +422,40 @@ def _oracle_check(
                                backend=backend, timeout=task.timeout_s, environment=suite.environment,
                                first=task.fail_to_pass or (),
                                cache_key=oracle.recording_key(task.content_hash, suite.environment))  # fmt: skip
-    return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=result.counts)
+    # how many required tests (functions, parameters folded) had no call compared: an in-process
+    # run is oracle-guarded only when none (`report.derive_guard`)
+    required = sorted({r.split("[", 1)[0] for r in (task.required_tests or suite.prefixes)})
+    compared = {t.split("[", 1)[0] for t in result.tests_compared}
+    counts = {**result.counts, "tests_uncovered": sum(r not in compared for r in required)}
+    return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=counts)
+
+
+def _reference_observations(task: Task, suite: HiddenSuite, record: IsolationVerdict, tmp: Path,
+                             backend: str) -> CheckResult | tuple[list, str]:  # fmt: skip
+    """What the tests observe of the reference (`lockstep.observe_reference`),
+    or the check's result when there is nothing to compare with."""
+    if task.reference_dir is None:
+        return CheckResult(name="lockstep", status="skipped", evidence="task has no reference")
+    if record.status != "isolated":
+        return CheckResult(name="lockstep", status="skipped", evidence="the tests do not run isolated")
+    key = lockstep.reference_key(suite, task.content_hash, backend)
+    runs, how = lockstep.observe_reference(suite, task.reference_dir, tmp, backend, key)
+    return CheckResult(name="lockstep", status="skipped", evidence=how) if runs is None else (runs, how)
+
+
+def _lockstep_check(task: Task, reference, observed: dict[int, dict[str, list]], isolation: Isolation) -> CheckResult:
+    if isinstance(reference, CheckResult):
+        return reference
+    if isolation != "isolated":
+        return CheckResult(name="lockstep", status="skipped", evidence="the tests did not run isolated")
+    runs, how = reference
+    try:
+        contract = oracle.contract_of(task.source.meta)
+    except ValueError as exc:
+        return CheckResult(name="lockstep", status="error", evidence=str(exc))
+    result = lockstep.compare(runs, [observed[i] for i in sorted(observed)], contract)
+    return CheckResult(name="lockstep", status=result.status, evidence=f"{result.evidence} (reference {how})",
+                       counts=result.counts)  # fmt: skip
 
 
 def _progress(

@@ -38,6 +38,7 @@ REMOTE_SRC = Path(__file__).with_name("remote")
 SHARED_TMP_BYTES, SHARED_TMP_FILES = 64 << 20, 4096
 IPC_DIR_BYTES, IPC_DIR_FILES = 64 << 10, 16  # one socket
 STATUS_FILE = "isolation.json"
+OBSERVATIONS_FILE = "observations.jsonl"
 CONNECT_TIMEOUT_S = 120  # a cold Docker start of the candidate's sandbox included
 
 
@@ -49,10 +50,13 @@ class IsolatedTrees:
     candidate: Path
     judge: Path
     modules: list[str]
+    # candidate classes whose own protocol decides operations on their instances (the task's
+    # declaration, `source.meta.oracle.own_protocol`); every other object is judged by its plain view
+    own_protocol: tuple[str, ...] = ()
 
 
 def compose_trees(pristine: Path, files: dict[str, bytes], deleted: list[str], hidden: Path | None,
-                  dest: Path) -> IsolatedTrees:  # fmt: skip
+                  dest: Path, own_protocol: tuple[str, ...] = ()) -> IsolatedTrees:  # fmt: skip
     """candidate = pristine + `files` - `deleted` (no hidden tests);
     judge = the test files of that tree (`is_test_file`) + the hidden tests.
     `files` must not hold test files (the verifier drops the candidate's)."""
@@ -67,14 +71,14 @@ def compose_trees(pristine: Path, files: dict[str, bytes], deleted: list[str], h
     judge.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(full)
     modules = sorted(p.relative_to(candidate).as_posix() for p in candidate.rglob("*.py") if p.is_file())
-    return IsolatedTrees(candidate, judge, [m for m in modules if not is_test_file(m)])
+    return IsolatedTrees(candidate, judge, [m for m in modules if not is_test_file(m)], tuple(own_protocol))
 
 
-def _server_command(package: str, harness_dir: str, socket_path: str, hash_seed: int) -> str:
+def _server_command(package: str, harness_dir: str, socket_path: str, hash_seed: int, random_seed: int) -> str:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
            "PYTHONHASHSEED": str(hash_seed), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": harness_dir}  # fmt: skip
     argv = ["env", "-i", *(f"{k}={v}" for k, v in env.items()),
-            "python3", "-s", "-m", f"{package}.server", socket_path, "/workspace"]  # fmt: skip
+            "python3", "-s", "-m", f"{package}.server", socket_path, "/workspace", str(random_seed)]  # fmt: skip
     return "cd /workspace && " + shlex.join(argv)
 
 
@@ -96,9 +100,14 @@ def run_isolated(
     hash_seed: int = 0,
     order: str = "forward",
     environment: Environment | None = None,
+    observe: bool = False,
+    random_seed: int | None = None,
 ) -> grading.TestRunResult:
     """One isolated test run (`environment`: the task's built one, mounted in
-    both sandboxes). status error = the harness could not get an answer
+    both sandboxes; `observe`: the result's `observations` hold every value
+    test code got from the candidate's process, per test, for the lockstep
+    comparison with the reference; `random` in the candidate's process is
+    seeded with `random_seed`, else `hash_seed`). status error = the harness could not get an answer
     (timeout, or the candidate's server never came up: no candidate code runs
     before the judge connects, so that is infrastructure)."""
     from touchstone.sandbox import HostUser, Limits, Mount, open_sandbox
@@ -114,7 +123,8 @@ def run_isolated(
         ipc_dir, socket_path, shared_dir = f"/mnt/ti{nonce}", f"/mnt/ti{nonce}/s", f"/mnt/ts{nonce}"
         config = {"grading_plugin": f"th_{nonce}", "socket": socket_path, "root": "/workspace",
                   "modules": trees.modules, "status_file": f"{o_dir}/{STATUS_FILE}", "shared_tmp": shared_dir,
-                  "connect_timeout": CONNECT_TIMEOUT_S}  # fmt: skip
+                  "connect_timeout": CONNECT_TIMEOUT_S, "own_protocol": list(trees.own_protocol),
+                  "observations": f"{o_dir}/{OBSERVATIONS_FILE}" if observe else None}  # fmt: skip
         (tmp / "harness" / package / "config.json").write_text(json.dumps(config))
         both = [
             Mount(host=ipc, target=ipc_dir, read_only=False),
@@ -146,7 +156,9 @@ def run_isolated(
                         if f.exception() is None:
                             sandboxes.enter_context(f.result())
                     candidate_sb, judge_sb = (f.result() for f in futures)
-                server = _Server(candidate_sb, _server_command(package, h_dir, socket_path, hash_seed), timeout + 30)
+                command = _server_command(package, h_dir, socket_path, hash_seed,
+                                          hash_seed if random_seed is None else random_seed)  # fmt: skip
+                server = _Server(candidate_sb, command, timeout + 30)
                 judged = judge_sb.exec(spec.command(), timeout=timeout)
                 server.finish()
         except WorkspaceRefused as exc:
@@ -192,6 +204,7 @@ def _decide(judged, server: _Server, out: Path, captured: Path, required, prefix
                                               f"({why}); {server.tail()}")  # fmt: skip
     result = grading.evaluate(captured, out / grading.JUNIT_FILE, required, prefixes)
     grading.add_details(result, captured, judged.wall_s)
+    result.observations = read_observations(out / OBSERVATIONS_FILE)
     if status.get("broken"):
         result.evidence += f"; isolation: the candidate's process failed ({status['broken']})"
     if result.status == "fail":
@@ -200,6 +213,20 @@ def _decide(judged, server: _Server, out: Path, captured: Path, required, prefix
     else:
         result.evidence += " [isolated]"
     return result
+
+
+def read_observations(path: Path) -> dict[str, list]:
+    """test node id ("" for collection) -> [[op, canonical value], ...] in order."""
+    out: dict[str, list] = {}
+    if not path.is_file() or path.stat().st_size > grading.MAX_REPORT_BYTES:
+        return out
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        out.setdefault(rec.get("t") or "", []).append([rec.get("op"), rec.get("v")])
+    return out
 
 
 def _read_status(path: Path) -> dict:

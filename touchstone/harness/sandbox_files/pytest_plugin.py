@@ -8,6 +8,10 @@ candidate code is collected. It
   final record; the verifier requires a passed record per required test;
 - orders the collected tests per TOUCHSTONE_ORDER (forward, reverse,
   shuffle:SEED) for the determinism check;
+- when TOUCHSTONE_RECORD_READS is set (the isolation probe's run of the
+  reference), one record per workspace data file (not a test file, not a
+  `.py`) that test code opens for reading: the inputs the tests take from
+  outside their own folders (golden files), which the verifier then protects;
 - with each failed phase, what was raised: the exception's class, the first
   line of its message and where it was raised in the workspace (the innermost
   frame under the rootdir; for an exception from the candidate's process in an
@@ -20,6 +24,7 @@ not a trust anchor: see docs/VERIFIER.md ("what the test run guarantees").
 import json
 import os
 import random
+import sys
 
 _FD = os.open(os.environ["TOUCHSTONE_RESULTS"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 _ORDER = os.environ.get("TOUCHSTONE_ORDER", "forward")
@@ -30,6 +35,42 @@ _RAISED = {}  # (node id, phase) -> what the phase raised, until its report is w
 
 def _emit(record):
     _write(_FD, (_dumps(record) + "\n").encode())
+
+
+_ROOT = os.getcwd().rstrip("/") + "/"  # the harness runs pytest from the workspace root
+_TEST_DIRS = {"tests", "test", "testing"}  # touchstone.harness.testfiles, the one definition
+_READ = set()
+
+
+def _is_test_file(rel):
+    parts = rel.split("/")
+    name = parts[-1]
+    module = name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+    return module or name == "conftest.py" or any(p in _TEST_DIRS for p in parts[:-1])
+
+
+def _record_reads(event, args):
+    """Audit hook: a workspace data file opened for reading by test code (the
+    innermost workspace frame is a test file's)."""
+    if event != "open" or not isinstance(args[0], str):
+        return
+    mode, flags = args[1], args[2]
+    if (mode is not None and any(c in mode for c in "wax")) or (mode is None and flags & 3 == os.O_WRONLY):
+        return
+    path = os.path.abspath(args[0])
+    rel = path[len(_ROOT) :] if path.startswith(_ROOT) else None
+    if rel is None or rel in _READ or rel.endswith((".py", ".pyc")) or _is_test_file(rel) or "__pycache__" in rel:
+        return
+    frame = sys._getframe(1)
+    while frame is not None and not frame.f_code.co_filename.startswith(_ROOT):
+        frame = frame.f_back
+    if frame is not None and _is_test_file(frame.f_code.co_filename[len(_ROOT) :]):
+        _READ.add(rel)
+        _emit({"event": "read", "path": rel})
+
+
+if os.environ.get("TOUCHSTONE_RECORD_READS"):
+    sys.addaudithook(_record_reads)
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -14,13 +14,17 @@ a file, a path, an interpreter or pytest object, a dunder attribute, or swallow
 an assertion failure of the test.
 """
 
+import builtins
 import importlib.abc
 import importlib.machinery
+import io
 import json
 import os
 import posixpath
+import collections
 import socket
 import sys
+import threading
 import time
 import types
 
@@ -31,6 +35,10 @@ from . import wire
 _CONFIG = json.loads(open(os.path.join(os.path.dirname(__file__), "config.json")).read())
 # The grading plugin (result stream) is loaded alongside this one.
 pytest_plugins = [_CONFIG["grading_plugin"]] if _CONFIG.get("grading_plugin") else []
+
+# Candidate classes whose own protocol (`__eq__`, arithmetic, `in`...) the task declares the subject
+# of its tests (`source.meta.oracle.own_protocol`): only their instances decide operations themselves.
+_OWN_PROTOCOL = frozenset(_CONFIG.get("own_protocol", ()))
 
 # Judge objects of these modules (or their submodules) are never handed to the
 # candidate: each is a capability over the judge's files, process or framework.
@@ -84,6 +92,8 @@ class JudgePolicy(wire.Policy):
 
     def allow(self, op: str, args: list) -> None:
         if op == "op":
+            if args and args[0] == "view":
+                raise PermissionError("plain views are the judge's to ask for")
             return  # operators on values: they run the test's own dunders at most
         target = args[0]
         if id(target) not in self.endpoint.export_ids:
@@ -110,6 +120,9 @@ class JudgePolicy(wire.Policy):
     def compares_locally(self) -> bool:
         return True
 
+    def owns_protocol(self, qualname: str) -> bool:
+        return qualname in _OWN_PROTOCOL
+
 
 def _is_test_failure(exc: BaseException) -> bool:
     """An assertion failure or a pytest outcome (fail/skip/exit are BaseExceptions)."""
@@ -119,6 +132,23 @@ def _is_test_failure(exc: BaseException) -> bool:
 class JudgeEndpoint(wire.Endpoint):
     def __init__(self, sock):
         super().__init__(sock, JudgePolicy(self), root=_CONFIG["root"])
+        self.observer = Observer(_CONFIG["observations"]) if _CONFIG.get("observations") else None
+
+    def request(self, op: str, *args):
+        """A request of test code; with an observer, what it got back (or
+        raised) is logged for the lockstep comparison with the reference."""
+        observer = self.observer
+        if observer is None or observer.busy() or op in _UNOBSERVED or (op == "op" and args[0] == "view"):
+            return super().request(op, *args)
+        try:
+            result = super().request(op, *args)
+        except wire.IsolationBroken:
+            raise
+        except BaseException as exc:
+            observer.log(op, _raised(exc))
+            raise
+        observer.log(op, observer.canon(result))
+        return result
 
     def module_proxy(self, name: str, hid: int):
         module = sys.modules.get(name)
@@ -131,6 +161,92 @@ class JudgeEndpoint(wire.Endpoint):
         catches it (it is raised when the outermost call returns)."""
         if _is_test_failure(exc) and self.sticky is None:
             self.sticky = exc
+
+
+_UNOBSERVED = {"import", "setattr", "delattr"}
+MAX_OBSERVED_ITEMS = 1000
+
+
+def _class_name(cls) -> str:
+    """As the oracle's codec names classes: a candidate's (a mirror here) by its
+    qualified name, any other with its module (`builtins.ValueError`)."""
+    remote = cls.__dict__.get("__touchstone_remote__")
+    name = getattr(cls, "__qualname__", "?")
+    return name if remote is not None else f"{cls.__module__}.{name}"
+
+
+def _raised(exc: BaseException) -> list:
+    """`["raised", class, [its base classes]]`, the oracle's form: the task's
+    `exceptions` semantics apply to it."""
+    bases = [_class_name(k) for k in type(exc).__mro__[1:] if k not in (BaseException, object)]
+    return ["raised", _class_name(type(exc)), bases]
+
+
+class Observer:
+    """Every value test code gets from the candidate's process, in the oracle's
+    canonical form (`touchstone/harness/sandbox_files/codec.py`, so the task's
+    declared semantics apply to it), one JSON line per request, per test, in
+    the results mount: the candidate's process cannot reach it. A proxy is
+    logged by its plain view (an opaque object as `["object", "", []]`: which
+    class an honest solution uses is its choice; a builtin subclass as its
+    plain value, as every operation in the judge sees it)."""
+
+    def __init__(self, path: str):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.test = None
+        self.local = threading.local()
+
+    def busy(self) -> bool:
+        return getattr(self.local, "busy", False)
+
+    def log(self, op: str, value) -> None:
+        line = json.dumps({"t": self.test, "op": op, "v": value}, default=repr)
+        os.write(self.fd, (line + "\n").encode())
+
+    def canon(self, x, depth: int = 0):
+        self.local.busy = True  # the plain views fetched here are the observer's, not the test's
+        try:
+            return self._canon(x, depth)
+        except wire.IsolationBroken:
+            raise
+        except Exception as exc:  # a view that fails is itself what the test would see
+            return _raised(exc)
+        finally:
+            self.local.busy = False
+
+    def _canon(self, x, depth):
+        t = type(x)
+        if depth > 50:
+            return ["deep"]
+        if t in (type(None), bool, int, str):
+            return [{type(None): "none"}.get(t, t.__name__), x]
+        if t is float:
+            return ["float", "nan" if x != x else repr(x)]
+        if t in (complex, bytes, bytearray):
+            return [t.__name__, x.hex() if t is not complex else repr(x)]
+        if t in (list, tuple, collections.deque):
+            return [
+                t.__name__ if t is not collections.deque else "list",
+                [self._canon(e, depth + 1) for e in list(x)[:MAX_OBSERVED_ITEMS]],
+            ]
+        if t in (set, frozenset):
+            return [t.__name__, sorted((self._canon(e, depth + 1) for e in x), key=json.dumps)]
+        if t in (dict, collections.Counter, collections.OrderedDict, collections.defaultdict):
+            pairs = [
+                [self._canon(k, depth + 1), self._canon(v, depth + 1)] for k, v in list(x.items())[:MAX_OBSERVED_ITEMS]
+            ]
+            body = ["dict", pairs if t is collections.OrderedDict else sorted(pairs, key=json.dumps)]
+            return body if t is dict else ["sub", f"collections.{t.__name__}", body, []]
+        if isinstance(x, wire.Proxy):
+            view = wire._judged(x)
+            if view is None or type(view) is wire.Opaque:
+                return ["object", "", []]
+            if type(view) is wire.Record:
+                return ["dataclass", view.qualname, [[k, self._canon(v, depth + 1)] for k, v in view.fields]]
+            return self._canon(view, depth + 1)  # as the judge compares it: its plain view
+        if isinstance(x, type) and "__touchstone_remote__" in x.__dict__:
+            return ["ref", "", _class_name(x)]
+        return ["value", _class_name(t), repr(x)[:200]]
 
 
 class ModuleProxy(types.ModuleType):
@@ -253,6 +369,45 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.machinery.PathFinder.find_spec(name, outside) is not None
 
 
+# How open()'s mode maps to os.open flags; O_NOFOLLOW is added to every component.
+_MODE_FLAGS = {"r": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+               "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL}  # fmt: skip
+
+
+class NoLinksOpen:
+    """The judge's `open` (builtins and io): a file under the tests' temporary
+    directory, which candidate code writes too, is opened one path component
+    at a time with O_NOFOLLOW, so a symbolic link planted there can never
+    point the judge at its own files (a golden file, the tests, the results
+    mount) for a read or a write; there is no check-then-open window to race.
+    Anywhere else it is the builtin open."""
+
+    def __init__(self, shared: str, real_open):
+        self.shared, self.real_open = os.path.realpath(shared), real_open
+
+    def __call__(self, file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, bytes, os.PathLike)):
+            path = os.path.abspath(os.fsdecode(file))
+            if path.startswith(self.shared + "/") and "opener" not in kwargs and len(args) < 5:
+                return self.real_open(self._fd(path, mode), mode, *args, **kwargs)
+        return self.real_open(file, mode, *args, **kwargs)
+
+    def _fd(self, path: str, mode: str) -> int:
+        flags = _MODE_FLAGS[next((c for c in mode if c in _MODE_FLAGS), "r")]
+        if "+" in mode:
+            flags = (flags & ~(os.O_RDONLY | os.O_WRONLY)) | os.O_RDWR
+        parts = os.path.relpath(path, self.shared).split("/")
+        fd = os.open(self.shared, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=fd)
+        finally:
+            os.close(fd)
+
+
 def _connect(path: str, timeout: float) -> socket.socket:
     deadline = time.monotonic() + timeout
     while True:
@@ -282,14 +437,36 @@ except OSError as _exc:
     _write_status(connected=False, error=f"cannot reach the candidate's process: {_exc}")
     raise
 _write_status(**_status())
+
+
+def _to_stdout(text: str) -> None:
+    """What candidate code prints to stdout: written here, where a test's capsys reads it."""
+    if type(text) is str:
+        sys.stdout.write(text)
+
+
+def _to_stderr(text: str) -> None:
+    if type(text) is str:
+        sys.stderr.write(text)
+
+
+# the candidate's output streams forward to this process before any workspace module is imported
+_OUTPUT = ENDPOINT.request("import", __name__.rpartition(".")[0] + ".output", None)
+ENDPOINT.request("callattr", _OUTPUT, "install", (_to_stdout, _to_stderr), {})
 sys.meta_path.insert(0, WorkspaceFinder(_CONFIG["root"], _CONFIG["modules"]))
 sys.meta_path.insert(0, SharedTmpGuard(_CONFIG["shared_tmp"]))
+builtins.open = io.open = NoLinksOpen(_CONFIG["shared_tmp"], io.open)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own tmpdir plugin reads the option
 def pytest_configure(config):
     # tmp_path lives where the candidate's sandbox sees it, at the same path
     config.option.basetemp = os.path.join(_CONFIG["shared_tmp"], "basetemp")
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if ENDPOINT.observer is not None:
+        ENDPOINT.observer.test = nodeid
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -1,6 +1,6 @@
 """The candidate's side: serve the judge's requests on the workspace's modules.
 
-usage: python3 -s -m <pkg>.server SOCKET_PATH WORKSPACE_ROOT
+usage: python3 -s -m <pkg>.server SOCKET_PATH WORKSPACE_ROOT [RANDOM_SEED]
 
 Runs in the candidate's sandbox, which holds the graded workspace (pristine +
 the candidate's diff, no hidden tests) and cannot see the judge's results.
@@ -11,6 +11,7 @@ type-strict rules: the candidate cannot reach the process that decides.
 
 import importlib
 import os
+import random
 import socket
 import sys
 
@@ -42,6 +43,8 @@ def main(argv: list[str]) -> None:
     conn, _ = server.accept()
     server.close()
     conn.settimeout(None)
+    if len(argv) > 2:  # the run's seed of `random`: the lockstep comparison replays the reference under it
+        random.seed(int(argv[2]))
     wire.Endpoint(conn, importer=_importer(root), root=root).serve_forever()
 
 

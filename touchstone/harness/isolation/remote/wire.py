@@ -37,11 +37,13 @@ import base64
 import builtins
 import collections
 import copy
+import dataclasses
 import decimal
 import fractions
 import inspect
 import itertools
 import json
+import math
 import operator
 import pathlib
 import struct
@@ -213,9 +215,16 @@ class Policy:
         return False
 
     def compares_locally(self) -> bool:
-        """Whether a proxy compared with a local value is simply unequal here
-        (the judge: the other side's `__eq__` never decides a test's
-        comparison) rather than asking the owner (the candidate's side)."""
+        """Whether this side judges (the judge): every deciding protocol
+        operation on a proxy (comparison, truth test, `in`, arithmetic, a
+        builtin type's method) runs HERE on the proxy's plain view (`view_of`),
+        never in the owner's process; the candidate's side asks the owner."""
+        return False
+
+    def owns_protocol(self, qualname: str) -> bool:
+        """Whether the task declared that class's own protocol (`__eq__`,
+        arithmetic, `in`...) the subject of its tests: the owner then decides
+        operations on its instances, as in process."""
         return False
 
 
@@ -289,6 +298,8 @@ class Endpoint:
             if "h" in out:
                 out.update(k="c", t=_CONTAINER_TAGS[type(x.value)])
             return out
+        if t is collections.defaultdict and x.default_factory is not None and not builtin_class_name(x.default_factory):
+            return self.encode_ref(x)  # its factory is code: a handle, judged by its plain view (a dict)
         if t in _SEQS or t in _PAIRS or t in (bytearray, collections.defaultdict, collections.deque):
             return self._encode_container(x, t, memo, depth)
         if isinstance(x, BaseException):
@@ -757,6 +768,48 @@ _OPERATORS.update({
     "isinstance": isinstance, "issubclass": issubclass, "copy": copy.copy, "deepcopy": copy.deepcopy,
     "trunc": lambda o: o.__trunc__(), "floor": lambda o: o.__floor__(), "ceil": lambda o: o.__ceil__(),
 })  # fmt: skip
+
+# Builtin value types whose instances (and subclasses': namedtuples, IntEnums, a defaultdict with a
+# lambda factory) have a plain view: a copy of exact base type made with the base type's own methods.
+_VALUE_BASES = (
+    (int, int.__index__), (float, float.__float__), (complex, lambda x: complex(x.real, x.imag)),
+    (str, str.__str__), (bytes, lambda x: bytes(memoryview(x))), (bytearray, lambda x: bytearray(memoryview(x))),
+    (tuple, lambda x: tuple(tuple.__iter__(x))), (list, lambda x: list(list.__iter__(x))),
+    (frozenset, lambda x: frozenset(frozenset.__iter__(x))), (set, lambda x: set(set.__iter__(x))),
+    (collections.deque, lambda x: collections.deque(collections.deque.__iter__(x), x.maxlen)),
+    (collections.OrderedDict, lambda x: collections.OrderedDict(collections.OrderedDict.items(x))),
+    (collections.Counter, lambda x: collections.Counter(dict(dict.items(x)))),
+    (dict, lambda x: dict(dict.items(x))),
+)  # fmt: skip
+VALUE_TYPES = frozenset(t for t, _ in _VALUE_BASES) | {bool}
+
+
+def plain_view(obj) -> list:
+    """What the judge may compare of one of this side's objects, computed
+    without knowing what it will be compared with: `["value", qualname, copy]`
+    (a builtin value type or a subclass of one, copied as its base type; items
+    that are not plain stay handles), `["record", qualname, [[field, value],
+    ...]]` (a dataclass instance), else `["opaque", qualname]`. Answered by the
+    candidate's process, so it is only ever the candidate's own value."""
+    qualname = _text(getattr(type(obj), "__qualname__", "?"), 200)
+    for base, copy_of in _VALUE_BASES:
+        if isinstance(obj, base):
+            return ["value", qualname, copy_of(obj)]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return ["record", qualname, [[f.name, getattr(obj, f.name)] for f in dataclasses.fields(obj)]]
+    return ["opaque", qualname]
+
+
+_OPERATORS["view"] = plain_view
+# Public methods and attributes of the value types: on a proxy with a plain view they run in the judge,
+# on the view (`got.startswith(want)` never hands `want` to the candidate), except those that change
+# a mutable container in place (they change the owner's object, as in process).
+_VALUE_METHODS = frozenset(n for t, _ in _VALUE_BASES for n in dir(t) if not n.startswith("_"))
+_MUTATORS = frozenset({
+    "append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update", "setdefault", "popitem",
+    "add", "discard", "difference_update", "intersection_update", "symmetric_difference_update", "appendleft",
+    "extendleft", "popleft", "rotate", "move_to_end", "subtract",
+})  # fmt: skip
 OPS = {
     "getattr": _getattr,
     "setattr": setattr,
@@ -822,6 +875,10 @@ class Proxy:
         return object.__getattribute__(self, "_ts_ep")
 
     def __getattr__(self, name):
+        if name in _VALUE_METHODS:  # a builtin value type's own method runs here, on the plain view
+            mine = _judged(self)
+            if type(mine) in VALUE_TYPES and name not in _MUTATORS and hasattr(mine, name):
+                return getattr(mine, name)
         return Proxy._ts(self).request("getattr", self, name)
 
     def __setattr__(self, name, value):
@@ -846,13 +903,15 @@ class Proxy:
         return remote_op(Proxy._ts(self), "format", self, spec)
 
     def __bool__(self):
-        return remote_op(Proxy._ts(self), "bool", self)
+        mine = _judged(self)
+        return remote_op(Proxy._ts(self), "bool", self) if mine is None else bool(mine)
 
     def __len__(self):
         return remote_op(Proxy._ts(self), "len", self)
 
     def __hash__(self):
-        return remote_op(Proxy._ts(self), "hash", self)
+        mine = _judged(self)
+        return remote_op(Proxy._ts(self), "hash", self) if mine is None else hash(mine)
 
     def __iter__(self):
         return remote_op(Proxy._ts(self), "iter", self)
@@ -864,7 +923,8 @@ class Proxy:
         return remote_op(Proxy._ts(self), "reversed", self)
 
     def __contains__(self, item):
-        return remote_op(Proxy._ts(self), "contains", self, item)
+        mine = _judged(self)
+        return remote_op(Proxy._ts(self), "contains", self, item) if mine is None else item in mine
 
     def __getitem__(self, key):
         return remote_op(Proxy._ts(self), "getitem", self, key)
@@ -915,17 +975,122 @@ class Proxy:
         raise TypeError("an object of the candidate's process cannot be pickled")
 
 
+class Record:
+    """A dataclass instance of the candidate's process as the judge compares
+    it: its class's name and its fields' values. Equal only to a record of
+    the same class and fields; no truth value, order or arithmetic here."""
+
+    __slots__ = ("qualname", "fields")
+
+    def __init__(self, qualname: str, fields: tuple):
+        self.qualname, self.fields = qualname, fields
+
+    def __eq__(self, other):
+        if type(other) is not Record:
+            return NotImplemented
+        return self.qualname == other.qualname and self.fields == other.fields
+
+    def __hash__(self):
+        return hash((self.qualname, self.fields))
+
+    def __bool__(self):
+        raise TypeError(f"{self!r}: a truth test needs a plain value")
+
+    def __contains__(self, item):
+        raise TypeError(f"{self!r}: `in` needs a plain value")
+
+    def __repr__(self):
+        return f"<candidate {self.qualname}: " + ", ".join(f"{k}={v!r}" for k, v in self.fields) + ">"
+
+
+class Opaque:
+    """A candidate object with no plain value: equal only to itself (the same
+    handle); it never decides a truth test, an order, `in` or arithmetic in
+    the judge."""
+
+    __slots__ = ("qualname", "hid")
+
+    def __init__(self, qualname: str, hid: int):
+        self.qualname, self.hid = qualname, hid
+
+    def __eq__(self, other):
+        return self.hid == other.hid if type(other) is Opaque else NotImplemented
+
+    def __hash__(self):
+        return hash(("opaque", self.hid))
+
+    def __bool__(self):
+        raise TypeError(f"{self!r}: a truth test needs a plain value")
+
+    def __contains__(self, item):
+        raise TypeError(f"{self!r}: `in` needs a plain value")
+
+    def __repr__(self):
+        return f"<candidate {self.qualname} (no plain value; the task declares no protocol of its own for it)>"
+
+
+def _judged(proxy):
+    """What the judge decides an operation on `proxy` with: its plain view (a
+    builtin value, a `Record` or an `Opaque`), fetched from the owner without
+    anything the test will compare it with; None where the owner decides (the
+    candidate's side of the wire, or a class whose own protocol the task
+    declared: `Policy.owns_protocol`)."""
+    ep = Proxy._ts(proxy)
+    if not ep.policy.compares_locally():
+        return None
+    if isinstance(proxy, ContainerProxy):
+        return ContainerProxy._ts_snapshot(proxy)
+    view = _list(ep.request("op", "view", proxy))
+    kind, qualname = _str(view[0]), _str(view[1])
+    if ep.policy.owns_protocol(qualname):
+        return None
+    if kind == "value" and len(view) == 3 and type(view[2]) in VALUE_TYPES:
+        return view[2]
+    if kind == "record" and len(view) == 3:
+        return Record(qualname, tuple((_str(k), v) for k, v in (_list(p, 2) for p in _list(view[2]))))
+    if kind == "opaque":
+        return Opaque(qualname, object.__getattribute__(proxy, "_ts_hid"))
+    raise TypeError(f"a malformed plain view of a candidate object: {view[:2]!r}")
+
+
+def _plain_or_refuse(value, what: str):
+    if type(value) in (Record, Opaque):
+        raise TypeError(f"{value!r}: {what} needs a plain value")
+    return value
+
+
+def _local_unary(name, value, *args):
+    value = _plain_or_refuse(value, f"{name}()")
+    if name in ("trunc", "floor", "ceil"):
+        return getattr(math, name)(value)
+    return _OPERATORS[name](value, *args)
+
+
 def _unary(name):
     def method(self):
-        return remote_op(Proxy._ts(self), name, self)
+        mine = _judged(self)
+        return remote_op(Proxy._ts(self), name, self) if mine is None else _local_unary(name, mine)
 
     return method
 
 
 def _binary(name, reflected=False):
     def method(self, other):
+        ep = Proxy._ts(self)
+        mine = _judged(self)
+        if mine is not None:
+            theirs = _judged(other) if isinstance(other, Proxy) and Proxy._ts(other) is ep else other
+            if theirs is None:
+                return NotImplemented  # the other operand's declared protocol decides
+            mine = _plain_or_refuse(mine, "arithmetic")
+            if name.startswith("i") and type(mine) in _MUTABLE:
+                pass  # an in-place change of a mutable container: the owner's container changes
+            else:
+                op = _OPERATORS[name[1:] + ("_" if name[1:] in ("and", "or") else "")] if name.startswith("i") \
+                    else _OPERATORS[name]  # fmt: skip
+                return op(theirs, mine) if reflected else op(mine, theirs)
         try:
-            return remote_op(Proxy._ts(self), name, *((other, self) if reflected else (self, other)))
+            return remote_op(ep, name, *((other, self) if reflected else (self, other)))
         except Unencodable:
             return NotImplemented
 
@@ -933,11 +1098,15 @@ def _binary(name, reflected=False):
 
 
 def _compare(name):
+    op = getattr(operator, name)
+
     def method(self, other):
         ep = Proxy._ts(self)
-        mine = isinstance(other, Proxy) and Proxy._ts(other) is ep
-        if not mine and ep.policy.compares_locally():
-            return NotImplemented  # never equal to (or ordered against) a local value
+        mine = _judged(self)
+        if mine is not None:
+            theirs = _judged(other) if isinstance(other, Proxy) and Proxy._ts(other) is ep else other
+            # the other operand's declared protocol decides (NotImplemented hands it over)
+            return NotImplemented if theirs is None else op(mine, theirs)
         try:
             return ep.request("op", name, self, other)
         except Unencodable:
@@ -958,7 +1127,9 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
 
 
 def _round(self, ndigits=None):
-    return remote_op(Proxy._ts(self), "round", self, *(() if ndigits is None else (ndigits,)))
+    mine = _judged(self)
+    args = () if ndigits is None else (ndigits,)
+    return remote_op(Proxy._ts(self), "round", self, *args) if mine is None else _local_unary("round", mine, *args)
 
 
 Proxy.__round__ = _round
