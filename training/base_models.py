@@ -71,12 +71,16 @@ def registered(name: str) -> PackagedGGUF:
         raise BaseModelError(f"unknown base model {name!r}; registered: {', '.join(sorted(BASE_MODELS))}") from None
 
 
+# Bump when `convert_gguf` writes different files: a cached conversion under another key is not reused.
+CONVERSION = 1
+
+
 def _recipe(name: str, spec: PackagedGGUF) -> str:
-    """Key of a conversion: the pin and this converter's source, so a changed recipe never reuses a stale build."""
+    """Key of a conversion: the pin, the converter (its version, transformers', the chat template)."""
     from importlib.metadata import version
 
-    text = f"{name}|{spec}|transformers=={version('transformers')}|".encode() + Path(__file__).read_bytes()
-    return hashlib.sha256(text).hexdigest()[:10]
+    text = f"{name}|{spec}|{CONVERSION}|transformers=={version('transformers')}|{TOOL_TEMPLATE}"
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
 def fetch_base_model(name: str = "smollm2-135m-instruct") -> Path:
