@@ -126,5 +126,9 @@ def heldout_tasks(
             rng_seed=config.rng_seed,
             operators=config.operators,
         )
+        if config.level == "shown":
+            from touchstone.tasks.curriculum import show_functions
+
+            show_functions(out)
     index = storage.store().asset_dir(Asset.HELDOUT_TASKS) / "index.parquet"
     return dg.MaterializeResult(metadata=table_metadata(index))

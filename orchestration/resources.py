@@ -420,6 +420,11 @@ class ProposeConfig(dg.Config):
         description="procedural: kinds of bug to inject (touchstone.tasks.mutate.OPERATORS; empty: all). "
         "Laptop: the ones the scripted teacher repairs; cluster: [].",
     )
+    level: Literal["site", "shown"] = Field(
+        default="site",
+        description="procedural tasks' curriculum level (touchstone.tasks.curriculum): site, the failing tests only; "
+        "shown, the statement also shows the buggy function's source (level 1, for a small real model).",
+    )
     imported: list[str] = Field(
         default=[],
         description="imported: task-set directories the importers wrote (`touchstone propose problems`, `touchstone import swe-bench`).",
@@ -497,6 +502,9 @@ class WarmStartConfig(dg.Config):
 
 class HeldoutConfig(dg.Config):
     n_tasks: int = Field(default=4, description="Held-out tasks (never trained on; cluster: 200+).")
+    level: Literal["site", "shown"] = Field(
+        default="site", description="Curriculum level of the held-out tasks (as proposed_tasks' option)."
+    )
     rng_seed: int = Field(default=1_000_000, description="Proposer seed, apart from the rounds' seeds (0, 1, ...).")
     operators: list[str] = Field(
         default=CPU_ROUND["operators"],

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.agent.conftest import MINILIB, minilib_task
-from touchstone.tasks.curriculum import function_source, show_function
+from touchstone.tasks.curriculum import function_source, show_function, show_functions
 from touchstone.tasks.schema import TaskError, load_task
 
 CLASS_SOURCE = """\
@@ -55,3 +55,25 @@ def test_a_task_that_does_not_name_one_function_is_refused(tmp_path):
     task = minilib_task(tmp_path, "plain", "fix it", MINILIB)
     with pytest.raises(TaskError, match="one-site mutation"):
         show_function(task, tmp_path / "shown")
+
+
+def test_a_validated_set_becomes_level_one_in_place_with_its_index_up_to_date(tmp_path):
+    from touchstone.tasks.index import IndexRow, read_index, write_index
+
+    task = _mutation_task(tmp_path)
+    other = minilib_task(tmp_path, "imported", "fix it", MINILIB)
+    write_index(
+        tmp_path,
+        [
+            IndexRow(
+                id=task.id, proposer="mutation", origin="", unit="", status="kept", content_hash=task.content_hash
+            ),
+            IndexRow(id=other.id, proposer="problems", origin="", unit="", status="kept"),
+            IndexRow(id="gone", proposer="mutation", origin="", unit="", status="rejected", reason="already_solved"),
+        ],
+    )
+    assert show_functions(tmp_path) == 1
+    shown = load_task(task.dir)
+    assert shown.id == task.id and "if x <= hi:" in shown.statement
+    assert load_task(other.dir).statement == "fix it"  # not a mutation task: left as it is
+    assert read_index(tmp_path)[0].content_hash == shown.content_hash != task.content_hash
