@@ -108,3 +108,18 @@ def test_the_template_describes_the_tools_and_keeps_the_reply_verbatim(tokenizer
     enc = tokenizer.apply_chat_template(chat, tools=TOOL_SCHEMAS, return_assistant_tokens_mask=True, return_dict=True)
     masked = [t for t, m in zip(enc["input_ids"], enc["assistant_masks"]) if m]
     assert tokenizer.decode(masked) == reply + "<|im_end|>"  # SFT trains on exactly the model's tokens
+
+
+def test_a_teacher_message_gets_its_calls_written_in_the_protocol(tokenizer):
+    """The teacher's calls live in `tool_calls` (its content is a thought): rendered for training,
+    the call is written as the model is asked to write it, and parses back to the same call."""
+    call = {"type": "function", "function": {"name": "read_file", "arguments": {"path": "calc.py"}}}
+    chat = [
+        {"role": "user", "content": "fix add"},
+        {"role": "assistant", "content": "Look at the code.", "tool_calls": [call]},
+    ]
+    enc = tokenizer.apply_chat_template(chat, tools=TOOL_SCHEMAS, return_assistant_tokens_mask=True, return_dict=True)
+    trained = tokenizer.decode([t for t, m in zip(enc["input_ids"], enc["assistant_masks"]) if m])
+    assert trained.startswith("Look at the code.\n<tool_call>[") and trained.endswith("]</tool_call><|im_end|>")
+    parsed = parse_reply(trained.removesuffix("<|im_end|>"), 0)["tool_calls"][0]["function"]
+    assert parsed["name"] == "read_file" and json.loads(parsed["arguments"]) == {"path": "calc.py"}

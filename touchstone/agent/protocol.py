@@ -9,9 +9,12 @@ the assistant's text rendered verbatim inside `{% generation %}` markers (SFT's 
 masks). A checkpoint whose chat template carries `MARKER` speaks this protocol
 (`speaks_text_protocol`); the `hf:` policy then reads replies with `parse_reply`.
 
-Why the assistant's raw text is the record: the template renders `content` only, never
-`tool_calls`, so a trajectory re-rendered for training is exactly the tokens the model
-sampled (the calls are derived from the text, not re-serialized into it).
+Why the assistant's raw text is the record: the template renders a reply's `content` as it is,
+so a trajectory re-rendered for training is exactly the tokens the model sampled (the calls
+are derived from the text, not re-serialized into it). A message whose content holds no call
+(a run of the teacher, whose calls live in `tool_calls` only) gets its calls written after its
+text in the protocol's format, so teacher rows, when a round asks for them, teach the same
+format the model is read in.
 
 `parse_reply` never raises: a reply it cannot read is an assistant message with a nameless
 call (or none), which the loop records as an invalid turn with an error observation.
@@ -46,7 +49,16 @@ TOOL_TEMPLATE = (
     "{{- '<|im_start|>system\\n' + message['content'] + tools_block() + '<|im_end|>\\n' -}}\n"
     "{%- elif message['role'] == 'assistant' -%}\n"
     "{{- '<|im_start|>assistant\\n' -}}\n"
-    "{%- generation -%}{{- message['content'] + '<|im_end|>' -}}{%- endgeneration -%}\n"
+    "{%- generation -%}{{- message['content'] -}}\n"
+    # a run of another policy (the teacher's): its calls written as this protocol writes them
+    "{%- if message.tool_calls and '<tool_call>' not in message['content'] and '\"name\"' not in message['content'] -%}\n"
+    "{{- ('\\n' if message['content'] else '') + '<tool_call>[' -}}\n"
+    "{%- for call in message.tool_calls -%}"
+    "{{- {'name': call.function.name, 'arguments': call.function.arguments} | tojson -}}"
+    "{{- ', ' if not loop.last else '' -}}{%- endfor -%}\n"
+    "{{- ']</tool_call>' -}}\n"
+    "{%- endif -%}\n"
+    "{{- '<|im_end|>' -}}{%- endgeneration -%}\n"
     "{{- '\\n' -}}\n"
     "{%- elif message['role'] == 'tool' -%}\n"
     "{{- '<|im_start|>user\\n<tool_response>\\n' + message['content'] + '\\n</tool_response><|im_end|>\\n' -}}\n"
@@ -109,7 +121,9 @@ def _tool_call_blocks(text: str) -> list[str]:
 
 def _fenced(text: str) -> list[str]:
     return [
-        body.strip() for lang, body in _FENCE.findall(text) if lang.lower() in ("", "json", "tool_call") and "{" in body
+        body.strip()
+        for lang, body in _FENCE.findall(text)
+        if lang.lower() in ("", "json", "tool_call") and '"name"' in body
     ]
 
 
