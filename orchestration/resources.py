@@ -479,8 +479,14 @@ class ProposeConfig(dg.Config):
 
 class WarmStartConfig(dg.Config):
     """base_model: the warm start of the default tiny model (training/warm_start.py).
-    A configured `trainer.base_checkpoint` is used as it is."""
+    A configured `trainer.base_checkpoint` is used as it is, unless `of_configured_base`."""
 
+    of_configured_base: bool = Field(
+        default=False,
+        description="Warm-start a configured trainer.base_checkpoint too: a brief SFT on verified teacher runs "
+        "(teacher rows, before round 0) that teaches a real base the tool format it cannot write zero-shot "
+        "(docs/EXPERIMENTS.md, 'A real base'); the rounds then train on what they verify.",
+    )
     n_tasks: int = Field(
         default=_library(WarmStartLib, "n_tasks"),
         description="Seed tasks (never held out) whose verified teacher runs warm-start the default model; 0: none.",
