@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test bench image ui clean experiment
+.PHONY: setup demo test bench image ui clean experiment smollm2
 
 setup:
 	@bash scripts/setup.sh
@@ -21,6 +21,13 @@ test: setup
 # The filter ablation (docs/EXPERIMENTS.md): naive harness vs verifier + auditor as the data filter.
 experiment: setup
 	@$(VENV)/bin/touchstone experiment filter-ablation $(EXPERIMENT_ARGS)
+
+# Expert iteration with a real base (SmolLM2-135M-Instruct, LoRA on CPU): three rounds on the
+# model's own verified runs (docs/ROUNDS.md, "Expert iteration"). Its own data root and instance.
+smollm2: setup
+	@$(VENV)/bin/touchstone model fetch smollm2-135m-instruct
+	@TOUCHSTONE_HOME=$${TOUCHSTONE_HOME:-$(CURDIR)/.touchstone-smollm2} DAGSTER_HOME=$${DAGSTER_HOME:-$${TOUCHSTONE_HOME:-$(CURDIR)/.touchstone-smollm2}/dagster_home} \
+		bash -c 'mkdir -p "$$DAGSTER_HOME" && start=$$(date +%s) && $(VENV)/bin/touchstone round run --rounds 3 -c orchestration/deploy/local-smollm2.yaml; rc=$$?; echo "smollm2: 3 rounds in $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc'
 
 bench: setup
 	@$(PY) -m benchmarks.run

@@ -98,6 +98,7 @@ def round_evaluation(
             resamples=config.bootstrap,
             likelihood=likelihood,
         )
+        metrics = metrics.model_copy(update={"own_row_share": _own_row_share(store, round_key)})
         pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")
         decision = _promotion(metrics, earlier, str(found[0].get("parent_round", "")), config)
         (out / "promotion.json").write_text(decision.model_dump_json(indent=2) + "\n")
@@ -182,3 +183,11 @@ def _optional_floats(**values: float | None) -> dict[str, dg.MetadataValue]:
 
 def _data_uri(path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def _own_row_share(store, round_key: str) -> float | None:
+    """The share of the round's SFT rows the model itself wrote (training_data's summary)."""
+    from touchstone.data.build import SUMMARY_FILE, read_summary
+
+    data_dir = store.local_dir(Asset.TRAINING_DATA, round_key)
+    return read_summary(data_dir).datasets["sft"].own_share if (data_dir / SUMMARY_FILE).is_file() else None

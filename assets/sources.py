@@ -55,7 +55,8 @@ def base_model(
 ) -> dg.MaterializeResult:
     """The round-0 starting weights: a configured checkpoint as it is, or the default
     tiny model warm-started on verified teacher runs of never-held-out seed tasks
-    (training/warm_start.py; `n_tasks: 0` for none)."""
+    (training/warm_start.py; `n_tasks: 0` for none; a configured checkpoint too with
+    `of_configured_base`)."""
     from touchstone.checkpoint import checkpoint_hash
     from training.model_init import default_model
     from training.model_options import ModelOptionError, resolve_base
@@ -66,7 +67,7 @@ def base_model(
     except ModelOptionError as exc:
         raise dg.Failure(str(exc)) from exc
     warm = None
-    if not trainer.base_checkpoint and config.n_tasks:
+    if config.n_tasks and (not trainer.base_checkpoint or config.of_configured_base):
         model, warm = _warm_start(context, config, storage, sandbox, trainer, source)
         source = str(model)
     with storage.store().publish(WARM_START_DATA) as rows:  # empty without a warm start: nothing stale replays
@@ -126,5 +127,9 @@ def heldout_tasks(
             rng_seed=config.rng_seed,
             operators=config.operators,
         )
+        if config.level == "shown":
+            from touchstone.taskmaking.curriculum import show_functions
+
+            show_functions(out)
     index = storage.store().asset_dir(Asset.HELDOUT_TASKS) / "index.parquet"
     return dg.MaterializeResult(metadata=table_metadata(index))

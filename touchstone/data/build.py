@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from touchstone.agent.plan import TEACHER
+from touchstone.agent.policies.corrected import PREFIX as CORRECTED
 from touchstone.data.card import write_card
 from touchstone.data.inputs import Example, join, read_trajectories, reports_of
 from touchstone.data.preference import build_dpo, build_kto
@@ -38,6 +40,28 @@ class DatasetSummary(BaseModel):
     tokens: int | None  # sum of n_tokens where the dataset records it
     tasks: int
     dropped: dict[str, int]
+    # who wrote the rows' runs (`row_author`): expert iteration trains on the model's own runs,
+    # and a report must show how much of a round's data that is (teacher rows are an option)
+    authors: dict[str, int] = {}
+
+    @property
+    def own_share(self) -> float | None:
+        """The share of rows written by the model itself (None: no rows)."""
+        return self.authors.get(MODEL, 0) / self.rows if self.rows else None
+
+
+MODEL, TEACHER_CORRECTED, OTHER = "model", "teacher-corrected", "other"
+
+
+def row_author(policy: str) -> str:
+    """Who wrote a run: `model` (a checkpoint: `hf:`, `openai:`), `teacher`, `teacher-corrected`
+    (the teacher acting, a learner's malformed calls kept) or `other` (replayed outputs, the
+    experiments' instruments)."""
+    if policy == TEACHER:
+        return TEACHER
+    if policy.startswith(CORRECTED):
+        return TEACHER_CORRECTED
+    return MODEL if policy.startswith(("hf:", "openai:")) else OTHER
 
 
 class BuildSummary(BaseModel):
@@ -97,6 +121,7 @@ def summarize(
                 tokens=sum(r.n_tokens for r in rows) if "n_tokens" in model.model_fields else None,
                 tasks=len({r.task_id for r in rows}),
                 dropped=dict(dropped),
+                authors=dict(Counter(row_author(r.policy) for r in rows)),
             )
             for name, (rows, dropped) in frames.items()
             for model in [BUILDERS[name][1]]

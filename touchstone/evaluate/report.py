@@ -23,12 +23,14 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
     at_k = k > 1  # with one attempt, pass@k is pass@1: one column
     header = ["round", "checkpoint", "pass@1", *([f"pass@{k}"] if at_k else [])]
     header += ["hack attempts / traj", "valid tool calls", "progress", "mean turns", "mean tokens", "exit reasons"]
+    header += ["own training rows"]
     lines = [
         f"# Evaluation after round {latest.round}",
         "",
         f"Held-out tasks: {latest.n_tasks}, {k} attempts each; solved = accepted by the "
         "independent verifier. Intervals: 95% bootstrap over tasks (likelihoods: over "
-        "reference trajectories / probe states / turn states).",
+        "reference trajectories / probe states / turn states). Own training rows: the share of the "
+        "round's SFT rows written by the model itself (the rest: teacher or teacher-corrected runs).",
         "",
         "## Sampled attempts",
         "",
@@ -42,7 +44,7 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
             _row(
                 [m.round, f"`{(m.checkpoint_hash or 'base')[:12]}`", *solved, f"{m.hack_attempt_rate:.2f}"]
                 + [_interval(m.valid_tool_call_rate), _number(m.mean_progress), f"{m.mean_turns:.1f}"]
-                + [_number(m.mean_tokens, ".0f"), exits]
+                + [_number(m.mean_tokens, ".0f"), exits, _number(m.own_row_share)]
             )
         )
     lines += [

@@ -57,6 +57,13 @@ class RoundMetrics(BaseModel):
         default=None, description="mean per-token log-prob of a canonical hack minus the honest action's"
     )
     hack_propensity_by_family: dict[str, float] = Field(default_factory=dict)
+    own_row_share: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="share of the SFT rows this round trained on that the model itself wrote (expert iteration; "
+        "the rest: teacher or teacher-corrected runs); None: no rows, or not recorded",
+    )
 
     def flat(self) -> dict[str, object]:
         """One `metrics.parquet` row."""

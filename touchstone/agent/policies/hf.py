@@ -19,6 +19,7 @@ from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
 from touchstone.agent.policies.spec import PolicySpec
+from touchstone.agent.protocol import parse_reply, speaks_text_protocol
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.episode.trajectory import Sampling
 
@@ -31,7 +32,11 @@ def parse_completion(
     and the tools' schemas): any chat model with a response template works.
     Ids the parser cannot read (a malformed tool call) still become a call —
     nameless, the decoded text as its arguments — so the loop records an error
-    observation instead of silently dropping the attempt."""
+    observation instead of silently dropping the attempt. A checkpoint whose chat template
+    speaks the text tool protocol (SmolLM2 and other templates without tools) is read by that
+    protocol's parser instead (`touchstone.agent.protocol`)."""
+    if speaks_text_protocol(tokenizer):
+        return parse_reply(tokenizer.decode(completion, skip_special_tokens=True), turn)
     try:
         parsed = tokenizer.parse_response(completion, prefix=prompt, tools=tools) or {}
     except (ValueError, TypeError):
@@ -63,7 +68,9 @@ def parse_completion(
 
 def ensure_response_parser(tokenizer, where: str) -> None:
     """The tokenizer's shipped response template, or TRL's for the chat
-    templates it knows; otherwise a clear error naming what is missing."""
+    templates it knows, or the text tool protocol; otherwise a clear error naming what is missing."""
+    if speaks_text_protocol(tokenizer):
+        return
     if getattr(tokenizer, "response_template", None) or getattr(tokenizer, "response_schema", None):
         return
     from trl.chat_template_utils import add_response_schema

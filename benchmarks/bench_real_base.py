@@ -1,0 +1,117 @@
+"""The real base model (SmolLM2-135M-Instruct, `touchstone model fetch`) on this machine:
+generation tokens/s on an agent prompt (batch 1 and a batch of 4 attempts, KV cache on), and
+LoRA SFT seconds per step on rows in its text tool protocol.
+
+    python -m benchmarks.bench_real_base [--new-tokens 32] [--steps 3]
+
+Rollouts per minute of a round are measured by the expert-iteration runs themselves
+(`training.expert_iteration`: `rollouts_per_min`, docs/EXPERIMENTS.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from touchstone.agent.loop import SYSTEM_PROMPT
+from touchstone.episode.tools import TOOL_SCHEMAS
+
+STATEMENT = (
+    "The test `test_calc.py::test_add` fails:\n    assert add(2, 3) == 5\n\nThe bug is in the function `add` in "
+    "`calc.py`. Its current source:\n```python\ndef add(a, b):\n    return a - b\n```\n"
+    "Fix it with one `str_replace` on that file, then call `submit`."
+)
+REPLY = (
+    '<tool_call>[{"name": "str_replace", "arguments": {"path": "calc.py", "old": "a - b", "new": "a + b"}}]</tool_call>'
+)
+
+
+def generation(model, tokenizer, new_tokens: int) -> list[dict]:
+    chat = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": STATEMENT}]
+    ids = tokenizer.apply_chat_template(
+        chat, tools=TOOL_SCHEMAS, add_generation_prompt=True, return_dict=True, return_tensors="pt"
+    )["input_ids"]
+    rows = []
+    for batch in (1, 4):
+        prompt = ids.repeat(batch, 1)
+        with torch.no_grad():
+            start = time.perf_counter()
+            model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=new_tokens,
+                           min_new_tokens=new_tokens, do_sample=True, temperature=0.7, pad_token_id=2)  # fmt: skip
+            wall = time.perf_counter() - start
+        rows.append(
+            {
+                "measure": f"generate, batch {batch}",
+                "prompt_tokens": prompt.shape[1],
+                "new_tokens": new_tokens * batch,
+                "wall_s": round(wall, 1),
+                "tokens_per_s": round(new_tokens * batch / wall, 2),
+            }
+        )
+    return rows
+
+
+def training_step(base: Path, steps: int) -> dict:
+    from touchstone.data.schema import SFTRow, write_rows
+    from training.train import train
+
+    chat = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": STATEMENT},
+        {"role": "assistant", "content": REPLY},
+        {"role": "tool", "content": "replaced 1 occurrence in calc.py"},
+        {"role": "assistant", "content": '<tool_call>[{"name": "submit", "arguments": {}}]</tool_call>'},
+    ]
+    lineage = dict(
+        task_hash="h", round="r000", policy=f"hf:{base}", checkpoint_hash=None, verifier_version="v", report_id="r"
+    )
+    rows = [
+        SFTRow(
+            trajectory_id=f"t{i}",
+            task_id=f"task{i}",
+            messages=chat,
+            tools=TOOL_SCHEMAS,
+            turn_weights=[1.0, 1.0],
+            n_turns=2,
+            n_tokens=0,
+            **lineage,
+        )  # fmt: skip
+        for i in range(4)
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        write_rows(rows, SFTRow, Path(tmp) / "sft.parquet")
+        config = {"max_steps": steps, "per_device_train_batch_size": 2, "max_length": 1024,
+                  "peft": {"r": 16, "lora_alpha": 32}}  # fmt: skip
+        start = time.perf_counter()
+        manifest = train("sft", data_dir=tmp, base=base, out=Path(tmp) / "out", config=config)
+        wall = time.perf_counter() - start
+    runtime = manifest.metrics.get("train_runtime", wall)
+    return {"measure": "LoRA SFT (r 16), batch 2", "steps": steps, "wall_s": round(wall, 1),
+            "s_per_step": round(runtime / steps, 1)}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=3)
+    args = parser.parse_args()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from training.base_models import fetch_base_model
+
+    base = fetch_base_model()
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base).eval()
+    gen = generation(model, tokenizer, args.new_tokens)
+    del model
+    train_row = training_step(base, args.steps)
+    notes = [f"base {base.name}; torch threads {torch.get_num_threads()}; KV cache on (generate's default)"]
+    print(json.dumps({"bench": "real_base", "results": [*gen, train_row], "notes": notes}))
+
+
+if __name__ == "__main__":
+    main()
