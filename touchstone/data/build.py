@@ -10,8 +10,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from touchstone.agent.plan import TEACHER
-from touchstone.agent.policies.corrected import PREFIX as CORRECTED
 from touchstone.data.card import write_card
 from touchstone.data.inputs import Example, join, read_trajectories, reports_of
 from touchstone.data.preference import build_dpo, build_kto
@@ -50,18 +48,19 @@ class DatasetSummary(BaseModel):
         return self.authors.get(MODEL, 0) / self.rows if self.rows else None
 
 
-MODEL, TEACHER_CORRECTED, OTHER = "model", "teacher-corrected", "other"
+MODEL, TEACHER, TEACHER_CORRECTED, OTHER = "model", "teacher", "teacher-corrected", "other"
 
 
 def row_author(policy: str) -> str:
     """Who wrote a run: `model` (a checkpoint: `hf:`, `openai:`), `teacher`, `teacher-corrected`
     (the teacher acting, a learner's malformed calls kept) or `other` (replayed outputs, the
     experiments' instruments)."""
-    if policy == TEACHER:
+    scheme = policy.partition(":")[0]  # a record's policy, in `PolicySpec`'s text form
+    if scheme == "teacher":
         return TEACHER
-    if policy.startswith(CORRECTED):
+    if scheme == "corrected":
         return TEACHER_CORRECTED
-    return MODEL if policy.startswith(("hf:", "openai:")) else OTHER
+    return MODEL if scheme in ("hf", "openai") else OTHER
 
 
 class BuildSummary(BaseModel):
