@@ -211,9 +211,24 @@ class _FailingProxy:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
+    def close(self) -> None:
+        """Stop serving, and drop the S3 filesystems fsspec cached with the proxy's address."""
+        import s3fs
 
-def test_an_s3_endpoint_failing_mid_upload_leaves_the_last_good_data(s3, monkeypatch):  # noqa: F811
+        self.server.shutdown()
+        self.server.server_close()
+        s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.fixture
+def failing_proxy(s3):  # noqa: F811
     proxy = _FailingProxy(os.environ["AWS_ENDPOINT_URL"])
+    yield proxy
+    proxy.close()
+
+
+def test_an_s3_endpoint_failing_mid_upload_leaves_the_last_good_data(failing_proxy, monkeypatch):
+    proxy = failing_proxy
     monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # the store's retries give up quickly
     root = f"s3://{BUCKET}/faults"

@@ -35,6 +35,7 @@ BUCKET = "touchstone-rounds"
 def s3(tmp_path_factory):
     """A moto S3 server on 127.0.0.1 with one bucket; AWS_* variables pointing at it."""
     import boto3
+    import s3fs
 
     port = free_port()
     server = subprocess.Popen(
@@ -48,6 +49,9 @@ def s3(tmp_path_factory):
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
     }
+    # fsspec caches S3 filesystems by their arguments, not the AWS_* environment: one made
+    # for an earlier module's server (or a proxy in front of it) would outlive it
+    s3fs.S3FileSystem.clear_instance_cache()
     with pytest.MonkeyPatch.context() as mp:
         for key, value in env.items():
             mp.setenv(key, value)
@@ -64,6 +68,7 @@ def s3(tmp_path_factory):
         yield boto3.client("s3")
     server.kill()
     server.wait()
+    s3fs.S3FileSystem.clear_instance_cache()
 
 
 def _keys(client, prefix: str) -> set[str]:
