@@ -22,7 +22,7 @@ elif [ $# -eq 0 ] && [ "${TOUCHSTONE_SLOW:-0}" != 1 ]; then
   select=(-m "not slow")
   echo "test: slow end-to-end tests are left to CI (TOUCHSTONE_SLOW=1 make test runs them here)"
 fi
-python -m pytest -q -ra "${select[@]}" "$@"
+python -m pytest -q -ra --durations=20 "${select[@]}" "$@"  # the 20 slowest tests, in CI output too
 rc=$?
 if [ $rc -eq 5 ]; then
   echo "test: pytest collected no tests: that is a failure" >&2
