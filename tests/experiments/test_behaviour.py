@@ -16,7 +16,7 @@ from tests.experiments.conftest import TINY, cli_args
 from touchstone.data.schema import SFTRow, read_rows
 
 
-@pytest.mark.slow  # 2 seeds x 5 arms of training and held-out sampling
+@pytest.mark.heavy  # 2 seeds x 5 arms of training and held-out sampling: about 38 min on 2 cores
 @pytest.mark.timeout(3000)
 def test_seeds_and_both_controls_report_sampled_hack_rates_with_intervals(tmp_path, tiny_task_sets, tiny_model):
     cfg = TINY.model_copy(update={"rounds": 1, "max_steps": 10})

@@ -33,7 +33,7 @@ def test_a_shuffle_permutes_the_trained_turns_only_and_the_fix_turn_is_the_first
     assert s["n"] == 3 and s["low"] < s["value"] < s["high"] and s["value"] == pytest.approx(0.5)
 
 
-@pytest.mark.slow  # rollouts, verification with progress, 4 arms x 2 seeds of training and evaluation
+@pytest.mark.heavy  # rollouts, verification with progress, 4 arms x 2 seeds of training and evaluation: 40+ min
 @pytest.mark.timeout(2400)
 def test_the_quick_study_reports_every_arm_with_intervals_and_trains_on_progress_weights(
     tmp_path, tiny_task_sets, tiny_model
