@@ -56,8 +56,8 @@ def test_transformers_server_serves_the_checkpoint_under_its_hash_and_stops(simp
             startup_timeout_s=300,
         )
     ) as spec:
-        url, model = spec.endpoint
-        assert model == expected and served_models(url) == [expected]
+        url, served = spec.endpoint
+        assert served == expected and served_models(url) == [expected]
         port = int(url.split(":")[2].split("/")[0])
         # The user's own server: accepted only under the expected hash.
         with serve_checkpoint(ServerSpec(kind="external", url=url, checkpoint_hash=expected)) as same:
