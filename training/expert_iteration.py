@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from touchstone.checkpoint import checkpoint_hash
+from touchstone.agent.policies.spec import TEACHER, PolicySpec
 
 
 class ExpertIterationResult(BaseModel):
@@ -58,12 +59,12 @@ def expert_iteration_round(
     from training.train import train
 
     tasks = load_task_set(tasks_dir)
-    spec = f"hf:{checkpoint}"
+    spec = PolicySpec("hf", str(checkpoint))
     started = time.monotonic()
     parts = [solve(tasks, spec, attempts, workers, work / "model_runs", sampling, backend, limits, progress=False)]
     rollout_s = time.monotonic() - started
     if teacher_attempts:
-        parts.append(solve(tasks, "teacher", teacher_attempts, workers, work / "teacher_runs", None, backend))
+        parts.append(solve(tasks, TEACHER, teacher_attempts, workers, work / "teacher_runs", None, backend))
     rollouts = work / "rollouts"
     rollouts.mkdir(parents=True, exist_ok=True)
     merge_rollouts(parts, rollouts)

@@ -12,6 +12,7 @@ import pytest
 from orchestration.definitions import defs
 from orchestration.run_config import RunConfigError, load_run_config
 from orchestration.schedules import next_round_request
+from touchstone.agent.policies.spec import PolicySpec
 
 DEPLOY = Path(__file__).parents[2] / "orchestration" / "deploy"
 CLUSTER_ENV = {"TOUCHSTONE_DATA_ROOT": "s3://bucket/touchstone", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
@@ -56,8 +57,8 @@ def test_the_smollm2_config_is_expert_iteration_on_the_models_own_runs(round_job
     assert trainer.base_checkpoint in BASE_MODELS and trainer.trainer_config()["peft"]  # LoRA on the real base
     assert not trainer.replay_warm_start
     # every round samples its own checkpoint, round 0 included, and no teacher attempt is added
-    assert policy.round_policies("r000", "/base", 4) == {"hf:/base": 4}
-    assert policy.round_policies("r002", "/ckpt", 4) == {"hf:/ckpt": 4}
+    assert policy.round_policies("r000", "/base", 4) == {PolicySpec("hf", "/base"): 4}
+    assert policy.round_policies("r002", "/ckpt", 4) == {PolicySpec("hf", "/ckpt"): 4}
     assert run["ops"]["proposed_tasks"]["config"]["level"] == run["ops"]["heldout_tasks"]["config"]["level"]
 
 
