@@ -130,7 +130,7 @@ def matched_actions(
     from touchstone.agent.policies.hf import HFPolicy
 
     sampling = Sampling(temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=seed)
-    policy = HFPolicy(f"hf:{checkpoint}", sampling)
+    policy = HFPolicy(PolicySpec("hf", str(checkpoint)), sampling)
     by_task = {r["task_id"]: r for r in reference}
     counts: Counter = Counter()
     agree = []
