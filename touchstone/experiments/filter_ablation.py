@@ -115,7 +115,7 @@ class AblationConfig(BaseModel):
         return (
             *ARMS,
             *(("matched",) if self.matched_control else ()),
-            *(("misplaced",) if self.misplaced_control else ()),
+            *(("placed", "misplaced") if self.misplaced_control else ()),
         )
 
     def hack_prone_spec(self) -> PolicySpec:
