@@ -41,6 +41,7 @@ from touchstone.experiments.filter_ablation import (
 )
 from touchstone.rounds import round_key
 from touchstone.tasks.schema import Task
+from training.common import experiment_train_config
 from training.evaluation import evaluate_checkpoint
 from training.model_init import default_model
 from training.train import train
@@ -164,14 +165,7 @@ def arm_round(
             base=start,
             out=ckpt,
             round_key=round_key(index),
-            config={
-                "max_steps": cfg.max_steps,
-                "learning_rate": cfg.learning_rate,
-                "max_length": cfg.max_length,
-                "per_device_train_batch_size": cfg.batch_size,
-                "disable_tqdm": True,
-                "seed": cfg.seed,
-            },
+            config=experiment_train_config(cfg, cfg.seed),
         )
     weights = ckpt if data.kept_rows else start
     metrics = evaluate(cfg, weights, heldout, out / "eval", f"{arm} {round_key(index)}")

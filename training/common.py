@@ -175,3 +175,16 @@ def finish(
         )
     trainer.accelerator.wait_for_everyone()
     return read_manifest(out)
+
+
+def experiment_train_config(cfg: Any, seed: int) -> dict[str, Any]:
+    """The trainer overrides an experiment's arm trains with: the experiment config's
+    `max_steps`, `learning_rate`, `max_length` and `batch_size`, no progress bars, `seed`."""
+    return {
+        "max_steps": cfg.max_steps,
+        "learning_rate": cfg.learning_rate,
+        "max_length": cfg.max_length,
+        "per_device_train_batch_size": cfg.batch_size,
+        "disable_tqdm": True,
+        "seed": seed,
+    }

@@ -46,6 +46,7 @@ from touchstone.experiments.credit_study import (
 )
 from touchstone.tasks.schema import Task
 from touchstone.verify import verify_batch
+from training.common import experiment_train_config
 from training.evaluation import evaluate_checkpoint
 from training.model_init import default_model
 from training.scoring import Scorer
@@ -173,14 +174,7 @@ def arm_seed(
             data_dir=out / "data",
             base=base,
             out=ckpt,
-            config={
-                "max_steps": cfg.max_steps,
-                "learning_rate": cfg.learning_rate,
-                "max_length": cfg.max_length,
-                "per_device_train_batch_size": cfg.batch_size,
-                "disable_tqdm": True,
-                "seed": cfg.seed + seed,
-            },
+            config=experiment_train_config(cfg, cfg.seed + seed),
         )
     shutil.rmtree(out / "eval", ignore_errors=True)  # a half-done evaluation starts over
     sampling = Sampling(temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed + 1000 * seed)
