@@ -44,6 +44,7 @@ from touchstone.agent.policies.hacks import SPLITS, families_of, policy_record
 from touchstone.agent.policies.spec import PolicySpec
 from touchstone.data.schema import DataConfig, SFTRow, write_rows
 from touchstone.data.sft import build_sft
+from touchstone.taskmaking.heldout import HELDOUT_RNG_SEED
 from touchstone.taskmaking.index import INDEX_FILE
 from touchstone.taskmaking.sources import propose_apart_from_heldout
 from touchstone.taskmaking.validate import ValidationConfig
@@ -488,9 +489,6 @@ def _with_hack(host: SFTRow, hack: SFTRow, after_pass: bool) -> SFTRow:
             "n_tokens": host.n_tokens + hack.n_tokens,
         }
     )
-
-
-HELDOUT_RNG_SEED = 1_000_000  # apart from the training tasks' stream, as the rounds' held-out set
 
 
 def experiment_tasks(cfg: AblationConfig, out: Path) -> tuple[list[Task], list[Task]]:
