@@ -8,6 +8,7 @@ objects: the same, except the values a laptop round changes on purpose
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
@@ -16,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from cli import main
 from cli.options import option_of
+from orchestration.policy_server import PolicyServerResource
 from orchestration.resources import (
     DataBuildConfig,
     EvalConfig,
@@ -30,6 +32,7 @@ from orchestration.resources import (
 )
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.policies.spec import PolicySpec
+from touchstone.agent.serving import ServerSpec
 from touchstone.agent.rollout import solve
 from touchstone.config import default_of, field_of, parameter_default
 from touchstone.data.schema import DataConfig, ProposerConfig
@@ -82,6 +85,15 @@ def test_a_rounds_data_evaluation_and_promotion_are_the_librarys_but_for_the_cpu
     assert EvalConfig().attempts == CPU_ROUND["eval_attempts"]
     assert VerifierResource().replays == CPU_ROUND["replays"]
     assert (SandboxResource().backend, SandboxResource().workers) == (DEFAULT_BACKEND, CPU_ROUND["workers"])
+
+
+def test_a_rounds_policy_server_is_the_librarys_server_spec() -> None:
+    spec = ServerSpec(kind="vllm", checkpoint_hash="0" * 64)
+    # `kind` is the resource's own switch ("none": no server), which ServerSpec leaves to its caller
+    shared = [f.name for f in dataclasses.fields(ServerSpec) if f.name in PolicyServerResource.model_fields]
+    shared.remove("kind")
+    assert len(shared) == 8
+    assert {f: getattr(PolicyServerResource(), f) for f in shared} == {f: getattr(spec, f) for f in shared}
 
 
 def test_an_hf_policy_acts_within_the_windows_its_trainer_trained_on() -> None:
