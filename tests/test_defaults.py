@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from cli import main
 from cli.options import option_of
+from orchestration.deploy.stack import Stack
 from orchestration.policy_server import PolicyServerResource
 from orchestration.resources import (
     DataBuildConfig,
@@ -265,6 +266,17 @@ def test_sandbox_run_limits_a_command_as_the_library() -> None:
     p = parsed("sandbox run", "--", "true")
     assert Limits(timeout_s=p["timeout"], memory_bytes=parse_size(p["memory"])) == Limits()
     assert p["backend"] == DEFAULT_BACKEND
+
+
+def test_deploy_up_starts_the_librarys_stack(tmp_path: Path) -> None:
+    p = parsed("deploy up", "--root", str(tmp_path))
+    stack = Stack(root=tmp_path)
+    assert (p["name"], p["web_port"], p["pg_port"], p["sandbox_slots"]) == (
+        stack.name,
+        stack.web_port,
+        stack.pg_port,
+        stack.sandbox_slots,
+    )
 
 
 def test_an_option_follows_its_library_field() -> None:
