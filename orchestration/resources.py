@@ -41,6 +41,7 @@ from touchstone.paths import Asset
 from touchstone.taskmaking.heldout import HELDOUT_RNG_SEED
 from touchstone.taskmaking.proposers.selfplay import PROPOSAL_MAX_TOKENS, SelfPlayConfig
 from touchstone.taskmaking.sources import SourceMix
+from training.model_options import DEFAULT_DTYPE, DTYPES
 from training.warm_start import WarmStartConfig as WarmStartLib
 
 if TYPE_CHECKING:
@@ -324,8 +325,8 @@ class TrainerResource(dg.ConfigurableResource):
         "per_device_train_batch_size, gradient_accumulation_steps, bf16, activation_checkpointing, ... "
         "Wins over max_steps / max_length / learning_rate / lr_scheduler_type above. Unknown fields fail the step, named.",
     )
-    torch_dtype: Literal["float32", "bfloat16", "float16", "auto"] = Field(
-        default="float32", description="Weights dtype when loading (GPU: bfloat16)."
+    torch_dtype: Literal[DTYPES] = Field(
+        default=DEFAULT_DTYPE, description="Weights dtype when loading (GPU: bfloat16)."
     )
     attn_implementation: Literal["", "eager", "sdpa", "flash_attention_2", "flash_attention_3"] = Field(
         default="", description="Attention kernel (empty: the transformers default)."

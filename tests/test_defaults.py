@@ -9,6 +9,7 @@ objects: the same, except the values a laptop round changes on purpose
 from __future__ import annotations
 
 import dataclasses
+import typing
 from pathlib import Path
 
 import click
@@ -54,6 +55,7 @@ from touchstone.tasks.seeding import shipped_names
 from touchstone.verify.batch import verify_batch
 from touchstone.verify.report import DEFAULT_REPLAYS
 from training.evaluation import evaluate_checkpoint
+from training.model_options import DEFAULT_DTYPE, DTYPES
 from training.warm_start import WarmStartConfig
 
 # --- a round: what Dagster's resources and configs give the library --------------------------
@@ -95,6 +97,11 @@ def test_a_rounds_policy_server_is_the_librarys_server_spec() -> None:
     shared.remove("kind")
     assert len(shared) == 8
     assert {f: getattr(PolicyServerResource(), f) for f in shared} == {f: getattr(spec, f) for f in shared}
+
+
+def test_a_rounds_trainer_loads_weights_as_the_library_does() -> None:
+    dtype = TrainerResource.model_fields["torch_dtype"]
+    assert (TrainerResource().torch_dtype, typing.get_args(dtype.annotation)) == (DEFAULT_DTYPE, DTYPES)
 
 
 def test_an_hf_policy_acts_within_the_windows_its_trainer_trained_on() -> None:
