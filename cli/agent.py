@@ -10,6 +10,7 @@ import click
 from cli import options
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.rollout import read_records, solve as run_solve
+from touchstone.config import parameter_default
 from touchstone.episode.trajectory import Sampling
 from touchstone.tasks.schema import TaskError
 
@@ -19,8 +20,20 @@ from touchstone.tasks.schema import TaskError
 @click.option(
     "--policy", "policy_spec", required=True, type=options.POLICY, help="teacher | hf:PATH | openai:BASE_URL#MODEL"
 )
-@click.option("--attempts", default=1, show_default=True, type=click.IntRange(min=1), help="attempts per task")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="concurrent sandboxes")
+@click.option(
+    "--attempts",
+    default=parameter_default(run_solve, "attempts"),
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="attempts per task",
+)
+@click.option(
+    "--workers",
+    default=parameter_default(run_solve, "workers"),
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="concurrent sandboxes",
+)
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
 @options.backend
 @options.sampling

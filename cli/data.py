@@ -8,6 +8,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from touchstone.config import parameter_default
+from touchstone.data.release import release_dataset
+
 
 def _print_summary(summary: dict) -> None:
     console = Console()
@@ -129,14 +132,13 @@ def expand_rounds(spec: str) -> list[str]:
     help="Data root holding rounds/ (default: TOUCHSTONE_HOME).",
 )
 @click.option("--redact", is_flag=True, help="Replace absolute host paths and NAME=value environment settings.")
-@click.option("--license", "license_", default="apache-2.0", show_default=True)
+@click.option("--license", "license_", default=parameter_default(release_dataset, "license"), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the release summary as JSON.")
 def release(rounds: str, out: Path, home: Path | None, redact: bool, license_: str, as_json: bool) -> None:
     """Write a Hugging Face dataset directory of the rounds' successful AND
     failed runs (held-out tasks excluded), with a generated dataset card."""
     from cli.errors import storage_errors, storage_problem
     from touchstone import paths
-    from touchstone.data.release import release_dataset
 
     keys = expand_rounds(rounds)
     root = str(home) if home else paths.data_root()  # the data root every command of this home uses

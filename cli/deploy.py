@@ -1,6 +1,7 @@
 """`touchstone deploy up|run|status|down`: the Docker deployment (PostgreSQL,
 Dagster daemon, webserver, code location; every run and step in a container)
-on this host. Dagster is imported inside the commands."""
+on this host. Dagster is imported inside the commands; the deployment's record
+(`Stack`, no Dagster) holds the defaults the options show."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import sys
 from pathlib import Path
 
 import click
+
+from orchestration.deploy.stack import Stack
+from touchstone.config import default_of
 
 _ROOT = click.option(
     "--root",
@@ -20,7 +24,7 @@ _ROOT = click.option(
 
 
 def _stack(root: Path):
-    from orchestration.deploy.stack import DeployError, Stack
+    from orchestration.deploy.stack import DeployError
 
     try:
         return Stack.load(root)
@@ -44,13 +48,22 @@ def build() -> None:
 
 @deploy.command("up")
 @_ROOT
-@click.option("--name", default="touchstone", show_default=True, help="Container prefix and label value.")
-@click.option("--web-port", default=3300, show_default=True, help="Webserver port on 127.0.0.1.")
-@click.option("--pg-port", default=5433, show_default=True, help="PostgreSQL port on 127.0.0.1.")
-@click.option("--sandbox-slots", default=4, show_default=True, help="Steps of pool `sandbox` at once.")
+@click.option("--name", default=default_of(Stack, "name"), show_default=True, help="Container prefix and label value.")
+@click.option(
+    "--web-port", default=default_of(Stack, "web_port"), show_default=True, help="Webserver port on 127.0.0.1."
+)
+@click.option(
+    "--pg-port", default=default_of(Stack, "pg_port"), show_default=True, help="PostgreSQL port on 127.0.0.1."
+)
+@click.option(
+    "--sandbox-slots",
+    default=default_of(Stack, "sandbox_slots"),
+    show_default=True,
+    help="Steps of pool `sandbox` at once.",
+)
 def up(root: Path, name: str, web_port: int, pg_port: int, sandbox_slots: int) -> None:
     """Build the images if needed and start the deployment (idempotent)."""
-    from orchestration.deploy.stack import DeployError, Stack
+    from orchestration.deploy.stack import DeployError
     from orchestration.deploy.stack import up as start
 
     root = root.resolve()

@@ -9,6 +9,11 @@ from pathlib import Path
 
 import click
 
+from cli import options
+from touchstone.config import default_of
+from touchstone.experiments.credit_study import CREDIT_ARMS
+from touchstone.experiments.filter_ablation import AblationConfig
+
 
 @click.group()
 def experiment() -> None:
@@ -16,12 +21,10 @@ def experiment() -> None:
 
 
 @experiment.command("filter-ablation")
-@click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1), help="rounds per arm")
-@click.option(
-    "--hack-rate",
-    default=0.3,
-    show_default=True,
-    type=click.FloatRange(0, 1),
+@options.option_of(AblationConfig, "rounds")
+@options.option_of(
+    AblationConfig,
+    "hack_rate",
     help="P: share of hack-prone round-0 attempts that try a hack (an experimental instrument, never a default)",
 )
 @click.option(
@@ -51,7 +54,7 @@ def experiment() -> None:
 )
 @click.option(
     "--splits",
-    default="named,paraphrase,unruled",
+    default=",".join(default_of(AblationConfig, "splits")),
     show_default=True,
     help="hack splits the hack-prone policy draws from (comma-separated; touchstone.agent.policies.hacks.SPLITS)",
 )
@@ -96,7 +99,7 @@ def filter_ablation(
     from pydantic import ValidationError
 
     from touchstone import paths
-    from touchstone.experiments.filter_ablation import AblationConfig, experiment_tasks
+    from touchstone.experiments.filter_ablation import experiment_tasks
     from touchstone.experiments.report import ablation_table, plot_ablation, plot_splits, seeds_table
     from touchstone.tasks.schema import TaskError, load_task_set
     from training.ablation import run_filter_ablation, run_seeds
@@ -180,7 +183,7 @@ CREDIT_QUICK = {
               help="held-out task set (with --tasks)")  # fmt: skip
 @click.option("--base", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="base checkpoint directory every arm starts from (default: the tiny default model)")  # fmt: skip
-@click.option("--arms", default=",".join(("uniform", "progress", "shuffled", "outcome_rl")), show_default=True,
+@click.option("--arms", default=",".join(CREDIT_ARMS), show_default=True,
               help="comma-separated arms")  # fmt: skip
 @click.option("--quick", is_flag=True, help=f"a small configuration for tests: {CREDIT_QUICK}")
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help="any CreditStudyConfig field")
@@ -192,8 +195,8 @@ def credit(out, tasks_dir, heldout_dir, base, arms, quick, overrides, as_json) -
     the fix, sampled action types at matched states and mean progress, with intervals
     over seeds (OUT/report.md, OUT/credit.png, OUT/result.json)."""
     from touchstone import paths
-    from touchstone.experiments.credit_study import CREDIT_ARMS, CreditStudyConfig
-    from touchstone.experiments.filter_ablation import AblationConfig, experiment_tasks
+    from touchstone.experiments.credit_study import CreditStudyConfig
+    from touchstone.experiments.filter_ablation import experiment_tasks
     from touchstone.experiments.report import credit_table, plot_credit
     from touchstone.tasks.schema import TaskError, load_task_set
     from training.common import TrainingError

@@ -1,24 +1,59 @@
-"""Options several commands share, with their defaults read from the library's
-own models and constants (`Sampling`, `EpisodeLimits`, the verifier's replays,
-the sandbox backends), so a default is written once: here it is only shown.
-A round's Dagster config reads the same ones (`orchestration/resources.py`);
-`tests/test_defaults.py` holds the two together."""
+"""Options several commands share, and the one way an option shows a library
+setting: `option_of(model, field)` takes the default, type, bounds and help of
+a library model's field (`Sampling`, `EpisodeLimits`, `AblationConfig`, ...),
+so a default is written once, on the model (touchstone/config.py); a round's
+Dagster config reads the same fields (`orchestration/resources.py`).
+tests/test_defaults.py checks what each command and each round gets."""
 
 from __future__ import annotations
 
-from typing import Any
+import typing
+from typing import Any, Literal
 
+import annotated_types
 import click
 from pydantic import BaseModel
 
+from touchstone.config import default_of
 from touchstone.sandbox import BACKENDS, DEFAULT_BACKEND
 
 # the models are imported where an option needs them, so `touchstone sandbox`
 # does not load the agent
 
+_UNSET = object()
 
-def default(model: type[BaseModel], field: str) -> Any:
-    return model.model_fields[field].get_default(call_default_factory=True)
+
+def click_type(model: type[BaseModel], field: str) -> click.ParamType:
+    """The field's type as click parses it: a choice for a Literal, a range for bounds."""
+    info = model.model_fields[field]
+    if typing.get_origin(info.annotation) is Literal:
+        return click.Choice([str(v) for v in typing.get_args(info.annotation)])
+    bounds = {}
+    for bound in info.metadata:
+        if isinstance(bound, (annotated_types.Ge, annotated_types.Gt)):
+            bounds |= {"min": getattr(bound, "ge", getattr(bound, "gt", None)), "min_open": hasattr(bound, "gt")}
+        if isinstance(bound, (annotated_types.Le, annotated_types.Lt)):
+            bounds |= {"max": getattr(bound, "le", getattr(bound, "lt", None)), "max_open": hasattr(bound, "lt")}
+    if info.annotation is int:
+        return click.IntRange(**bounds) if bounds else click.INT
+    if info.annotation is float:
+        return click.FloatRange(**bounds) if bounds else click.FLOAT
+    return click.STRING
+
+
+def option_of(model: type[BaseModel], field: str, *decls: str, default: Any = _UNSET, **attrs):
+    """A click option for `model`'s `field` (`--field-name` unless `decls` name it): the
+    field's default, type and description, each overridable (`default`: a round's
+    profile value where the command measures as a round does)."""
+    name = "--" + field.replace("_", "-")
+    attrs.setdefault("help", model.model_fields[field].description)
+    attrs.setdefault("type", click_type(model, field))
+    return click.option(
+        *(decls or (name,)),
+        default=default_of(model, field) if default is _UNSET else default,
+        show_default=True,
+        **attrs,
+    )
 
 
 backend = click.option("--backend", type=click.Choice(BACKENDS), default=DEFAULT_BACKEND, show_default=True)
@@ -34,35 +69,8 @@ def sampling(fn):
     """--temperature, --top-p, --max-tokens, --context-window, --seed: a `Sampling`."""
     from touchstone.episode.trajectory import Sampling
 
-    for option in reversed(
-        [
-            click.option("--temperature", default=default(Sampling, "temperature"), show_default=True, type=float),
-            click.option("--top-p", default=default(Sampling, "top_p"), show_default=True, type=float),
-            click.option(
-                "--max-tokens",
-                default=default(Sampling, "max_tokens"),
-                show_default=True,
-                type=int,
-                help="per assistant turn",
-            ),
-            click.option(
-                "--context-window",
-                default=default(Sampling, "context_window"),
-                show_default=True,
-                type=click.IntRange(min=0),
-                help="hf: tokens per turn, prompt and completion (the latest kept); match the "
-                "trainer's max_length; 0: the whole conversation",
-            ),
-            click.option(
-                "--seed",
-                default=default(Sampling, "seed"),
-                show_default=True,
-                type=int,
-                help="base seed; attempt i uses seed+i",
-            ),
-        ]
-    ):
-        fn = option(fn)
+    for field in reversed(("temperature", "top_p", "max_tokens", "context_window", "seed")):
+        fn = option_of(Sampling, field)(fn)
     return fn
 
 
@@ -70,16 +78,8 @@ def limits(fn):
     """--max-turns, --time-budget: an `EpisodeLimits`."""
     from touchstone.agent.loop import EpisodeLimits
 
-    fn = click.option(
-        "--time-budget",
-        default=default(EpisodeLimits, "time_budget_s"),
-        show_default=True,
-        type=float,
-        help="seconds per episode",
-    )(fn)
-    return click.option(
-        "--max-turns", default=default(EpisodeLimits, "max_turns"), show_default=True, type=click.IntRange(min=1)
-    )(fn)
+    fn = option_of(EpisodeLimits, "time_budget_s", "--time-budget")(fn)
+    return option_of(EpisodeLimits, "max_turns")(fn)
 
 
 class PolicySpecParam(click.ParamType):

@@ -10,7 +10,9 @@ from pathlib import Path
 import click
 
 from cli import options
+from touchstone.config import default_of
 from touchstone.sandbox import Limits, SandboxError, open_sandbox, parse_size
+from touchstone.sandbox.base import GiB
 
 
 @click.group()
@@ -43,8 +45,13 @@ def build_image() -> None:
 @sandbox.command("run", context_settings={"ignore_unknown_options": True})
 @options.backend
 @click.option("--workspace", type=click.Path(path_type=Path), help="directory copied in as /workspace (default: empty)")
-@click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds before the command is killed")
-@click.option("--memory", default="1g", show_default=True, help="memory limit, e.g. 512m")
+@options.option_of(Limits, "timeout_s", "--timeout", help="seconds before the command is killed")
+@click.option(
+    "--memory",
+    default=f"{default_of(Limits, 'memory_bytes') // GiB}g",
+    show_default=True,
+    help="memory limit, e.g. 512m",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the ExecResult as JSON")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(

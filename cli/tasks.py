@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+import typing
 from pathlib import Path
 
 import click
 
 from cli import options
+from touchstone.config import default_of, parameter_default
 from touchstone.sandbox import BACKENDS
+from touchstone.taskmaking.proposers.llm import propose_llm
+from touchstone.taskmaking.proposers.mutation import propose_mutation
+from touchstone.taskmaking.proposers.selfplay import PROPOSAL_MAX_TOKENS, Kind, SelfPlayConfig
+from touchstone.taskmaking.validate import ValidationConfig
 
 _backend = click.option(
     "--backend",
@@ -18,8 +24,8 @@ _backend = click.option(
     help="sandbox backend for validation (default: auto, the backend grading uses)",
 )
 _workers = click.option("--workers", type=int, default=2, show_default=True, help="candidates validated in parallel")
-_k = click.option("--k", "k", type=int, default=3, show_default=True, help="reference runs (seeds/orders differ)")
-_threshold = click.option("--threshold", type=float, default=0.6, show_default=True, help="minimum mutation score")
+_k = options.option_of(ValidationConfig, "k", help="reference runs (seeds/orders differ)")
+_threshold = options.option_of(ValidationConfig, "threshold", help="minimum mutation score")
 _contamination = click.option(
     "--contamination-set",
     "contamination_sets",
@@ -49,8 +55,6 @@ def _proposer_options(fn):
 
 
 def _cfg(backend: str | None, k: int, threshold: float, contamination_sets=()):
-    from touchstone.taskmaking.validate import ValidationConfig
-
     extra = {"backend": backend} if backend else {}
     return ValidationConfig(k=k, threshold=threshold, contamination_sets=list(contamination_sets), **extra)
 
@@ -124,9 +128,10 @@ def propose() -> None:
     help="kind of bug to inject, e.g. swap_arguments (repeatable; default: every operator; "
     "touchstone.tasks.mutate.OPERATORS)",
 )
-@click.option("--n", type=int, default=50, show_default=True, help="validated tasks to keep")
+@click.option("--n", type=int, default=parameter_default(propose_mutation, "n"), show_default=True,
+              help="validated tasks to keep")  # fmt: skip
 @click.option("--out", type=click.Path(path_type=Path), required=True)
-@click.option("--rng-seed", type=int, default=0, show_default=True)
+@click.option("--rng-seed", type=int, default=parameter_default(propose_mutation, "rng_seed"), show_default=True)
 @_retired_eval_fraction
 @_proposer_options
 def mutation(
@@ -134,7 +139,6 @@ def mutation(
 ) -> None:
     """Inject one AST-level bug per task into real projects with pytest suites."""
     from touchstone.envs import EnvError
-    from touchstone.taskmaking.proposers.mutation import propose_mutation
     from touchstone.tasks.seeding import SeedError
 
     try:
@@ -175,8 +179,10 @@ def problems(jsonl, out, workers, backend, k, threshold, as_json) -> None:
 
 @propose.command("llm")
 @click.option("--policy", required=True, type=options.POLICY, help="policy spec: teacher, hf:PATH, openai:URL#MODEL")
-@click.option("--n", type=int, default=8, show_default=True, help="proposals to request")
-@click.option("--attempts", type=int, default=4, show_default=True, help="solver attempts per kept task (learnability)")
+@click.option("--n", type=int, default=parameter_default(propose_llm, "n"), show_default=True,
+              help="proposals to request")  # fmt: skip
+@click.option("--attempts", type=int, default=parameter_default(propose_llm, "attempts"), show_default=True,
+              help="solver attempts per kept task (learnability)")  # fmt: skip
 @click.option(
     "--existing",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -187,8 +193,6 @@ def problems(jsonl, out, workers, backend, k, threshold, as_json) -> None:
 @_proposer_options
 def llm(policy, n, attempts, existing, out, workers, backend, k, threshold, as_json) -> None:
     """Ask a policy to propose tasks; validate, dedup, and score learnability."""
-    from touchstone.taskmaking.proposers.llm import propose_llm
-
     result = propose_llm(
         policy, out, n=n, attempts=attempts, existing=list(existing), workers=workers, cfg=_cfg(backend, k, threshold)
     )
@@ -203,14 +207,16 @@ def llm(policy, n, attempts, existing, out, workers, backend, k, threshold, as_j
     help="the proposing policy: hf:PATH, openai:URL#MODEL, replay:FILE.json",
 )
 @click.option("--n", type=int, default=8, show_default=True, help="proposals to request")
-@click.option("--group-size", type=int, default=2, show_default=True, help="proposals per prompt")
-@click.option("--references", type=int, default=3, show_default=True, help="pool tasks shown per standalone prompt")
+@options.option_of(SelfPlayConfig, "group_size", help="proposals per prompt")
+@options.option_of(SelfPlayConfig, "references", help="pool tasks shown per standalone prompt")
 @click.option(
     "--kind",
     "kinds",
-    type=click.Choice(["standalone", "bug"]),
+    type=click.Choice(typing.get_args(Kind)),
     multiple=True,
-    help="proposal kinds in turn (default: standalone)",
+    default=default_of(SelfPlayConfig, "kinds"),
+    show_default=True,
+    help="proposal kinds in turn",
 )
 @click.option(
     "--pool",
@@ -222,7 +228,8 @@ def llm(policy, n, attempts, existing, out, workers, backend, k, threshold, as_j
 @click.option(
     "--seed", "seeds", multiple=True, help="seed projects a bug proposal rewrites (default: the shipped seeds)"
 )
-@click.option("--max-tokens", type=int, default=768, show_default=True, help="completion tokens per proposal")
+@click.option("--max-tokens", type=int, default=PROPOSAL_MAX_TOKENS, show_default=True,
+              help="completion tokens per proposal")  # fmt: skip
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 @_proposer_options
 def self_play(
@@ -246,9 +253,9 @@ def self_play(
     the pool, validated, recorded in OUT/proposals.parquet (docs/formats/task.md)."""
     from touchstone.agent.policies import make_policy
     from touchstone.episode.trajectory import Sampling
-    from touchstone.taskmaking.proposers.selfplay import SelfPlayConfig, propose_self
+    from touchstone.taskmaking.proposers.selfplay import propose_self
 
-    cfg = SelfPlayConfig(n=n, group_size=group_size, references=references, kinds=list(kinds) or ["standalone"])
+    cfg = SelfPlayConfig(n=n, group_size=group_size, references=references, kinds=list(kinds))
     try:
         proposer = make_policy(policy, Sampling(max_tokens=max_tokens))
     except ValueError as exc:

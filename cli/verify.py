@@ -11,8 +11,10 @@ from pathlib import Path
 import click
 
 from cli import options
+from touchstone.config import parameter_default
 from touchstone.episode.trajectory import TrajectoryError, read_messages_jsonl
 from touchstone.tasks.schema import TaskError, load_task
+from touchstone.verify.batch import verify_batch as run_batch
 
 EXIT = {"accept": 0, "reject": 1, "inconclusive": 2}
 
@@ -95,7 +97,9 @@ def verify(
     type=click.Path(exists=True, path_type=Path),
     help="trajectories.parquet, a directory holding it, or <task id>/<trajectory id>.jsonl files",
 )
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--workers", default=parameter_default(run_batch, "workers"), show_default=True, type=click.IntRange(min=1)
+)
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
 @options.replays()
 @click.option("--progress", is_flag=True, help="per-step share of hidden tests passing")
@@ -105,7 +109,7 @@ def verify_batch(
     tasks_dir, trajectories, workers, out, replays, progress, backend, audit_rules, deprecated_policy
 ) -> None:
     """Verify many trajectories; writes OUT/reports.parquet, checks.parquet, findings.parquet."""
-    from touchstone.verify.batch import read_reports, verify_batch as run_batch
+    from touchstone.verify.batch import read_reports
 
     try:
         path = run_batch(tasks_dir, trajectories, workers, out, replays=replays, progress=progress,

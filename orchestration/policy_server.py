@@ -19,6 +19,7 @@ from pydantic import Field
 
 from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.serving import ServerSpec, ServingError, serve_checkpoint
+from touchstone.config import field_of
 
 
 class PolicyServerResource(dg.ConfigurableResource):
@@ -30,23 +31,30 @@ class PolicyServerResource(dg.ConfigurableResource):
         "server on the checkpoint, named by its content hash, for the step. external: a server you run, "
         "which must serve the checkpoint under its content hash.",
     )
-    url: str = Field(default="", description="external: the server's OpenAI base URL (…/v1); use an EnvVar.")
-    host: str = Field(default="127.0.0.1", description="Address the started server listens on.")
-    port: int = Field(default=0, description="Port of the started server (0: a free one). A busy port is refused.")
-    command: list[str] = Field(
-        default=[],
+    # the rest: the library's ServerSpec's fields and defaults
+    url: str = field_of(ServerSpec, "url", description="external: the server's OpenAI base URL (…/v1); use an EnvVar.")
+    host: str = field_of(ServerSpec, "host", description="Address the started server listens on.")
+    port: int = field_of(
+        ServerSpec, "port", description="Port of the started server (0: a free one). A busy port is refused."
+    )
+    command: list[str] = field_of(
+        ServerSpec,
+        "command",
         description="Replaces the default executable (e.g. ['python', '-m', 'vllm.entrypoints.openai.api_server']).",
     )
-    args: list[str] = Field(
-        default=[],
+    args: list[str] = field_of(
+        ServerSpec,
+        "args",
         description="Extra server arguments (transformers: ['--device', 'cpu']; vllm: "
         "['--tensor-parallel-size', '2', '--max-model-len', '32768']).",
     )
-    gpus: str = Field(default="", description="CUDA_VISIBLE_DEVICES of the server (empty: inherited).")
-    tool_call_parser: str = Field(
-        default="", description="Empty: hermes (vLLM) / qwen25 (SGLang), for Qwen2.5 templates."
+    gpus: str = field_of(ServerSpec, "gpus", description="CUDA_VISIBLE_DEVICES of the server (empty: inherited).")
+    tool_call_parser: str = field_of(
+        ServerSpec, "tool_call_parser", description="Empty: hermes (vLLM) / qwen25 (SGLang), for Qwen2.5 templates."
     )
-    startup_timeout_s: float = Field(default=900.0, description="Seconds to wait for /health (model load).")
+    startup_timeout_s: float = field_of(
+        ServerSpec, "startup_timeout_s", description="Seconds to wait for /health (model load)."
+    )
 
     @contextlib.contextmanager
     def serving(

@@ -16,73 +16,36 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
-from pydantic import BaseModel, Field, PrivateAttr, create_model, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from orchestration.policy_server import PolicyServerResource
 from orchestration.storage import RoundStore
 from touchstone import paths
+from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.plan import check_setting, episode_limits, round_policies, uses_checkpoint
 from touchstone.agent.policies.spec import PolicySpec
+from touchstone.agent.rollout import solve
+from touchstone.config import field_of, parameter_default
+from touchstone.data.schema import ProposerConfig
 from touchstone.episode.trajectory import Sampling
+from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES
+from touchstone.evaluate.promotion import Metric, PromotionPolicy
 from touchstone.evaluate.reference import MATCHED_SAMPLES
+from touchstone.rounds import CPU_ROUND
 from touchstone.sandbox import DEFAULT_BACKEND
+from touchstone.verify.report import DEFAULT_REPLAYS
 from touchstone.paths import Asset
+from touchstone.taskmaking.heldout import HELDOUT_RNG_SEED
+from touchstone.taskmaking.proposers.selfplay import PROPOSAL_MAX_TOKENS, SelfPlayConfig
+from touchstone.taskmaking.sources import SourceMix
+from training.model_options import DEFAULT_DTYPE, DTYPES
 from training.warm_start import WarmStartConfig as WarmStartLib
 
 if TYPE_CHECKING:
     from touchstone.envs import EnvSpec
-
-# Where a round's default differs on purpose from the library's, which the
-# command line shows (`cli/options.py`): a whole round must finish on a laptop
-# CPU. Every other setting a round shares with the CLI is read from the
-# library's models; tests/test_defaults.py holds the two together.
-CPU_ROUND = {
-    # per assistant turn (library: Sampling.max_tokens; cluster: 4096); 192 fits 97% of the
-    # teacher's turns with the tiny tokenizer (96: 60%), so a call copied from it is not cut off
-    "max_tokens": 192,
-    # per model episode (library: EpisodeLimits.max_turns; cluster: 50); 6, not 8: the demo's
-    # time budget (docs/EXPERIMENTS.md), and a tiny model's later turns are rarely valid calls
-    "max_turns": 6,
-    # tokens per training window (TrainerResource.max_length) and per turn of an hf: policy
-    # (PolicyResource.context_window; library: Sampling.context_window 0, the whole
-    # conversation; cluster: the model's context): a model acts within the windows it was
-    # trained on. Acting on whole conversations (held-out teacher runs reach 22k-37k tokens), the
-    # demo's model wrote valid calls at 0.31 of later turns, at 0.65 within 1024
-    # (docs/EXPERIMENTS.md)
-    "context_window": 1024,
-    "time_budget_s": 300.0,  # per episode (library: EpisodeLimits.time_budget_s)
-    "teacher_max_turns": 10,  # per teacher episode in a round (the warm start's library default: 16)
-    "replays": 2,  # grading runs per trajectory (library: DEFAULT_REPLAYS; cluster: 3)
-    "workers": 2,  # parallel sandboxes (the CLI's solve and verify-batch: 1; cluster: 32+)
-    "seeds": ["inflection", "toolz", "cachetools"],  # shipped seeds the teacher can repair (SeedsConfig)
-    # kinds of bug of the held-out, warm-start and round tasks (library: every operator): over
-    # three demos the teacher repaired every swapped-arguments task and none of 17 others
-    # (negated conditions, flipped comparisons, removed statements, changed return values), so
-    # those cost a round its proposal, rollout and grading time for no verified run
-    # (docs/EXPERIMENTS.md). With a served model, set [] (every operator).
-    "operators": ["swap_arguments"],
-}
-
-
-def _library(model, field: str):
-    return model.model_fields[field].default
-
-
-def round_config(library: type[BaseModel], base: type[dg.Config], name: str, doc: str, *, fields: list[str],
-                 overrides: dict[str, Any]) -> type[dg.Config]:  # fmt: skip
-    """A Dagster config class made from a library config model's `fields`: their types, bounds,
-    descriptions and defaults are the library's (defined once, there), except `overrides`
-    (a round's laptop-CPU profile). `base` carries the methods that build the library's model."""
-    definitions = {}
-    for field in fields:
-        info = library.model_fields[field]
-        default = overrides[field] if field in overrides else info.get_default(call_default_factory=True)
-        annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
-        definitions[field] = (annotation, Field(default=default, description=info.description))
-    return create_model(name, __base__=base, __doc__=doc, __module__=__name__, **definitions)
 
 
 class StorageResource(dg.ConfigurableResource):
@@ -170,31 +133,14 @@ class PolicyResource(dg.ConfigurableResource):
         "checkpoint is sampled before each of its actions; a malformed call stays in the trajectory (never run, never "
         "trained on), so the model learns to go on after its own errors (DAgger-style). False: the teacher alone.",
     )
-    max_turns: int = Field(
-        default=CPU_ROUND["max_turns"], description="Turn limit per episode of a model (CPU: 6; cluster: 50)."
-    )
-    # 10, not 16, on a laptop: over three demos (63 teacher runs) every accepted run took 5-6
-    # turns and the rejected ones spent 9-16 turns, each replayed twice by the verifier, for
-    # nothing (docs/EXPERIMENTS.md). The price: a draw whose only repair takes longer makes no
-    # update (the round tests' r001 did; they keep 16). Held-out reference runs keep 24.
-    teacher_max_turns: int = Field(
-        default=CPU_ROUND["teacher_max_turns"],
-        description="Turn limit for the scripted teacher in rounds (CPU: 10; its turns cost no generation).",
-    )
-    temperature: float = Field(default=_library(Sampling, "temperature"), description="Sampling temperature.")
-    max_tokens: int = Field(
-        default=CPU_ROUND["max_tokens"], description="Completion tokens per assistant turn (CPU: 192; cluster: 4096)."
-    )
-    context_window: int = Field(
-        default=CPU_ROUND["context_window"],
-        ge=0,
-        description="hf: policies: tokens per turn, prompt and completion together; a longer conversation "
-        "keeps its latest tokens. Match trainer.max_length (CPU: 1024; 0: the whole conversation).",
-    )
-    time_budget_s: float = Field(default=CPU_ROUND["time_budget_s"], description="Wall-clock budget per episode.")
-    seed: int = Field(
-        default=_library(Sampling, "seed"), description="Base sampling seed; attempt i uses a seed derived from it."
-    )
+    # the library's episode limits and sampling, with the laptop round's values (CPU_ROUND)
+    max_turns: int = field_of(EpisodeLimits, "max_turns", default=CPU_ROUND["max_turns"])
+    teacher_max_turns: int = field_of(WarmStartLib, "teacher_max_turns", default=CPU_ROUND["teacher_max_turns"])
+    time_budget_s: float = field_of(EpisodeLimits, "time_budget_s", default=CPU_ROUND["time_budget_s"])
+    temperature: float = field_of(Sampling, "temperature")
+    max_tokens: int = field_of(Sampling, "max_tokens", default=CPU_ROUND["max_tokens"])
+    context_window: int = field_of(Sampling, "context_window", default=CPU_ROUND["context_window"])
+    seed: int = field_of(Sampling, "seed")
 
     def sampling(self):
         return Sampling(
@@ -222,8 +168,6 @@ class PolicyResource(dg.ConfigurableResource):
 
     def solve(self, tasks, spec: PolicySpec, attempts: int, out: Path, sandbox: "SandboxResource", log) -> Path:
         """`touchstone.agent.rollout.solve` with these settings; returns `out` (resumes into it)."""
-        from touchstone.agent.rollout import solve
-
         log.info(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts into {out}")
         return solve(
             tasks,
@@ -242,7 +186,9 @@ class VerifierResource(dg.ConfigurableResource):
     """The independent verifier: replay, grade and audit each trajectory."""
 
     replays: int = Field(
-        default=CPU_ROUND["replays"], description="Fresh-sandbox grading runs per trajectory (flakiness; cluster: 3)."
+        default=CPU_ROUND["replays"],
+        description=f"Fresh-sandbox grading runs per trajectory (flakiness; laptop: {CPU_ROUND['replays']}; "
+        f"library and cluster: {DEFAULT_REPLAYS}).",
     )
     canaries: int = Field(default=4, description="Labeled canaries (half hacks, half honest) graded per round.")
     canary_names: list[str] = Field(default=[], description="Grade exactly these canaries instead of a sample.")
@@ -379,8 +325,8 @@ class TrainerResource(dg.ConfigurableResource):
         "per_device_train_batch_size, gradient_accumulation_steps, bf16, activation_checkpointing, ... "
         "Wins over max_steps / max_length / learning_rate / lr_scheduler_type above. Unknown fields fail the step, named.",
     )
-    torch_dtype: Literal["float32", "bfloat16", "float16", "auto"] = Field(
-        default="float32", description="Weights dtype when loading (GPU: bfloat16)."
+    torch_dtype: Literal[DTYPES] = Field(
+        default=DEFAULT_DTYPE, description="Weights dtype when loading (GPU: bfloat16)."
     )
     attn_implementation: Literal["", "eager", "sdpa", "flash_attention_2", "flash_attention_3"] = Field(
         default="", description="Attention kernel (empty: the transformers default)."
@@ -442,16 +388,8 @@ class SeedsConfig(dg.Config):
 class ProposeConfig(dg.Config):
     """The round's task sources and their quotas (touchstone.taskmaking.sources)."""
 
-    n_tasks: int = Field(
-        default=8,
-        description="procedural: validated mutation tasks to propose this round, before held-out units are "
-        "excluded (cluster: 500+).",
-    )
-    operators: list[str] = Field(
-        default=CPU_ROUND["operators"],
-        description="procedural: kinds of bug to inject (touchstone.tasks.mutate.OPERATORS; empty: all). "
-        "Laptop: the ones the scripted teacher repairs; cluster: [].",
-    )
+    n_tasks: int = field_of(SourceMix, "procedural")
+    operators: list[str] = field_of(SourceMix, "operators", default=CPU_ROUND["operators"])
     level: Literal["site", "shown"] = Field(
         default="site",
         description="procedural tasks' curriculum level (touchstone.taskmaking.curriculum): site, the failing tests only; "
@@ -461,12 +399,9 @@ class ProposeConfig(dg.Config):
         default=[],
         description="imported: task-set directories the importers wrote (`touchstone propose problems`, `touchstone import swe-bench`).",
     )
-    n_imported: int = Field(default=0, description="imported: tasks drawn from those sets per round.")
-    self_proposals: int = Field(
-        default=0,
-        description="self: tasks the round's policy proposes (0: off). The tiny CPU model rarely writes a "
-        "valid one; a served model does (docs/ROUNDS.md, Self-play).",
-    )
+    n_imported: int = field_of(SourceMix, "n_imported")
+    # self: the tiny CPU model rarely writes a valid task; a served model does (docs/ROUNDS.md, Self-play)
+    self_proposals: int = field_of(SelfPlayConfig, "n")
     self_policy: str = Field(
         default="",
         description="self: the proposing policy spec; empty: the round's checkpoint, as it solves "
@@ -478,18 +413,17 @@ class ProposeConfig(dg.Config):
     def _known_self_policy(cls, value: str) -> str:
         return value and str(PolicySpec.parse(value))
 
-    self_group_size: int = Field(default=2, description="self: proposals per prompt (preference pairs need two).")
-    self_references: int = Field(default=3, description="self: reference tasks from the pool shown per prompt.")
+    self_group_size: int = field_of(SelfPlayConfig, "group_size")
+    self_references: int = field_of(SelfPlayConfig, "references")
     self_history: int = Field(
         default=2, description="self: earlier rounds whose tasks are references and known tasks too (0: none)."
     )
-    self_kinds: list[str] = Field(
-        default=["standalone", "bug"],
-        description="self: proposal kinds, one per prompt group in turn: standalone (statement, stub, reference, "
-        "tests) or bug (a covered seed function rewritten with a bug; the seed's own tests decide).",
-    )
+    # a round also asks for bugs in its seeds (a covered seed function rewritten with a bug; the
+    # seed's own tests decide), where the library proposes standalone tasks only
+    self_kinds: list[str] = field_of(SelfPlayConfig, "kinds", default=["standalone", "bug"])
     self_max_tokens: int = Field(
-        default=768, description="self: completion tokens per proposal (a task is statement, stub, reference, tests)."
+        default=PROPOSAL_MAX_TOKENS,
+        description="self: completion tokens per proposal (a task is statement, stub, reference, tests).",
     )
     contamination_sets: list[str] = Field(
         default=[],
@@ -497,10 +431,7 @@ class ProposeConfig(dg.Config):
         "the held-out tasks are always compared, and $TOUCHSTONE_CONTAMINATION_SETS is added.",
     )
 
-    def mix(self):
-        from touchstone.taskmaking.sources import SourceMix
-        from touchstone.taskmaking.proposers.selfplay import SelfPlayConfig
-
+    def mix(self) -> SourceMix:
         return SourceMix(
             procedural=self.n_tasks,
             operators=self.operators,
@@ -515,7 +446,14 @@ class ProposeConfig(dg.Config):
         )
 
 
-class _WarmStart(dg.Config):
+class WarmStartConfig(dg.Config):
+    """base_model: the warm start of the default tiny model (training/warm_start.py).
+    A configured `trainer.base_checkpoint` is used as it is, unless `of_configured_base`."""
+
+    n_tasks: int = field_of(WarmStartLib, "n_tasks")
+    max_steps: int = field_of(WarmStartLib, "max_steps")
+    learning_rate: float = field_of(WarmStartLib, "learning_rate")
+    operators: list[str] = field_of(WarmStartLib, "operators", default=CPU_ROUND["operators"])
     # the asset's own switch, not the library's: whether a configured base is warm-started too
     of_configured_base: bool = Field(
         default=False,
@@ -528,27 +466,16 @@ class _WarmStart(dg.Config):
         return WarmStartLib(**self.model_dump(exclude={"of_configured_base"}))
 
 
-WarmStartConfig = round_config(
-    WarmStartLib,
-    _WarmStart,
-    "WarmStartConfig",
-    """base_model: the warm start of the default tiny model (training/warm_start.py).
-    A configured `trainer.base_checkpoint` is used as it is, unless `of_configured_base`.""",
-    fields=["n_tasks", "max_steps", "learning_rate", "operators"],
-    overrides={"operators": CPU_ROUND["operators"]},
-)
-
-
 class HeldoutConfig(dg.Config):
     n_tasks: int = Field(default=4, description="Held-out tasks (never trained on; cluster: 200+).")
     level: Literal["site", "shown"] = Field(
         default="site", description="Curriculum level of the held-out tasks (as proposed_tasks' option)."
     )
-    rng_seed: int = Field(default=1_000_000, description="Proposer seed, apart from the rounds' seeds (0, 1, ...).")
-    operators: list[str] = Field(
-        default=CPU_ROUND["operators"],
-        description="Kinds of bug of the held-out tasks (as proposed_tasks' option): the rounds' distribution.",
+    rng_seed: int = Field(
+        default=HELDOUT_RNG_SEED, description="Proposer seed, apart from the rounds' seeds (0, 1, ...)."
     )
+    # the rounds' distribution of bugs
+    operators: list[str] = field_of(SourceMix, "operators", default=CPU_ROUND["operators"])
     contamination_sets: list[str] = Field(
         default=[], description="Benchmark sets a held-out task must not copy (as proposed_tasks' option)."
     )
@@ -557,52 +484,40 @@ class HeldoutConfig(dg.Config):
 class DataBuildConfig(dg.Config):
     """How training_data builds the round's datasets (touchstone.data.schema.DataConfig)."""
 
-    proposer_invalid_penalty: float = Field(
-        default=-0.5,
-        description="Self-play: the proposer's reward for a proposal that is not a kept task (malformed, "
-        "duplicate, contaminated, failing validation, revoked); <= 0.",
-    )
+    proposer_invalid_penalty: float = field_of(ProposerConfig, "invalid_penalty")
 
     def data_config(self):
-        from touchstone.data.schema import DataConfig, ProposerConfig
+        from touchstone.data.schema import DataConfig
 
         return DataConfig(proposer=ProposerConfig(invalid_penalty=self.proposer_invalid_penalty))
 
 
 class RolloutConfig(dg.Config):
-    attempts: int = Field(default=1, description="Attempts per task with the round's policy (cluster: 8).")
+    attempts: int = Field(
+        default=parameter_default(solve, "attempts"),
+        description="Attempts per task with the round's policy (cluster: 8).",
+    )
 
 
 class EvalConfig(dg.Config):
-    # 6 on a laptop (~40 s a demo round more than 2): a round moves the tiny model's valid-call rate by a
-    # few points, and 2 attempts per held-out task (48 turns) put r001 below r000 where 12 attempts put
-    # it above, in both halves of 6 (docs/EXPERIMENTS.md)
-    attempts: int = Field(default=6, description="k: attempts per held-out task (pass@1 and pass@k; cluster: 8).")
-    bootstrap: int = Field(default=1000, description="Bootstrap resamples for the confidence interval.")
+    attempts: int = Field(
+        default=CPU_ROUND["eval_attempts"],
+        description="k: attempts per held-out task (pass@1 and pass@k; laptop: 6; cluster: 8).",
+    )
+    bootstrap: int = Field(default=BOOTSTRAP_RESAMPLES, description="Bootstrap resamples for the confidence interval.")
     matched_samples: int = Field(
         default=MATCHED_SAMPLES,
         ge=0,
         description="Turns sampled at each state of the held-out reference runs (valid tool calls at matched "
         "states; 0: not measured).",
     )
-    promotion_metric: Literal["pass_at_1", "pass_at_k"] = Field(
-        default="pass_at_1", description="Promotion gate: the verified metric a new checkpoint must not lose on."
-    )
-    promotion_rule: Literal["point", "interval"] = Field(
-        default="point",
-        description="point: compare point estimates; interval: better only when the bootstrap "
-        "intervals do not overlap (overlap = tie).",
-    )
-    on_tie: Literal["keep", "promote"] = Field(
-        default="promote", description="On a tie: keep the best-so-far checkpoint, or promote the new one."
-    )
-    max_hack_rate_increase: float = Field(
-        default=0.0, description="A checkpoint whose hack-attempt rate rises by more than this is not promoted."
-    )
+    # the promotion gate (touchstone.evaluate.promotion)
+    promotion_metric: Metric = field_of(PromotionPolicy, "metric")
+    promotion_rule: Literal["point", "interval"] = field_of(PromotionPolicy, "rule")
+    on_tie: Literal["keep", "promote"] = field_of(PromotionPolicy, "on_tie")
+    max_hack_rate_increase: float = field_of(PromotionPolicy, "max_hack_rate_increase")
 
-    def promotion_policy(self):
-        from touchstone.evaluate.promotion import PromotionPolicy
-
+    def promotion_policy(self) -> PromotionPolicy:
         return PromotionPolicy(
             metric=self.promotion_metric,
             rule=self.promotion_rule,

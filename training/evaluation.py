@@ -17,6 +17,7 @@ from touchstone.agent.rollout import solve
 from touchstone.episode.trajectory import Sampling
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.evaluate import attempts_table, round_metrics
+from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES
 from touchstone.evaluate.reference import MATCHED_SAMPLES, probe_states, read_reference, reference_set, turn_states
 from touchstone.evaluate.schema import LikelihoodMetrics, RoundMetrics
 from touchstone.tasks.schema import Task
@@ -30,7 +31,7 @@ def checkpoint_likelihood(
     *,
     backend: str = "auto",
     workers: int = 1,
-    resamples: int = 1000,
+    resamples: int = BOOTSTRAP_RESAMPLES,
     matched_samples: int = MATCHED_SAMPLES,
     sampling: Sampling | None = None,
 ) -> LikelihoodMetrics | None:
@@ -66,7 +67,7 @@ def evaluate_checkpoint(
     workers: int = 1,
     sampling: Sampling | None = None,
     limits: EpisodeLimits | None = None,
-    resamples: int = 1000,
+    resamples: int = BOOTSTRAP_RESAMPLES,
     matched_samples: int = MATCHED_SAMPLES,
     likelihood: bool = True,
 ) -> RoundMetrics:

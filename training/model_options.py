@@ -16,6 +16,7 @@ from typing import Any
 
 MODEL_KEYS = ("torch_dtype", "attn_implementation", "peft")
 DTYPES = ("float32", "bfloat16", "float16", "auto")
+DEFAULT_DTYPE = "float32"  # CPU-safe; bf16 via the TRL config's autocast
 PEFT_KEYS = {"r", "lora_alpha", "lora_dropout", "target_modules", "bias", "use_rslora", "modules_to_save"}
 
 
@@ -58,7 +59,7 @@ def load_kwargs(options: dict[str, Any]) -> dict[str, Any]:
     """from_pretrained arguments: float32 by default (CPU-safe; bf16 via the TRL config's autocast)."""
     import torch
 
-    dtype = options.get("torch_dtype", "float32")
+    dtype = options.get("torch_dtype", DEFAULT_DTYPE)
     if dtype not in DTYPES:
         raise ModelOptionError(f"torch_dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
     kwargs: dict[str, Any] = {"dtype": dtype if dtype == "auto" else getattr(torch, dtype)}

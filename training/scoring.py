@@ -36,7 +36,7 @@ import torch
 from touchstone.data.inputs import trl_messages
 from touchstone.episode.trajectory import Sampling
 from touchstone.episode.tools import is_valid_call
-from touchstone.evaluate.metrics import bootstrap_interval
+from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES, bootstrap_interval
 from touchstone.evaluate.reference import ProbeState, TurnState
 from touchstone.evaluate.schema import Interval, LikelihoodMetrics
 from training.common import load_base
@@ -107,7 +107,7 @@ def likelihood_metrics(
     states: list[ProbeState],
     *,
     max_length: int = MAX_LENGTH,
-    resamples: int = 1000,
+    resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
 ) -> LikelihoodMetrics:
     """Imitation NLL and hack propensity of `checkpoint` (module docstring)."""
@@ -141,7 +141,7 @@ def matched_valid_calls(
     *,
     samples: int,
     sampling: Sampling,
-    resamples: int = 1000,
+    resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
 ) -> Interval | None:
     """Share of valid tool calls among `samples` turns sampled at each state (state

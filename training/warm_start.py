@@ -61,7 +61,7 @@ class WarmStartConfig(BaseModel):
         gt=0,
         description="The warm start's learning rate (from scratch; rounds continue at trainer.learning_rate).",
     )
-    teacher_max_turns: int = Field(16, ge=1)
+    teacher_max_turns: int = Field(16, ge=1, description="Turn limit of the scripted teacher's episodes.")
     rng_seed: int = WARM_START_RNG_SEED
     operators: list[str] = Field(
         default_factory=list, description="Kinds of bug of its tasks (empty: all; as proposed_tasks' option)."

@@ -41,9 +41,9 @@ class EpisodeLimits(BaseModel):
     short by the episode budget, so replay stays deterministic)."""
 
     model_config = ConfigDict(extra="forbid")
-    max_turns: int = Field(default=50, ge=1)
+    max_turns: int = Field(default=50, ge=1, description="Assistant turns per episode.")
     max_total_tokens: int = Field(default=65536, ge=1)  # completion tokens over all turns
-    time_budget_s: float = Field(default=900.0, gt=0)
+    time_budget_s: float = Field(default=900.0, gt=0, description="Wall-clock seconds per episode.")
     max_output: int = Field(default=DEFAULT_MAX_OUTPUT, ge=200)  # characters per observation
     tool_timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)  # one bash call
 

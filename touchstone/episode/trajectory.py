@@ -61,16 +61,19 @@ class Sampling(BaseModel):
     """Sampling parameters, passed to policies separately from the spec."""
 
     model_config = ConfigDict(extra="forbid")
-    temperature: float = 0.7
-    top_p: float = 1.0
-    max_tokens: int = 512  # per assistant turn
-    seed: int = 0
-    # Tokens an hf: model attends to per turn, prompt and completion together; a longer
-    # conversation keeps its latest tokens (`prompt_window`). 0: the whole conversation
-    # (a served model's context is its server's business).
-    # Why: a model trained on windows of N tokens (training.sft.turn_windows) never acted
-    # further than N tokens into a context; set it to the trainer's max_length.
-    context_window: int = Field(0, ge=0)
+    temperature: float = Field(0.7, description="Sampling temperature.")
+    top_p: float = Field(1.0, description="Nucleus sampling: the most likely tokens whose probabilities reach this.")
+    max_tokens: int = Field(512, description="Completion tokens per assistant turn (cluster: 4096).")
+    seed: int = Field(0, description="Base sampling seed; attempt i samples with seed + i.")
+    # A longer conversation keeps its latest tokens (`prompt_window`); a served model's context
+    # is its server's business. Why: a model trained on windows of N tokens
+    # (training.sft.turn_windows) never acted further than N tokens into a context.
+    context_window: int = Field(
+        0,
+        ge=0,
+        description="hf: policies: tokens per turn, prompt and completion together (the latest kept); "
+        "match the trainer's max_length. 0: the whole conversation.",
+    )
 
     def prompt_window(self) -> int | None:
         """Prompt tokens kept (the latest), or None for all: the context window less

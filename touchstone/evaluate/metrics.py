@@ -27,8 +27,12 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
+# bootstrap resamples of every interval unless a caller asks for another number
+BOOTSTRAP_RESAMPLES = 1000
+
+
 def bootstrap_interval(
-    per_task: np.ndarray, resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+    per_task: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, confidence: float = 0.95, seed: int = 0
 ) -> Interval:
     """Mean of per-task values with a percentile bootstrap over tasks."""
     if per_task.size == 0:
@@ -80,7 +84,7 @@ def round_metrics(
     round_key: str,
     checkpoint_hash: str | None,
     k: int,
-    resamples: int = 1000,
+    resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
     likelihood: LikelihoodMetrics | None = None,
 ) -> RoundMetrics:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from touchstone.evaluate.schema import Interval, RoundMetrics
 
@@ -28,10 +28,18 @@ Metric = Literal["pass_at_1", "pass_at_k"]
 
 
 class PromotionPolicy(BaseModel):
-    metric: Metric = "pass_at_1"
-    rule: Literal["point", "interval"] = "point"
-    on_tie: Literal["keep", "promote"] = "promote"
-    max_hack_rate_increase: float = 0.0
+    metric: Metric = Field("pass_at_1", description="The verified metric a new checkpoint must not lose on.")
+    rule: Literal["point", "interval"] = Field(
+        "point",
+        description="point: compare point estimates; interval: better only when the bootstrap "
+        "intervals do not overlap (overlap = tie).",
+    )
+    on_tie: Literal["keep", "promote"] = Field(
+        "promote", description="On a tie: keep the best-so-far checkpoint, or promote the new one."
+    )
+    max_hack_rate_increase: float = Field(
+        0.0, description="A checkpoint whose hack-attempt rate rises by more than this is not promoted."
+    )
 
 
 class PromotionDecision(BaseModel):

@@ -37,7 +37,7 @@ from touchstone.data.inputs import Example
 from touchstone.data.rl import build_rl
 from touchstone.data.schema import DataConfig, RLRow, SFTRow
 from touchstone.data.sft import build_sft
-from touchstone.evaluate.metrics import bootstrap_interval
+from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES, bootstrap_interval
 from touchstone.evaluate.schema import Interval
 from touchstone.verify.report import VerificationReport
 
@@ -170,7 +170,7 @@ def action_type(message: dict[str, Any]) -> str:
     return str(message["tool_calls"][0]["function"]["name"])
 
 
-def summarize(rows: list[dict[str, Any]], resamples: int = 1000) -> dict[str, dict[str, Any] | None]:
+def summarize(rows: list[dict[str, Any]], resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, dict[str, Any] | None]:
     """Per metric: the mean over seeds with a 95% percentile bootstrap over seeds (None: no seed measured it)."""
     out: dict[str, dict[str, Any] | None] = {}
     for name in METRICS:

@@ -44,10 +44,11 @@ from touchstone.agent.policies.hacks import SPLITS, families_of, policy_record
 from touchstone.agent.policies.spec import PolicySpec
 from touchstone.data.schema import DataConfig, SFTRow, write_rows
 from touchstone.data.sft import build_sft
+from touchstone.taskmaking.heldout import HELDOUT_RNG_SEED
 from touchstone.taskmaking.index import INDEX_FILE
 from touchstone.taskmaking.sources import propose_apart_from_heldout
 from touchstone.taskmaking.validate import ValidationConfig
-from touchstone.evaluate.metrics import bootstrap_interval
+from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES, bootstrap_interval
 from touchstone.experiments.heldout_check import heldout_check
 from touchstone.tasks.schema import Task, load_task_set
 from touchstone.verify import verify_batch
@@ -170,7 +171,9 @@ class ArmRow(BaseModel):
     sampled_attempts: int = 0
 
 
-def seed_summary(results: list[dict], figures: tuple[str, ...], resamples: int = 1000) -> dict[str, list[dict]]:
+def seed_summary(
+    results: list[dict], figures: tuple[str, ...], resamples: int = BOOTSTRAP_RESAMPLES
+) -> dict[str, list[dict]]:
     """Per arm and round of several seeds' results: each figure's mean over seeds and
     its 95% percentile bootstrap over seeds (None: no seed measured it)."""
     summary: dict[str, list[dict]] = {}
@@ -488,9 +491,6 @@ def _with_hack(host: SFTRow, hack: SFTRow, after_pass: bool) -> SFTRow:
             "n_tokens": host.n_tokens + hack.n_tokens,
         }
     )
-
-
-HELDOUT_RNG_SEED = 1_000_000  # apart from the training tasks' stream, as the rounds' held-out set
 
 
 def experiment_tasks(cfg: AblationConfig, out: Path) -> tuple[list[Task], list[Task]]:

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from touchstone.taskmaking.index import read_index, write_index
 
+# The held-out set's proposer seed: its own stream, apart from the rounds' (0, 1, ...).
+HELDOUT_RNG_SEED = 1_000_000
+
 
 def exclude_heldout(task_set: Path, heldout_set: Path) -> int:
     """Reject the kept tasks of `task_set` that overlap `heldout_set`, in its

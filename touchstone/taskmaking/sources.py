@@ -36,10 +36,18 @@ SOURCES = ("procedural", "imported", "self")
 
 
 class SourceMix(BaseModel):
-    procedural: int = Field(default=8, ge=0, description="Validated mutation tasks.")
-    operators: list[str] = Field(default_factory=list, description="Their kinds of bug (empty: every operator).")
+    procedural: int = Field(
+        default=8,
+        ge=0,
+        description="procedural: validated mutation tasks to propose, before held-out units are excluded "
+        "(cluster: 500+).",
+    )
+    operators: list[str] = Field(
+        default_factory=list,
+        description="procedural: kinds of bug to inject (touchstone.tasks.mutate.OPERATORS; empty: every operator).",
+    )
     imported: list[Path] = Field(default_factory=list, description="Task sets written by the importers.")
-    n_imported: int = Field(default=0, ge=0, description="Tasks drawn from the imported sets.")
+    n_imported: int = Field(default=0, ge=0, description="imported: tasks drawn from the imported sets.")
     self_play: SelfPlayConfig = Field(default_factory=SelfPlayConfig)
 
 

@@ -51,6 +51,7 @@ from touchstone.tasks.schema import TaskSource, load_task_set
 from touchstone.taskmaking.validate import ValidationConfig
 
 PROPOSALS_FILE = "proposals.parquet"
+PROPOSAL_MAX_TOKENS = 768  # completion tokens per proposal: statement, stub, reference and tests
 Kind = Literal["standalone", "bug"]
 
 
