@@ -30,7 +30,7 @@ import types
 
 import pytest
 
-from . import wire
+from . import tmpsync, wire
 
 _CONFIG = json.loads(open(os.path.join(os.path.dirname(__file__), "config.json")).read())
 # The grading plugin (result stream) is loaded alongside this one.
@@ -436,6 +436,7 @@ try:
 except OSError as _exc:
     _write_status(connected=False, error=f"cannot reach the candidate's process: {_exc}")
     raise
+ENDPOINT.channel.sync = tmpsync.TmpSync(_CONFIG["shared_tmp"], accept_links=False)
 _write_status(**_status())
 
 

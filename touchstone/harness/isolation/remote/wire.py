@@ -85,12 +85,20 @@ class Channel:
         # bytes received but not yet consumed: a read interrupted by a signal
         # handler's exception loses nothing, and the next read resumes the frame
         self.buffer = bytearray()
+        # this side's copy of the tests' temporary directory (`tmpsync.TmpSync`): every frame carries
+        # what changed in it, every frame received brings the other side's changes first
+        self.sync = None
 
     def send(self, message: dict) -> None:
-        data = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
-        if len(data) > MAX_FRAME:
-            raise Unencodable(f"message of {len(data)} bytes exceeds the {MAX_FRAME}-byte frame limit")
         with self.send_lock:
+            changes = self.sync.delta() if self.sync is not None else None
+            if changes:
+                message = {**message, "fs": changes}
+            data = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+            if len(data) > MAX_FRAME:
+                if changes:  # the files cannot follow: the run ends rather than go on with two copies
+                    raise IsolationBroken(f"the tests' temporary files changed by more than {MAX_FRAME} bytes")
+                raise Unencodable(f"message of {len(data)} bytes exceeds the {MAX_FRAME}-byte frame limit")
             try:
                 self.sock.sendall(_HEADER.pack(len(data)) + data)
             except OSError as exc:
@@ -110,6 +118,12 @@ class Channel:
             raise IsolationBroken(f"malformed frame: {exc}") from None
         if type(message) is not dict:
             raise IsolationBroken("malformed frame: not an object")
+        changes = message.pop("fs", None)
+        if changes is not None and self.sync is not None:
+            try:
+                self.sync.apply(changes)
+            except Exception as exc:  # SyncRefused, or a copy this side cannot write (full)
+                raise IsolationBroken(f"the other side's temporary files: {exc}") from None
         return message
 
     def _fill(self, n: int) -> None:
