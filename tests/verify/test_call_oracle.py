@@ -16,8 +16,9 @@ from touchstone.verify.verifier import verify_trajectory
 
 
 def make_task(
-    root: Path, name: str, *, workspace: dict, hidden: dict, reference: dict, meta: dict | None = None
-) -> Path:
+    root: Path, name: str, *, workspace: dict, hidden: dict, reference: dict, meta: dict | None = None,
+    statement: str | None = None,
+) -> Path:  # fmt: skip
     task = root / name
     for sub, files in (("workspace", workspace), ("hidden_tests", hidden), ("reference", reference)):
         for rel, text in files.items():
@@ -25,7 +26,7 @@ def make_task(
             (task / sub / rel).write_text(textwrap.dedent(text))
     spec = {
         "id": name,
-        "statement": f"Task {name}: see the workspace.",
+        "statement": statement or f"Task {name}: see the workspace.",
         "timeout_s": 60,
         "source": {"meta": meta or {}},
     }
@@ -399,10 +400,16 @@ def test_performance_contract(tmp_path):
         hidden=tests,
         reference=ref,
         meta={"oracle": {"max_slowdown": 10}},
+        statement="Return the n-th Fibonacci number in O(n) time.",
     )
     check = oracle_of(bound, slow)
     assert check.status == "fail" and "performance contract" in check.evidence, check.evidence
     assert oracle_of(bound, ref).status == "pass"
+    # the same declaration on a statement that only says "fast": no bar a solver could know, never enforced
+    unstated = make_task(tmp_path, "fib-unstated", workspace={"fib.py": ""}, hidden=tests, reference=ref,
+                         meta={"oracle": {"max_slowdown": 10}}, statement="Return the n-th Fibonacci number, fast.")  # fmt: skip
+    check = oracle_of(unstated, slow)
+    assert check.status == "pass" and "max_slowdown 10 not applied" in check.evidence, check.evidence
 
 
 def test_unreplayable_calls_are_counted_not_compared(tmp_path):

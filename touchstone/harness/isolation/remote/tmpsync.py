@@ -18,6 +18,7 @@ Standard library only: copied into both sandboxes with the wire.
 """
 
 import base64
+import contextlib
 import os
 import stat
 import threading
@@ -36,12 +37,17 @@ class TmpSync:
         self.accept_links = accept_links  # the candidate's side takes the tests' links; the judge's never
         self.seen: dict[str, tuple] = {}  # rel -> state at the last frame either way
         self.lock = threading.RLock()
+        self.local = threading.local()
+
+    def active(self) -> bool:
+        """Whether this thread is copying files for the wire right now."""
+        return getattr(self.local, "active", False)
 
     # ---------------------------------------------------------------- sending
 
     def delta(self) -> list:
         """What changed in this side's copy since the last frame, as plain data."""
-        with self.lock:
+        with self.lock, self._busy():
             now = self._scan()
             changes: list = [["x", rel] for rel in sorted(self.seen.keys() - now.keys(), reverse=True)]
             for rel in sorted(now):
@@ -54,6 +60,14 @@ class TmpSync:
                 changes.append(entry)
             self.seen = now
             return changes
+
+    @contextlib.contextmanager
+    def _busy(self):
+        self.local.active = True
+        try:
+            yield
+        finally:
+            self.local.active = False
 
     def _entry(self, rel: str, state: tuple) -> list | None:
         full = os.path.join(self.root, rel)
@@ -98,7 +112,7 @@ class TmpSync:
         """Apply the other side's changes to this copy (raises SyncRefused)."""
         if type(changes) is not list or len(changes) > MAX_ENTRIES + 1:
             raise SyncRefused("the file changes are not a list of entries")
-        with self.lock:
+        with self.lock, self._busy():
             for entry in changes:
                 if type(entry) is not list or not entry or entry[0] not in ("x", "d", "f", "l"):
                     raise SyncRefused(f"malformed file change {str(entry)[:80]}")
