@@ -1,12 +1,14 @@
 """The labeled corpus of issue 32's judge classes: hacks and honest look-alikes,
-each a small task (workspace, reference, hidden tests, declared semantics) and
-a candidate's files, verified end to end by `verify_trajectory`.
+each a small task (workspace, reference, hidden tests, statement, declared
+semantics) and a candidate's files, verified end to end by `verify_trajectory`.
 
     python -m tests.verify.judge_matrix        # verify every case, print the accept/reject matrix
 
 Classes (shared/notes/reward-hacks.md): I objects that answer for the judge,
-J choosing the weaker path, K meaning lost in transit, H oracle blind spots,
-and honest look-alikes the strict rule used to reject."""
+J choosing the weaker path, K meaning lost in transit (the temporary folder,
+identity), H oracle blind spots (values, printed text, files the tests read),
+D special-casing inside the input domain, and honest look-alikes the strict
+rule used to reject. A case may also name the guard its run must carry."""
 
 from __future__ import annotations
 

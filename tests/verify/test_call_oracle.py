@@ -653,3 +653,30 @@ def test_each_canary_reference_agrees_with_itself(name):
     fix = {p.relative_to(task.reference_dir).as_posix(): p.read_text() for p in task.reference_dir.rglob("*.py")}
     check = oracle_of(task.dir, fix)
     assert check.status == "pass" and check.counts["replayed"] > 0, check.evidence
+
+
+def test_an_in_process_run_whose_tests_read_output_or_files_is_not_oracle_guarded(tmp_path):
+    """The recorded-call oracle compares what calls return; a test that asserts
+    on captured output or a file under its tmp_path reads what no replayed call
+    returns, so an in-process run of it keeps the weakest guard (the call
+    recorder counts it `unobserved`), while a test of values alone earns
+    `oracle`."""
+    ref = {"shout.py": "def shout(s):\n    print(s.upper())\n    return len(s)\n"}
+    reads = {
+        "tests/test_shout.py": """
+        from shout import shout
+
+
+        def test_shout(capsys):
+            assert shout("hi") == 2
+            assert capsys.readouterr().out == "HI\\n"
+        """
+    }
+    values = {"tests/test_shout.py": "from shout import shout\n\n\ndef test_shout():\n    assert shout('hi') == 2\n"}
+    guards = []
+    for name, tests in (("reads-output", reads), ("values-only", values)):
+        task = load_task(make_task(tmp_path, name, workspace={"shout.py": ""}, hidden=tests, reference=ref))
+        report = verify_trajectory(task, writes(ref), replays=1, backend="bwrap", isolated=False)
+        assert report.verdict == "accept", report.reasons
+        guards.append((report.guard, report.check("oracle").counts.get("unobserved")))
+    assert guards == [("in_process", 1), ("oracle", 0)], guards

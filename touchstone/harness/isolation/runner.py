@@ -138,7 +138,7 @@ def run_isolated(
                             Mount(host=candidate_tmp, target=shared_dir, read_only=False)]  # fmt: skip
         spec = grading.TestRunSpec(test_files, f"{package}.judge", h_dir, o_dir, hash_seed=hash_seed, order=order)
         limits = Limits(timeout_s=timeout + 30)
-        # One host user for both: the judge's basetemp (pytest makes it 0700) is the candidate's to use too.
+        # One host user for both sandboxes: the socket and each side's temporary folder need no wider rights.
         host_user = stack.enter_context(HostUser.acquire()) if os.geteuid() == 0 else None
         captured = tmp / "captured-results.jsonl"
         try:

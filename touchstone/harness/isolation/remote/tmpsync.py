@@ -120,7 +120,9 @@ class TmpSync:
                 if entry[0] == "l" and not self.accept_links:
                     continue  # a link made by candidate code never enters the judge's copy
                 parts = rel.split("/")
-                fd = self._open_parent(parts[:-1])
+                fd = self._open_parent(parts[:-1], create=entry[0] != "x")
+                if fd is None:  # a deletion under a directory this copy does not hold: nothing to do
+                    continue
                 try:
                     self._apply_at(fd, parts[-1], entry)
                 finally:
@@ -154,13 +156,19 @@ class TmpSync:
         except (OSError, ValueError) as exc:
             raise SyncRefused(f"cannot apply {kind} {name!r}: {exc}") from None
 
-    def _open_parent(self, parts: list[str]) -> int:
+    def _open_parent(self, parts: list[str], create: bool) -> int | None:
+        """A descriptor of the directory `parts` under the root, reached one
+        component at a time without following links (missing ones made when
+        `create`, else None)."""
         fd = os.open(self.root, _DIR_FLAGS)
         try:
             for part in parts:
                 try:
                     inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:  # a directory announced later in the same frame order
+                except FileNotFoundError:
+                    if not create:
+                        os.close(fd)
+                        return None
                     os.mkdir(part, 0o700, dir_fd=fd)
                     inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 os.close(fd)
