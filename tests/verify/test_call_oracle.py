@@ -672,11 +672,24 @@ def test_an_in_process_run_whose_tests_read_output_or_files_is_not_oracle_guarde
             assert capsys.readouterr().out == "HI\\n"
         """
     }
+    redirected = {
+        "tests/test_shout.py": """
+        import contextlib, io
+        from shout import shout
+
+
+        def test_shout():
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                assert shout("hi") == 2
+            assert buf.getvalue() == "HI\\n"
+        """
+    }
     values = {"tests/test_shout.py": "from shout import shout\n\n\ndef test_shout():\n    assert shout('hi') == 2\n"}
     guards = []
-    for name, tests in (("reads-output", reads), ("values-only", values)):
+    for name, tests in (("reads-output", reads), ("redirected", redirected), ("values-only", values)):
         task = load_task(make_task(tmp_path, name, workspace={"shout.py": ""}, hidden=tests, reference=ref))
         report = verify_trajectory(task, writes(ref), replays=1, backend="bwrap", isolated=False)
         assert report.verdict == "accept", report.reasons
         guards.append((report.guard, report.check("oracle").counts.get("unobserved")))
-    assert guards == [("in_process", 1), ("oracle", 0)], guards
+    assert guards == [("in_process", 1), ("in_process", 1), ("oracle", 0)], guards

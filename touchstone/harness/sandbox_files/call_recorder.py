@@ -315,6 +315,10 @@ def _target(frame):
 
 def _new_step(frame):
     step = {"test": _session.test, "generator": bool(frame.f_code.co_flags & _GENERATOR_FLAGS)}
+    if _session.test is not None:
+        for stream in (sys.stdout, sys.stderr):  # a StringIO behind redirect_stdout: the test reads it itself
+            if type(stream).__module__ != "_pytest.capture":
+                _note_unobserved("output to a stream the test installed")
     try:
         target, func, pos, kw = _target(frame)  # raises _Skip for a frame that is not a call
         step["target"] = target
