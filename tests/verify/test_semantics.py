@@ -146,3 +146,19 @@ def test_a_speed_contract_needs_a_statement_that_states_its_bound():
         assert oracle.contract_in_force(stated, bound)[0].max_slowdown == 5
     assert oracle.contract_problems("Anything.", {"oracle": {"order": "sorted"}})[0].startswith("task.json")
     assert oracle.contract_problems("Anything.", {}) == []
+
+
+def test_identity_is_compared_unless_the_task_leaves_it_open():
+    """A returned argument (`alias`) or an object handed out twice (`again`)
+    differs from a fresh copy of the same value; `identity: "any"` compares
+    the value only."""
+    fresh, alias, again = (
+        ["list", [["int", 1]]],
+        ["alias", 1, ["list", [["int", 1]]]],
+        ["again", ["list", [["int", 1]]]],
+    )
+    strict, loose = oracle.OracleContract(), oracle.OracleContract(identity="any")
+    assert not agrees(normalize(fresh, strict), normalize(alias, strict), strict)
+    assert not agrees(normalize(fresh, strict), normalize(again, strict), strict)
+    assert agrees(normalize(fresh, loose), normalize(alias, loose), loose)
+    assert agrees(normalize(fresh, loose), normalize(again, loose), loose)

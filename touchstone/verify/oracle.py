@@ -97,6 +97,7 @@ class OracleContract(BaseModel):
     inputs: Literal["generated", "tests"] = "generated"  # "tests": no generated inputs beyond the tests'
     own_protocol: tuple[str, ...] = ()  # classes whose own ==, arithmetic, `in` the tests test (isolated run)
     random: Literal["any", "required"] = "any"  # "required": answers must vary with the seed where the reference's do
+    identity: Literal["exact", "any"] = "exact"  # "any": a returned argument or object handed out twice = a copy
     max_slowdown: float | None = Field(default=None, gt=1)
 
 

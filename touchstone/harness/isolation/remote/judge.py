@@ -195,7 +195,8 @@ class Observer:
     class an honest solution uses is its choice; a builtin subclass as its
     plain value, as every operation in the judge sees it). A returned
     container that is one the request carried is logged as `["alias", memo
-    index]`; one the candidate had returned before as `["again", value]`.
+    index, value]`; one the candidate had returned before as `["again",
+    value]` (`identity: "any"` folds both to the value).
 
     Besides values, what the tests read that candidate code produced: the
     captured output a test reads (`capsys`/`capfd.readouterr()`: `read:out`,
@@ -243,8 +244,12 @@ class Observer:
         if depth > 50:
             return ["deep"]
         if t in _MUTABLE:
-            if id(x) in self.local.aliases:  # the test's own object, handed back
-                return ["alias", self.local.aliases[id(x)]]
+            if id(x) in self.local.aliases:  # the test's own object, handed back (with its content)
+                index = self.local.aliases.pop(id(x))
+                try:
+                    return ["alias", index, self._canon(x, depth + 1)]
+                finally:
+                    self.local.aliases[id(x)] = index
             if id(x) in self.local.again:  # the candidate's own object, handed out again
                 self.local.again = self.local.again - {id(x)}
                 return ["again", self._canon(x, depth + 1)]
