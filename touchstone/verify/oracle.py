@@ -52,7 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from touchstone import paths
 from touchstone import atomic
-from touchstone.harness.grading import FAKETIME_LIB, faketime_env, faketime_library
+from touchstone.harness.grading import FAKETIME_LIB, OUT_DIR_FILES, faketime_env, faketime_library
 from touchstone.harness.sandbox_files import codec
 from touchstone.sandbox.environment import Environment
 from touchstone.verify.domain import InputDomain
@@ -424,7 +424,10 @@ def run_side(
     from touchstone.harness import harness_mounts
 
     files = (("replay_runner.py", "rr_{nonce}.py"), ("codec.py", "tc_{nonce}.py"))
-    with harness_mounts(*files) as (h_dir, o_dir, mounts, out, nonce):
+    # a cases file and an outcomes file per chunk and order: a task with many cases must not run out of files
+    # (past the output dir's default count, the later processes of a run died and every step looked unstable)
+    chunk_files = 2 * len(orders) * -(-len(cases) // CHUNK)
+    with harness_mounts(*files, out_files=max(OUT_DIR_FILES, chunk_files + 8)) as (h_dir, o_dir, mounts, out, nonce):
         commands, outputs = [], []
         if any(clocks or ()):
             shutil.copyfile(faketime_library(), mounts[0].host / FAKETIME_LIB)
