@@ -705,7 +705,8 @@ def test_a_link_in_the_shared_temp_dir_never_points_the_judge_at_its_files(tmp_p
     assert result.status == "fail" and "No such file or directory: 'out.txt'" in result.evidence, result.evidence
 
 
-def test_each_side_has_its_own_temp_folder_kept_alike_at_every_hand_over(tmp_path: Path):
+@pytest.mark.parametrize("backend", ["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+def test_each_side_has_its_own_temp_folder_kept_alike_at_every_hand_over(tmp_path: Path, backend: str):
     """Files, folders, deletions and modes cross both ways at each call and
     return; the candidate's copy holds nothing the tests did not put there
     (no folder of the judge's is mounted in its sandbox), and what candidate
@@ -757,7 +758,7 @@ def test_each_side_has_its_own_temp_folder_kept_alike_at_every_hand_over(tmp_pat
             assert (tmp_path / "late.txt").read_text() == "late"
         """,
     }
-    result = run(tmp_path, {"tools.py": tools}, tests)
+    result = run(tmp_path, {"tools.py": tools}, tests, backend=backend)
     assert result.status == "pass", result.evidence
 
 
