@@ -233,11 +233,14 @@ def test_runs_without_isolation_or_oracle_are_left_out_and_counted(tmp_path):
                                   isolation=isolation).guard  # fmt: skip
 
     assert guard() == "in_process" and guard("isolated") == "isolation"  # an oracle that replayed nothing
-    oracle[1].counts.update(replayed=12, unreplayable=0, tests_uncovered=1)
+    oracle[1].counts.update(replayed=12, unreplayable=0, tests_uncovered=1, unobserved=0)
     assert guard() == "in_process"  # one replayed call is not enough: a required test had none compared
-    assert guard("isolated") == "isolation+oracle"
+    assert guard("isolated") == "isolation"  # isolated or not: coverage of what the tests assert on
     oracle[1].counts["tests_uncovered"] = 0
-    assert guard() == "oracle"
+    assert guard() == "oracle" and guard("isolated") == "isolation+oracle"
+    oracle[1].counts["unobserved"] = 1
+    assert guard() == "in_process"  # a test read captured output or files no replayed call returns
+    oracle[1].counts["unobserved"] = 0
     oracle[1].counts["unreplayable"] = 3
     assert guard() == "in_process"  # calls the oracle could not replay: the tests saw more than it did
     assert kept.excluded_unguarded == 0 and kept.datasets["sft"].rows == 2

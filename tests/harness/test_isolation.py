@@ -679,7 +679,8 @@ def test_objects_never_answer_for_the_judge(tmp_path: Path):
 
 
 # Family K: the tests' temporary directory is where both processes meet. A symbolic link the
-# candidate plants there resolves in the judge's file system: here, to the test's own golden file.
+# candidate planted in a shared folder resolved in the judge's file system: here, to the test's own
+# golden file. Each side now has its own copy, kept alike through the wire (remote/tmpsync.py).
 GOLDEN_TESTS = {
     "tests/golden.txt": "the expected report\n",
     "tests/test_report.py": """
@@ -700,7 +701,65 @@ def test_a_link_in_the_shared_temp_dir_never_points_the_judge_at_its_files(tmp_p
     assert run(tmp_path / "honest", {"report.py": honest}, GOLDEN_TESTS).status == "pass"
     linked = "import os\ndef write_report(path):\n    os.symlink('/workspace/tests/golden.txt', path)\n"
     result = run(tmp_path / "linked", {"report.py": linked}, GOLDEN_TESTS)
-    assert result.status == "fail" and "Too many levels of symbolic links" in result.evidence, result.evidence
+    # the link stays in the candidate's copy: the judge's holds no out.txt at all
+    assert result.status == "fail" and "No such file or directory: 'out.txt'" in result.evidence, result.evidence
+
+
+@pytest.mark.parametrize("backend", ["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+def test_each_side_has_its_own_temp_folder_kept_alike_at_every_hand_over(tmp_path: Path, backend: str):
+    """Files, folders, deletions and modes cross both ways at each call and
+    return; the candidate's copy holds nothing the tests did not put there
+    (no folder of the judge's is mounted in its sandbox), and what candidate
+    code writes after it returned (a thread) reaches the judge only at the
+    next hand-over."""
+    tools = """
+        import os, threading, time
+        from pathlib import Path
+
+        def move_all(src, dst):
+            names = sorted(os.listdir(src))
+            os.makedirs(dst / "sub")
+            for n in names:
+                (dst / "sub" / n).write_bytes((src / n).read_bytes()[::-1])
+                (src / n).unlink()
+            os.chmod(dst / "sub" / names[0], 0o755)
+            return names
+
+        def everything_here(root):
+            return sorted(str(p.relative_to(root)) for p in Path(root).rglob("*"))
+
+        def later(path):
+            def write():
+                time.sleep(0.3)
+                path.write_text("late")
+            threading.Thread(target=write).start()
+    """
+    tests = {
+        "tests/test_sync.py": """
+        import os, time
+        from tools import everything_here, later, move_all
+
+        def test_round_trip(tmp_path):
+            (tmp_path / "in").mkdir()
+            (tmp_path / "in" / "a.bin").write_bytes(b"\\x00\\x01abc")
+            (tmp_path / "in" / "b.txt").write_text("xyz")
+            assert move_all(tmp_path / "in", tmp_path / "out") == ["a.bin", "b.txt"]
+            assert os.listdir(tmp_path / "in") == []
+            assert (tmp_path / "out" / "sub" / "a.bin").read_bytes() == b"cba\\x01\\x00"
+            assert os.stat(tmp_path / "out" / "sub" / "a.bin").st_mode & 0o111
+            assert everything_here(tmp_path.parent.parent) == sorted(
+                str(p.relative_to(tmp_path.parent.parent)) for p in tmp_path.parent.parent.rglob("*"))
+
+        def test_written_after_return_arrives_at_the_next_call(tmp_path):
+            later(tmp_path / "late.txt")
+            time.sleep(0.6)
+            assert not (tmp_path / "late.txt").exists()
+            everything_here(tmp_path)
+            assert (tmp_path / "late.txt").read_text() == "late"
+        """,
+    }
+    result = run(tmp_path, {"tools.py": tools}, tests, backend=backend)
+    assert result.status == "pass", result.evidence
 
 
 PRINT_TESTS = {

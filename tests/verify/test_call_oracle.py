@@ -16,8 +16,9 @@ from touchstone.verify.verifier import verify_trajectory
 
 
 def make_task(
-    root: Path, name: str, *, workspace: dict, hidden: dict, reference: dict, meta: dict | None = None
-) -> Path:
+    root: Path, name: str, *, workspace: dict, hidden: dict, reference: dict, meta: dict | None = None,
+    statement: str | None = None,
+) -> Path:  # fmt: skip
     task = root / name
     for sub, files in (("workspace", workspace), ("hidden_tests", hidden), ("reference", reference)):
         for rel, text in files.items():
@@ -25,7 +26,7 @@ def make_task(
             (task / sub / rel).write_text(textwrap.dedent(text))
     spec = {
         "id": name,
-        "statement": f"Task {name}: see the workspace.",
+        "statement": statement or f"Task {name}: see the workspace.",
         "timeout_s": 60,
         "source": {"meta": meta or {}},
     }
@@ -399,10 +400,16 @@ def test_performance_contract(tmp_path):
         hidden=tests,
         reference=ref,
         meta={"oracle": {"max_slowdown": 10}},
+        statement="Return the n-th Fibonacci number in O(n) time.",
     )
     check = oracle_of(bound, slow)
     assert check.status == "fail" and "performance contract" in check.evidence, check.evidence
     assert oracle_of(bound, ref).status == "pass"
+    # the same declaration on a statement that only says "fast": no bar a solver could know, never enforced
+    unstated = make_task(tmp_path, "fib-unstated", workspace={"fib.py": ""}, hidden=tests, reference=ref,
+                         meta={"oracle": {"max_slowdown": 10}}, statement="Return the n-th Fibonacci number, fast.")  # fmt: skip
+    check = oracle_of(unstated, slow)
+    assert check.status == "pass" and "max_slowdown 10 not applied" in check.evidence, check.evidence
 
 
 def test_unreplayable_calls_are_counted_not_compared(tmp_path):
@@ -646,3 +653,43 @@ def test_each_canary_reference_agrees_with_itself(name):
     fix = {p.relative_to(task.reference_dir).as_posix(): p.read_text() for p in task.reference_dir.rglob("*.py")}
     check = oracle_of(task.dir, fix)
     assert check.status == "pass" and check.counts["replayed"] > 0, check.evidence
+
+
+def test_an_in_process_run_whose_tests_read_output_or_files_is_not_oracle_guarded(tmp_path):
+    """The recorded-call oracle compares what calls return; a test that asserts
+    on captured output or a file under its tmp_path reads what no replayed call
+    returns, so an in-process run of it keeps the weakest guard (the call
+    recorder counts it `unobserved`), while a test of values alone earns
+    `oracle`."""
+    ref = {"shout.py": "def shout(s):\n    print(s.upper())\n    return len(s)\n"}
+    reads = {
+        "tests/test_shout.py": """
+        from shout import shout
+
+
+        def test_shout(capsys):
+            assert shout("hi") == 2
+            assert capsys.readouterr().out == "HI\\n"
+        """
+    }
+    redirected = {
+        "tests/test_shout.py": """
+        import contextlib, io
+        from shout import shout
+
+
+        def test_shout():
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                assert shout("hi") == 2
+            assert buf.getvalue() == "HI\\n"
+        """
+    }
+    values = {"tests/test_shout.py": "from shout import shout\n\n\ndef test_shout():\n    assert shout('hi') == 2\n"}
+    guards = []
+    for name, tests in (("reads-output", reads), ("redirected", redirected), ("values-only", values)):
+        task = load_task(make_task(tmp_path, name, workspace={"shout.py": ""}, hidden=tests, reference=ref))
+        report = verify_trajectory(task, writes(ref), replays=1, backend="bwrap", isolated=False)
+        assert report.verdict == "accept", report.reasons
+        guards.append((report.guard, report.check("oracle").counts.get("unobserved")))
+    assert guards == [("in_process", 1), ("in_process", 1), ("oracle", 0)], guards

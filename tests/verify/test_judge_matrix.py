@@ -14,3 +14,5 @@ def test_case(case, tmp_path):
     assert report.verdict == case.expected, (case.note, report.reasons, [(c.name, c.status) for c in report.checks])
     if case.expected == "accept":
         assert report.guard in ("isolation+oracle", "isolation"), report.guard  # training data by default
+    if case.guard is not None:  # a case about the label: what the guard claims must hold
+        assert report.guard == case.guard, (case.note, report.guard, [(c.name, c.evidence) for c in report.checks])

@@ -48,3 +48,24 @@ def test_declared_latitude_holds_in_lockstep_too(tmp_path):
     assert other.verdict == "accept", other.checks
     hack = verify_trajectory(task, writes({"rank.py": SAME_LENGTH}), replays=1, backend="bwrap")
     assert hack.failed_checks() == ["lockstep"], hack.checks
+
+
+def test_coverage_counts_name_the_tests_nothing_was_compared_for():
+    """A guard needs coverage: a required test with nothing compared (every
+    value depends on the seed) and a test that read what the judge could not
+    observe are counted; an `unobserved` note on one side never shifts the
+    comparison of the rest."""
+    from touchstone.verify.lockstep import compare
+    from touchstone.verify.oracle import OracleContract
+
+    ref0 = {"t.py::test_a": [["call", ["int", 1]], ["read:out", ["str", "ok\n"]]],
+            "t.py::test_b[1]": [["call", ["int", 5]]],
+            "t.py::test_c": [["unobserved", ["str", "output to a stdout the test installed"]], ["call", ["none", None]]]}  # fmt: skip
+    ref1 = {**ref0, "t.py::test_b[1]": [["call", ["int", 6]]]}  # test_b's value depends on the seed
+    cand = {k: [o for o in v if o[0] != "unobserved"] for k, v in ref0.items()}
+    result = compare([ref0, ref1], [cand], OracleContract(), ["t.py::test_a", "t.py::test_b", "t.py::test_c"])
+    assert result.status == "pass", result.evidence
+    assert (result.counts["tests_uncovered"], result.counts["unobserved"], result.counts["random"]) == (1, 1, 1)
+    wrong = {**cand, "t.py::test_a": [["call", ["int", 1]], ["read:out", ["str", "no\n"]]]}
+    failed = compare([ref0, ref1], [wrong], OracleContract(), None)
+    assert failed.status == "fail" and "observation 2 (read:out)" in failed.evidence, failed.evidence

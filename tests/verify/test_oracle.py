@@ -267,3 +267,16 @@ def test_a_subclass_of_the_reference_exception_agrees():
     assert oracle.agrees(ref, sub) and oracle.agrees(ref, ref)  # as pytest.raises(ValueError) would accept
     assert not oracle.agrees(sub, ref) and not oracle.agrees(ref, other)
     assert "builtins.LookupError" in other[2] and not oracle.agrees(ref, ["ok", ["none", None], []])
+
+
+def test_a_replay_of_many_cases_keeps_every_process_output(tmp_path):
+    """The reference's three runs of 650 cases write 13 cases files and 13
+    outcome files per run into the output dir: past the dir's default file
+    count the later processes died, and every step looked non-deterministic
+    (the oracle compared nothing on a large task)."""
+    (tmp_path / "sq.py").write_text("def sq(n):\n    return n * n\n")
+    target = {"kind": "call", "module": "sq", "qualname": "sq"}
+    cases = [oracle.Case(i, "t", [{"i": i, "target": target, "args": [i], "kwargs": {}}], {i}) for i in range(650)]
+    replay, timed_out = oracle.replay_reference(tmp_path, cases, key=None, timeout=120, backend="bwrap")
+    assert not timed_out and [len(run) for run in replay.runs] == [650, 650, 650]
+    assert replay.runs[2][649][649]["out"][:2] == ["ok", ["int", 649 * 649]]

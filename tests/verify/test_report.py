@@ -49,7 +49,7 @@ def test_the_tables_round_trip_and_hold_every_field(tmp_path):
                 name="oracle",
                 status="pass",
                 evidence="3 replayed",
-                counts={"replayed": 3, "recorded": 4, "unreplayable": 0, "tests_uncovered": 0},
+                counts={"replayed": 3, "recorded": 4, "unreplayable": 0, "tests_uncovered": 0, "unobserved": 0},
             ),
         ],
         findings=[
@@ -73,7 +73,8 @@ def test_the_tables_round_trip_and_hold_every_field(tmp_path):
     assert (rows["t0"]["progress"], rows["t0"]["guard"], rows["t0"]["verdict"]) == (None, None, "inconclusive")
     checks = pl.read_parquet(out / CHECKS_FILE).filter(pl.col("name") == "oracle").row(0, named=True)
     assert (
-        json.loads(checks["counts"]) == {"replayed": 3, "recorded": 4, "unreplayable": 0, "tests_uncovered": 0}
+        json.loads(checks["counts"])
+        == {"replayed": 3, "recorded": 4, "unreplayable": 0, "tests_uncovered": 0, "unobserved": 0}
         and checks["report_id"] == full.report_id
     )
     findings = pl.read_parquet(out / FINDINGS_FILE).sort("rule").to_dicts()

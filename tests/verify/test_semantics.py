@@ -12,6 +12,7 @@ import pytest
 
 from touchstone.harness.sandbox_files import codec
 from touchstone.verify import oracle
+from touchstone.verify.domain import InputDomain, shown, statement_bounds
 from touchstone.verify.semantics import agrees, normalize
 
 
@@ -108,15 +109,56 @@ def test_generated_inputs_stay_in_the_domain_the_tests_show():
     generated = [c.steps[-1]["args"][0] for c in oracle.mutate_cases([_fib_case()], limit=100)]
     assert generated and all(n >= 0 for n in generated), generated
     assert 11 in generated or 9 in generated  # neighbours inside the domain are still generated
-    assert not oracle._within("", ["ab", "c"]) and oracle._within("", ["ab", ""])
-    assert not oracle._within(0, [3, 5]) and oracle._within(0, [0, 5]) and oracle._within(-2, [-1, 5])
+    assert not shown("", ["ab", "c"]) and shown("", ["ab", ""])
+    assert not shown(0, [3, 5]) and shown(0, [0, 5]) and shown(-2, [-1, 5])
 
 
-def test_a_speed_contract_needs_a_statement_that_asks_for_speed():
+def test_the_domain_follows_lengths_characters_items_and_the_statement(tmp_path):
+    """Beyond sign, zero and emptiness: a length every tested value shares,
+    the characters the tested texts use, the items of tested sequences, and
+    bounds the statement states on a parameter by name."""
+    assert not shown("FF", ["ff", "10"]) and shown("01", ["ff", "10"])  # no upper case in a lower-case hex
+    assert not shown([1, 2, 3], [[1, 2], [3, 4]]) and shown([2, 1], [[1, 2], [3, 4]])  # fixed-size input
+    assert not shown([1, -2], [[1, 2], [3]]) and shown([1, 0], [[0, 2], [3]])  # items keep their sign
+    bounds = statement_bounds("Return the digit sum of `n` for 1 <= n <= 10**6; `len(xs) ≤ 8`; k is between 2 and 9.")
+    assert (bounds["n"].lo, bounds["n"].hi, bounds["len(xs)"].hi, bounds["k"].lo) == (1, 1e6, 8, 2)
+    (tmp_path / "digits.py").write_text("def digit_sum(n):\n    return sum(map(int, str(n)))\n")
+    domain = InputDomain.of("Return the digit sum of `n`, 1 <= n <= 1000.", tmp_path)
+    target = {"kind": "call", "module": "digits", "qualname": "digit_sum"}
+    assert domain.within(999, [600], target, 0) and not domain.within(1203, [600], target, 0)
+    steps = [{"i": 0, "test": "t", "target": target, "args": [600], "kwargs": {}}]
+    generated = [c.steps[-1]["args"][0] for c in oracle.mutate_cases([oracle.Case(0, "t", steps, {0})], domain=domain)]
+    assert generated and all(1 <= n <= 1000 for n in generated), generated
+
+
+def test_a_speed_contract_needs_a_statement_that_states_its_bound():
+    """A complexity bound or a time limit, not a word such as "fast"; a
+    declaration without one is a validation problem and is never enforced."""
     bound = {"oracle": {"max_slowdown": 5}}
-    assert oracle.contract_problems("Return the n-th Fibonacci number.", bound) == [
-        "max_slowdown 5 declared, but the statement asks for no speed"
-    ]
-    assert oracle.contract_problems("Return the n-th Fibonacci number in linear time.", bound) == []
+    for unstated in ("Return the n-th Fibonacci number.", "Return the n-th Fibonacci number, fast.",
+                     "An efficient, high-performance Fibonacci.", "Use an O-ring (see OEIS)."):  # fmt: skip
+        problems = oracle.contract_problems(unstated, bound)
+        assert problems and "states no complexity bound or time limit" in problems[0], unstated
+        assert oracle.contract_in_force(unstated, bound)[0].max_slowdown is None
+    for stated in ("Return the n-th Fibonacci number in linear time.", "Fibonacci in O(n) time.",
+                   "Sort in O(n log(n)).", "Answer within 50 ms for n up to 10**5.", "Time limit of 2 seconds."):  # fmt: skip
+        assert oracle.contract_problems(stated, bound) == [], stated
+        assert oracle.contract_in_force(stated, bound)[0].max_slowdown == 5
     assert oracle.contract_problems("Anything.", {"oracle": {"order": "sorted"}})[0].startswith("task.json")
     assert oracle.contract_problems("Anything.", {}) == []
+
+
+def test_identity_is_compared_unless_the_task_leaves_it_open():
+    """A returned argument (`alias`) or an object handed out twice (`again`)
+    differs from a fresh copy of the same value; `identity: "any"` compares
+    the value only."""
+    fresh, alias, again = (
+        ["list", [["int", 1]]],
+        ["alias", 1, ["list", [["int", 1]]]],
+        ["again", ["list", [["int", 1]]]],
+    )
+    strict, loose = oracle.OracleContract(), oracle.OracleContract(identity="any")
+    assert not agrees(normalize(fresh, strict), normalize(alias, strict), strict)
+    assert not agrees(normalize(fresh, strict), normalize(again, strict), strict)
+    assert agrees(normalize(fresh, loose), normalize(alias, loose), loose)
+    assert agrees(normalize(fresh, loose), normalize(again, loose), loose)

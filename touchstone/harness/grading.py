@@ -342,17 +342,20 @@ HARNESS_INI = f"[pytest]\naddopts =\npython_files = {' '.join(TEST_MODULE_PATTER
 
 
 @contextmanager
-def harness_mounts(*files: tuple[str, str]) -> Iterator[tuple[str, str, list, Path, str]]:
+def harness_mounts(
+    *files: tuple[str, str], out_files: int = OUT_DIR_FILES
+) -> Iterator[tuple[str, str, list, Path, str]]:
     """A read-only harness dir (the given `(source name, dest name)` files plus
-    the ini) and a writable output dir, both outside the workspace, with a
-    random name per run so no workspace file can anticipate or shadow them.
-    Yields (harness target, out target, mounts, host out dir, nonce)."""
+    the ini) and a writable output dir (at most `out_files` files), both
+    outside the workspace, with a random name per run so no workspace file can
+    anticipate or shadow them. Yields (harness target, out target, mounts,
+    host out dir, nonce)."""
     from touchstone.sandbox import Mount
     from touchstone.sandbox.workspace import bounded_dir
 
     nonce = secrets.token_hex(6)
     with tempfile.TemporaryDirectory(prefix="touchstone-grade-") as tmp, \
-            bounded_dir(Path(tmp) / "out", OUT_DIR_BYTES, OUT_DIR_FILES, mode=0o777) as out:  # fmt: skip
+            bounded_dir(Path(tmp) / "out", OUT_DIR_BYTES, out_files, mode=0o777) as out:  # fmt: skip
         # (0o777: the sandbox user writes results there)
         harness = Path(tmp) / "harness"
         harness.mkdir()

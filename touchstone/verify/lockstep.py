@@ -16,7 +16,13 @@ took another path on the candidate (another operation at the same step) the
 comparison of that test stops there: the tests' own verdict already covers it.
 
 A test whose assertion checks only `len(result) == 3` still observes
-`result`: a candidate that returns three wrong items disagrees here.
+`result`: a candidate that returns three wrong items disagrees here. What a
+test reads that candidate code produced besides values is observed too: the
+captured output it reads (`capsys`/`capfd`), the files under its tmp_path it
+opens or lists, and identity (a returned argument, an object handed out
+twice). A run counts as oracle-guarded only when every required test had an
+observation compared and nothing a test read went unobserved
+(`touchstone.verify.report.derive_guard`).
 """
 
 from __future__ import annotations
@@ -73,18 +79,25 @@ def observe_reference(
     return runs, "observed afresh"
 
 
-def compare(references: list[Observations], candidates: list[Observations], contract) -> LockstepResult:
+def compare(
+    references: list[Observations], candidates: list[Observations], contract, required: list[str] | None = None
+) -> LockstepResult:
     """The candidate's run 0 against the reference's observations, test by
     test; with `random: "required"` declared, also whether the candidate's
     answers vary between its runs 0 and 1 (other seeds) where the reference's
-    vary with the seed."""
+    vary with the seed. Coverage, for the run's guard: `tests_uncovered`,
+    the `required` tests (node ids or test functions; default: every test the
+    reference ran) with no observation compared; `unobserved`, tests that read
+    something of the candidate's the judge could not observe."""
     counts = {"observed": 0, "compared": 0, "random": 0, "diverged_tests": 0}
-    first, second = references
-    candidate = candidates[0]
+    first, second = (_observable(run) for run in references)
+    candidate = _observable(candidates[0])
+    unobserved = sorted(t for t in {*_unobserved(references[0]), *_unobserved(candidates[0])})
     if contract.random == "required" and len(candidates) > 1:
-        ignored = ignores_the_draw(first, second, candidates[0], candidates[1])
+        ignored = ignores_the_draw(first, second, candidate, _observable(candidates[1]))
         if ignored:
             return LockstepResult("fail", ignored, counts)
+    covered: set[str] = set()
     for test in sorted(set(first) | set(candidate)):
         want, again, got = first.get(test, []), second.get(test, []), candidate.get(test, [])
         counts["observed"] += len(got)
@@ -101,17 +114,38 @@ def compare(references: list[Observations], candidates: list[Observations], cont
                 counts["diverged_tests"] += 1  # an iterator where the other has items: the test reads it on
                 break
             counts["compared"] += 1
+            covered.add(_function(test))
             if not agrees(w_v, g_v, contract):
                 where = test or "collection"
                 return LockstepResult("fail", f"{where}: observation {k + 1} ({w[0]}): the reference gave "
                                               f"{json.dumps(w[1])[:200]}, the candidate {json.dumps(g[1])[:200]}",
                                       counts)  # fmt: skip
+    tests = {_function(t) for t in (required if required is not None else [t for t in first if t])}
+    counts["tests_uncovered"] = len(tests - covered)
+    counts["unobserved"] = len(unobserved)
     summary = (f"{counts['compared']} of {counts['observed']} values the tests got compared with the reference's "
                f"({counts['random']} depend on the seed or run, not compared; {counts['diverged_tests']} tests took "
-               f"another path, compared up to it)")  # fmt: skip
+               f"another path, compared up to it); {counts['tests_uncovered']} of {len(tests)} tests with nothing "
+               f"compared; {len(unobserved)} read what the judge cannot observe"
+               f"{' (' + ', '.join(unobserved[:3]) + ')' if unobserved else ''}")  # fmt: skip
     if counts["compared"] == 0:
         return LockstepResult("skipped", f"nothing compared: {summary}", counts)
     return LockstepResult("pass", f"all agree: {summary}", counts)
+
+
+def _function(test: str) -> str:
+    """A test node id without its parameters: coverage is per test function."""
+    return test.split("[", 1)[0]
+
+
+def _observable(run: Observations) -> Observations:
+    """A run's observations without its `unobserved` notes (counted apart, so
+    a note on one side only never shifts the comparison of the rest)."""
+    return {t: [o for o in obs if o[0] != "unobserved"] for t, obs in run.items()}
+
+
+def _unobserved(run: Observations) -> list[str]:
+    return [t for t, obs in run.items() if any(o[0] == "unobserved" for o in obs)]
 
 
 def ignores_the_draw(ref0: Observations, ref1: Observations, cand0: Observations, cand1: Observations) -> str | None:

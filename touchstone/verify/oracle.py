@@ -52,9 +52,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from touchstone import paths
 from touchstone import atomic
-from touchstone.harness.grading import FAKETIME_LIB, faketime_env, faketime_library
+from touchstone.harness.grading import FAKETIME_LIB, OUT_DIR_FILES, faketime_env, faketime_library
 from touchstone.harness.sandbox_files import codec
 from touchstone.sandbox.environment import Environment
+from touchstone.verify.domain import InputDomain
 from touchstone.verify.semantics import agrees, normalize, same
 
 MAX_CASES = 500  # cases from recorded tests (fail-to-pass tests first)
@@ -96,6 +97,7 @@ class OracleContract(BaseModel):
     inputs: Literal["generated", "tests"] = "generated"  # "tests": no generated inputs beyond the tests'
     own_protocol: tuple[str, ...] = ()  # classes whose own ==, arithmetic, `in` the tests test (isolated run)
     random: Literal["any", "required"] = "any"  # "required": answers must vary with the seed where the reference's do
+    identity: Literal["exact", "any"] = "exact"  # "any": a returned argument or object handed out twice = a copy
     max_slowdown: float | None = Field(default=None, gt=1)
 
 
@@ -106,25 +108,52 @@ def contract_of(meta: dict) -> OracleContract:
         raise ValueError(f"task.json source.meta.oracle is invalid: {exc}") from exc
 
 
-# what a statement says when it asks for speed: only then may a task hold solutions to a time contract
-ASKS_FOR_SPEED = re.compile(
-    r"\b(fast|faster|speed|quickly|performance|efficient(ly)?|time limit|complexity|linear time|"
-    r"logarithmic|O\([^)]*\)|within \d+(\.\d+)? ?(ms|s|seconds|milliseconds))",
+# A performance contract holds honest work to a speed bar, so the statement must state that bar: a
+# complexity bound (`O(n log n)`, "in linear time") or a time limit ("within 50 ms"). A word such as
+# "fast", "efficient" or "performance" states no bar a solver could know it must meet.
+STATED_SPEED_BOUND = re.compile(
+    r"(?<![\w.])[OΘΩ]\s*\(\s*[^()]*(\([^()]*\)[^()]*)*\)"
+    r"|\b(in|within|under)\s+(constant|linear|logarithmic|log-linear|linearithmic|quadratic|sub-?linear|"
+    r"polynomial)\s+time\b"
+    r"|\b(within|under|in at most|in less than|time limit( of)?)\s+\d+(\.\d+)?\s*(ms|milliseconds?|s|seconds?)\b",
     re.IGNORECASE,
 )
 
 
+def stated_speed_bound(statement: str) -> str | None:
+    """The complexity bound or time limit a statement states, else None."""
+    m = STATED_SPEED_BOUND.search(statement or "")
+    return m.group(0) if m else None
+
+
 def contract_problems(statement: str, meta: dict) -> list[str]:
     """What is wrong with a task's declared comparison semantics: an invalid
-    `source.meta.oracle`, or a performance contract its statement never asks
-    for (honest work must not fail a speed bar nobody set)."""
+    `source.meta.oracle`, or a performance contract (`max_slowdown`) whose
+    statement states no complexity bound or time limit (honest work must not
+    fail a speed bar nobody set)."""
     try:
         contract = contract_of(meta)
     except ValueError as exc:
         return [str(exc)]
-    if contract.max_slowdown is not None and not ASKS_FOR_SPEED.search(statement):
-        return [f"max_slowdown {contract.max_slowdown:g} declared, but the statement asks for no speed"]
+    if contract.max_slowdown is not None and stated_speed_bound(statement) is None:
+        return [
+            f"max_slowdown {contract.max_slowdown:g} declared, but the statement states no complexity bound or "
+            "time limit (a word such as 'fast' is not one)"
+        ]
     return []
+
+
+def contract_in_force(statement: str, meta: dict) -> tuple[OracleContract, str]:
+    """The contract the verifier holds a candidate to, and a note: a declared
+    performance contract applies only where the statement states its bound
+    (`contract_problems`); otherwise it is dropped, never enforced."""
+    contract = contract_of(meta)
+    if contract.max_slowdown is not None and stated_speed_bound(statement) is None:
+        return contract.model_copy(update={"max_slowdown": None}), (
+            f"; max_slowdown {contract.max_slowdown:g} not applied: the statement states no complexity bound or "
+            "time limit"
+        )
+    return contract, ""
 
 
 # ------------------------------------------------------------------ recording
@@ -294,23 +323,6 @@ def _mutations(v, rng: random.Random) -> list:
     return []
 
 
-def _within(m, seen: list) -> bool:
-    """Whether a generated value stays inside what the tests themselves pass at
-    that argument (the statement's domain as the task's tests show it): no
-    negative number where every one the tests pass is >= 0, no zero where
-    every one is > 0, no empty sequence or text where none is empty. The
-    reference merely tolerating a value (`fib(-1) == 0`) does not put it in
-    the domain."""
-    numbers = [v for v in seen if type(v) in (int, float)]
-    if type(m) in (int, float) and numbers:
-        if m < 0 <= min(numbers) or (m == 0 < min(numbers)):
-            return False
-    sized = [v for v in seen if type(v) in (str, bytes, list, tuple)]
-    if type(m) in (str, bytes, list, tuple) and sized and len(m) == 0 and all(len(v) for v in sized):
-        return False
-    return True
-
-
 def _seen_arguments(cases: list[Case]) -> dict[tuple[str, int], list]:
     """Every plain value the tests pass at each (callee, position)."""
     seen: dict[tuple[str, int], list] = {}
@@ -322,17 +334,20 @@ def _seen_arguments(cases: list[Case]) -> dict[tuple[str, int], list]:
     return seen
 
 
-def _step_variants(step: dict, rng: random.Random, seen: dict[tuple[str, int], list] | None = None) -> list[list]:
+def _step_variants(step: dict, rng: random.Random, seen: dict[tuple[str, int], list] | None = None,
+                   domain: InputDomain | None = None) -> list[list]:  # fmt: skip
     """Encoded argument lists with one plain-value argument mutated, inside the
-    domain the tests show (`_within`)."""
+    task's input domain (`touchstone.verify.domain`: the statement's bounds and
+    what the tests pass)."""
     out = []
     target = json.dumps(step["target"], sort_keys=True)
+    domain = domain or InputDomain()
     for pos, arg in enumerate(step["args"]):
         if codec.has_handles(arg):
             continue  # objects of the run are not mutated; their producing calls are
         values = (seen or {}).get((target, pos), [])
         for m in _mutations(codec.decode(arg), rng):
-            if not _within(m, values):
+            if not domain.within(m, values, step["target"], pos):
                 continue
             try:
                 out.append(step["args"][:pos] + [codec.encode(m)] + step["args"][pos + 1 :])
@@ -341,17 +356,19 @@ def _step_variants(step: dict, rng: random.Random, seen: dict[tuple[str, int], l
     return out
 
 
-def mutate_cases(cases: list[Case], seed: int = 0, limit: int = MAX_MUTATED) -> list[Case]:
+def mutate_cases(cases: list[Case], seed: int = 0, limit: int = MAX_MUTATED,
+                 domain: InputDomain | None = None) -> list[Case]:  # fmt: skip
     """New cases: a case's steps up to one compared step whose plain arguments
-    are mutated one at a time; taken round-robin over (case, step) pairs so
-    every test and call gets some; deduplicated by (target, arguments)."""
+    are mutated one at a time, inside `domain`; taken round-robin over (case,
+    step) pairs so every test and call gets some; deduplicated by (target,
+    arguments)."""
     rng = random.Random(seed)
     groups = []
     seen = _seen_arguments(cases)
     for case in cases:
         for n, step in enumerate(case.steps):
             if step["i"] in case.compared:
-                groups.append([(case, n, args) for args in _step_variants(step, rng, seen)])
+                groups.append([(case, n, args) for args in _step_variants(step, rng, seen, domain)])
     seen = {json.dumps([s["target"], s["args"], s["kwargs"]]) for c in cases for s in c.steps}
     out, next_id = [], max((c.id for c in cases), default=-1) + 1
     for group in itertools.zip_longest(*groups):
@@ -407,7 +424,10 @@ def run_side(
     from touchstone.harness import harness_mounts
 
     files = (("replay_runner.py", "rr_{nonce}.py"), ("codec.py", "tc_{nonce}.py"))
-    with harness_mounts(*files) as (h_dir, o_dir, mounts, out, nonce):
+    # a cases file and an outcomes file per chunk and order: a task with many cases must not run out of files
+    # (past the output dir's default count, the later processes of a run died and every step looked unstable)
+    chunk_files = 2 * len(orders) * -(-len(cases) // CHUNK)
+    with harness_mounts(*files, out_files=max(OUT_DIR_FILES, chunk_files + 8)) as (h_dir, o_dir, mounts, out, nonce):
         commands, outputs = [], []
         if any(clocks or ()):
             shutil.copyfile(faketime_library(), mounts[0].host / FAKETIME_LIB)
@@ -566,10 +586,15 @@ class OracleResult:
 def _coverage(rec: Recording, not_replayable: Counter, capped: Counter, cached: bool) -> tuple[dict[str, int], str]:
     """Counts of what was recorded and what replay cannot use, and their
     evidence text (the three commonest reasons)."""
+    # tests whose assertions read captured output or files under tmp_path: replayed calls do not cover them
+    unobserved = (rec.summary or {}).get("unobserved") or {}
     counts = {"recorded": len(rec.steps), "unreplayable": sum(not_replayable.values()),
-              "capped": sum(capped.values()), "over_call_cap": (rec.summary or {}).get("over_cap", 0)}  # fmt: skip
+              "capped": sum(capped.values()), "over_call_cap": (rec.summary or {}).get("over_cap", 0),
+              "unobserved": len(unobserved)}  # fmt: skip
     why_not = "; ".join(f"{n} {w}" for w, n in not_replayable.most_common(3))
     head = f"{counts['recorded']} calls recorded ({counts['unreplayable']} not replayable{': ' + why_not if why_not else ''})"
+    if unobserved:
+        head += f", {len(unobserved)} tests read what no call returns ({'; '.join(sorted(set(unobserved.values())))})"
     if counts["capped"] or counts["over_call_cap"]:
         head += f", {counts['capped'] + counts['over_call_cap']} left out by the caps"
     return counts, head + (", recording from the cache" if cached else "")
@@ -658,6 +683,7 @@ def run_oracle(
     environment: Environment | None = None,
     first: Sequence[str] = (),
     cache_key: str | None = None,
+    statement: str = "",
 ) -> OracleResult:
     """Record on `record_tree()` (reference + hidden tests; composed only when
     the recording is not cached), replay on `reference_tree` and
@@ -675,7 +701,8 @@ def run_oracle(
         return OracleResult(status, f"no oracle: the hidden tests {why} under the call recorder over the "
                                     f"reference ({len(rec.steps)} calls seen)")  # fmt: skip
     cases, dependent, capped = build_cases(rec, first)
-    mutated = mutate_cases(cases) if contract.inputs == "generated" else []
+    domain = InputDomain.of(statement, reference_tree)
+    mutated = mutate_cases(cases, domain=domain) if contract.inputs == "generated" else []
     counts, head = _coverage(rec, rec.unreplayable + dependent, capped, cached)
     counts.update(cases=len(cases), mutated_cases=len(mutated))
     if not cases:

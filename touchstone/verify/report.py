@@ -145,16 +145,29 @@ class VerificationReport(BaseModel):
 def derive_guard(
     isolation: Isolation | None, oracle: CheckResult | None, lockstep: CheckResult | None = None
 ) -> Guard | None:
+    """What a run's verdict rests on. A comparison with the reference earns
+    the oracle's name only when it covered what the tests assert on: every
+    required test had something compared, and nothing a test read (captured
+    output, files, values) escaped observation. One replayed call is not enough."""
     if isolation is None:
         return None
-    # a bare oracle pass is not enough: it must have replayed calls on the candidate
-    compared = oracle is not None and oracle.status == "pass" and oracle.counts.get("replayed", 0) > 0
+    oracle_covered = _covered(oracle) and oracle.counts.get("replayed", 0) > 0 and \
+        oracle.counts.get("unreplayable", 1) == 0  # fmt: skip
     if isolation == "isolated":
-        observed = lockstep is not None and lockstep.status == "pass" and lockstep.counts.get("compared", 0) > 0
-        return "isolation+oracle" if compared or observed else "isolation"
-    # in process, one replayed call is not enough: every required test, nothing left unreplayable
-    covered = compared and oracle.counts.get("tests_uncovered", 1) == 0 and oracle.counts.get("unreplayable", 1) == 0
-    return "oracle" if covered else "in_process"
+        lockstep_covered = _covered(lockstep) and lockstep.counts.get("compared", 0) > 0
+        # the recorded-call oracle does not see output or files: where lockstep saw a test read some, it decides
+        unseen = lockstep is not None and lockstep.counts.get("unobserved", 0) > 0
+        return "isolation+oracle" if lockstep_covered or (oracle_covered and not unseen) else "isolation"
+    return "oracle" if oracle_covered else "in_process"
+
+
+def _covered(check: CheckResult | None) -> bool:
+    return (
+        check is not None
+        and check.status == "pass"
+        and check.counts.get("tests_uncovered", 1) == 0
+        and check.counts.get("unobserved", 1) == 0
+    )
 
 
 def derive_verdict(checks: list[CheckResult]) -> tuple[Verdict, list[str]]:

@@ -35,6 +35,8 @@ def _fold(c, contract):
     if not isinstance(c, list) or not c or not isinstance(c[0], str):
         return [_fold(e, contract) for e in c] if isinstance(c, list) else c
     tag = c[0]
+    if tag in ("alias", "again") and len(c) in (2, 3):  # identity across the isolation wire (lockstep)
+        return _fold(c[-1], contract) if contract.identity == "any" else [tag, *(_fold(e, contract) for e in c[1:])]
     if contract.records == "fields" and tag == "sub" and len(c) == 4:
         return _fold(c[2], contract)  # a namedtuple is its tuple, a list subclass its list
     if contract.records == "fields" and tag == "dataclass" and len(c) == 3:

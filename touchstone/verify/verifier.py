@@ -168,7 +168,8 @@ def verify_trajectory(
                         _skip(checks, ("oracle", "lockstep"), f"not run: {_rejected(checks) or 'tests errored'}")
                     else:
                         checks.append(_never_alone(oracle_run.result(), isolation))
-                        checks.append(_lockstep_check(task, reference_seen.result(), runs.observed, isolation))
+                        checks.append(_lockstep_check(task, reference_seen.result(), runs.observed, isolation,
+                                                      task.required_tests or suite.prefixes))  # fmt: skip
                 if progress:
                     points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
             except Exception as exc:  # infrastructure: inconclusive, never accept
@@ -404,7 +405,7 @@ def _oracle_check(
     if task.reference_dir is None:
         return CheckResult(name="oracle", status="skipped", evidence="task has no reference")
     try:
-        contract = oracle.contract_of(task.source.meta)
+        contract, note = oracle.contract_in_force(task.statement, task.source.meta)
     except ValueError as exc:
         return CheckResult(name="oracle", status="error", evidence=str(exc))
 
@@ -420,14 +421,14 @@ def _oracle_check(
     test_code = sorted(set(suite.sources) | pristine_tests)
     result = oracle.run_oracle(record_tree, ref_tree, cand_tree, suite.test_files, test_code, contract,
                                backend=backend, timeout=task.timeout_s, environment=suite.environment,
-                               first=task.fail_to_pass or (),
+                               first=task.fail_to_pass or (), statement=task.statement,
                                cache_key=oracle.recording_key(task.content_hash, suite.environment))  # fmt: skip
     # how many required tests (functions, parameters folded) had no call compared: an in-process
     # run is oracle-guarded only when none (`report.derive_guard`)
     required = sorted({r.split("[", 1)[0] for r in (task.required_tests or suite.prefixes)})
     compared = {t.split("[", 1)[0] for t in result.tests_compared}
     counts = {**result.counts, "tests_uncovered": sum(r not in compared for r in required)}
-    return CheckResult(name="oracle", status=result.status, evidence=result.evidence, counts=counts)
+    return CheckResult(name="oracle", status=result.status, evidence=result.evidence + note, counts=counts)
 
 
 def _reference_observations(task: Task, suite: HiddenSuite, record: IsolationVerdict, tmp: Path,
@@ -443,7 +444,8 @@ def _reference_observations(task: Task, suite: HiddenSuite, record: IsolationVer
     return CheckResult(name="lockstep", status="skipped", evidence=how) if runs is None else (runs, how)
 
 
-def _lockstep_check(task: Task, reference, observed: dict[int, dict[str, list]], isolation: Isolation) -> CheckResult:
+def _lockstep_check(task: Task, reference, observed: dict[int, dict[str, list]], isolation: Isolation,
+                    required: list[str]) -> CheckResult:  # fmt: skip
     if isinstance(reference, CheckResult):
         return reference
     if isolation != "isolated":
@@ -453,7 +455,7 @@ def _lockstep_check(task: Task, reference, observed: dict[int, dict[str, list]],
         contract = oracle.contract_of(task.source.meta)
     except ValueError as exc:
         return CheckResult(name="lockstep", status="error", evidence=str(exc))
-    result = lockstep.compare(runs, [observed[i] for i in sorted(observed)], contract)
+    result = lockstep.compare(runs, [observed[i] for i in sorted(observed)], contract, required)
     return CheckResult(name="lockstep", status=result.status, evidence=f"{result.evidence} (reference {how})",
                        counts=result.counts)  # fmt: skip
 

@@ -32,9 +32,11 @@ from touchstone.sandbox.errors import WorkspaceRefused
 from touchstone.sandbox.workspace import bounded_dir
 
 REMOTE_SRC = Path(__file__).with_name("remote")
-# The tests' temporary files (pytest's basetemp), at the same path in both
-# sandboxes so a test's tmp_path is where candidate code reads and writes; a
-# tmpfs of this size where the harness may mount one.
+# The tests' temporary files (pytest's basetemp): each sandbox has its own copy
+# at the same path, kept alike through the wire (`remote/tmpsync.py`), so a
+# test's tmp_path is where candidate code reads and writes while no folder of
+# the judge's is ever in the candidate's sandbox; a tmpfs of this size each
+# where the harness may mount one.
 SHARED_TMP_BYTES, SHARED_TMP_FILES = 64 << 20, 4096
 IPC_DIR_BYTES, IPC_DIR_FILES = 64 << 10, 16  # one socket
 STATUS_FILE = "isolation.json"
@@ -74,11 +76,12 @@ def compose_trees(pristine: Path, files: dict[str, bytes], deleted: list[str], h
     return IsolatedTrees(candidate, judge, [m for m in modules if not is_test_file(m)], tuple(own_protocol))
 
 
-def _server_command(package: str, harness_dir: str, socket_path: str, hash_seed: int, random_seed: int) -> str:
+def _server_command(package: str, harness_dir: str, socket_path: str, hash_seed: int, random_seed: int,
+                    tmp_dir: str) -> str:  # fmt: skip
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
            "PYTHONHASHSEED": str(hash_seed), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": harness_dir}  # fmt: skip
     argv = ["env", "-i", *(f"{k}={v}" for k, v in env.items()),
-            "python3", "-s", "-m", f"{package}.server", socket_path, "/workspace", str(random_seed)]  # fmt: skip
+            "python3", "-s", "-m", f"{package}.server", socket_path, "/workspace", str(random_seed), tmp_dir]  # fmt: skip
     return "cd /workspace && " + shlex.join(argv)
 
 
@@ -119,22 +122,23 @@ def run_isolated(
         _copy_remote(tmp / "candidate-harness" / package, with_judge=False)
         # 0o777: both sandbox users use the socket and the tests' temporary files
         ipc = stack.enter_context(bounded_dir(tmp / "ipc", IPC_DIR_BYTES, IPC_DIR_FILES, mode=0o777))
-        shared = stack.enter_context(bounded_dir(tmp / "shared", SHARED_TMP_BYTES, SHARED_TMP_FILES, mode=0o777))
+        judge_tmp, candidate_tmp = (
+            stack.enter_context(bounded_dir(tmp / name, SHARED_TMP_BYTES, SHARED_TMP_FILES, mode=0o777))
+            for name in ("judge-tmp", "candidate-tmp")
+        )
         ipc_dir, socket_path, shared_dir = f"/mnt/ti{nonce}", f"/mnt/ti{nonce}/s", f"/mnt/ts{nonce}"
         config = {"grading_plugin": f"th_{nonce}", "socket": socket_path, "root": "/workspace",
                   "modules": trees.modules, "status_file": f"{o_dir}/{STATUS_FILE}", "shared_tmp": shared_dir,
                   "connect_timeout": CONNECT_TIMEOUT_S, "own_protocol": list(trees.own_protocol),
                   "observations": f"{o_dir}/{OBSERVATIONS_FILE}" if observe else None}  # fmt: skip
         (tmp / "harness" / package / "config.json").write_text(json.dumps(config))
-        both = [
-            Mount(host=ipc, target=ipc_dir, read_only=False),
-            Mount(host=shared, target=shared_dir, read_only=False),
-        ]
-        judge_mounts = [*mounts, *both]
-        candidate_mounts = [Mount(host=tmp / "candidate-harness", target=h_dir), *both]
+        socket_mount = Mount(host=ipc, target=ipc_dir, read_only=False)
+        judge_mounts = [*mounts, socket_mount, Mount(host=judge_tmp, target=shared_dir, read_only=False)]
+        candidate_mounts = [Mount(host=tmp / "candidate-harness", target=h_dir), socket_mount,
+                            Mount(host=candidate_tmp, target=shared_dir, read_only=False)]  # fmt: skip
         spec = grading.TestRunSpec(test_files, f"{package}.judge", h_dir, o_dir, hash_seed=hash_seed, order=order)
         limits = Limits(timeout_s=timeout + 30)
-        # One host user for both: the judge's basetemp (pytest makes it 0700) is the candidate's to use too.
+        # One host user for both sandboxes: the socket and each side's temporary folder need no wider rights.
         host_user = stack.enter_context(HostUser.acquire()) if os.geteuid() == 0 else None
         captured = tmp / "captured-results.jsonl"
         try:
@@ -157,7 +161,7 @@ def run_isolated(
                             sandboxes.enter_context(f.result())
                     candidate_sb, judge_sb = (f.result() for f in futures)
                 command = _server_command(package, h_dir, socket_path, hash_seed,
-                                          hash_seed if random_seed is None else random_seed)  # fmt: skip
+                                          hash_seed if random_seed is None else random_seed, shared_dir)  # fmt: skip
                 server = _Server(candidate_sb, command, timeout + 30)
                 judged = judge_sb.exec(spec.command(), timeout=timeout)
                 server.finish()

@@ -68,6 +68,10 @@ class _Session:
         self.tracer_errors = 0
         self.handles = {}  # id(obj) -> (obj, step): results of recorded calls (kept alive: ids stay unique)
         self.seen_generators = {}  # id(frame) -> frame: later resumptions are not new calls
+        # test -> why its assertions may rest on what no recorded call returns (captured output, files
+        # under its tmp_path): such a test is not covered by replaying its calls
+        self.unobserved = {}
+        self.tmp = None  # the running test's tmp_path, in its call phase
 
 
 _session = _Session()
@@ -311,6 +315,10 @@ def _target(frame):
 
 def _new_step(frame):
     step = {"test": _session.test, "generator": bool(frame.f_code.co_flags & _GENERATOR_FLAGS)}
+    if _session.test is not None:
+        for stream in (sys.stdout, sys.stderr):  # a StringIO behind redirect_stdout: the test reads it itself
+            if type(stream).__module__ != "_pytest.capture":
+                _note_unobserved("output to a stream the test installed")
     try:
         target, func, pos, kw = _target(frame)  # raises _Skip for a frame that is not a call
         step["target"] = target
@@ -400,15 +408,58 @@ def pytest_runtest_protocol(item, nextitem):
     _session.test = None
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    funcargs = getattr(item, "funcargs", None) or {}
+    tmp = funcargs.get("tmp_path") or funcargs.get("tmpdir")
+    _session.tmp = os.path.abspath(str(tmp)) if tmp is not None else None
+    yield
+    _session.tmp = None
+
+
+def _note_unobserved(why):
+    if _session.test is not None:
+        _session.unobserved.setdefault(_session.test, why)
+
+
+def _noting_readouterr(readouterr):
+    def read(self):
+        _note_unobserved("reads captured output")
+        return readouterr(self)
+
+    return read
+
+
+def _audit(event, args):
+    """A test that reads files under its tmp_path (what the code under test
+    wrote, perhaps) asserts on more than the calls' results."""
+    if _session.tmp is None or event not in ("open", "os.listdir", "os.scandir") or not args:
+        return
+    path = args[0]
+    if not isinstance(path, (str, os.PathLike)):
+        return
+    path = os.path.abspath(os.fspath(path))
+    if path != _session.tmp and not path.startswith(_session.tmp + os.sep):
+        return
+    flags = args[2] if event == "open" and len(args) > 2 and isinstance(args[2], int) else os.O_RDONLY
+    if flags & os.O_ACCMODE != os.O_WRONLY:
+        _note_unobserved("reads files under tmp_path")
+
+
 def pytest_sessionfinish(session, exitstatus):
     sys.settrace(None)
     threading.settrace(None)
     summary = {"event": "done", "calls": _session.next_index, "over_cap": _session.over_cap,
-               "tracer_errors": _session.tracer_errors, "exitstatus": int(exitstatus)}  # fmt: skip
+               "tracer_errors": _session.tracer_errors, "exitstatus": int(exitstatus),
+               "unobserved": _session.unobserved}  # fmt: skip
     with _LOCK:
         _OUT.write(json.dumps(summary) + "\n")
         _OUT.flush()
 
 
+from _pytest.capture import CaptureFixture  # noqa: E402  (after the plugin's own definitions)
+
+CaptureFixture.readouterr = _noting_readouterr(CaptureFixture.readouterr)
+sys.addaudithook(_audit)
 sys.settrace(_tracer)
 threading.settrace(_tracer)

@@ -15,6 +15,7 @@ an assertion failure of the test.
 """
 
 import builtins
+import hashlib
 import importlib.abc
 import importlib.machinery
 import io
@@ -30,7 +31,7 @@ import types
 
 import pytest
 
-from . import wire
+from . import tmpsync, wire
 
 _CONFIG = json.loads(open(os.path.join(os.path.dirname(__file__), "config.json")).read())
 # The grading plugin (result stream) is loaded alongside this one.
@@ -147,7 +148,7 @@ class JudgeEndpoint(wire.Endpoint):
         except BaseException as exc:
             observer.log(op, _raised(exc))
             raise
-        observer.log(op, observer.canon(result))
+        observer.log(op, observer.canon(result, identity=self.last_identity()))
         return result
 
     def module_proxy(self, name: str, hid: int):
@@ -165,6 +166,9 @@ class JudgeEndpoint(wire.Endpoint):
 
 _UNOBSERVED = {"import", "setattr", "delattr"}
 MAX_OBSERVED_ITEMS = 1000
+MAX_OBSERVED_FILE = 1 << 20  # bytes of a file a test reads that are logged; beyond, its digest
+_MUTABLE = (list, dict, set, bytearray, collections.deque, collections.Counter, collections.OrderedDict,
+            collections.defaultdict)  # fmt: skip
 
 
 def _class_name(cls) -> str:
@@ -189,12 +193,25 @@ class Observer:
     the results mount: the candidate's process cannot reach it. A proxy is
     logged by its plain view (an opaque object as `["object", "", []]`: which
     class an honest solution uses is its choice; a builtin subclass as its
-    plain value, as every operation in the judge sees it)."""
+    plain value, as every operation in the judge sees it). A returned
+    container that is one the request carried is logged as `["alias", memo
+    index, value]`; one the candidate had returned before as `["again",
+    value]` (`identity: "any"` folds both to the value).
+
+    Besides values, what the tests read that candidate code produced: the
+    captured output a test reads (`capsys`/`capfd.readouterr()`: `read:out`,
+    `read:err`), a file under the tests' temporary directory a test opens for
+    reading (`read:file`: its name and content) or lists (`read:dir`). What
+    the judge cannot observe (output written to a stream the test installed,
+    a file opened past the judge's `open`) is logged as `unobserved`: the run
+    then does not count as oracle-guarded."""
 
     def __init__(self, path: str):
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.test = None
+        self.in_call = False  # the test's own phase (not pytest's setup of tmp_path and fixtures)
         self.local = threading.local()
+        self.unobserved: set[tuple] = set()
 
     def busy(self) -> bool:
         return getattr(self.local, "busy", False)
@@ -203,8 +220,16 @@ class Observer:
         line = json.dumps({"t": self.test, "op": op, "v": value}, default=repr)
         os.write(self.fd, (line + "\n").encode())
 
-    def canon(self, x, depth: int = 0):
+    def log_unobserved(self, why: str) -> None:
+        if (self.test, why) not in self.unobserved:  # once per test and reason
+            self.unobserved.add((self.test, why))
+            self.log("unobserved", ["str", why])
+
+    def canon(self, x, depth: int = 0, identity=None):
         self.local.busy = True  # the plain views fetched here are the observer's, not the test's
+        sent, again = identity or ([], set())
+        self.local.aliases = {id(o): i for i, o in enumerate(sent) if i and type(o) in _MUTABLE}
+        self.local.again = again
         try:
             return self._canon(x, depth)
         except wire.IsolationBroken:
@@ -218,6 +243,16 @@ class Observer:
         t = type(x)
         if depth > 50:
             return ["deep"]
+        if t in _MUTABLE:
+            if id(x) in self.local.aliases:  # the test's own object, handed back (with its content)
+                index = self.local.aliases.pop(id(x))
+                try:
+                    return ["alias", index, self._canon(x, depth + 1)]
+                finally:
+                    self.local.aliases[id(x)] = index
+            if id(x) in self.local.again:  # the candidate's own object, handed out again
+                self.local.again = self.local.again - {id(x)}
+                return ["again", self._canon(x, depth + 1)]
         if t in (type(None), bool, int, str):
             return [{type(None): "none"}.get(t, t.__name__), x]
         if t is float:
@@ -384,13 +419,43 @@ class NoLinksOpen:
 
     def __init__(self, shared: str, real_open):
         self.shared, self.real_open = os.path.realpath(shared), real_open
+        self.local = threading.local()
 
     def __call__(self, file, mode="r", *args, **kwargs):
         if isinstance(file, (str, bytes, os.PathLike)):
             path = os.path.abspath(os.fsdecode(file))
             if path.startswith(self.shared + "/") and "opener" not in kwargs and len(args) < 5:
-                return self.real_open(self._fd(path, mode), mode, *args, **kwargs)
+                self.local.opening = True  # the audit hook knows this open is seen here
+                try:
+                    if "r" in mode or "+" in mode:
+                        self._observe(path)
+                    return self.real_open(self._fd(path, mode), mode, *args, **kwargs)
+                finally:
+                    self.local.opening = False
         return self.real_open(file, mode, *args, **kwargs)
+
+    def opening(self) -> bool:
+        return getattr(self.local, "opening", False)
+
+    def _observe(self, path: str) -> None:
+        """A test reads a file under the tests' temporary directory (where
+        candidate code writes): its content is an observation."""
+        observer = ENDPOINT.observer
+        if observer is None or not observer.in_call or observer.busy():
+            return
+        rel = os.path.relpath(path, self.shared)
+        try:
+            with self.real_open(self._fd(path, "rb"), "rb") as f:
+                data = f.read(MAX_OBSERVED_FILE + 1)
+        except OSError as exc:
+            observer.log("read:file", [rel, _raised(exc)])
+            return
+        if len(data) > MAX_OBSERVED_FILE:
+            data = hashlib.sha256(data).hexdigest().encode()  # too big to log: the first MiB's digest
+        try:
+            observer.log("read:file", [rel, ["str", data.decode("utf-8")]])
+        except UnicodeDecodeError:
+            observer.log("read:file", [rel, ["bytes", data.hex()]])
 
     def _fd(self, path: str, mode: str) -> int:
         flags = _MODE_FLAGS[next((c for c in mode if c in _MODE_FLAGS), "r")]
@@ -436,18 +501,76 @@ try:
 except OSError as _exc:
     _write_status(connected=False, error=f"cannot reach the candidate's process: {_exc}")
     raise
+ENDPOINT.channel.sync = tmpsync.TmpSync(_CONFIG["shared_tmp"], accept_links=False)
 _write_status(**_status())
 
 
 def _to_stdout(text: str) -> None:
     """What candidate code prints to stdout: written here, where a test's capsys reads it."""
     if type(text) is str:
+        _note_stream(sys.stdout, "stdout")
         sys.stdout.write(text)
 
 
 def _to_stderr(text: str) -> None:
     if type(text) is str:
+        _note_stream(sys.stderr, "stderr")
         sys.stderr.write(text)
+
+
+def _note_stream(stream, name: str) -> None:
+    """Output into pytest's capture is observed where the test reads it
+    (`readouterr`); output into a stream the test installed (a StringIO
+    behind `redirect_stdout`) is read past the judge: unobserved."""
+    observer = ENDPOINT.observer
+    if observer is not None and observer.in_call and type(stream).__module__ != "_pytest.capture":
+        observer.log_unobserved(f"candidate output to a {name} the test installed ({type(stream).__name__})")
+
+
+def _observed_readouterr(readouterr):
+    def read(self):
+        result = readouterr(self)
+        observer = ENDPOINT.observer
+        if observer is not None and not observer.busy():
+            observer.log("read:out", observer.canon(result.out))
+            observer.log("read:err", observer.canon(result.err))
+        return result
+
+    return read
+
+
+_WATCHED_EVENTS = {"open", "os.listdir", "os.scandir"}
+
+
+def _audit(event: str, args) -> None:
+    """Reads of the tests' temporary directory that bypass the judge's `open`
+    (os.open, a listing): a listing is observed, any other read is not."""
+    if event not in _WATCHED_EVENTS:
+        return
+    observer = ENDPOINT.observer
+    if observer is None or not observer.in_call or observer.busy() or _OPEN.opening():
+        return
+    if ENDPOINT.channel.sync is not None and ENDPOINT.channel.sync.active():
+        return  # the wire copying the folder, not the test reading it
+    path = args[0] if args else None
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        return
+    path = os.path.abspath(os.fsdecode(path))
+    if path != _OPEN.shared and not path.startswith(_OPEN.shared + "/"):
+        return
+    rel = os.path.relpath(path, _OPEN.shared)
+    if event == "open":
+        flags = args[2] if len(args) > 2 and isinstance(args[2], int) else os.O_RDONLY
+        if flags & os.O_ACCMODE != os.O_WRONLY:
+            observer.log_unobserved(f"{rel} read past the judge's open()")
+        return
+    observer.local.busy = True
+    try:
+        observer.log("read:dir", [rel, ["list", [["str", n] for n in sorted(os.listdir(path))]]])
+    except OSError as exc:
+        observer.log("read:dir", [rel, _raised(exc)])
+    finally:
+        observer.local.busy = False
 
 
 # the candidate's output streams forward to this process before any workspace module is imported
@@ -455,7 +578,12 @@ _OUTPUT = ENDPOINT.request("import", __name__.rpartition(".")[0] + ".output", No
 ENDPOINT.request("callattr", _OUTPUT, "install", (_to_stdout, _to_stderr), {})
 sys.meta_path.insert(0, WorkspaceFinder(_CONFIG["root"], _CONFIG["modules"]))
 sys.meta_path.insert(0, SharedTmpGuard(_CONFIG["shared_tmp"]))
-builtins.open = io.open = NoLinksOpen(_CONFIG["shared_tmp"], io.open)
+_OPEN = builtins.open = io.open = NoLinksOpen(_CONFIG["shared_tmp"], io.open)
+if ENDPOINT.observer is not None:
+    from _pytest.capture import CaptureFixture
+
+    CaptureFixture.readouterr = _observed_readouterr(CaptureFixture.readouterr)
+    sys.addaudithook(_audit)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own tmpdir plugin reads the option
@@ -467,6 +595,18 @@ def pytest_configure(config):
 def pytest_runtest_logstart(nodeid, location):
     if ENDPOINT.observer is not None:
         ENDPOINT.observer.test = nodeid
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    observer = ENDPOINT.observer
+    if observer is not None:
+        observer.in_call = True
+    try:
+        yield
+    finally:
+        if observer is not None:
+            observer.in_call = False
 
 
 def pytest_sessionfinish(session, exitstatus):

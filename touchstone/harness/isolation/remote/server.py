@@ -1,9 +1,10 @@
 """The candidate's side: serve the judge's requests on the workspace's modules.
 
-usage: python3 -s -m <pkg>.server SOCKET_PATH WORKSPACE_ROOT [RANDOM_SEED]
+usage: python3 -s -m <pkg>.server SOCKET_PATH WORKSPACE_ROOT RANDOM_SEED [TMP_ROOT]
 
 Runs in the candidate's sandbox, which holds the graded workspace (pristine +
-the candidate's diff, no hidden tests) and cannot see the judge's results.
+the candidate's diff, no hidden tests) and cannot see the judge's results. TMP_ROOT is its own copy of the tests'
+temporary directory (`tmpsync`), kept alike with the judge's through the wire.
 Whatever the candidate's code does to this process (it may rewrite this very
 server) changes only what it answers, and answers are decoded by the judge's
 type-strict rules: the candidate cannot reach the process that decides.
@@ -15,7 +16,7 @@ import random
 import socket
 import sys
 
-from . import wire
+from . import tmpsync, wire
 
 ACCEPT_TIMEOUT_S = 120.0
 
@@ -45,7 +46,10 @@ def main(argv: list[str]) -> None:
     conn.settimeout(None)
     if len(argv) > 2:  # the run's seed of `random`: the lockstep comparison replays the reference under it
         random.seed(int(argv[2]))
-    wire.Endpoint(conn, importer=_importer(root), root=root).serve_forever()
+    endpoint = wire.Endpoint(conn, importer=_importer(root), root=root)
+    if len(argv) > 3:
+        endpoint.channel.sync = tmpsync.TmpSync(argv[3], accept_links=True)
+    endpoint.serve_forever()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,12 @@ Values cross in one of two ways:
   list whose `__eq__` always says yes) is not plain and crosses as a handle.
   Mutable containers passed as call arguments are written back into the
   caller's originals after the call (so in-place APIs behave as in-process).
+  Identity crosses too: a reply that holds a container of the request (the
+  argument itself, or one inside it) names it by the request's memo index,
+  so the caller gets its own original object back (`f(xs) is xs`, and a
+  "copy" that is not one, behave as in process); a mutable container the
+  owner returned before (its own state, handed out again) is marked in the
+  reply (`again`), so the judge can log that identity as plain data.
 * by handle: everything else. The receiver gets a `Proxy`; every operation on
   it is a request executed by the owner. A proxy is never equal to a local
   object (its comparisons with non-proxies return NotImplemented), and the
@@ -57,6 +63,7 @@ __tracebackhide__ = True
 MAX_FRAME = 64 << 20
 MAX_DEPTH = 200
 MAX_TEXT = 4000
+MAX_RETURNED = 100_000  # containers remembered for identity (`Endpoint.returned`)
 _HEADER = struct.Struct(">I")
 _BIG_INT_BITS = 12000  # beyond this, ints travel as hex (int->str is capped at 4300 digits)
 # An exception's origin, kept in its __dict__ under this name on the receiving side and sent on with it
@@ -85,12 +92,20 @@ class Channel:
         # bytes received but not yet consumed: a read interrupted by a signal
         # handler's exception loses nothing, and the next read resumes the frame
         self.buffer = bytearray()
+        # this side's copy of the tests' temporary directory (`tmpsync.TmpSync`): every frame carries
+        # what changed in it, every frame received brings the other side's changes first
+        self.sync = None
 
     def send(self, message: dict) -> None:
-        data = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
-        if len(data) > MAX_FRAME:
-            raise Unencodable(f"message of {len(data)} bytes exceeds the {MAX_FRAME}-byte frame limit")
         with self.send_lock:
+            changes = self.sync.delta() if self.sync is not None else None
+            if changes:
+                message = {**message, "fs": changes}
+            data = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+            if len(data) > MAX_FRAME:
+                if changes:  # the files cannot follow: the run ends rather than go on with two copies
+                    raise IsolationBroken(f"the tests' temporary files changed by more than {MAX_FRAME} bytes")
+                raise Unencodable(f"message of {len(data)} bytes exceeds the {MAX_FRAME}-byte frame limit")
             try:
                 self.sock.sendall(_HEADER.pack(len(data)) + data)
             except OSError as exc:
@@ -110,6 +125,12 @@ class Channel:
             raise IsolationBroken(f"malformed frame: {exc}") from None
         if type(message) is not dict:
             raise IsolationBroken("malformed frame: not an object")
+        changes = message.pop("fs", None)
+        if changes is not None and self.sync is not None:
+            try:
+                self.sync.apply(changes)
+            except Exception as exc:  # SyncRefused, or a copy this side cannot write (full)
+                raise IsolationBroken(f"the other side's temporary files: {exc}") from None
         return message
 
     def _fill(self, n: int) -> None:
@@ -255,6 +276,9 @@ class Endpoint:
         self.sticky: BaseException | None = None
         self.broken: str | None = None
         self.calls = 0
+        # mutable containers this side returned, kept alive so their ids stay theirs: one met again in
+        # a reply is the same object handed out twice (its own state), which the reply says
+        self.returned: dict[int, object] = {}
 
     # ------------------------------------------------------------ encoding
 
@@ -587,7 +611,14 @@ class Endpoint:
                 raise sticky
             if "x" in reply:
                 raise self.decode_exception(_dict(reply["x"]), [])
-            return self.decode(reply.get("v"), [])
+            # a container of the request comes back as the caller's own object (by its memo index)
+            decoded = list(memo.objects)
+            value = self.decode(reply.get("v"), decoded)
+            again = {
+                id(decoded[i]) for i in _list(reply.get("again", [])) if len(memo.objects) <= _int(i) < len(decoded)
+            }
+            self.local.identity = (memo.objects, again)
+            return value
         except IsolationBroken as exc:
             self.broken = self.broken or str(exc)
             raise
@@ -651,7 +682,11 @@ class Endpoint:
         try:
             op = _str(message.get("op"))
             args = self.decode(message.get("a"), memo)
-            reply["v"] = self.encode(self._dispatch(op, _list(args)), _EncodeMemo())
+            known = _EncodeMemo(memo)  # what the request carried crosses back by reference, not as a copy
+            reply["v"] = self.encode(self._dispatch(op, _list(args)), known)
+            again = self._note_returned(known.objects[len(memo) :], len(memo))
+            if again:
+                reply["again"] = again
         except IsolationBroken:
             raise
         except BaseException as exc:  # the caller gets it as its exception
@@ -666,6 +701,24 @@ class Endpoint:
             self.channel.send(reply)
         except Unencodable as exc:
             self.channel.send({"r": qid, "x": self.encode_exception(exc, _EncodeMemo())})
+
+    def _note_returned(self, sent: list, offset: int) -> list[int]:
+        """Memo indexes of the mutable containers in a reply that this side
+        returned before (the same object again); every one is remembered."""
+        again = []
+        for i, obj in enumerate(sent):
+            if type(obj) in _MUTABLE:
+                if self.returned.get(id(obj)) is obj:
+                    again.append(offset + i)
+                elif len(self.returned) < MAX_RETURNED:
+                    self.returned[id(obj)] = obj
+        return again
+
+    def last_identity(self) -> tuple[list, set[int]]:
+        """Of this thread's last answered request: the containers it carried
+        (by memo index) and the ids of the reply's containers the owner had
+        returned before."""
+        return getattr(self.local, "identity", ([], set()))
 
     def _note_sticky(self, exc: BaseException) -> None:
         """Hook: the judge keeps assertion failures its callbacks raised."""
