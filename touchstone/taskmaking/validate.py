@@ -30,7 +30,8 @@ Sandbox checks (under grading's conditions, touchstone.taskmaking.conditions):
                   the reference's guards counts when the tests still notice the
                   mutant with the guards removed; mutants of guards alone are
                   left out (no mutation site: a warning); and every entry
-                  function's result weakened at one site, shape kept, is noticed -> `weak_tests`
+                  function's result weakened at one site, shape kept, is noticed
+                  (results the tests only drop, side effects, are no contract) -> `weak_tests`
 A real project's own tests (HUMAN_TESTS: imported SWE-bench instances) get a
 quality score from coverage, baselines and mutation instead of a rejection.
 Optional:
@@ -472,6 +473,8 @@ def _check_mutation(v: _Run) -> dict | tuple[Status, dict]:
         "mutants": [f"{r.what}: {o}" for r, o in zip(runs, outcomes)],
         "output_mutants": [f"{r.what}: {'survived' if r.what in output_survivors else 'killed'}" for r in output_runs],
         "output_survived": len(output_survivors),
+        # entry functions whose result the tests never look at (side effects): not weakened
+        "results_outside_contract": [] if v.trusted else adequacy.results_outside_contract(v.task),
     }
     if picked:
         score = killed / len(picked)
