@@ -707,7 +707,9 @@ CASES += [
         {"kept"},
         statement=RUNS_STATEMENT + " For example solve('aaab') gives [('a', 3), ('b', 1)].",
     ),
-    Case(  # brackets again, but another problem than any public one: three kinds, a stack
+    Case(  # brackets again, but not HumanEval/1 (three kinds, a stack): kept against HumanEval. MBPP/771
+        # ("check if the given expression is balanced") is this problem; MBPP ships in no package, so the
+        # contamination check cannot see it (docs/VERIFIER.md)
         "honest-brackets-stack",
         "honest",
         {"kept"},
