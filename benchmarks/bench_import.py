@@ -4,15 +4,20 @@ module, 6,400 lines with one class of 3,400, a one-line fix in one method and
 human-written tests), against the instance's own before/after test runs:
 pytest on the host (base tree, then fixed tree) and, in the sandbox validation
 grades in, the starting workspace's run and one reference run (the same two
-runs under grading's conditions). Median of `REPEATS` imports.
+runs under grading's conditions). Median of `--repeats` imports; with
+`--baseline DIR` (a checkout of older code, e.g. `git archive COMMIT | tar -x -C DIR`)
+the same imports with that code too, alternating which goes first, side by side.
 
-    python -m benchmarks.bench_import"""
+    python -m benchmarks.bench_import [--baseline DIR] [--repeats 3]"""
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import statistics
-import tempfile
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,7 +26,15 @@ from touchstone.taskmaking.proposers.common import VERDICTS_FILE
 from touchstone.taskmaking.proposers.swebench import import_swebench
 from touchstone.taskmaking.validate import Validation, ValidationConfig
 
-REPEATS = 3
+ROOT = Path(__file__).resolve().parent.parent
+# one import with the code of the checkout on PYTHONPATH, its figures as the last line of stdout
+_WORKER = """
+import json, sys, tempfile
+from pathlib import Path
+from benchmarks.bench_import import once
+with tempfile.TemporaryDirectory() as tmp:
+    print(json.dumps(once(Path(tmp))))
+"""
 
 
 def once(root: Path) -> dict:
@@ -50,13 +63,23 @@ def once(root: Path) -> dict:
     }
 
 
-def main() -> None:
-    runs = []
-    for _ in range(REPEATS):
-        with tempfile.TemporaryDirectory() as tmp:
-            runs.append(once(Path(tmp)))
+def once_with(checkout: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", _WORKER], cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)},
+                          capture_output=True, text=True, timeout=1800)  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"import with {checkout}: {done.stderr[-1500:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def commit_of(checkout: Path) -> str:
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or checkout.name
+
+
+def row(code: str, runs: list[dict]) -> dict:
     med = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "own_host_s", "own_sandbox_s")}
-    row = {
+    return {
+        "code": code,
         "instance": "python__pydecimal-1",
         "module_lines": runs[0]["lines"],
         "kept": f"{sum(r['kept'] for r in runs)}/{len(runs)}",
@@ -70,15 +93,31 @@ def main() -> None:
         "vs_host": round(med["wall_s"] / med["own_host_s"], 1),
         "vs_sandbox": round(med["wall_s"] / med["own_sandbox_s"], 1),
     }
-    checks = {name: round(statistics.median(r["checks"].get(name, 0) for r in runs), 1) for name in runs[0]["checks"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline", type=Path, default=os.environ.get("TOUCHSTONE_BENCH_BASELINE"),
+                        help="a checkout of older code to import with too, side by side")  # fmt: skip
+    args = parser.parse_args()
+    sides = [("this tree", ROOT)] + ([(f"baseline {commit_of(args.baseline)}", args.baseline)] if args.baseline else [])
+    samples: dict[str, list[dict]] = {name: [] for name, _ in sides}
+    for i in range(args.repeats):
+        for name, checkout in sides[i % 2 :] + sides[: i % 2]:  # alternate which goes first
+            samples[name].append(once_with(checkout))
+    rows = [row(name, samples[name]) for name, _ in reversed(sides)]  # baseline first
+    here = samples["this tree"]
+    checks = {name: round(statistics.median(r["checks"].get(name, 0) for r in here), 1) for name in here[0]["checks"]}
     notes = [
-        f"median of {REPEATS} imports, bwrap, no cross-backend run; own_runs: the instance's before and after "
-        "test runs (host pytest; and in the sandbox, the start run plus one reference run)",
-        "median seconds per check: " + ", ".join(f"{k} {s}" for k, s in checks.items()),
-        "before issue 32 an instance like this did not finish in 20 min (mutants rendered and guard-analysed "
-        "over the whole 3,400-line class before any was sampled)",
+        f"median of {args.repeats} imports per side, bwrap, no cross-backend run; own_runs: the instance's before "
+        "and after test runs (host pytest; and in the sandbox, the start run plus one reference run)",
+        "median seconds per check, this tree: " + ", ".join(f"{k} {s}" for k, s in checks.items()),
     ]
-    print(json.dumps({"bench": "import", "results": [row], "notes": notes}, indent=2))
+    if len(rows) == 2:
+        before, after = rows[0]["import_validate_s"], rows[1]["import_validate_s"]
+        notes.append(f"import + validation: {before:g} → {after:g} s ({after / before:.2f}×), same verdicts")
+    print(json.dumps({"bench": "import", "results": rows, "notes": notes}, indent=2))
 
 
 if __name__ == "__main__":

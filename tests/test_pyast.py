@@ -27,3 +27,13 @@ def test_a_raced_parse_is_retried_and_other_errors_are_not(monkeypatch):
     monkeypatch.setattr(ast, "parse", lambda *a, **k: (_ for _ in ()).throw(SystemError("something else")))
     with pytest.raises(SystemError, match="something else"):
         pyast.parse("x = 1")
+
+
+def test_a_shared_parse_is_one_tree_per_text_and_a_syntax_error_is_raised_every_time():
+    text = "def f(x):\n    return x + 1\n"
+    tree = pyast.parse_shared(text)
+    assert pyast.parse_shared("".join(text)) is tree  # an equal text, another string object
+    assert ast.dump(tree) == ast.dump(pyast.parse(text)) and pyast.parse(text) is not tree
+    for _ in range(2):
+        with pytest.raises(SyntaxError):
+            pyast.parse_shared("def (")

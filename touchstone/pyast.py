@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import threading
+from functools import lru_cache
 
 _LOCK = threading.Lock()
 _RACE = "AST constructor recursion depth mismatch"
@@ -31,3 +32,13 @@ def parse(source: str | bytes, filename: str = "<unknown>", mode: str = "exec", 
                     raise
     with _LOCK:
         return ast.parse(source, filename, mode, **kwargs)
+
+
+@lru_cache(maxsize=8)
+def parse_shared(source: str) -> ast.Module:
+    """`parse(source)`, one tree per text for every caller that only reads it:
+    validating one task parses its big reference and workspace modules in a dozen
+    checks. The tree is shared: never change it (not even for a moment: other
+    threads read it); callers that edit a tree use `parse`. A SyntaxError is not
+    cached (the next caller parses again and gets it)."""
+    return parse(source)

@@ -707,7 +707,9 @@ CASES += [
         {"kept"},
         statement=RUNS_STATEMENT + " For example solve('aaab') gives [('a', 3), ('b', 1)].",
     ),
-    Case(  # brackets again, but another problem than any public one: three kinds, a stack
+    Case(  # brackets again, but not HumanEval/1 (three kinds, a stack): kept against HumanEval. MBPP/771
+        # ("check if the given expression is balanced") is this problem; MBPP ships in no package, so the
+        # contamination check cannot see it (docs/VERIFIER.md)
         "honest-brackets-stack",
         "honest",
         {"kept"},
@@ -716,6 +718,41 @@ CASES += [
         stub("def solve(text):", "True when every bracket of the three kinds in text is closed in order."),
         STACK_REF,
         STACK_TESTS,
+    ),
+]
+
+TAGS_REF = (
+    'def solve(tags, tag):\n    """Insert tag into the sorted list tags in place, without duplicates."""\n'
+    "    if tag in tags:\n        return tags\n    i = 0\n    while i < len(tags) and tags[i] < tag:\n"
+    "        i += 1\n    tags.insert(i, tag)\n    return tags\n"
+)
+TAGS_TESTS = (
+    "import pytest\n\nfrom solution import solve\n\n\ndef test_inserts_in_order():\n    tags = ['b', 'd']\n"
+    "    solve(tags, 'c')\n    assert tags == ['b', 'c', 'd']\n    solve(tags, 'a')\n    solve(tags, 'e')\n"
+    "    assert tags == ['a', 'b', 'c', 'd', 'e']\n\n\ndef test_no_duplicates():\n    tags = ['x']\n"
+    "    solve(tags, 'x')\n    assert tags == ['x']\n    empty = []\n    solve(empty, 'm')\n    assert empty == ['m']\n\n\n"
+    "def test_not_a_list():\n    pytest.raises(AttributeError, solve, ('a',), 'b')\n"
+)
+CASES += [
+    Case(  # a side-effect function: the statement leaves its return value open and the tests only drop it
+        "honest-side-effect-unspecified-return",
+        "honest",
+        {"kept"},
+        "Implement solve(tags, tag) in solution.py: insert tag into the sorted list tags in place, keeping "
+        "it sorted and free of duplicates. The return value is unspecified.",
+        stub("def solve(tags, tag):", "Insert tag into the sorted list tags in place, without duplicates."),
+        TAGS_REF,
+        TAGS_TESTS,
+    ),
+    Case(  # the statement's "unspecified" does not excuse tests that look at the result's length only
+        "weak-unspecified-return-length-only",
+        "weak_tests",
+        {"weak_tests"},
+        PRIMES_STATEMENT + " The order of the list is unspecified; the return value is otherwise unspecified.",
+        stub("def solve(n):", "The first n primes, ascending."),
+        PRIMES_REF,
+        "from solution import solve\n\n\ndef test_count():\n    for n in (0, 1, 2, 5, 12):\n"
+        "        assert len(solve(n)) == n\n",
     ),
 ]
 

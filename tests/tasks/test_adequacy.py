@@ -111,3 +111,27 @@ def test_a_return_of_an_empty_literal_is_no_output_site(tmp_path: Path) -> None:
     early = case.reference.replace("    primes = []\n", "    if n == 0:\n        return []\n    primes = []\n")
     task = Case(**{**case.__dict__, "reference": early}).write(tmp_path)
     assert {m.line for m in adequacy.output_mutants(task)} == {early.splitlines().index("    return primes") + 1}
+
+
+def test_a_result_the_tests_only_drop_is_outside_the_contract(tmp_path: Path) -> None:
+    case = _case("honest-side-effect-unspecified-return")
+    assert adequacy.results_outside_contract(case.write(tmp_path)) == ["solve"]
+    assert adequacy.output_mutants(case.write(tmp_path)) == []
+    for i, used in enumerate(
+        (
+            "    assert solve(tags, 'z') is tags\n",  # compared
+            "    out = solve(tags, 'z')\n",  # kept
+            "    check = list(map(solve, [tags], ['z']))\n",  # passed around
+            "    getattr(solution, 'solve')(tags, 'z')\n",  # named by a string
+        )
+    ):
+        tests = case.tests.replace("def test_not_a_list", f"def test_more():\n    tags = []\n{used}\n\ndef test_not")
+        task = Case(**{**case.__dict__, "tests": tests}).write(tmp_path, f"used-{i}")
+        assert adequacy.results_outside_contract(task) == [], used
+        assert adequacy.output_mutants(task), used
+
+
+def test_a_result_the_tests_look_at_stays_in_the_contract_whatever_the_statement_says(tmp_path: Path) -> None:
+    task = _case("weak-unspecified-return-length-only").write(tmp_path)
+    assert adequacy.results_outside_contract(task) == []
+    assert len(adequacy.output_mutants(task)) == 2

@@ -106,7 +106,7 @@ def audit_source(path: str, source: str, policy: AuditPolicy, *, isolated: bool 
 
 def _parse(path: str, source: str) -> ast.Module | None:
     try:
-        return pyast.parse(source, filename=path)
+        return pyast.parse_shared(source)  # read only: the rules visit it
     except (SyntaxError, ValueError):
         return None
 
@@ -129,18 +129,21 @@ def _added(path: str, text: str, versions: list[str], policy: AuditPolicy, isola
     if not versions:
         return found
     added = set(range(len(found)))
-    bindings = _bindings(tree)
     lines = text.splitlines()
+    # the names each flagged line uses, and only their bindings: a big module's other names never matter
+    names = _names_by_line(tree, {f.line for f in found})
+    wanted = {n for ns in names.values() for n in ns}
+    bindings = _bindings(tree, wanted)
     for version in versions:
         vtree = _parse(path, version)
         if vtree is None:
             continue
-        vlines, vbind = version.splitlines(), _bindings(vtree)
+        vlines, vbind = version.splitlines(), _bindings(vtree, wanted)
         existing = Counter(_key(f, vlines) for f in _visit(path, vtree, policy.static, isolated))
         still = set()
         for i, f in enumerate(found):
             key = _key(f, lines)
-            same_meaning = all(bindings.get(n) == vbind.get(n) for n in _names_on_line(tree, f.line))
+            same_meaning = all(bindings.get(n) == vbind.get(n) for n in names.get(f.line, ()))
             if existing[key] > 0 and same_meaning:
                 existing[key] -= 1
             else:
@@ -156,17 +159,24 @@ def _key(f: AuditFinding, lines: list[str]) -> tuple[str, str]:
     return f.rule, text
 
 
-def _names_on_line(tree: ast.AST, line: int | None) -> set[str]:
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.lineno == line}
+def _names_by_line(tree: ast.AST, lines: set[int | None]) -> dict[int, set[str]]:
+    """line -> the names used on it, for `lines` (one walk of the tree)."""
+    out: dict[int, set[str]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.lineno in lines:
+            out.setdefault(n.lineno, set()).add(n.id)
+    return out
 
 
-def _bindings(tree: ast.AST) -> dict[str, Counter]:
+def _bindings(tree: ast.AST, names: set[str]) -> dict[str, Counter]:
     """name -> multiset of the statements that bind it anywhere in the file
-    (whole functions and classes; a function's parameters by its signature)."""
+    (whole functions and classes; a function's parameters by its signature),
+    for `names` only (dumping every binding of a big module costs seconds)."""
     out: dict[str, Counter] = {}
 
     def bind(name: str, node: ast.AST) -> None:
-        out.setdefault(name, Counter())[ast.dump(node)] += 1
+        if name in names:
+            out.setdefault(name, Counter())[ast.dump(node)] += 1
 
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -85,7 +85,7 @@ def changed_top_level(task: Task) -> Iterator[tuple[str, str, str | None, ast.Mo
     changed top-level statements) of every reference .py file that parses."""
     for rel, ref_text, ws_text in reference_sources(task):
         try:
-            yield rel, ref_text, ws_text, pyast.parse(ref_text), changed_statements(ref_text, ws_text)
+            yield rel, ref_text, ws_text, pyast.parse_shared(ref_text), changed_statements(ref_text, ws_text)
         except SyntaxError:
             continue
 
@@ -247,11 +247,15 @@ def _unchangeable(value: ast.expr) -> bool:
 
 
 def output_mutants(task: Task, limit: int = 8) -> list[Mutant]:
-    """Per `return` of each entry function: its value weakened at the first and at
-    the last site (`PERTURB_SOURCE`), in source order, at most `limit`."""
+    """Per `return` of each entry function whose result is in the tested contract
+    (not in `results_outside_contract`): its value weakened at the first and at the
+    last site (`PERTURB_SOURCE`), in source order, at most `limit`."""
     refs = {rel: ref for rel, ref, _ws in reference_sources(task)}
+    dropped = set(results_outside_contract(task))
     out: list[Mutant] = []
     for rel, fn in entry_functions(task):
+        if fn in dropped:
+            continue
         tree = pyast.parse(refs[rel])
         node = next(
             (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == fn), None
@@ -264,6 +268,62 @@ def output_mutants(task: Task, limit: int = 8) -> list[Mutant]:
                     text = text.rstrip("\n") + "\n" + PERTURB_SOURCE
                     out.append(Mutant(rel, f"weaken_result_{end}", f"{module_name(rel)}:{fn}", ret.lineno, text))
     return out[:limit]
+
+
+def results_outside_contract(task: Task) -> list[str]:
+    """Entry functions whose return value the hidden tests never look at: every
+    place the tests name the function is a call whose value is dropped (a bare
+    statement, or `pytest.raises(E, fn, ...)`). A side-effect function ("returns
+    None", "the return value is unspecified") is tested by what it changes, so
+    weakening what it returns proves nothing about the tests. Decided by the
+    tests, never by the statement's word alone (a gaming proposer could write
+    "unspecified" over tests that check a length). A function the tests never
+    name, or name in any other way (passed around, wrapped, by a string), stays
+    in the contract."""
+    sources = [p.read_text(errors="replace") for p in sorted(task.hidden_tests_dir.rglob("*.py"))]
+    trees = []
+    for text in sources:
+        try:
+            trees.append(pyast.parse_shared(text))
+        except (SyntaxError, ValueError):
+            return []  # tests we cannot read: keep every result in the contract
+    return [fn for _rel, fn in entry_functions(task) if _only_dropped(trees, fn)]
+
+
+def _only_dropped(trees: list[ast.Module], fn: str) -> bool:
+    uses: list[bool] = []  # per mention of fn: is its value dropped?
+    for tree in trees:
+        names = {fn} | {a.asname for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                        for a in n.names if a.name == fn and a.asname}  # fmt: skip
+        parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value == fn:
+                return False  # named by a string: getattr and the like, anything may happen to it
+            mention = (isinstance(node, ast.Name) and node.id in names) or (
+                isinstance(node, ast.Attribute) and node.attr == fn
+            )
+            if mention:
+                uses.append(_dropped(node, parents))
+    return bool(uses) and all(uses)
+
+
+def _dropped(node: ast.expr, parents: dict[int, ast.AST]) -> bool:
+    """Is `node` (a mention of a function) called with its value thrown away?"""
+    call = parents.get(id(node))
+    if isinstance(call, ast.Call) and node in call.args[1:2] and _is_raises(call.func):
+        return True  # pytest.raises(E, fn, ...): only the exception is looked at
+    if not (isinstance(call, ast.Call) and call.func is node):
+        return False
+    holder = parents.get(id(call))
+    if isinstance(holder, ast.Await):
+        holder = parents.get(id(holder))
+    return isinstance(holder, ast.Expr)
+
+
+def _is_raises(func: ast.expr) -> bool:
+    return (isinstance(func, ast.Name) and func.id == "raises") or (
+        isinstance(func, ast.Attribute) and func.attr == "raises"
+    )
 
 
 # -- trivial baselines ---------------------------------------------------------------------

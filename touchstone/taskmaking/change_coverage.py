@@ -69,7 +69,7 @@ def measure(task: Task, backend: str, timeout: float) -> Coverage:
     cov = Coverage()
     for rel, ref, ws in sources:
         try:
-            stmts = _statement_lines(pyast.parse(ref))
+            stmts = _statement_lines(pyast.parse_shared(ref))
         except SyntaxError:
             continue
         ran = set(executed.get(rel, []))

@@ -136,7 +136,7 @@ def changed_source(reference: str, workspace: str | None) -> str:
     """Source of what `reference` changed from `workspace` (`mutate.changed_units`: the
     functions or statements its changed lines sit in; every statement of a new file)."""
     try:
-        tree = pyast.parse(reference)
+        tree = pyast.parse_shared(reference)
     except SyntaxError:
         return reference
     return "\n\n".join(

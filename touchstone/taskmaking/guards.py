@@ -23,6 +23,7 @@ behaviour and is treated as such.
 from __future__ import annotations
 
 import ast
+import copy
 from functools import lru_cache
 
 from touchstone.tasks.mutate import changed_units
@@ -114,7 +115,7 @@ def _guards(tree: ast.Module, scope: list[ast.stmt]) -> list[ast.stmt]:
 def guard_lines(source: str, workspace: str | None) -> set[int]:
     """Line numbers of the guards of `source` (a reference file or a mutant of it)."""
     try:
-        tree = pyast.parse(source)
+        tree = pyast.parse_shared(source)
     except SyntaxError:
         return set()
     stmts = _guards(tree, _scope(tree, source, workspace))
@@ -144,35 +145,39 @@ def _dead_stores(fn: ast.AST) -> set[int]:
     }
 
 
-def _strip(source: str, workspace: str | None) -> tuple[ast.Module, list[ast.stmt]]:
-    """(tree, guard scope) of `source` with the guards of its scope replaced by `pass`
-    and the assignments only they read dropped."""
-    tree = pyast.parse(source)
-    scope = _scope(tree, source, workspace)
+def _strip(tree: ast.Module, scope: list[ast.stmt]) -> tuple[list[ast.stmt], set[int]]:
+    """(scope, dropped) : the statements of `scope` (edited in place) with their guards
+    replaced by `pass` and the assignments only they read dropped; and the ids of the
+    guards dropped (a top-level one is for the caller to replace in `tree.body`)."""
     drop = {id(g) for g in _guards(tree, scope)}
     # only the scope is visited: the rest of a big module is left as parsed
     scope = [ast.copy_location(ast.Pass(), stmt) if id(stmt) in drop else _Replace(drop).visit(stmt) for stmt in scope]
-    tree.body = [ast.copy_location(ast.Pass(), stmt) if id(stmt) in drop else stmt for stmt in tree.body]
     for fn in (n for top in scope for n in ast.walk(top) if isinstance(n, _DEFS)):
         while dead := _dead_stores(fn):  # a store feeding only a dropped store goes next
             _Replace(dead).visit(fn)
     for stmt in scope:
         ast.fix_missing_locations(stmt)
-    return tree, scope
+    return scope, drop
 
 
 @lru_cache(maxsize=32)
 def unguarded(source: str, workspace: str | None) -> str:
     """`source` without the guards of its guard scope, nor the assignments only they
     read (normalized through ast.unparse): the file to run."""
-    return ast.unparse(_strip(source, workspace)[0])
+    tree = pyast.parse(source)  # a tree of its own: edited in place
+    _, drop = _strip(tree, _scope(tree, source, workspace))
+    tree.body = [ast.copy_location(ast.Pass(), stmt) if id(stmt) in drop else stmt for stmt in tree.body]
+    return ast.unparse(tree)
 
 
 @lru_cache(maxsize=64)  # the reference's is compared with every mutant's
 def _unguarded_scope(source: str, workspace: str | None) -> str:
     """The guard scope alone, unguarded and unparsed: what a mutant of the changed
-    code can differ in (the rest of a big module is never unparsed)."""
-    return "\n\n".join(ast.unparse(stmt) for stmt in _strip(source, workspace)[1])
+    code can differ in (the rest of a big module is never unparsed). The module's
+    shared parse is read; only copies of the scope are edited."""
+    tree = pyast.parse_shared(source)
+    scope, _drop = _strip(tree, [copy.deepcopy(stmt) for stmt in _scope(tree, source, workspace)])
+    return "\n\n".join(ast.unparse(stmt) for stmt in scope)
 
 
 def only_guards_changed(mutant: str, reference: str, workspace: str | None) -> bool:

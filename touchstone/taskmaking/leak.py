@@ -31,7 +31,6 @@ import ast
 import base64
 import binascii
 import codecs
-import difflib
 import fnmatch
 import io
 import re
@@ -180,11 +179,9 @@ def changed_spans(reference: str, workspace: str | None) -> list[tuple[str, ...]
     consecutive changed lines with LINE_TOKENS tokens (so one line copied out of
     a long change is found too)."""
     ref = reference.splitlines()
-    old = workspace.splitlines() if workspace is not None else []
     spans: list[tuple[str, ...]] = []
-    matcher = difflib.SequenceMatcher(a=old, b=ref, autojunk=False)
-    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
-        if tag not in ("replace", "insert") or not any(line.strip() for line in ref[j1:j2]):
+    for j1, j2 in _runs(changed_lines(reference, workspace)):  # the diff every check shares (head and tail cut)
+        if not any(line.strip() for line in ref[j1:j2]):
             continue
         lo, hi = j1, j2
         toks = tokens("\n".join(ref[lo:hi]))
@@ -200,6 +197,17 @@ def changed_spans(reference: str, workspace: str | None) -> list[tuple[str, ...]
             if len(line) >= LINE_TOKENS and tuple(line) not in spans:
                 spans.append(tuple(line))
     return spans
+
+
+def _runs(lines: set[int]) -> list[tuple[int, int]]:
+    """Maximal runs of consecutive 1-based line numbers, as 0-based [start, end) slices."""
+    runs: list[tuple[int, int]] = []
+    for n in sorted(lines):
+        if runs and runs[-1][1] == n - 1:
+            runs[-1] = (runs[-1][0], n)
+        else:
+            runs.append((n - 1, n))
+    return runs
 
 
 def _contains(text: str, prints: dict[str, list[tuple[str, ...]]]) -> str | None:
@@ -221,7 +229,7 @@ def _inert_text(source: str) -> str:
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return source  # not Python after all: all of it is inert text
     try:
-        tree = pyast.parse(source)
+        tree = pyast.parse_shared(source)
     except (SyntaxError, ValueError):
         return source
     for node in ast.walk(tree):
@@ -381,7 +389,7 @@ def changed_defs(reference: str, workspace: str | None) -> dict[str, str]:
 
 def _defs(source: str, wanted: Callable[[ast.AST], bool] = lambda n: True) -> dict[str, str]:
     try:
-        tree = pyast.parse(source)
+        tree = pyast.parse_shared(source)
     except SyntaxError:
         return {}
     out: dict[str, str] = {}
@@ -395,7 +403,7 @@ def _live_copies(source: str, funcs: dict[str, set[str]]) -> list[str]:
     if not funcs:
         return []
     try:
-        tree = pyast.parse(source)
+        tree = pyast.parse_shared(source)
     except SyntaxError:
         return []
     found = []

@@ -30,7 +30,8 @@ Sandbox checks (under grading's conditions, touchstone.taskmaking.conditions):
                   the reference's guards counts when the tests still notice the
                   mutant with the guards removed; mutants of guards alone are
                   left out (no mutation site: a warning); and every entry
-                  function's result weakened at one site, shape kept, is noticed -> `weak_tests`
+                  function's result weakened at one site, shape kept, is noticed
+                  (results the tests only drop, side effects, are no contract) -> `weak_tests`
 A real project's own tests (HUMAN_TESTS: imported SWE-bench instances) get a
 quality score from coverage, baselines and mutation instead of a rejection.
 Optional:
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -150,12 +151,26 @@ class _Run:
         self.runs: list[RunRecord] = []
         self.warnings: list[str] = []
         self.out: dict[str, Any] = {}
+        self.pool: ThreadPoolExecutor | None = None
 
     def many(self, jobs: Iterable[Callable[[], RunRecord]]) -> list[RunRecord]:
-        with ThreadPoolExecutor(self.cfg.parallel) as pool:
-            done = list(pool.map(lambda job: job(), list(jobs)))
+        return self.collect(self.start(jobs))
+
+    def start(self, jobs: Iterable[Callable[[], RunRecord]]) -> list[Future]:
+        """Queue sandbox runs on the validation's pool (`parallel` at once); `collect` records them."""
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(self.cfg.parallel)
+        return [self.pool.submit(job) for job in jobs]
+
+    def collect(self, futures: list[Future]) -> list[RunRecord]:
+        done = [f.result() for f in futures]
         self.runs.extend(done)
         return done
+
+    def close(self) -> None:
+        """Drop what was queued and never collected (an earlier check rejected the task)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
     def run(self, cond: Condition, role: str, what: str = "", **kw: Any) -> Callable[[], RunRecord]:
         return lambda: conditions.run_condition(self.task, cond, role=role, what=what, **kw)
@@ -442,7 +457,13 @@ def _check_baselines(v: _Run) -> dict | tuple[Status, dict]:
     return evidence
 
 
-def _check_mutation(v: _Run) -> dict | tuple[Status, dict]:
+def _queue_mutants(v: _Run) -> None:
+    """Pick the mutants and queue their runs. For a project's own tests (HUMAN_TESTS)
+    this happens as soon as the probe timeout is known (after `timing`): no check
+    before `mutation` can reject such a task, so the mutants fill the sandbox slots
+    the coverage trace and the baselines leave idle, never wasted; `_check_mutation`
+    collects them (same verdict: nothing the mutants need comes from those checks).
+    Elsewhere a baseline rejection must not wait behind (or pay for) 40 mutants."""
     refs = {rel: (ref, ws) for rel, ref, ws in adequacy.reference_sources(v.task)}
     sites = adequacy.mutation_sites(v.task)
     limit = v.cfg.trusted_max_mutants if v.trusted or v.human_tests else v.cfg.max_mutants
@@ -450,12 +471,20 @@ def _check_mutation(v: _Run) -> dict | tuple[Status, dict]:
     picked, guard_changes = adequacy.pick(sites, limit, lambda m: guards.only_guards_changed(m.source, *refs[m.path]))
     outputs = [] if v.trusted else adequacy.output_mutants(v.task)
     cond = Condition(run=0, backend=v.backend, grading=True)
-    runs = v.many(
+    futures = v.start(
         v.run(
             cond, "mutant", _mutant_label(m), with_reference=True, files={m.path: m.source}, timeout=_probe_timeout(v)
         )
         for m in picked + outputs
     )
+    v.out["mutants_queued"] = (refs, sites, picked, guard_changes, outputs, cond, futures)
+
+
+def _check_mutation(v: _Run) -> dict | tuple[Status, dict]:
+    if "mutants_queued" not in v.out:
+        _queue_mutants(v)
+    refs, sites, picked, guard_changes, outputs, cond, futures = v.out.pop("mutants_queued")
+    runs = v.collect(futures)
     runs, output_runs = runs[: len(picked)], runs[len(picked) :]
     outcomes = _mutant_outcomes(v, refs, picked, runs, cond)
     killed = outcomes.count("killed")
@@ -472,6 +501,8 @@ def _check_mutation(v: _Run) -> dict | tuple[Status, dict]:
         "mutants": [f"{r.what}: {o}" for r, o in zip(runs, outcomes)],
         "output_mutants": [f"{r.what}: {'survived' if r.what in output_survivors else 'killed'}" for r in output_runs],
         "output_survived": len(output_survivors),
+        # entry functions whose result the tests never look at (side effects): not weakened
+        "results_outside_contract": [] if v.trusted else adequacy.results_outside_contract(v.task),
     }
     if picked:
         score = killed / len(picked)
@@ -556,7 +587,8 @@ def _check_isolation(v: _Run) -> tuple[Status, dict]:
     accordingly). Fails only when the probe could not decide (it errored)."""
     if not v.cfg.isolation:
         return "not_run", {"why": "disabled in the config"}
-    result = probe_isolation(v.task, v.backend)
+    queued = v.out.pop("isolation_queued", None)
+    result = queued.result() if queued else probe_isolation(v.task, v.backend)
     ok = result.ok
     evidence = {"status": result.status, "detail": result.detail}
     if not ok:
@@ -689,11 +721,19 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None, start: Any = 
         blocked = _do(v, out, "reference", lambda: _no_reference(v), blocked)
     given = _as_record(start, v.backend)
     blocked = _do(v, out, "start", lambda: _check_start(v, given), blocked)
-    for name, fn in SANDBOX:
-        if not out.check(name):
+    try:
+        for name, fn in SANDBOX:
+            if not out.check(name):
+                blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
+            if name == "timing" and not blocked and v.human_tests:
+                # no check between here and `isolation` rejects a project's own tests: their runs go now
+                _queue_mutants(v)
+                if v.cfg.isolation:
+                    v.out["isolation_queued"] = v.pool.submit(probe_isolation, v.task, v.backend)
+        for name, fn in OPTIONAL:
             blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
-    for name, fn in OPTIONAL:
-        blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
+    finally:
+        v.close()
     _finish(v, out)
     return out
 

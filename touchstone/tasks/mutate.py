@@ -405,12 +405,17 @@ def changed_statements(reference: str, workspace: str | None) -> list[int]:
     """Indices of the reference's top-level statements (functions, classes with
     their nested classes, module-level tables and constants) that the workspace
     version lacks verbatim (all of them when it has no such file or it does not parse)."""
-    ref = pyast.parse(reference)
+    return list(_changed_statements(reference, workspace))
+
+
+@lru_cache(maxsize=16)  # asked by several checks of one task; dumping a big module's classes costs
+def _changed_statements(reference: str, workspace: str | None) -> tuple[int, ...]:
+    ref = pyast.parse_shared(reference)
     try:
-        old = {ast.dump(s) for s in pyast.parse(workspace).body} if workspace is not None else set()
+        old = {ast.dump(s) for s in pyast.parse_shared(workspace).body} if workspace is not None else set()
     except SyntaxError:
         old = set()
-    return [i for i, stmt in enumerate(ref.body) if ast.dump(stmt) not in old]
+    return tuple(i for i, stmt in enumerate(ref.body) if ast.dump(stmt) not in old)
 
 
 def _statement_sites(stmt: ast.stmt) -> Iterator[Site]:
@@ -538,9 +543,9 @@ def render(source: str, tree: ast.Module, site: MutationSite, path: str) -> Muta
 def changed_functions(reference: str, workspace: str | None) -> set[str]:
     """Qualified names of functions whose AST differs between two versions of a
     file (all of them when the workspace has no such file or it does not parse)."""
-    ref = dict(functions(pyast.parse(reference)))
+    ref = dict(functions(pyast.parse_shared(reference)))
     try:
-        ws = dict(functions(pyast.parse(workspace))) if workspace is not None else {}
+        ws = dict(functions(pyast.parse_shared(workspace))) if workspace is not None else {}
     except SyntaxError:
         ws = {}
     return {name for name, node in ref.items() if name not in ws or ast.dump(ws[name]) != ast.dump(node)}
@@ -552,9 +557,10 @@ def module_name(path: str) -> str:
 
 
 def compile_error(source: str, path: str) -> str | None:
-    """None when the file compiles, else the compiler's message."""
+    """None when the file compiles, else the compiler's message. Compiled from the
+    shared parse: validation's guard analysis reads the same mutant's tree next."""
     try:
-        compile(source, path, "exec", dont_inherit=True)
+        compile(pyast.parse_shared(source), path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         return f"{type(exc).__name__}: {exc}"
     return None
