@@ -10,7 +10,7 @@ Static checks (host side, always run, cheapest first):
   audit           the verifier's static audit on the reference, the stub and
                   (for proposer-written tests) the hidden tests                    -> `cheating_reference`
   contract        the declared comparison semantics (source.meta.oracle) are
-                  valid; `max_slowdown` only where the statement asks for speed  -> `bad_contract`
+                  valid; `max_slowdown` only where the statement states a complexity bound or time limit  -> `bad_contract`
 Sandbox checks (under grading's conditions, touchstone.taskmaking.conditions):
   start           the starting workspace fails a required test (a start that
                   times out is a failing start)                                   -> `already_solved` / `bad_fail_to_pass`
@@ -641,7 +641,7 @@ def _check_solver(v: _Run) -> tuple[Status, dict]:
 
 def _check_contract(v: _Run) -> dict:
     """The task's comparison semantics (`source.meta.oracle`) load, and a
-    performance contract is declared only where the statement asks for speed."""
+    performance contract is declared only where the statement states a complexity bound or a time limit."""
     from touchstone.verify.oracle import contract_problems
 
     problems = contract_problems(v.task.statement, v.task.source.meta)
