@@ -9,7 +9,8 @@ import pytest
 
 from touchstone.tasks.schema import load_task_set
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # the shared two-round fixture
+# the shared two-round fixture: its setup counts in the first test's time
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(3600)]
 
 
 def test_rounds_mix_base_and_third_party_environments(rounds):

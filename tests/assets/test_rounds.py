@@ -23,7 +23,8 @@ from orchestration.runner import ROUND_STAGES, failed_checks, materialize
 from tests.assets.conftest import TINY_CONFIG, tiny_resources
 from touchstone.checkpoint import read_manifest, verify_checkpoint
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # the shared two-round fixture
+# the shared two-round fixture: its setup counts in the first test's time
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(3600)]
 ROOT = Path(__file__).resolve().parents[2]
 
 

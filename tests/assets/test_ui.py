@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # the shared two-round fixture
+# the shared two-round fixture: its setup counts in the first test's time
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(3600)]
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "ui"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
