@@ -65,11 +65,11 @@ def shared_round(cfg: AblationConfig, index: int, tasks: list[Task], out: Path) 
         sampling=Sampling(seed=round_seed(cfg, index)),
         limits=EpisodeLimits(max_turns=TEACHER_MAX_TURNS),
     )
-    filtered(cfg, tasks, rollouts, out)
+    filter_outcomes(cfg, tasks, rollouts, out)
     return out
 
 
-def filtered(cfg: AblationConfig, tasks: list[Task], rollouts: Path, out: Path) -> Path:
+def filter_outcomes(cfg: AblationConfig, tasks: list[Task], rollouts: Path, out: Path) -> Path:
     """Both filters on `rollouts`, once (OUT/outcomes.parquet, `filter_rollouts`): graded
     by the round engine's verifier stage into OUT/verification."""
     if (out / OUTCOMES_FILE).is_file():
@@ -145,7 +145,7 @@ def arm_round(
             sampling=_sampling(cfg, round_seed(cfg, index)),
             limits=EpisodeLimits(max_turns=cfg.max_turns),
         )
-        filtered(cfg, tasks, rollouts, out)
+        filter_outcomes(cfg, tasks, rollouts, out)
         filtered.append((rollouts, out))
     data = build_arm_dataset(arm, filtered, out / "data", seed=round_seed(cfg, index))
     kept = {
