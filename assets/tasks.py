@@ -43,7 +43,7 @@ def proposed_tasks(
         summary = propose(
             out,
             mix,
-            sandbox.runner(),
+            sandbox.sandboxes(),
             seeds=storage.seed_dirs(),
             heldout=store.local_dir(Asset.HELDOUT_TASKS),
             rng_seed=round_index(round_key),

@@ -56,7 +56,7 @@ def raw_trajectories(
                 spec,
                 attempts,
                 work / spec.scheme,
-                sandbox.runner(),
+                sandbox.sandboxes(),
                 sampling=policy.sampling(),
                 limits=policy.limits(spec),
                 progress=True,

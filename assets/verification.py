@@ -38,7 +38,7 @@ def verification_reports(
         store.write_back(Asset.PROPOSED_TASKS, round_key, tasks_dir)
     trajectories_dir = store.local_dir(Asset.RAW_TRAJECTORIES, round_key)
     with publishing(context, storage) as out:
-        verify(tasks_dir, trajectories_dir, out, sandbox.runner(), verifier.grading(), revoked=revoked)
+        verify(tasks_dir, trajectories_dir, out, sandbox.sandboxes(), verifier.grading(), revoked=revoked)
         verifier.verify_canaries(out, sandbox, seed=round_key)
     done = store.asset_dir(Asset.VERIFICATION_REPORTS, round_key)
     reports = table_metadata(done / "reports.parquet")

@@ -30,7 +30,7 @@ from touchstone.episode.trajectory import Sampling
 from touchstone.evaluate.reference import MATCHED_SAMPLES
 from touchstone.sandbox import DEFAULT_BACKEND
 from touchstone.paths import Asset
-from training.round_engine import Grading, Runner
+from training.round_engine import Grading, Sandboxes
 from training.warm_start import WarmStartConfig as WarmStartLib
 
 if TYPE_CHECKING:
@@ -144,9 +144,9 @@ class SandboxResource(dg.ConfigurableResource):
         default=CPU_ROUND["workers"], description="Parallel sandboxes per step (laptop: cores; cluster: 32+)."
     )
 
-    def runner(self) -> Runner:
+    def sandboxes(self) -> Sandboxes:
         """Where the round engine's stages run their sandboxes (training.round_engine)."""
-        return Runner(backend=self.backend, workers=self.workers)
+        return Sandboxes(backend=self.backend, workers=self.workers)
 
 
 class PolicyResource(dg.ConfigurableResource):

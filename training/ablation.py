@@ -44,7 +44,7 @@ from touchstone.tasks.schema import Task
 from training.common import experiment_train_config
 from training.evaluation import evaluate_checkpoint
 from training.model_init import default_model
-from training.round_engine import SINGLE_RUN, Runner, roll_out, verify
+from training.round_engine import SINGLE_RUN, Sandboxes, roll_out, verify
 from training.train import train
 
 Log = Callable[[str], None]
@@ -61,7 +61,7 @@ def shared_round(cfg: AblationConfig, index: int, tasks: list[Task], out: Path) 
         cfg.hack_prone_spec(),
         attempts,
         out / "rollouts",
-        _runner(cfg),
+        _sandboxes(cfg),
         sampling=Sampling(seed=round_seed(cfg, index)),
         limits=EpisodeLimits(max_turns=TEACHER_MAX_TURNS),
     )
@@ -74,7 +74,7 @@ def filter_outcomes(cfg: AblationConfig, tasks: list[Task], rollouts: Path, out:
     by the round engine's verifier stage into OUT/verification."""
     if (out / OUTCOMES_FILE).is_file():
         return out / OUTCOMES_FILE
-    reports = verify(tasks, rollouts, out / "verification", _runner(cfg), SINGLE_RUN)
+    reports = verify(tasks, rollouts, out / "verification", _sandboxes(cfg), SINGLE_RUN)
     return filter_rollouts(
         tasks, rollouts, reports, out, workers=cfg.workers, backend=cfg.backend, holdout_dir=cfg.holdout_dir()
     )
@@ -141,7 +141,7 @@ def arm_round(
             PolicySpec("hf", str(start)),
             cfg.model_attempts,
             out / "rollouts",
-            _runner(cfg),
+            _sandboxes(cfg),
             sampling=_sampling(cfg, round_seed(cfg, index)),
             limits=EpisodeLimits(max_turns=cfg.max_turns),
         )
@@ -277,8 +277,8 @@ def run_filter_ablation(
     }
 
 
-def _runner(cfg: AblationConfig) -> Runner:
-    return Runner(backend=cfg.backend, workers=cfg.workers)
+def _sandboxes(cfg: AblationConfig) -> Sandboxes:
+    return Sandboxes(backend=cfg.backend, workers=cfg.workers)
 
 
 def _sampling(cfg: AblationConfig, seed: int) -> Sampling:

@@ -47,7 +47,7 @@ from touchstone.tasks.schema import Task
 from training.common import experiment_train_config
 from training.evaluation import evaluate_checkpoint
 from training.model_init import default_model
-from training.round_engine import SINGLE_RUN, Runner, roll_out, verify
+from training.round_engine import SINGLE_RUN, Sandboxes, roll_out, verify
 from training.scoring import Scorer
 from training.train import train
 
@@ -58,13 +58,13 @@ def verified_examples(
     tasks: list[Task], policy: PolicySpec, attempts: int, out: Path, cfg: CreditStudyConfig
 ) -> list[Example]:
     """`policy`'s runs on `tasks`, verified with progress points (cached under OUT)."""
-    runner = Runner(backend=cfg.backend, workers=cfg.workers)
+    sandboxes = Sandboxes(backend=cfg.backend, workers=cfg.workers)
     limits = EpisodeLimits(max_turns=TEACHER_MAX_TURNS)
     rollouts = roll_out(
-        tasks, policy, attempts, out / "rollouts", runner, sampling=Sampling(seed=cfg.seed), limits=limits
+        tasks, policy, attempts, out / "rollouts", sandboxes, sampling=Sampling(seed=cfg.seed), limits=limits
     )
     if not (out / "verification" / "reports.parquet").is_file():
-        verify(tasks, rollouts, out / "verification", runner, SINGLE_RUN, progress=True, progress_bar=False)
+        verify(tasks, rollouts, out / "verification", sandboxes, SINGLE_RUN, progress=True, progress_bar=False)
     return join(read_trajectories(rollouts), reports_of(out / "verification"), None)
 
 

@@ -17,7 +17,7 @@ from touchstone.episode.trajectory import Sampling
 from touchstone.evaluate.reference import MATCHED_SAMPLES
 from touchstone.evaluate.schema import RoundMetrics
 from touchstone.tasks.schema import Task
-from training.round_engine import SINGLE_RUN, Runner, evaluate, roll_out
+from training.round_engine import SINGLE_RUN, Sandboxes, evaluate, roll_out
 
 
 def evaluate_checkpoint(
@@ -38,15 +38,15 @@ def evaluate_checkpoint(
     """All evaluation figures of `checkpoint` on `tasks`, labelled `label` (a
     round key or any name); rollouts, reports and OUT/metrics.parquet are kept under `out`.
     `likelihood` False: the sampled figures only (no reference set, no scoring)."""
-    runner = Runner(backend=backend, workers=workers)
+    sandboxes = Sandboxes(backend=backend, workers=workers)
     spec = PolicySpec("hf", str(checkpoint))
-    rollouts = roll_out(tasks, spec, attempts, out / "rollouts", runner, sampling=sampling, limits=limits)
+    rollouts = roll_out(tasks, spec, attempts, out / "rollouts", sandboxes, sampling=sampling, limits=limits)
     metrics = evaluate(
         checkpoint,
         tasks,
         rollouts,
         out,
-        runner,
+        sandboxes,
         SINGLE_RUN,
         label=label,
         k=attempts,

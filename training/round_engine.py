@@ -7,7 +7,7 @@ The round's assets (`assets/`) are thin wrappers over these; the warm start
 credit study (training/credit_study.py) and `touchstone eval`
 (training/evaluation.py) call the very same functions with their own settings,
 so how a stage runs is decided here once. Settings cross a stage boundary as
-typed records: `Runner` (sandboxes) and `Grading` (the verifier); a round's
+typed records: `Sandboxes` (where and how many) and `Grading` (the verifier); a round's
 resources make them from its run config (`orchestration/resources.py`).
 
 Two stages need no settings of the engine's and are called directly by every
@@ -44,8 +44,8 @@ Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class Runner:
-    """Where a stage runs its sandboxes, and how many at once."""
+class Sandboxes:
+    """The sandboxes a stage runs its work in: which backend, and how many at once."""
 
     backend: str = DEFAULT_BACKEND
     workers: int = 1
@@ -71,7 +71,7 @@ SINGLE_RUN = Grading(replays=1)
 def propose(
     out: Path,
     mix: SourceMix,
-    runner: Runner,
+    sandboxes: Sandboxes,
     *,
     seeds: list | None,
     heldout: Path | None,
@@ -85,7 +85,7 @@ def propose(
     (touchstone.taskmaking.sources.propose_round), apart from the `heldout` set: a
     task sharing a source unit with it is excluded, a disguised copy of a held-out
     task or of a benchmark in `contamination_sets` rejected as contaminated."""
-    validation = ValidationConfig(backend=runner.backend, contamination_sets=round_sets(heldout, contamination_sets))
+    validation = ValidationConfig(backend=sandboxes.backend, contamination_sets=round_sets(heldout, contamination_sets))
     return propose_round(
         out,
         mix,
@@ -94,7 +94,7 @@ def propose(
         policy=policy,
         history=history,
         validation=validation,
-        workers=runner.workers,
+        workers=sandboxes.workers,
         rng_seed=rng_seed,
         round_key=round_key,
     )
@@ -105,7 +105,7 @@ def roll_out(
     spec: PolicySpec,
     attempts: int,
     out: Path,
-    runner: Runner,
+    sandboxes: Sandboxes,
     *,
     sampling: Sampling | None = None,
     limits: EpisodeLimits | None = None,
@@ -116,14 +116,14 @@ def roll_out(
     it resumes into `out`, redoing only unfinished attempts). None settings: the library's."""
     if log:
         log(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts into {out}")
-    return solve(tasks, spec, attempts, runner.workers, out, sampling, runner.backend, limits, progress=progress)
+    return solve(tasks, spec, attempts, sandboxes.workers, out, sampling, sandboxes.backend, limits, progress=progress)
 
 
 def verify(
     tasks: Path | list[Task],
     trajectories: Path,
     out: Path,
-    runner: Runner,
+    sandboxes: Sandboxes,
     grading: Grading = Grading(),
     *,
     progress: bool = False,
@@ -137,10 +137,10 @@ def verify(
     return verify_batch(
         tasks if isinstance(tasks, Path) else [t.dir for t in tasks],
         trajectories,
-        workers=runner.workers,
+        workers=sandboxes.workers,
         out=out,
         replays=grading.replays,
-        backend=runner.backend,
+        backend=sandboxes.backend,
         allow_rules=set(grading.allow_rules),
         progress=progress,
         revoked={r.task_id: f"{r.reason}: {r.evidence}" for r in revoked},
@@ -153,7 +153,7 @@ def evaluate(
     tasks: list[Task],
     rollouts: Path,
     out: Path,
-    runner: Runner,
+    sandboxes: Sandboxes,
     grading: Grading,
     *,
     label: str,
@@ -168,7 +168,7 @@ def evaluate(
     into OUT/verification and tabled in OUT/attempts.parquet, and (`likelihood`) the
     likelihood figures on the tasks' reference set (training.scoring). An attempt that
     ended in a sandbox error fails the evaluation: the sandbox failed, not the model."""
-    verify(tasks, rollouts, out / "verification", runner, grading, progress=True, progress_bar=False)
+    verify(tasks, rollouts, out / "verification", sandboxes, grading, progress=True, progress_bar=False)
     table = attempts_table(
         pl.read_parquet(rollouts / "trajectories.parquet"),
         pl.read_parquet(out / "verification" / "reports.parquet"),
@@ -185,8 +185,8 @@ def evaluate(
         scored = checkpoint_likelihood(
             checkpoint,
             tasks,
-            backend=runner.backend,
-            workers=runner.workers,
+            backend=sandboxes.backend,
+            workers=sandboxes.workers,
             resamples=resamples,
             matched_samples=matched_samples,
             sampling=sampling,

@@ -39,7 +39,7 @@ from touchstone.taskmaking.index import INDEX_FILE, read_index
 from touchstone.taskmaking.sources import SourceMix
 from touchstone.tasks.schema import load_task_set
 from training import round_engine
-from training.round_engine import Runner, propose, roll_out, verify
+from training.round_engine import Sandboxes, propose, roll_out, verify
 
 # Its own task stream: rounds seed the proposer with 0, 1, ...; the held-out set with 1_000_000.
 WARM_START_RNG_SEED = 2_000_000
@@ -131,13 +131,13 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
     from training.train import train  # torch on use: a round's resources import this module for its config
 
     log(f"warm start: {cfg.n_tasks} seed tasks, the teacher's runs, {cfg.max_steps} SFT steps")
-    runner = Runner(backend=backend, workers=workers)
+    sandboxes = Sandboxes(backend=backend, workers=workers)
     mix = SourceMix(procedural=cfg.n_tasks, operators=cfg.operators)
-    proposed = propose(work / "tasks", mix, runner, seeds=seeds, heldout=heldout, rng_seed=cfg.rng_seed)
+    proposed = propose(work / "tasks", mix, sandboxes, seeds=seeds, heldout=heldout, rng_seed=cfg.rng_seed)
     tasks = load_task_set(work / "tasks")
     limits = EpisodeLimits(max_turns=cfg.teacher_max_turns)
-    rollouts = roll_out(tasks, TEACHER, 1, work / "rollouts", runner, limits=limits, progress=True)
-    verify(work / "tasks", rollouts, work / "verify", runner)
+    rollouts = roll_out(tasks, TEACHER, 1, work / "rollouts", sandboxes, limits=limits, progress=True)
+    verify(work / "tasks", rollouts, work / "verify", sandboxes)
     reports = work / "verify" / "reports.parquet"
     summary = build_datasets(reports, rollouts / "trajectories.parquet", work / "data", round_key=WARM_START_ROUND)
     shutil.copy(work / "tasks" / INDEX_FILE, work / "data" / TASKS_FILE)  # lineage: which tasks, which kept

@@ -130,7 +130,7 @@ def test_a_round_revokes_tasks_whose_reference_fails_in_grading(tmp_path: Path) 
     trajectories.mkdir(parents=True)
     (trajectories / "t-1.jsonl").write_text('{"role": "user", "content": "Add two numbers."}\n')
     out = verify(
-        root, tmp_path / "trajectories", tmp_path / "reports", sandbox.runner(), verifier.grading(), revoked=revoked
+        root, tmp_path / "trajectories", tmp_path / "reports", sandbox.sandboxes(), verifier.grading(), revoked=revoked
     )
     [report] = read_reports(out)
     assert report.verdict != "accept" and "was revoked: reference_fails_in_grading" in report.checks[0].evidence

@@ -17,7 +17,7 @@ from touchstone.episode.trajectory import write_tables
 from touchstone.experiments.filter_ablation import AblationConfig
 from touchstone.verify.batch import read_reports
 from training.ablation import filter_outcomes
-from training.round_engine import Runner, evaluate, roll_out, verify
+from training.round_engine import Sandboxes, evaluate, roll_out, verify
 
 BACKEND = "bwrap"
 
@@ -29,12 +29,12 @@ def _report_view(reports) -> list[tuple]:
 def test_the_filter_ablation_grades_a_run_as_a_rounds_verification_stage_does(tmp_path):
     task = minilib_task(tmp_path / "tasks", "clamp-flip", "`clamp` ignores the upper bound.",
                         MINILIB.replace("if x > hi:", "if x <= hi:"))  # fmt: skip
-    runner = Runner(backend=BACKEND, workers=1)
-    rollouts = roll_out([task], TEACHER, 1, tmp_path / "rollouts", runner, limits=EpisodeLimits(max_turns=16))
+    sandboxes = Sandboxes(backend=BACKEND, workers=1)
+    rollouts = roll_out([task], TEACHER, 1, tmp_path / "rollouts", sandboxes, limits=EpisodeLimits(max_turns=16))
 
     # the round's verification_reports asset: its resources' settings, one grading run as the ablation's
     sandbox, verifier = SandboxResource(backend=BACKEND, workers=1), VerifierResource(replays=1)
-    in_round = verify(tmp_path / "tasks", rollouts, tmp_path / "round", sandbox.runner(), verifier.grading())
+    in_round = verify(tmp_path / "tasks", rollouts, tmp_path / "round", sandbox.sandboxes(), verifier.grading())
     cfg = AblationConfig(backend=BACKEND, workers=1)
     outcomes = pl.read_parquet(filter_outcomes(cfg, [task], rollouts, tmp_path / "arm"))
 
@@ -49,9 +49,9 @@ def test_the_evaluation_stage_refuses_figures_from_attempts_the_sandbox_broke(tm
                         MINILIB.replace("if x > hi:", "if x <= hi:"))  # fmt: skip
     broken = trajectory("t-broken", task_id=task.id, task_hash=task.content_hash, exit_reason="sandbox_error")
     write_tables([broken], tmp_path / "rollouts")
-    runner = Runner(backend=BACKEND, workers=1)
+    sandboxes = Sandboxes(backend=BACKEND, workers=1)
     with pytest.raises(RuntimeError, match=r"1 attempt\(s\) of r000 ended in a sandbox error"):
-        evaluate("unused", [task], tmp_path / "rollouts", tmp_path / "eval", runner,
+        evaluate("unused", [task], tmp_path / "rollouts", tmp_path / "eval", sandboxes,
                  VerifierResource(replays=1).grading(), label="r000", k=1, likelihood=False)  # fmt: skip
     # graded first, as every attempt is: the report says what the verifier saw
     assert (tmp_path / "eval" / "attempts.parquet").is_file()
