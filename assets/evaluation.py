@@ -44,9 +44,9 @@ def round_evaluation(
     tokens, exit reasons; imitation NLL, hack propensity and valid tool calls sampled at the
     states of the held-out reference runs."""
     from touchstone.agent.plan import checkpoint_policy
-    from touchstone.evaluate import attempts_table, earlier_rounds, markdown_report, plot_rounds, round_metrics
+    from touchstone.evaluate import earlier_rounds, markdown_report, plot_rounds
     from touchstone.tasks import load_task_set
-    from training.evaluation import checkpoint_likelihood
+    from training.round_engine import evaluate, roll_out
 
     store = storage.store()
     round_key = context.partition_key
@@ -56,8 +56,7 @@ def round_evaluation(
     if found[0].get("updated") is False:
         return _no_update(context, storage, config, found[0])
     ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
-    heldout_dir = store.local_dir(Asset.HELDOUT_TASKS)
-    heldout = load_task_set(heldout_dir)
+    heldout = load_task_set(store.local_dir(Asset.HELDOUT_TASKS))
     metrics_files = store.round_files(Asset.ROUND_EVALUATION, "metrics.parquet")
     earlier = earlier_rounds({key: read_parquet(path) for key, path in metrics_files.items()}, round_key)
     ckpt = store.local_copy(ckpt_path)
@@ -65,38 +64,32 @@ def round_evaluation(
     work = store.work_dir(Asset.ROUND_EVALUATION, round_key) / ckpt_hash[:16]
     with publishing(context, storage) as out:
         with server.serving(ckpt, ckpt_hash, work, context.log) as served:  # stopped before grading
-            rollouts = policy.solve(
+            spec = checkpoint_policy(policy.spec, ckpt, served)
+            rollouts = roll_out(
                 heldout,
-                checkpoint_policy(policy.spec, ckpt, served),
+                spec,
                 config.attempts,
                 work,
-                sandbox,
-                context.log,
+                sandbox.sandboxes(),
+                sampling=policy.sampling(),
+                limits=policy.limits(spec),
+                progress=True,
+                log=context.log.info,
             )
         shutil.copytree(rollouts, out / "rollouts")
-        verifier.verify_round(heldout_dir, out / "rollouts", out / "verification", sandbox, progress=True)
-        attempts = attempts_table(
-            pl.read_parquet(out / "rollouts" / "trajectories.parquet"),
-            pl.read_parquet(out / "verification" / "reports.parquet"),
-        )
-        attempts.write_parquet(out / "attempts.parquet")
         # Likelihoods on the held-out reference runs (cached per held-out set): they move before pass@1 does.
-        likelihood = checkpoint_likelihood(
+        metrics = evaluate(
             ckpt,
             heldout,
-            backend=sandbox.backend,
-            workers=sandbox.workers,
+            out / "rollouts",
+            out,
+            sandbox.sandboxes(),
+            verifier.grading(),
+            label=round_key,
+            k=config.attempts,
             resamples=config.bootstrap,
             matched_samples=config.matched_samples,
             sampling=policy.sampling(),
-        )
-        metrics = round_metrics(
-            attempts,
-            round_key=round_key,
-            checkpoint_hash=ckpt_hash,
-            k=config.attempts,
-            resamples=config.bootstrap,
-            likelihood=likelihood,
         )
         metrics = metrics.model_copy(update={"own_row_share": _own_row_share(store, round_key)})
         pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")

@@ -33,28 +33,23 @@ def proposed_tasks(
     """Tasks proposed and validated for this round; index.parquet lists every
     candidate, kept or rejected with its reason; sources.json the outcome per source."""
     from touchstone.rounds import round_index
-    from touchstone.taskmaking.contamination import round_sets
-    from touchstone.taskmaking.sources import propose_round
-    from touchstone.taskmaking.validate import ValidationConfig
+    from training.round_engine import propose
 
     store = storage.store()
     round_key = context.partition_key
     mix = config.mix()
-    heldout = store.local_dir(Asset.HELDOUT_TASKS)
-    # a proposed task that copies a held-out task or a configured benchmark is rejected as contaminated
-    cfg = ValidationConfig(backend=sandbox.backend, contamination_sets=round_sets(heldout, config.contamination_sets))
     with publishing(context, storage) as out, _proposer(context, config, store, policy, server) as proposer:
         # The round index seeds the proposers: each round gets new tasks, a rerun the same ones.
-        summary = propose_round(
+        summary = propose(
             out,
             mix,
+            sandbox.sandboxes(),
             seeds=storage.seed_dirs(),
-            heldout=heldout,
+            heldout=store.local_dir(Asset.HELDOUT_TASKS),
+            rng_seed=round_index(round_key),
+            contamination_sets=config.contamination_sets,
             policy=proposer,
             history=_history(store, round_key, config.self_history if config.self_proposals else 0),
-            validation=cfg,
-            workers=sandbox.workers,
-            rng_seed=round_index(round_key),
             round_key=round_key,
         )
         if config.level == "shown":

@@ -33,6 +33,7 @@ def raw_trajectories(
     through the policy server when one is configured."""
     from touchstone.agent.rollout import merge_rollouts
     from touchstone.tasks import load_task_set
+    from training.round_engine import roll_out
 
     store = storage.store()
     round_key = context.partition_key
@@ -50,7 +51,17 @@ def raw_trajectories(
     with serve as served, publishing(context, storage) as out:
         specs = policy.round_policies(round_key, ckpt, config.attempts, served)
         parts = [
-            policy.solve(tasks, spec, attempts, work / spec.scheme, sandbox, context.log)
+            roll_out(
+                tasks,
+                spec,
+                attempts,
+                work / spec.scheme,
+                sandbox.sandboxes(),
+                sampling=policy.sampling(),
+                limits=policy.limits(spec),
+                progress=True,
+                log=context.log.info,
+            )
             for spec, attempts in specs.items()
         ]
         for part in parts:

@@ -28,6 +28,8 @@ def verification_reports(
     First each task's reference is graded as the trajectories are: a task whose
     reference fails is revoked in the round's task index (its proposer's reward
     taken back), and its trajectories are reported against a revoked task."""
+    from training.round_engine import verify
+
     store = storage.store()
     round_key = context.partition_key
     tasks_dir = store.local_dir(Asset.PROPOSED_TASKS, round_key)
@@ -36,7 +38,7 @@ def verification_reports(
         store.write_back(Asset.PROPOSED_TASKS, round_key, tasks_dir)
     trajectories_dir = store.local_dir(Asset.RAW_TRAJECTORIES, round_key)
     with publishing(context, storage) as out:
-        verifier.verify_round(tasks_dir, trajectories_dir, out, sandbox, revoked)
+        verify(tasks_dir, trajectories_dir, out, sandbox.sandboxes(), verifier.grading(), revoked=revoked)
         verifier.verify_canaries(out, sandbox, seed=round_key)
     done = store.asset_dir(Asset.VERIFICATION_REPORTS, round_key)
     reports = table_metadata(done / "reports.parquet")

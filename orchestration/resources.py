@@ -42,6 +42,7 @@ from touchstone.taskmaking.heldout import HELDOUT_RNG_SEED
 from touchstone.taskmaking.proposers.selfplay import PROPOSAL_MAX_TOKENS, SelfPlayConfig
 from touchstone.taskmaking.sources import SourceMix
 from training.model_options import DEFAULT_DTYPE, DTYPES
+from training.round_engine import Grading, Sandboxes
 from training.warm_start import WarmStartConfig as WarmStartLib
 
 if TYPE_CHECKING:
@@ -106,6 +107,10 @@ class SandboxResource(dg.ConfigurableResource):
         default=CPU_ROUND["workers"], description="Parallel sandboxes per step (laptop: cores; cluster: 32+)."
     )
 
+    def sandboxes(self) -> Sandboxes:
+        """Where the round engine's stages run their sandboxes (training.round_engine)."""
+        return Sandboxes(backend=self.backend, workers=self.workers)
+
 
 class PolicyResource(dg.ConfigurableResource):
     """Which policy produces the round's trajectories, and how it samples."""
@@ -166,21 +171,6 @@ class PolicyResource(dg.ConfigurableResource):
     def uses_checkpoint(self, round_key: str) -> bool:
         return uses_checkpoint(self.spec, round_key)
 
-    def solve(self, tasks, spec: PolicySpec, attempts: int, out: Path, sandbox: "SandboxResource", log) -> Path:
-        """`touchstone.agent.rollout.solve` with these settings; returns `out` (resumes into it)."""
-        log.info(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts into {out}")
-        return solve(
-            tasks,
-            spec,
-            attempts=attempts,
-            workers=sandbox.workers,
-            out=out,
-            sampling=self.sampling(),
-            backend=sandbox.backend,
-            limits=self.limits(spec),
-            progress=True,
-        )
-
 
 class VerifierResource(dg.ConfigurableResource):
     """The independent verifier: replay, grade and audit each trajectory."""
@@ -196,31 +186,9 @@ class VerifierResource(dg.ConfigurableResource):
         default=[], description="Audit rules to waive. Weakens the filter: the canary check exists to catch that."
     )
 
-    def verify_round(
-        self,
-        tasks_dir: Path,
-        trajectories_dir: Path,
-        out: Path,
-        sandbox: SandboxResource,
-        revoked: list = (),
-        progress: bool = False,
-    ) -> Path:
-        """Reports for every trajectory in `trajectories_dir`: OUT/reports.parquet, OUT/checks.parquet.
-        `revoked`: the round's revocations (their trajectories are reported against a revoked task);
-        `progress`: with the share of hidden tests passing after each state-changing step."""
-        from touchstone.verify import verify_batch
-
-        return verify_batch(
-            tasks_dir,
-            trajectories_dir,
-            workers=sandbox.workers,
-            out=out,
-            replays=self.replays,
-            backend=sandbox.backend,
-            allow_rules=set(self.allow_rules),
-            progress=progress,
-            revoked={r.task_id: f"{r.reason}: {r.evidence}" for r in revoked},
-        )
+    def grading(self) -> Grading:
+        """How the round's trajectories and its evaluation's attempts are graded (training.round_engine)."""
+        return Grading(replays=self.replays, allow_rules=frozenset(self.allow_rules))
 
     def revoke_failing_references(self, tasks_dir: Path, sandbox: SandboxResource) -> list:
         """Regrade each kept task's reference under the runs this verifier grades with

@@ -23,11 +23,11 @@ from pathlib import Path
 
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.policies.spec import PolicySpec
-from touchstone.agent.rollout import solve
 from touchstone.episode.trajectory import Sampling
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.evaluate.schema import RoundMetrics
 from touchstone.experiments.filter_ablation import (
+    OUTCOMES_FILE,
     SEED_FIGURES,
     AblationConfig,
     seed_summary,
@@ -44,6 +44,7 @@ from touchstone.tasks.schema import Task
 from training.common import experiment_train_config
 from training.evaluation import evaluate_checkpoint
 from training.model_init import default_model
+from training.round_engine import SINGLE_RUN, Sandboxes, roll_out, verify
 from training.train import train
 
 Log = Callable[[str], None]
@@ -55,19 +56,28 @@ def shared_round(cfg: AblationConfig, index: int, tasks: list[Task], out: Path) 
     attempts = cfg.attempts if index == 0 else cfg.teacher_attempts
     if attempts == 0:
         return None
-    rollouts = solve(
+    rollouts = roll_out(
         tasks,
         cfg.hack_prone_spec(),
         attempts,
-        cfg.workers,
         out / "rollouts",
-        Sampling(seed=round_seed(cfg, index)),
-        cfg.backend,
-        EpisodeLimits(max_turns=TEACHER_MAX_TURNS),
-        progress=False,
+        _sandboxes(cfg),
+        sampling=Sampling(seed=round_seed(cfg, index)),
+        limits=EpisodeLimits(max_turns=TEACHER_MAX_TURNS),
     )
-    filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend, holdout_dir=cfg.holdout_dir())
+    filter_outcomes(cfg, tasks, rollouts, out)
     return out
+
+
+def filter_outcomes(cfg: AblationConfig, tasks: list[Task], rollouts: Path, out: Path) -> Path:
+    """Both filters on `rollouts`, once (OUT/outcomes.parquet, `filter_rollouts`): graded
+    by the round engine's verifier stage into OUT/verification."""
+    if (out / OUTCOMES_FILE).is_file():
+        return out / OUTCOMES_FILE
+    reports = verify(tasks, rollouts, out / "verification", _sandboxes(cfg), SINGLE_RUN)
+    return filter_rollouts(
+        tasks, rollouts, reports, out, workers=cfg.workers, backend=cfg.backend, holdout_dir=cfg.holdout_dir()
+    )
 
 
 def evaluate(cfg: AblationConfig, checkpoint: Path, heldout: list[Task], out: Path, label: str) -> RoundMetrics:
@@ -126,18 +136,16 @@ def arm_round(
         return ArmRow.model_validate_json(cached.read_text())
     filtered = [] if shared is None else [(shared / "rollouts", shared)]
     if index > 0:
-        rollouts = solve(
+        rollouts = roll_out(
             tasks,
             PolicySpec("hf", str(start)),
             cfg.model_attempts,
-            cfg.workers,
             out / "rollouts",
-            _sampling(cfg, round_seed(cfg, index)),
-            cfg.backend,
-            EpisodeLimits(max_turns=cfg.max_turns),
-            progress=False,
+            _sandboxes(cfg),
+            sampling=_sampling(cfg, round_seed(cfg, index)),
+            limits=EpisodeLimits(max_turns=cfg.max_turns),
         )
-        filter_rollouts(tasks, rollouts, out, workers=cfg.workers, backend=cfg.backend, holdout_dir=cfg.holdout_dir())
+        filter_outcomes(cfg, tasks, rollouts, out)
         filtered.append((rollouts, out))
     data = build_arm_dataset(arm, filtered, out / "data", seed=round_seed(cfg, index))
     kept = {
@@ -267,6 +275,10 @@ def run_filter_ablation(
         "base": base_metrics,
         "arms": {arm: [r.model_dump() for r in arm_rows] for arm, arm_rows in rows.items()},
     }
+
+
+def _sandboxes(cfg: AblationConfig) -> Sandboxes:
+    return Sandboxes(backend=cfg.backend, workers=cfg.workers)
 
 
 def _sampling(cfg: AblationConfig, seed: int) -> Sampling:

@@ -26,7 +26,6 @@ import numpy as np
 
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.policies.spec import TEACHER, PolicySpec
-from touchstone.agent.rollout import solve
 from touchstone.episode.trajectory import Sampling
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.data.inputs import Example, join, read_trajectories, reports_of
@@ -45,10 +44,10 @@ from touchstone.experiments.credit_study import (
     weight_stats,
 )
 from touchstone.tasks.schema import Task
-from touchstone.verify import verify_batch
 from training.common import experiment_train_config
 from training.evaluation import evaluate_checkpoint
 from training.model_init import default_model
+from training.round_engine import SINGLE_RUN, Sandboxes, roll_out, verify
 from training.scoring import Scorer
 from training.train import train
 
@@ -59,28 +58,13 @@ def verified_examples(
     tasks: list[Task], policy: PolicySpec, attempts: int, out: Path, cfg: CreditStudyConfig
 ) -> list[Example]:
     """`policy`'s runs on `tasks`, verified with progress points (cached under OUT)."""
-    rollouts = solve(
-        tasks,
-        policy,
-        attempts,
-        cfg.workers,
-        out / "rollouts",
-        Sampling(seed=cfg.seed),
-        cfg.backend,
-        EpisodeLimits(max_turns=TEACHER_MAX_TURNS),
-        progress=False,
+    sandboxes = Sandboxes(backend=cfg.backend, workers=cfg.workers)
+    limits = EpisodeLimits(max_turns=TEACHER_MAX_TURNS)
+    rollouts = roll_out(
+        tasks, policy, attempts, out / "rollouts", sandboxes, sampling=Sampling(seed=cfg.seed), limits=limits
     )
     if not (out / "verification" / "reports.parquet").is_file():
-        verify_batch(
-            [t.dir for t in tasks],
-            rollouts,
-            workers=cfg.workers,
-            out=out / "verification",
-            backend=cfg.backend,
-            replays=1,
-            progress=True,
-            progress_bar=False,
-        )
+        verify(tasks, rollouts, out / "verification", sandboxes, SINGLE_RUN, progress=True, progress_bar=False)
     return join(read_trajectories(rollouts), reports_of(out / "verification"), None)
 
 

@@ -37,8 +37,17 @@ from touchstone.data.inputs import trl_messages
 from touchstone.episode.trajectory import Sampling
 from touchstone.episode.tools import is_valid_call
 from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES, bootstrap_interval
-from touchstone.evaluate.reference import ProbeState, TurnState
+from touchstone.evaluate.reference import (
+    MATCHED_SAMPLES,
+    ProbeState,
+    TurnState,
+    probe_states,
+    read_reference,
+    reference_set,
+    turn_states,
+)
 from touchstone.evaluate.schema import Interval, LikelihoodMetrics
+from touchstone.tasks.schema import Task
 from training.common import load_base
 from training.sft import assistant_spans, training_template, turn_windows
 
@@ -160,3 +169,34 @@ def matched_valid_calls(
     finally:
         policy.close()
     return bootstrap_interval(np.array(per_state, dtype=float), resamples, seed=seed)
+
+
+def checkpoint_likelihood(
+    checkpoint: str | Path,
+    tasks: list[Task],
+    *,
+    backend: str = "auto",
+    workers: int = 1,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    matched_samples: int = MATCHED_SAMPLES,
+    sampling: Sampling | None = None,
+) -> LikelihoodMetrics | None:
+    """Imitation NLL, hack propensity and the valid tool-call rate at matched states
+    (`matched_samples` at each turn state of the teacher's runs, accepted or not; 0: not
+    measured) on the (cached) reference set of `tasks`; None when the teacher solved
+    none of them (nothing to score against)."""
+    runs = read_reference(reference_set(tasks, backend=backend, workers=workers), accepted_only=False)
+    reference = [r for r in runs if r["accepted"]]
+    if not reference:
+        return None
+    # scored within the window the policy acts in (its prompts keep their latest tokens)
+    window = sampling.context_window if sampling and sampling.context_window else MAX_LENGTH
+    metrics = likelihood_metrics(checkpoint, reference, probe_states(reference), max_length=window, resamples=resamples)
+    matched = matched_valid_calls(
+        checkpoint,
+        turn_states(runs),
+        samples=matched_samples,
+        sampling=sampling or Sampling(),
+        resamples=resamples,
+    )
+    return metrics.model_copy(update={"matched_valid_call_rate": matched})

@@ -7,12 +7,14 @@ the shipped seeds) are all it would learn it from. The warm start shows it
 other tasks' runs first, so the rounds' own data moves a model that already
 writes calls (docs/EXPERIMENTS.md, "Making `make demo` show learning").
 
-It goes through the same filter as a round: mutation tasks validated from the
-seeds with their own random stream, every task sharing a source unit with a
-held-out task excluded, the teacher's runs graded by the verifier; only
-accepted runs become SFT rows. The result is cached per machine under the
-hash of everything it depends on (the base weights, the seeds, the held-out
-set's units and ids, the teacher's and this module's code, the verifier version, the settings).
+It runs a round's own stages (training/round_engine.py, the functions the
+round's assets call), so it goes through the same filter: mutation tasks
+validated from the seeds with their own random stream, every task sharing a
+source unit with a held-out task excluded, the teacher's runs graded by the
+verifier; only accepted runs become SFT rows. The result is cached per machine
+under the hash of everything it depends on (the base weights, the seeds, the
+held-out set's units and ids, the code of the teacher, the round engine and this
+module, the verifier version, the settings).
 """
 
 from __future__ import annotations
@@ -28,10 +30,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from touchstone import paths
 from touchstone.agent import teacher
+from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.policies.spec import TEACHER
 from touchstone.checkpoint import checkpoint_hash
+from touchstone.data.build import build_datasets
 from touchstone.hashing import tree_hash
 from touchstone.taskmaking.index import INDEX_FILE, read_index
+from touchstone.taskmaking.sources import SourceMix
+from touchstone.tasks.schema import load_task_set
+from training import round_engine
+from training.round_engine import Sandboxes, propose, roll_out, verify
 
 # Its own task stream: rounds seed the proposer with 0, 1, ...; the held-out set with 1_000_000.
 WARM_START_RNG_SEED = 2_000_000
@@ -120,32 +128,16 @@ def rows_of(model: Path) -> Path:
 
 
 def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers, log) -> WarmStartResult:
-    from touchstone.agent.loop import EpisodeLimits
-    from touchstone.agent.rollout import solve
-    from touchstone.data.build import build_datasets
-    from touchstone.taskmaking.contamination import round_sets
-    from touchstone.taskmaking.sources import propose_apart_from_heldout
-    from touchstone.tasks.schema import load_task_set
-    from touchstone.taskmaking.validate import ValidationConfig
-    from touchstone.verify import verify_batch
-    from training.train import train
+    from training.train import train  # torch on use: a round's resources import this module for its config
 
     log(f"warm start: {cfg.n_tasks} seed tasks, the teacher's runs, {cfg.max_steps} SFT steps")
-    validation = ValidationConfig(backend=backend, contamination_sets=round_sets(heldout))
-    excluded = propose_apart_from_heldout(
-        work / "tasks",
-        heldout,
-        seeds=seeds,
-        n=cfg.n_tasks,
-        rng_seed=cfg.rng_seed,
-        validation=validation,
-        workers=workers,
-        operators=cfg.operators,
-    )
+    sandboxes = Sandboxes(backend=backend, workers=workers)
+    mix = SourceMix(procedural=cfg.n_tasks, operators=cfg.operators)
+    proposed = propose(work / "tasks", mix, sandboxes, seeds=seeds, heldout=heldout, rng_seed=cfg.rng_seed)
     tasks = load_task_set(work / "tasks")
     limits = EpisodeLimits(max_turns=cfg.teacher_max_turns)
-    rollouts = solve(tasks, TEACHER, 1, workers, work / "rollouts", None, backend, limits, progress=True)
-    verify_batch(work / "tasks", rollouts, workers=workers, out=work / "verify", backend=backend)
+    rollouts = roll_out(tasks, TEACHER, 1, work / "rollouts", sandboxes, limits=limits, progress=True)
+    verify(work / "tasks", rollouts, work / "verify", sandboxes)
     reports = work / "verify" / "reports.parquet"
     summary = build_datasets(reports, rollouts / "trajectories.parquet", work / "data", round_key=WARM_START_ROUND)
     shutil.copy(work / "tasks" / INDEX_FILE, work / "data" / TASKS_FILE)  # lineage: which tasks, which kept
@@ -161,7 +153,7 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
         key=key,
         base_hash=checkpoint_hash(base),
         tasks=len(tasks),
-        excluded_heldout=excluded,
+        excluded_heldout=proposed.excluded_heldout,
         runs=summary.inputs,
         accepted=summary.verdicts.get("accept", 0),
         rows=rows,
@@ -191,7 +183,8 @@ def _key_parts(base: Path, seeds: list, heldout: Path | None, trainer_config: di
         # output, object addresses included (`<function ... at 0x7fba51aa5940>`), so the same
         # held-out set proposed on a fresh data root hashed differently and missed the cache.
         kept = "\n".join(sorted(f"{r.unit} {r.id}" for r in read_index(heldout) if r.status == "kept"))
-    code = [Path(__file__), *sorted(Path(teacher.__file__).parent.rglob("*.py"))]
+    # the stages it runs (the round engine's) are its code too
+    code = [Path(__file__), Path(round_engine.__file__), *sorted(Path(teacher.__file__).parent.rglob("*.py"))]
     return {
         "verifier_version": digest(str(VERIFIER_VERSION)),
         "base_weights": checkpoint_hash(base),

@@ -18,6 +18,7 @@ from touchstone.taskmaking.revoke import RevokeError, revoke, revoke_if_referenc
 from touchstone.taskmaking.proposers.selfplay import ProposalRecord
 from touchstone.tasks.schema import load_task_set
 from touchstone.verify.batch import read_reports
+from training.round_engine import verify
 
 CASE = next(c for c in CASES if c.id == "honest-runs")
 
@@ -128,6 +129,8 @@ def test_a_round_revokes_tasks_whose_reference_fails_in_grading(tmp_path: Path) 
     trajectories = tmp_path / "trajectories" / "closed-window"
     trajectories.mkdir(parents=True)
     (trajectories / "t-1.jsonl").write_text('{"role": "user", "content": "Add two numbers."}\n')
-    out = verifier.verify_round(root, tmp_path / "trajectories", tmp_path / "reports", sandbox, revoked)
+    out = verify(
+        root, tmp_path / "trajectories", tmp_path / "reports", sandbox.sandboxes(), verifier.grading(), revoked=revoked
+    )
     [report] = read_reports(out)
     assert report.verdict != "accept" and "was revoked: reference_fails_in_grading" in report.checks[0].evidence

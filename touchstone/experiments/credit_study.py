@@ -10,8 +10,8 @@ points (the share of hidden tests passing after each state-changing step):
 - `outcome_rl`: policy gradient on every labelled run with outcome-only
   advantages `R - mean R` of the task group (progress points dropped, so every
   turn of a run gets its run's advantage).
-Why progress points matter: rounds verify without them (`VerifierResource.verify_round`
-defaults to `progress=False`), so `r_t = 0`, every turn of a run shares `R - b`,
+Why progress points matter: rounds verify without them (the round engine's `verify`,
+training/round_engine.py, defaults to `progress=False`), so `r_t = 0`, every turn of a run shares `R - b`,
 and `sft_weights` gives every turn weight 1.0. The study verifies with
 `progress=True`; `weight_stats` shows the weights it trained on.
 

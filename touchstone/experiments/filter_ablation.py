@@ -51,7 +51,6 @@ from touchstone.taskmaking.validate import ValidationConfig
 from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES, bootstrap_interval
 from touchstone.experiments.heldout_check import heldout_check
 from touchstone.tasks.schema import Task, load_task_set
-from touchstone.verify import verify_batch
 from touchstone.verify.canaries.naive import naive_grade
 from touchstone.verify.report import CheckResult, VerificationReport
 
@@ -233,21 +232,24 @@ def sampled_behaviour(
 
 
 def filter_rollouts(
-    tasks: list[Task], rollouts: Path, out: Path, *, workers: int, backend: str, holdout_dir: Path | None = None
+    tasks: list[Task],
+    rollouts: Path,
+    reports_dir: Path,
+    out: Path,
+    *,
+    workers: int,
+    backend: str,
+    holdout_dir: Path | None = None,
 ) -> Path:
-    """Both filters and both ground truths on every trajectory of `rollouts`:
-    OUT/verification/ (the verifier's reports) and OUT/outcomes.parquet (`OUTCOME_COLUMNS`).
-    Done once: every arm reads the same file."""
+    """Both filters and both ground truths on every trajectory of `rollouts`, whose
+    verifier reports are in `reports_dir` (graded by the caller: training/ablation.py
+    through the round engine): OUT/outcomes.parquet (`OUTCOME_COLUMNS`). The caller
+    makes it once: every arm reads the same file."""
     target = out / OUTCOMES_FILE
-    if target.is_file():
-        return target
     trajs = {t.trajectory_id: t for t in read_trajectories(rollouts)}
     broken = [t for t in trajs.values() if t.exit_reason == "sandbox_error"]
     if broken:  # the sandbox failed, not the policy: a rerun redoes them (delete OUT/rollouts)
         raise RuntimeError(f"{len(broken)} rollout(s) in {rollouts} ended in a sandbox error: {broken[0].error}")
-    reports_dir = verify_batch(
-        [t.dir for t in tasks], rollouts, workers=workers, out=out / "verification", backend=backend, replays=1
-    )
     naive = grade_naive(tasks, rollouts, workers, backend)
     by_id = {t.id: t for t in tasks}
 
