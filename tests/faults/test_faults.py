@@ -157,11 +157,13 @@ HOP_HEADERS = {"expect", "transfer-encoding", "connection", "content-length", "k
 
 class _FailingProxy:
     """An HTTP proxy in front of the S3 server that, while `failing` names a key part,
-    lets the first PUT of such a key through and answers every later one with a 500."""
+    lets the first PUT of such a key through and answers every later one with a 500.
+    With `copies_only`, only server-side copies (PUTs with `x-amz-copy-source`) count."""
 
     def __init__(self, upstream: str):
         self.upstream = upstream.removeprefix("http://")
         self.failing: str | None = None
+        self.copies_only = False
         self.passed = 0
         proxy = self
 
@@ -182,7 +184,13 @@ class _FailingProxy:
             def do(self) -> None:
                 body = self._body()
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
-                if self.command == "PUT" and proxy.failing and proxy.failing in self.path:
+                copy = "x-amz-copy-source" in {k.lower() for k in self.headers}
+                if (
+                    self.command == "PUT"
+                    and proxy.failing
+                    and proxy.failing in self.path
+                    and (copy or not proxy.copies_only)
+                ):
                     proxy.passed += 1
                     if proxy.passed > 1:
                         self.send_response(500)
@@ -260,3 +268,74 @@ def test_an_s3_endpoint_failing_mid_upload_leaves_the_last_good_data(failing_pro
     assert not any(n.startswith("inflection") for n in names), names  # nothing of the old version left
     assert not list(store.root.glob(".staging/**/*.parquet")), "staged uploads left behind"
     assert RoundStore(root).writer_lock().busy() is None
+
+
+def _files(store: RoundStore, asset: str) -> dict[str, int]:
+    """An asset's files on the store (path below the asset -> size), as a fresh listing sees them."""
+    top = store.asset_dir(asset)
+    return {p.path.split(f"/{asset}/", 1)[1]: p.stat().st_size for p in top.rglob("*") if p.is_file()}
+
+
+def test_a_publish_cut_off_during_the_copies_into_place_is_never_read_and_the_next_writer_finishes_it(
+    failing_proxy, monkeypatch, tmp_path
+):
+    """Object stores have no rename: the server-side copies of a publish can fail halfway.
+    The asset is then refused (never read part old, part new), left out of listings and
+    DuckDB views, and the next writer finishes the publish from its complete upload."""
+    from orchestration.storage import IncompleteAsset
+
+    proxy = failing_proxy
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("TOUCHSTONE_HOME", str(tmp_path))  # the DuckDB file of the views
+    root = f"s3://{BUCKET}/copies"
+    storage = StorageResource(root=root)
+
+    def sources(seed: str):
+        config = {"ops": {"seed_sources": {"config": {"seeds": [seed]}}}}
+        instance = dg.DagsterInstance.ephemeral()
+        return materialize(instance, ["seed_sources"], resources={"storage": storage}, run_config=config)
+
+    assert sources("toolz").success
+    clean = _files(RoundStore(root), "seed_sources")
+    assert sources("inflection").success
+
+    proxy.failing, proxy.copies_only = "seed_sources", True  # the first copy lands, every later one fails
+    failed = sources("toolz")
+    assert not failed.success and any("seed_sources" in line for line in describe_failures(failed))
+    store = RoundStore(root)
+    partial = _files(store, "seed_sources")
+    assert 0 < len(partial) < len(clean), "the fault did not hit the copies halfway"
+    with pytest.raises(IncompleteAsset, match="seed_sources .*incomplete.*rerun"):
+        store.local_dir("seed_sources")
+
+    # a round's asset cut off the same way (its sft.parquet copied, its summary not) is left
+    # out of listings and views
+    def publish_round(key: str) -> None:
+        with store.publish("training_data", key) as out:
+            pl.DataFrame({"round": [key] * 3, "n": [1, 2, 3]}).write_parquet(out / "sft.parquet")
+            (out / "summary.json").write_text("{}")
+
+    publish_round("r000")
+    proxy.failing, proxy.passed = "r001/training_data/summary.json", 1  # every copy of it fails
+    with pytest.raises(OSError):
+        publish_round("r001")
+    assert (store.asset_dir("training_data", "r001") / "sft.parquet").exists()
+    assert set(store.round_files("training_data", "sft.parquet")) == {"r000"}
+    store.refresh_views()
+    with store.connect(read_only=True) as con:
+        assert con.execute("SELECT DISTINCT round FROM sft").fetchall() == [("r000",)]
+
+    proxy.failing = None
+
+    @dg.asset
+    def reader(storage: StorageResource) -> list:  # a run that only reads: it still takes the writer lock
+        return pl.read_parquet(storage.store().local_dir("seed_sources") / "sources.parquet")["seed"].to_list()
+
+    result = dg.materialize([reader], resources={"storage": storage}, instance=dg.DagsterInstance.ephemeral())
+    assert result.success and result.output_for_node("reader")[0].startswith("toolz")
+    store = RoundStore(root)
+    assert _files(store, "seed_sources") == clean  # exactly a clean publish's files: nothing lost or doubled
+    assert set(store.round_files("training_data", "sft.parquet")) == {"r000", "r001"}
+    assert not list(store.root.glob(".publishing/*")) and not list(store.root.glob(".staging/*"))
+    assert store.writer_lock().busy() is None
