@@ -225,11 +225,13 @@ class PolicyResource(dg.ConfigurableResource):
         return uses_checkpoint(self.spec, round_key)
 
     def solve(self, tasks, spec: PolicySpec, attempts: int, out: Path, sandbox: "SandboxResource", log) -> Path:
-        """`touchstone.agent.rollout.solve` with these settings; returns `out` (resumes into it)."""
-        from touchstone.agent.rollout import solve
+        """`touchstone.agent.rollout.solve` with these settings; returns `out` (resumes into it).
+        Fails while an attempt was cut off by the sandbox itself (infrastructure): graded, it
+        would be a verdict against the policy; the rerun redoes just those attempts."""
+        from touchstone.agent.rollout import sandbox_failures, solve
 
         log.info(f"rolling out {spec} on {len(tasks)} tasks x {attempts} attempts into {out}")
-        return solve(
+        solve(
             tasks,
             spec,
             attempts=attempts,
@@ -240,6 +242,13 @@ class PolicyResource(dg.ConfigurableResource):
             limits=self.limits(spec),
             progress=True,
         )
+        failed = sandbox_failures(out)
+        if failed:
+            raise dg.Failure(
+                f"{len(failed)} attempt(s) of {spec} were cut off by the sandbox, not the policy ({failed[0].error}); "
+                "nothing of them is graded or trained on: rerun the round to redo them"
+            )
+        return out
 
 
 class VerifierResource(dg.ConfigurableResource):
