@@ -5,14 +5,19 @@ published data is whole (nothing lost, nothing duplicated) and a rerun completes
 - SIGKILL at each stage of a round (heavy: a round each), and Ctrl-C in
   the middle of the rollouts: the rerun keeps the round's proposed tasks;
 - a full disk under the data root (a small tmpfs; needs root to mount);
-- an S3 endpoint that fails mid-upload (a proxy in front of a moto server)."""
+- an S3 endpoint that fails mid-upload, or during the server-side copies into place
+  (a proxy in front of a moto server);
+- the Docker daemon restarted during the rollouts (a private dockerd: the shared one
+  is never touched)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from http.client import HTTPConnection
@@ -33,9 +38,9 @@ from tests.orchestration.test_one_writer import TOUCHSTONE, _Run, _sandbox_proce
 from tests.serving import free_port
 
 
-def _config(tmp_path: Path) -> Path:
+def _config(tmp_path: Path, backend: str = "bwrap") -> Path:
     """The smallest whole round: one seed, three proposed tasks, one evaluation attempt."""
-    config = tiny_run_config(sandbox={"backend": "bwrap"})
+    config = tiny_run_config(sandbox={"backend": backend})
     config["ops"]["seed_sources"]["config"]["seeds"] = ["inflection"]
     config["ops"]["proposed_tasks"]["config"]["n_tasks"] = 3
     config["ops"]["round_evaluation"]["config"].update(attempts=1, matched_samples=0)
@@ -339,3 +344,172 @@ def test_a_publish_cut_off_during_the_copies_into_place_is_never_read_and_the_ne
     assert set(store.round_files("training_data", "sft.parquet")) == {"r000", "r001"}
     assert not list(store.root.glob(".publishing/*")) and not list(store.root.glob(".staging/*"))
     assert store.writer_lock().busy() is None
+
+
+class _PrivateDockerd:
+    """A Docker daemon of this test alone (its own socket, data, state and pid file, and a
+    bridge of its own), holding a copy of the sandbox image. Never `--bridge none`: a
+    daemon started so deletes the host's `docker0`, the shared daemon's default bridge."""
+
+    def __init__(self) -> None:
+        # Short paths: a unix socket's path may not exceed 107 bytes.
+        self.root = Path(tempfile.mkdtemp(prefix="tsdk-", dir="/tmp"))
+        self.host = f"unix://{self.root}/docker.sock"
+        self.bridge = f"tsdk{os.getpid() % 100000}"  # an interface name has at most 15 bytes
+        self.proc: subprocess.Popen | None = None
+        subnet = f"10.231.{os.getpid() % 250}.1/24"
+        for command in (["add", self.bridge, "type", "bridge"], ["set", self.bridge, "up"]):
+            subprocess.run(["ip", "link", *command], check=True)
+        subprocess.run(["ip", "addr", "add", subnet, "dev", self.bridge], check=True)
+
+    def start(self) -> None:
+        args = ["--host", self.host, "--data-root", str(self.root / "data"), "--exec-root", str(self.root / "x")]
+        args += ["--pidfile", str(self.root / "docker.pid"), "--bridge", self.bridge]
+        args += ["--iptables=false", "--ip-masq=false", "--ip-forward=false"]  # the host's rules stay as they are
+        log = (self.root / "dockerd.log").open("a")
+        self.proc = subprocess.Popen(["dockerd", *args], stdout=log, stderr=log, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while self.docker("info", check=False).returncode != 0:
+            assert self.proc.poll() is None, (self.root / "dockerd.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the private dockerd did not answer in 120 s"
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        """As a service manager restarts it: SIGTERM, the daemon stops its containers and exits."""
+        self.proc.terminate()
+        self.proc.wait(timeout=120)
+
+    def docker(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(["docker", "-H", self.host, *args], capture_output=True, text=True, check=check)
+
+    def load_image(self, tag: str) -> None:
+        save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
+        subprocess.run(["docker", "-H", self.host, "load"], stdin=save.stdout, capture_output=True, check=True)
+        assert save.wait() == 0
+
+    def close(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.docker("rm", "-f", *self.docker("ps", "-aq").stdout.split(), check=False)
+            self.stop()
+        subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture
+def private_dockerd(require_docker):
+    """Skips where no dockerd can be started (needs root); the shared daemon is only read."""
+    from touchstone.sandbox.image import image_tag
+
+    if os.geteuid() != 0 or not shutil.which("dockerd") or not shutil.which("ip"):
+        pytest.skip("starting a private Docker daemon needs root, dockerd and ip")
+    daemon = _PrivateDockerd()
+    try:
+        daemon.start()
+        daemon.load_image(image_tag())
+        yield daemon
+    finally:
+        daemon.close()
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_docker_daemon_restarted_mid_round_loses_nothing_and_a_rerun_completes(tmp_path, private_dockerd):
+    """The daemon restarts while the rollouts run their sandboxes: the attempts it cut off
+    are infrastructure failures, never graded or trained on; the step fails naming them;
+    the rerun redoes just those attempts and completes the round whole."""
+    daemon = private_dockerd
+    config = _config(tmp_path, backend="docker")
+    docker_env = {"DOCKER_HOST": daemon.host}
+    run = _Run(tmp_path, "restarted", "-c", str(config), env=docker_env)
+    try:
+        run.wait_for("done proposed_tasks", timeout=1500)
+        run.wait_until(lambda: daemon.docker("ps", "-q").stdout.strip(), "a rollout's sandbox container")
+        daemon.stop()
+        daemon.start()
+        assert run.proc.wait(timeout=1800) == 1, run.stderr
+    finally:
+        run.kill()
+    cause = next(line for line in run.stderr.splitlines() if "raw_trajectories" in line and "sandbox" in line)
+    assert "rerun" in cause and "Traceback" not in run.stderr, run.stderr
+    home = tmp_path / "home"
+    assert not (home / "rounds" / "r000" / "verification_reports").exists()  # nothing of them was graded
+
+    rerun = subprocess.run(
+        [TOUCHSTONE, "round", "run", "-c", str(config)],
+        env={**_env(tmp_path), **docker_env},
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert_round_whole(home)
+    trajectories = pl.read_parquet(home / "rounds" / "r000" / "raw_trajectories" / "trajectories.parquet")
+    assert "sandbox_error" not in trajectories["exit_reason"].to_list()
+
+
+@pytest.fixture
+def postgres_instance(tmp_path, require_docker):
+    """A Dagster instance on a PostgreSQL of this test alone (a container of the deployment's
+    image, on a loopback port): DAGSTER_HOME's dagster.yaml, and the container's name."""
+    import docker
+    import psycopg2
+
+    from orchestration.deploy.images import build_postgres_image
+
+    client = docker.from_env()
+    port, password = free_port(), "fault-test"
+    container = client.containers.run(
+        build_postgres_image(),
+        name=f"tsfault-pg-{port}",
+        detach=True,
+        environment={"POSTGRES_USER": "dagster", "POSTGRES_PASSWORD": password, "POSTGRES_DB": "dagster"},
+        ports={"5432/tcp": ("127.0.0.1", port)},
+        labels={"touchstone.test": "faults"},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                psycopg2.connect(
+                    host="127.0.0.1", port=port, user="dagster", password=password, dbname="dagster"
+                ).close()
+                break
+            except psycopg2.OperationalError:
+                assert time.monotonic() < deadline, container.logs(tail=30).decode()
+                time.sleep(1)
+        dagster_home = tmp_path / "dagster_home"
+        dagster_home.mkdir()
+        db = {"username": "dagster", "password": password, "hostname": "127.0.0.1", "db_name": "dagster", "port": port}
+        config = {"storage": {"postgres": {"postgres_db": db}}, "telemetry": {"enabled": False}}
+        (dagster_home / "dagster.yaml").write_text(yaml.safe_dump(config))
+        yield container
+    finally:
+        container.remove(force=True)
+        client.close()
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_postgresql_restarted_under_the_instance_mid_round_loses_nothing_and_a_rerun_completes(
+    tmp_path, postgres_instance
+):
+    """The instance's PostgreSQL stops for 15 s (longer than Dagster's connection retries)
+    while the rollouts run, then starts again: the round ends in one line or goes on, the
+    published data stays whole, and the rerun completes the round."""
+    config = _config(tmp_path)
+    run = _Run(tmp_path, "pg", "-c", str(config))
+    try:
+        run.wait_for("done proposed_tasks", timeout=1500)
+        run.wait_until(lambda: _sandbox_processes(run.proc.pid), "a rollout's sandbox")
+        postgres_instance.stop(timeout=10)
+        time.sleep(15)
+        postgres_instance.start()
+        code = run.proc.wait(timeout=1800)
+    finally:
+        run.kill()
+    assert "Traceback" not in run.stderr, run.stderr
+    if code != 0:  # the run could not record its progress: it says so in one line
+        assert code == 1 and any("failed" in line for line in run.stderr.splitlines()), run.stderr
+    rerun = _rerun(tmp_path, config)
+    assert rerun.returncode == 0, rerun.stderr
+    assert_round_whole(tmp_path / "home")
