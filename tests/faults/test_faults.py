@@ -480,6 +480,7 @@ def postgres_instance(tmp_path, require_docker):
         dagster_home = tmp_path / "dagster_home"
         dagster_home.mkdir()
         db = {"username": "dagster", "password": password, "hostname": "127.0.0.1", "db_name": "dagster", "port": port}
+        db["scheme"] = "postgresql+psycopg2"  # as the deployment's dagster.yaml (SQLAlchemy 2.1's default: psycopg 3)
         config = {"storage": {"postgres": {"postgres_db": db}}, "telemetry": {"enabled": False}}
         (dagster_home / "dagster.yaml").write_text(yaml.safe_dump(config))
         yield container
