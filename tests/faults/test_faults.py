@@ -412,6 +412,7 @@ def private_dockerd(require_docker):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # sources, a round cut off and its rerun, on a loaded machine
 @pytest.mark.docker
 def test_a_docker_daemon_restarted_mid_round_loses_nothing_and_a_rerun_completes(tmp_path, private_dockerd):
     """The daemon restarts while the rollouts run their sandboxes: the attempts it cut off
@@ -458,15 +459,15 @@ def postgres_instance(tmp_path, require_docker):
 
     client = docker.from_env()
     port, password = free_port(), "fault-test"
-    container = client.containers.run(
+    container = client.containers.create(
         build_postgres_image(),
         name=f"tsfault-pg-{port}",
-        detach=True,
         environment={"POSTGRES_USER": "dagster", "POSTGRES_PASSWORD": password, "POSTGRES_DB": "dagster"},
         ports={"5432/tcp": ("127.0.0.1", port)},
         labels={"touchstone.test": "faults"},
     )
     try:
+        container.start()
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -490,13 +491,15 @@ def postgres_instance(tmp_path, require_docker):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # sources, a round cut off and its rerun, on a loaded machine
 @pytest.mark.docker
 def test_postgresql_restarted_under_the_instance_mid_round_loses_nothing_and_a_rerun_completes(
     tmp_path, postgres_instance
 ):
     """The instance's PostgreSQL stops for 15 s (longer than Dagster's connection retries)
-    while the rollouts run, then starts again: the round ends in one line or goes on, the
-    published data stays whole, and the rerun completes the round."""
+    while the rollouts run, then starts again: the round either goes on (only log writes
+    were lost) or ends in one line naming the cause with no traceback, and then the rerun
+    completes it; either way the round is whole."""
     config = _config(tmp_path)
     run = _Run(tmp_path, "pg", "-c", str(config))
     try:
@@ -509,8 +512,10 @@ def test_postgresql_restarted_under_the_instance_mid_round_loses_nothing_and_a_r
     finally:
         run.kill()
     assert "Traceback" not in run.stderr, run.stderr
-    if code != 0:  # the run could not record its progress: it says so in one line
-        assert code == 1 and any("failed" in line for line in run.stderr.splitlines()), run.stderr
-    rerun = _rerun(tmp_path, config)
-    assert rerun.returncode == 0, rerun.stderr
+    if code != 0:  # a step could not record an event: the round ends naming it, and the rerun finishes it
+        cause = next(line for line in run.stderr.splitlines() if line.startswith("round failed: "))
+        assert code == 1 and "OperationalError" in cause, run.stderr
+        rerun = _rerun(tmp_path, config)
+        assert rerun.returncode == 0, rerun.stderr
+    # else the outage hit only log writes, which Dagster drops after its retries: the round went on
     assert_round_whole(tmp_path / "home")
