@@ -413,6 +413,7 @@ def private_dockerd(require_docker):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 18 min at load 20: every sandbox of the sources and the round in Docker
 @pytest.mark.timeout(3600)  # sources, a round cut off and its rerun, on a loaded machine
 @pytest.mark.docker
 def test_a_docker_daemon_restarted_mid_round_loses_nothing_and_a_rerun_completes(tmp_path, private_dockerd):
