@@ -64,6 +64,7 @@ def raw_trajectories(
             )
             for spec, attempts in specs.items()
         ]
+        _refuse_sandbox_failures(parts)
         for part in parts:
             shutil.copytree(part, out / part.name)
         merge_rollouts(parts, out)
@@ -75,3 +76,16 @@ def raw_trajectories(
             **lineage_metadata(start),
         }
     )
+
+
+def _refuse_sandbox_failures(parts: list) -> None:
+    """Fails while an attempt was cut off by the sandbox itself (infrastructure): graded, it
+    would be a verdict against the policy; the rerun redoes just those attempts."""
+    from touchstone.agent.rollout import sandbox_failures
+
+    failed = [t for part in parts for t in sandbox_failures(part)]
+    if failed:
+        raise dg.Failure(
+            f"{len(failed)} attempt(s) were cut off by the sandbox, not the policy ({failed[0].error}); "
+            "nothing of them is graded or trained on: rerun the round to redo them"
+        )

@@ -44,7 +44,25 @@ def storage_problem(root: str, exc: BaseException) -> str:
     return f"data root {root} cannot be read or written ({one_line(exc)}); {fix}"
 
 
+def database_problem(exc: BaseException) -> str | None:
+    """One line for the Dagster instance's database going away (a PostgreSQL restart
+    longer than Dagster's retries), or None for any other error."""
+    from dagster_postgres.utils import DagsterPostgresException
+    from sqlalchemy.exc import DBAPIError
+
+    if not isinstance(exc, DagsterPostgresException | DBAPIError):
+        return None
+    return (
+        f"the Dagster instance's database cannot be reached ({one_line(exc)}); once it runs again "
+        "(DAGSTER_HOME's dagster.yaml names it), rerun: a round resumes where it stopped"
+    )
+
+
 def unexpected(exc: Exception) -> None:
     """End on an error no command turned into its own message."""
+    problem = database_problem(exc)
+    if problem:
+        click.echo(f"error: {problem}", err=True)
+        raise SystemExit(1)
     click.echo(f"error: {one_line(exc)} (unexpected: `touchstone --debug ...` shows where it happened)", err=True)
     raise SystemExit(1)

@@ -236,6 +236,8 @@ def _writer(store, wait: bool):
         raise click.ClickException(storage_problem(lock.root, exc)) from None
     if lock.took_over:
         click.echo(f"taking over the data root from a writer that is gone: {lock.took_over.describe()}", err=True)
+    for asset in store.finish_publishes():  # before anything reads it (object stores: docs/FAULTS.md)
+        click.echo(f"finished the publish of {asset} that an earlier writer left cut off", err=True)
     os.environ[TOKEN_ENV] = lock.me.token
     try:
         yield lock

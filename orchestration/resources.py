@@ -70,10 +70,14 @@ class StorageResource(dg.ConfigurableResource):
         """Every run that may write the data root holds its writer lock while it runs."""
         from touchstone.writer_lock import DataRootBusy
 
+        store = self.store()
         try:
-            self._lock = self.store().lock_for_run(context.run.run_id if context.run else None)
+            self._lock = store.lock_for_run(context.run.run_id if context.run else None)
         except DataRootBusy as busy:
             raise dg.Failure(str(busy), allow_retries=False) from None
+        if self._lock is not None:  # a new writer: first finish what a cut-off one left (object stores)
+            for asset in store.finish_publishes():
+                context.log.warning(f"finished the publish of {asset} that a writer before this run left cut off")
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if self._lock is not None:

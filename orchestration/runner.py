@@ -162,7 +162,10 @@ class _ProgressWatcher:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self._poll()
+            try:
+                self._poll()
+            except Exception:  # noqa: BLE001 - the instance's database away (restarting): the run says why, if it fails
+                continue  # progress lines resume with it; a dead thread would print a traceback and stop them
 
     def _poll(self) -> None:
         for stage in list(self.stages):

@@ -6,10 +6,14 @@ Layout: ROOT/rounds/<round>/<asset>/... for partitioned assets, ROOT/<asset>/...
 for the others. Writers fill a private staging directory and `publish` swaps it
 into place, so a killed run leaves the last good data untouched and a rerun
 replaces a partition's files instead of appending to them (no duplicates).
+An object store has no rename: there a publish is journaled (ROOT/.publishing/)
+while its server-side copies run, readers refuse an asset whose publish is under
+way or was cut off, and the next writer of the root finishes it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -18,6 +22,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import duckdb
 import polars as pl
@@ -48,6 +53,13 @@ TABLES: dict[str, tuple[str, str]] = {
 
 _STAGING = ".staging"
 _WORK = ".work"
+# Object stores: one record per publish whose server-side copies are under way (or were cut off)
+_PUBLISHING = ".publishing"
+
+
+class IncompleteAsset(RuntimeError):
+    """An asset on an object store whose publish was cut off while its files were copied
+    into place: part old, part new, so never read; the next writer finishes the publish."""
 
 
 class RoundStore:
@@ -67,7 +79,11 @@ class RoundStore:
 
     def round_files(self, asset: str, filename: str) -> dict[str, UPath]:
         """round key -> the asset's `filename` in that round, for every round that has it."""
-        return {p.parent.parent.name: p for p in self.root.glob(f"rounds/*/{asset}/{filename}")}
+        found = {p.parent.parent.name: p for p in self.root.glob(f"rounds/*/{asset}/{filename}")}
+        if self.is_local:
+            return found
+        incomplete = self._incomplete()
+        return {key: p for key, p in found.items() if self._rel(p.parent) not in incomplete}
 
     def local_dir(self, asset: str, round_key: str | None = None) -> Path:
         """A local directory holding the asset's files (downloaded for remote roots)."""
@@ -77,6 +93,7 @@ class RoundStore:
             raise FileNotFoundError(f"{asset} has no data for {where} at {src}: materialize it first")
         if self.is_local:
             return Path(src.path)
+        self._refuse_incomplete(src)
         dest = Path(tempfile.mkdtemp(prefix=f"touchstone-{asset}-"))
         _copy_upath(src, UPath(dest))
         return dest
@@ -94,8 +111,11 @@ class RoundStore:
         store, e.g. a checkpoint recorded in metadata): downloaded when remote."""
         if not paths.is_url(location):
             return location
+        src = UPath(location, **self.options)
+        if str(src).startswith(str(self.root)):
+            self._refuse_incomplete(src)
         dest = Path(tempfile.mkdtemp(prefix="touchstone-copy-"))
-        _copy_upath(UPath(location, **self.options), UPath(dest))
+        _copy_upath(src, UPath(dest))
         return str(dest)
 
     def writer_lock(self, run_id: str | None = None) -> WriterLock:
@@ -111,12 +131,13 @@ class RoundStore:
         Another writer: DataRootBusy, naming it."""
         lock = self.writer_lock(run_id)
         try:
-            return lock.acquire()
+            lock.acquire()
         except DataRootBusy as busy:
             holder = busy.holder
             if holder and (holder.token == os.environ.get(TOKEN_ENV) or (run_id and holder.run_id == run_id)):
                 return None
             raise
+        return lock
 
     def work_dir(self, asset: str, round_key: str | None = None) -> Path:
         """A local directory that survives a killed run, for stages that resume
@@ -154,20 +175,65 @@ class RoundStore:
 
     def _upload_into_place(self, staging: Path, dest: UPath) -> None:
         """An object store has no rename: upload everything to a staging prefix first, so an
-        upload that fails (the endpoint, the network) leaves the last good data as it was;
-        only then replace it, by server-side copies. (A failure during those copies leaves
-        the asset partial until it is rematerialized: docs/FAULTS.md.)"""
+        upload that fails (the endpoint, the network) leaves the last good data as it was.
+        Then journal the publish and replace the data by server-side copies: a failure
+        during those leaves the record, so readers refuse the asset and the next writer
+        finishes the copies from the complete staged upload (docs/FAULTS.md)."""
         remote = self.root / _STAGING / f"{dest.name}-{uuid.uuid4().hex}"
         try:
             _copy_upath(UPath(staging), remote)
-            if dest.exists():
-                dest.rmdir(recursive=True)
-            self.root.fs.copy(remote.path, dest.path, recursive=True)
-        finally:
-            try:
-                self.root.fs.rm(remote.path, recursive=True)
-            except FileNotFoundError:
-                pass  # nothing was uploaded
+        except BaseException:
+            _remove_prefix(remote)
+            raise
+        record = self._publishing_record(dest)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"asset": self._rel(dest), "staged": self._rel(remote)}))
+        self._copy_into_place(record)
+
+    def _copy_into_place(self, record: UPath) -> None:
+        """Replace an asset by its staged upload, as `record` says; idempotent, so an
+        interrupted one is simply done again. The record goes only once the copy is whole."""
+        publish = json.loads(record.read_text())
+        dest, staged = self.root / publish["asset"], self.root / publish["staged"]
+        if dest.exists():
+            dest.rmdir(recursive=True)
+        self.root.fs.copy(staged.path, dest.path, recursive=True)
+        record.unlink()
+        _remove_prefix(staged)
+
+    def finish_publishes(self) -> list[str]:
+        """Finish the publishes a writer left cut off (their server-side copies failed or
+        were killed), and drop uploads no publish refers to. Run by whoever takes the writer
+        lock, before anything reads: returns the assets finished."""
+        if self.is_local:
+            return []  # a local publish is one rename: nothing is ever left half done
+        records = sorted((self.root / _PUBLISHING).glob("*.json")) if (self.root / _PUBLISHING).exists() else []
+        finished = []
+        for record in records:
+            finished.append(json.loads(record.read_text())["asset"])
+            self._copy_into_place(record)
+        if (self.root / _STAGING).exists():
+            for leftover in (self.root / _STAGING).iterdir():  # uploads of killed or failed publishes
+                _remove_prefix(leftover)
+        return finished
+
+    def _rel(self, path: UPath) -> str:
+        return path.path[len(self.root.path) :].strip("/")
+
+    def _publishing_record(self, dest: UPath) -> UPath:
+        return self.root / _PUBLISHING / f"{quote(self._rel(dest), safe='')}.json"
+
+    def _incomplete(self) -> set[str]:
+        """The assets (paths below the root) whose publish is under way or was cut off."""
+        journal = self.root / _PUBLISHING
+        return {json.loads(r.read_text())["asset"] for r in journal.glob("*.json")} if journal.exists() else set()
+
+    def _refuse_incomplete(self, src: UPath) -> None:
+        if self._publishing_record(src).exists():
+            raise IncompleteAsset(
+                f"{self._rel(src)} at {self.root} is incomplete: its publish was cut off while its files were "
+                "copied into place; the next writer of the data root finishes it (rerun `touchstone round run`)"
+            )
 
     # --- DuckDB ---------------------------------------------------------------
 
@@ -186,16 +252,20 @@ class RoundStore:
         return con
 
     def refresh_views(self) -> list[str]:
-        """(Re)create one view per table that has at least one file; returns their names."""
+        """(Re)create one view per table that has at least one file; returns their names.
+        On an object store a view lists its files, leaving out assets whose publish was
+        cut off (a glob would read their partial copy)."""
         created = []
         with closing(self.connect()) as con:
             for view, (asset, filename) in TABLES.items():
-                pattern = str(self.root / "rounds" / "*" / asset / filename)
-                if not any(self.root.glob(f"rounds/*/{asset}/{filename}")):
+                files = self.round_files(asset, filename)
+                if not files:
                     con.execute(f"DROP VIEW IF EXISTS {view}")
                     continue
                 reader = "read_json_auto" if filename.endswith(".json") else "read_parquet"
-                source = f"{reader}('{pattern}', union_by_name=true, filename=true)"
+                pattern = str(self.root / "rounds" / "*" / asset / filename)
+                target = f"'{pattern}'" if self.is_local else str([str(files[key]) for key in sorted(files)])
+                source = f"{reader}({target}, union_by_name=true, filename=true)"
                 columns = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
                 round_col = "" if "round" in columns else ("regexp_extract(filename, '/rounds/([^/]+)/', 1) AS round, ")
                 con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT {round_col}* EXCLUDE (filename) FROM {source}")
@@ -247,6 +317,13 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _remove_prefix(prefix: UPath) -> None:
+    try:
+        prefix.fs.rm(prefix.path, recursive=True)
+    except FileNotFoundError:
+        pass  # nothing was uploaded there
 
 
 def _copy_upath(src: UPath, dest: UPath) -> None:

@@ -55,10 +55,19 @@ def build_images(log=print) -> Images:
     shutil.copy(DOCKER_DIR / "Dockerfile", context / "Dockerfile")
     user = f"{USER_CODE_REPO}:{_digest(base, wheels_hash, sys.version, python_prefix, src_hash, _file_hash(DOCKER_DIR / 'Dockerfile'))}"
     _build(client, context, user, {"BASE": base, "PYTHON_PREFIX": python_prefix}, log)
+    return Images(user_code=user, postgres=build_postgres_image(log))
+
+
+def build_postgres_image(log=print) -> str:
+    """Build (when missing) the PostgreSQL image alone and return its tag."""
+    from touchstone.sandbox.docker import _client, ensure_image
+    from touchstone.sandbox.image import base_tag
+
+    ensure_image(progress=False)  # imports the debootstrapped base too
     pg_dir = DOCKER_DIR / "postgres"
-    postgres = f"{POSTGRES_REPO}:{_digest(base, *(_file_hash(p) for p in sorted(pg_dir.iterdir())))}"
-    _build(client, pg_dir, postgres, {"BASE": base}, log)
-    return Images(user_code=user, postgres=postgres)
+    postgres = f"{POSTGRES_REPO}:{_digest(base_tag(), *(_file_hash(p) for p in sorted(pg_dir.iterdir())))}"
+    _build(_client(), pg_dir, postgres, {"BASE": base_tag()}, log)
+    return postgres
 
 
 def _build(client, context: Path, tag: str, buildargs: dict[str, str], log) -> None:

@@ -98,3 +98,25 @@ def test_killed_run_resumes_to_the_same_trajectories(tmp_path):
     assert not list(out.glob("**/.*.tmp"))  # no half-written file survives
     # finished attempts were not run again
     assert all((out / "records" / name).stat().st_mtime_ns == m for name, m in done_before.items())
+
+
+def test_attempts_the_sandbox_cut_off_are_redone_by_a_rerun(tmp_path):
+    """A Docker daemon that does not answer fails every attempt in the sandbox: recorded as
+    sandbox_error (infrastructure), and the rerun redoes exactly those, under the same ids."""
+    from touchstone.agent.rollout import sandbox_failures
+
+    tasks = task_set(tmp_path / "tasks", n=2)
+    out = tmp_path / "out"
+    nowhere = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-daemon.sock"}
+    cmd = [sys.executable, "-m", "cli.agent", str(tasks), "--policy", "teacher", "--backend", "docker"]
+    subprocess.run([*cmd, "--out", str(out)], env=nowhere, capture_output=True, timeout=300)
+    cut_off = sandbox_failures(out)
+    assert len(cut_off) == 2 and "does not answer" in cut_off[0].error
+
+    solve(tasks, PolicySpec.parse("teacher"), out=out, backend="bwrap", progress=False)
+    trajs = read_tables(out)
+    assert sorted(t.trajectory_id for t in trajs) == sorted(t.trajectory_id for t in cut_off)
+    assert {t.exit_reason for t in trajs} == {"submitted"} and sandbox_failures(out) == []
+    done = {p.name: p.stat().st_mtime_ns for p in (out / "records").glob("t-*.json")}
+    solve(tasks, PolicySpec.parse("teacher"), out=out, backend="bwrap", progress=False)
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "records").glob("t-*.json")} == done  # nothing redone

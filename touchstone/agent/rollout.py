@@ -8,11 +8,14 @@ Layout of OUT (docs/formats/trajectory.md):
 
 An attempt's id is a function of (task, task hash, policy, attempt index, seed),
 and every file is written atomically, so a run killed at any point resumes by
-skipping the attempts whose record exists, and never duplicates one.
+skipping the attempts whose record exists, and never duplicates one. An attempt
+the sandbox itself failed (`sandbox_error`: a Docker daemon restarted, a container
+lost) is not the policy's outcome: a rerun redoes it, under the same id.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from collections.abc import Iterator
@@ -68,6 +71,17 @@ def record_path(out: Path, tid: str) -> Path:
     return out / "records" / f"{tid}.json"
 
 
+def _done(out: Path, tid: str) -> bool:
+    """Recorded, and not cut off by the sandbox itself (a rerun redoes those)."""
+    path = record_path(out, tid)
+    return path.is_file() and json.loads(path.read_text())["exit_reason"] != "sandbox_error"
+
+
+def sandbox_failures(out: Path) -> list[Trajectory]:
+    """The recorded attempts that the sandbox failed (infrastructure, not the policy)."""
+    return [t for t in iter_records(out) if t.exit_reason == "sandbox_error"]
+
+
 def iter_records(out: Path) -> Iterator[Trajectory]:
     """The finished attempts' records, in trajectory id order, read one at a time."""
     for path in sorted((out / "records").glob("t-*.json"), key=lambda p: p.stem):
@@ -118,7 +132,7 @@ def solve(
     limits = limits or EpisodeLimits()
     try:
         plan = plan_attempts(task_list, policy, attempts)
-        todo = [a for a in plan if not record_path(out, a.trajectory_id).is_file()]
+        todo = [a for a in plan if not _done(out, a.trajectory_id)]
         counts: Counter[str] = Counter()
         with (
             ThreadPoolExecutor(max_workers=workers) as pool,

@@ -22,6 +22,7 @@ neither signal, trace nor read it, so it cannot keep a process alive through it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import json
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Sequence
 
@@ -121,6 +123,20 @@ def _client():
     return docker.from_env(timeout=120)
 
 
+@contextlib.contextmanager
+def _daemon_failures(what: str) -> Iterator[None]:
+    """The daemon failing or going away (restarted, stopped) mid-call is the sandbox's
+    failure, never the command's: the SDK raises its own errors or, when the socket is
+    gone, the HTTP library's."""
+    import docker
+    import requests
+
+    try:
+        yield
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        raise SandboxError(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+
 def docker_unavailable_reason() -> str | None:
     """None when Docker can run sandboxes here; else why not (for errors and skips)."""
     try:
@@ -199,11 +215,15 @@ class DockerSandbox(Sandbox):
         return {str(path): {"bind": f"/etc/{name}", "mode": "ro"} for name, path in files.items()}
 
     def _start(self) -> None:
-        import docker
-
         reason = docker_unavailable_reason()
         if reason:
             raise SandboxError(reason)
+        with _daemon_failures("could not start the sandbox container"):
+            self._start_container()
+
+    def _start_container(self) -> None:
+        import docker
+
         self._docker = _client()
         _reap_stale_containers(self._docker)
         lim = self.limits
@@ -312,12 +332,9 @@ class DockerSandbox(Sandbox):
         return missing
 
     def _exec(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult:
-        import docker
-
-        try:
+        # e.g. the container is gone (removed, PID 1 killed), or the daemon with it
+        with _daemon_failures(f"docker exec in sandbox {self.id} failed"):
             return self._exec_in_container(argv, timeout, env)
-        except docker.errors.APIError as exc:  # e.g. the container is gone (removed, PID 1 killed)
-            raise SandboxError(f"docker exec in sandbox {self.id} failed: {exc}") from exc
 
     def _exec_in_container(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult:
         from docker.utils.socket import frames_iter
@@ -451,10 +468,11 @@ class DockerSandbox(Sandbox):
 
         if getattr(self, "_keeper", None):
             self._close_keeper()
-        try:
-            self._container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
+        with _daemon_failures(f"could not remove sandbox {self.id}'s container"):
+            try:
+                self._container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
 
 
 def _scratch_options(size: int) -> str:
