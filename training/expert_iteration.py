@@ -10,6 +10,7 @@ result always says how many training rows the model itself wrote.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,208 @@ def _own_accepted(work: Path) -> set[str]:
     return {
         r.task_id for r in reports if r.verdict == "accept" and row_author(policies.get(r.trajectory_id, "")) == MODEL
     }
+
+
+class StudyArm(BaseModel):
+    """One evaluated checkpoint of the study: the loop's after round r, or the control's."""
+
+    arm: str  # "start", "loop" or "control"
+    round: int  # training rounds behind it (0: the start)
+    checkpoint: str
+    heldout: dict[str, Any]  # RoundMetrics of the held-out evaluation (pass@1, pass@k with intervals)
+    own_share: float | None = None  # of the rows it was trained on in its last round
+    rows: int | None = None
+    round_s: float | None = None  # its last round: sampling, verification, training and this evaluation
+    rollouts_per_min: float | None = None
+
+
+def expert_iteration_study(
+    start: Path,
+    train_tasks: Path,
+    heldout_tasks: Path,
+    work: Path,
+    *,
+    rounds: int = 3,
+    attempts: int = 4,
+    eval_attempts: int = 4,
+    sampling=None,
+    limits=None,
+    trainer_config: dict[str, Any] | None = None,
+    backend: str = "auto",
+    workers: int = 1,
+) -> list[StudyArm]:
+    """Rounds of expert iteration from `start` on `train_tasks` (the loop arm) and a control arm
+    trained for the same steps on round 0's data alone (from the loop's round-1 checkpoint on,
+    both arms share round 0), each checkpoint evaluated on `heldout_tasks` (pass@1/pass@k,
+    bootstrap intervals over tasks). Results are appended to `work/study.jsonl` as they come,
+    so a run stopped early keeps what it measured."""
+    from training.train import train
+
+    work.mkdir(parents=True, exist_ok=True)
+    arms = [_evaluated("start", 0, start, heldout_tasks, work, eval_attempts, sampling, limits, backend, workers)]
+    loop = control = start
+    for r in range(rounds):
+        started = time.monotonic()
+        result = expert_iteration_round(
+            Path(loop), train_tasks, work / f"r{r:03d}", round_key=f"r{r:03d}", attempts=attempts, sampling=sampling,
+            limits=limits, trainer_config=trainer_config, backend=backend, workers=workers,
+        )  # fmt: skip
+        loop = result.checkpoint
+        arm = _evaluated("loop", r + 1, loop, heldout_tasks, work, eval_attempts, sampling, limits, backend, workers)
+        arms.append(_record(work, arm, result, time.monotonic() - started))
+        if r == 0:
+            control = loop  # one round on round 0's data: both arms are the same checkpoint
+            continue
+        started = time.monotonic()
+        out = work / f"control{r + 1}"
+        round0 = work / "r000" / "data"
+        if (round0 / "sft.parquet").is_file() and result.trained:
+            train("sft", data_dir=round0, base=control, out=out, round_key=f"r{r:03d}", config=trainer_config)
+            control = out
+        arm = _evaluated(
+            "control", r + 1, control, heldout_tasks, work, eval_attempts, sampling, limits, backend, workers
+        )
+        arms.append(_record(work, arm, None, time.monotonic() - started))
+    return arms
+
+
+def _evaluated(arm, r, checkpoint, heldout, work, attempts, sampling, limits, backend, workers) -> StudyArm:
+    from touchstone.tasks.schema import load_task_set
+    from training.evaluation import evaluate_checkpoint
+
+    metrics = evaluate_checkpoint(
+        checkpoint, load_task_set(heldout), work / "eval" / f"{arm}{r}", label=f"{arm}{r}", attempts=attempts,
+        backend=backend, workers=workers, sampling=sampling, limits=limits, likelihood=False,
+    )  # fmt: skip
+    study = StudyArm(arm=arm, round=r, checkpoint=str(checkpoint), heldout=metrics.model_dump(mode="json"))
+    if arm == "start":
+        _append(work, study)
+    return study
+
+
+def _record(work: Path, arm: StudyArm, result: ExpertIterationResult | None, wall_s: float) -> StudyArm:
+    if result is not None:
+        arm = arm.model_copy(
+            update={"own_share": result.own_share, "rows": result.rows, "rollouts_per_min": result.rollouts_per_min}
+        )
+    arm = arm.model_copy(update={"round_s": round(wall_s, 1)})
+    _append(work, arm)
+    return arm
+
+
+def _append(work: Path, arm: StudyArm) -> None:
+    with (work / "study.jsonl").open("a") as f:
+        f.write(arm.model_dump_json() + "\n")
+
+
+def reference_fix(task) -> tuple[str, str, str]:
+    """(path, old, new): the one-site fix of a mutation task as one `str_replace`, read from its
+    reference (privileged: the task's answer). `old` is the smallest span of whole lines around
+    the mutated lines that occurs once in the workspace file."""
+    import difflib
+
+    path = task.source.meta["path"]
+    buggy = (task.workspace_dir / path).read_text().splitlines(keepends=True)
+    fixed = (task.reference_dir / path).read_text().splitlines(keepends=True)
+    changed = [op for op in difflib.SequenceMatcher(a=buggy, b=fixed, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not changed:
+        raise ValueError(f"{task.id}: workspace and reference of {path} are the same")
+    a0, a1, b0, b1 = changed[0][1], changed[-1][2], changed[0][3], changed[-1][4]
+    text = "".join(buggy)
+    for pad in range(len(buggy)):
+        lo = max(a0 - pad, 0)
+        old = "".join(buggy[lo : a1 + pad])
+        if old.strip() and text.count(old) == 1:
+            new = "".join(fixed[max(b0 - pad, 0) : b1 + pad])
+            return path, old, new
+    raise ValueError(f"{task.id}: no unique span around the fix in {path}")
+
+
+class _DemonstrationEpisode:
+    def __init__(self, replies: dict[str, list[str]]):
+        self.replies, self.turn = replies, 0
+
+    def act(self, messages, tools):
+        from touchstone.agent.policies import PolicyTurn
+        from touchstone.agent.protocol import parse_reply
+
+        statement = next(m["content"] for m in messages if m["role"] == "user")
+        script = self.replies.get(statement, ["I cannot fix this task."])
+        text = script[min(self.turn, len(script) - 1)]
+        self.turn += 1
+        return PolicyTurn(message=parse_reply(text, self.turn - 1))
+
+
+def demonstrate_fixes(tasks_dir: Path, out: Path, *, backend: str = "auto", limits=None) -> Path:
+    """Reference demonstrations of level-1 tasks, run in the sandbox like any policy's runs (so
+    the verifier grades them): `str_replace` of the reference fix, then `submit`, each written as
+    the text tool protocol asks a model to write it. A warm start's data (privileged: the
+    recorded policy is `replay:reference-fix`, so training rows count as `other`, never the model's)."""
+    from touchstone.agent.loop import run_episode
+    from touchstone.agent.policies import Policy
+    from touchstone.agent.rollout import iter_records, record_path
+    from touchstone.episode.trajectory import Sampling, atomic_write_text, stream_tables
+    from touchstone.tasks.schema import load_task_set
+
+    def call(name: str, arguments: dict) -> str:
+        return "<tool_call>" + json.dumps([{"name": name, "arguments": arguments}]) + "</tool_call>"
+
+    tasks = load_task_set(tasks_dir)
+    replies = {}
+    for task in tasks:
+        path, old, new = reference_fix(task)
+        replies[task.statement] = [call("str_replace", {"path": path, "old": old, "new": new}), call("submit", {})]
+
+    class DemonstrationPolicy(Policy):
+        def episode(self, seed, max_turns):
+            return _DemonstrationEpisode(replies)
+
+    policy = DemonstrationPolicy(PolicySpec("replay", "reference-fix"), Sampling())
+    for task in tasks:
+        traj = run_episode(task, policy, backend=backend, limits=limits)
+        atomic_write_text(record_path(out, traj.trajectory_id), traj.model_dump_json())
+    stream_tables(lambda: iter_records(out), out)
+    return out
+
+
+def lora_config(checkpoint: Path, steps: int, top_layers: int = 0, learning_rate: float = 2e-4) -> dict[str, Any]:
+    """The study's trainer config: LoRA r 16 (on the top `top_layers` layers only when set:
+    backward stops below them, a CPU step costs less), batch 2, `steps` steps."""
+    from transformers import AutoConfig
+
+    peft: dict[str, Any] = {"r": 16, "lora_alpha": 32}
+    if top_layers:
+        layers = AutoConfig.from_pretrained(checkpoint).num_hidden_layers
+        peft["layers_to_transform"] = list(range(layers - top_layers, layers))
+    return {"max_steps": steps, "per_device_train_batch_size": 2, "max_length": 2048,
+            "learning_rate": learning_rate, "peft": peft}  # fmt: skip
+
+
+def main() -> None:
+    """`python -m training.expert_iteration --start CKPT --train DIR --heldout DIR --work DIR`:
+    the study (docs/EXPERIMENTS.md, "Expert iteration with SmolLM2"), results in WORK/study.jsonl."""
+    import argparse
+
+    from touchstone.agent.loop import EpisodeLimits
+    from touchstone.episode.trajectory import Sampling
+
+    p = argparse.ArgumentParser()
+    for name in ("--start", "--train", "--heldout", "--work"):
+        p.add_argument(name, type=Path, required=True)
+    for name, default in (("--rounds", 3), ("--attempts", 4), ("--eval-attempts", 4), ("--steps", 8),
+                          ("--top-layers", 0), ("--max-turns", 3), ("--max-tokens", 160), ("--seed", 0)):  # fmt: skip
+        p.add_argument(name, type=int, default=default)
+    a = p.parse_args()
+    arms = expert_iteration_study(
+        a.start, a.train, a.heldout, a.work, rounds=a.rounds, attempts=a.attempts, eval_attempts=a.eval_attempts,
+        sampling=Sampling(temperature=0.7, top_p=0.95, max_tokens=a.max_tokens, seed=a.seed),
+        limits=EpisodeLimits(max_turns=a.max_turns), trainer_config=lora_config(a.start, a.steps, a.top_layers) | {"seed": a.seed},
+        backend="bwrap", workers=2,
+    )  # fmt: skip
+    for arm in arms:
+        m = arm.heldout
+        print(arm.arm, arm.round, m["pass_at_1"], m["pass_at_k"], arm.own_share, arm.round_s)
+
+
+if __name__ == "__main__":
+    main()
