@@ -90,9 +90,8 @@ def agent_turns(base: Path, new_tokens: int) -> list[dict]:
 
 
 def training_step(base: Path, steps: int, top_layers: int | None = None) -> dict:
-    from transformers import AutoConfig
-
     from touchstone.data.schema import SFTRow, write_rows
+    from training.expert_iteration import lora_config
     from training.train import train
 
     chat = [
@@ -120,11 +119,7 @@ def training_step(base: Path, steps: int, top_layers: int | None = None) -> dict
     ]
     with tempfile.TemporaryDirectory() as tmp:
         write_rows(rows, SFTRow, Path(tmp) / "sft.parquet")
-        peft = {"r": 16, "lora_alpha": 32}
-        if top_layers:
-            layers = AutoConfig.from_pretrained(base).num_hidden_layers
-            peft["layers_to_transform"] = list(range(layers - top_layers, layers))
-        config = {"max_steps": steps, "per_device_train_batch_size": 2, "max_length": 1024, "peft": peft}
+        config = lora_config(base, steps, top_layers or 0) | {"max_length": 1024}
         start = time.perf_counter()
         manifest = train("sft", data_dir=tmp, base=base, out=Path(tmp) / "out", config=config)
         wall = time.perf_counter() - start
@@ -146,12 +141,16 @@ def main() -> None:
     base = fetch_base_model()
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base).eval()
-    gen = generation(model, tokenizer, args.new_tokens)
+    print(
+        json.dumps({"base": base.name, "torch_threads": torch.get_num_threads(), "load": os.getloadavg()}), flush=True
+    )
+    for row in generation(model, tokenizer, args.new_tokens):  # each row as it is measured: a long run keeps them
+        print(json.dumps(row), flush=True)
     del model
-    turns = agent_turns(base, args.new_tokens)
-    train_rows = [training_step(base, args.steps), training_step(base, args.steps, top_layers=8)]
-    notes = [f"base {base.name}; torch threads {torch.get_num_threads()}; load {os.getloadavg()[0]:.1f}"]
-    print(json.dumps({"bench": "real_base", "results": [*gen, *turns, *train_rows], "notes": notes}))
+    for row in agent_turns(base, args.new_tokens):
+        print(json.dumps(row), flush=True)
+    for top_layers in (None, 8):
+        print(json.dumps(training_step(base, args.steps, top_layers) | {"load": os.getloadavg()[0]}), flush=True)
 
 
 if __name__ == "__main__":

@@ -113,96 +113,24 @@ def _own_accepted(work: Path) -> set[str]:
     }
 
 
-class StudyArm(BaseModel):
-    """One evaluated checkpoint of the study: the loop's after round r, or the control's."""
-
-    arm: str  # "start", "loop" or "control"
-    round: int  # training rounds behind it (0: the start)
-    checkpoint: str
-    heldout: dict[str, Any]  # RoundMetrics of the held-out evaluation (pass@1, pass@k with intervals)
-    own_share: float | None = None  # of the rows it was trained on in its last round
-    rows: int | None = None
-    round_s: float | None = None  # its last round: sampling, verification, training and this evaluation
-    rollouts_per_min: float | None = None
-
-
-def expert_iteration_study(
-    start: Path,
-    train_tasks: Path,
-    heldout_tasks: Path,
-    work: Path,
-    *,
-    rounds: int = 3,
-    attempts: int = 4,
-    eval_attempts: int = 4,
-    sampling=None,
-    limits=None,
-    trainer_config: dict[str, Any] | None = None,
-    backend: str = "auto",
-    workers: int = 1,
-) -> list[StudyArm]:
-    """Rounds of expert iteration from `start` on `train_tasks` (the loop arm) and a control arm
-    trained for the same steps on round 0's data alone (from the loop's round-1 checkpoint on,
-    both arms share round 0), each checkpoint evaluated on `heldout_tasks` (pass@1/pass@k,
-    bootstrap intervals over tasks). Results are appended to `work/study.jsonl` as they come,
-    so a run stopped early keeps what it measured."""
-    from training.train import train
-
-    work.mkdir(parents=True, exist_ok=True)
-    arms = [_evaluated("start", 0, start, heldout_tasks, work, eval_attempts, sampling, limits, backend, workers)]
-    loop = control = start
-    for r in range(rounds):
-        started = time.monotonic()
-        result = expert_iteration_round(
-            Path(loop), train_tasks, work / f"r{r:03d}", round_key=f"r{r:03d}", attempts=attempts, sampling=sampling,
-            limits=limits, trainer_config=trainer_config, backend=backend, workers=workers,
-        )  # fmt: skip
-        loop = result.checkpoint
-        arm = _evaluated("loop", r + 1, loop, heldout_tasks, work, eval_attempts, sampling, limits, backend, workers)
-        arms.append(_record(work, arm, result, time.monotonic() - started))
-        if r == 0:
-            control = loop  # one round on round 0's data: both arms are the same checkpoint
-            continue
-        started = time.monotonic()
-        out = work / f"control{r + 1}"
-        round0 = work / "r000" / "data"
-        if (round0 / "sft.parquet").is_file() and result.trained:
-            train("sft", data_dir=round0, base=control, out=out, round_key=f"r{r:03d}", config=trainer_config)
-            control = out
-        arm = _evaluated(
-            "control", r + 1, control, heldout_tasks, work, eval_attempts, sampling, limits, backend, workers
-        )
-        arms.append(_record(work, arm, None, time.monotonic() - started))
-    return arms
-
-
-def _evaluated(arm, r, checkpoint, heldout, work, attempts, sampling, limits, backend, workers) -> StudyArm:
+def evaluate_heldout(checkpoint: Path, heldout: Path, out: Path, *, attempts: int, sampling=None, limits=None,
+                     backend: str = "auto", workers: int = 1) -> dict[str, Any]:  # fmt: skip
+    """Held-out pass@1 and pass@k (bootstrap intervals over tasks) of `checkpoint`, sampled
+    figures only, written to `out/metrics.json` with the wall time."""
     from touchstone.tasks.schema import load_task_set
     from training.evaluation import evaluate_checkpoint
 
+    started = time.monotonic()
     metrics = evaluate_checkpoint(
-        checkpoint, load_task_set(heldout), work / "eval" / f"{arm}{r}", label=f"{arm}{r}", attempts=attempts,
-        backend=backend, workers=workers, sampling=sampling, limits=limits, likelihood=False,
+        checkpoint, load_task_set(heldout), out, label=out.name, attempts=attempts, backend=backend,
+        workers=workers, sampling=sampling, limits=limits, likelihood=False,
     )  # fmt: skip
-    study = StudyArm(arm=arm, round=r, checkpoint=str(checkpoint), heldout=metrics.model_dump(mode="json"))
-    if arm == "start":
-        _append(work, study)
-    return study
-
-
-def _record(work: Path, arm: StudyArm, result: ExpertIterationResult | None, wall_s: float) -> StudyArm:
-    if result is not None:
-        arm = arm.model_copy(
-            update={"own_share": result.own_share, "rows": result.rows, "rollouts_per_min": result.rollouts_per_min}
-        )
-    arm = arm.model_copy(update={"round_s": round(wall_s, 1)})
-    _append(work, arm)
-    return arm
-
-
-def _append(work: Path, arm: StudyArm) -> None:
-    with (work / "study.jsonl").open("a") as f:
-        f.write(arm.model_dump_json() + "\n")
+    result = metrics.model_dump(mode="json") | {
+        "checkpoint": str(checkpoint),
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    (out / "metrics.json").write_text(json.dumps(result, indent=1))
+    return result
 
 
 def reference_fix(task) -> tuple[str, str, str]:
@@ -275,6 +203,9 @@ def demonstrate_fixes(tasks_dir: Path, out: Path, *, backend: str = "auto", limi
     return out
 
 
+LLAMA_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
 def lora_config(checkpoint: Path, steps: int, top_layers: int = 0, learning_rate: float = 2e-4) -> dict[str, Any]:
     """The study's trainer config: LoRA r 16 (on the top `top_layers` layers only when set:
     backward stops below them, a CPU step costs less), batch 2, `steps` steps."""
@@ -284,34 +215,60 @@ def lora_config(checkpoint: Path, steps: int, top_layers: int = 0, learning_rate
     if top_layers:
         layers = AutoConfig.from_pretrained(checkpoint).num_hidden_layers
         peft["layers_to_transform"] = list(range(layers - top_layers, layers))
+        peft["target_modules"] = LLAMA_LINEAR  # peft takes layers only with named modules
     return {"max_steps": steps, "per_device_train_batch_size": 2, "max_length": 2048,
             "learning_rate": learning_rate, "peft": peft}  # fmt: skip
 
 
 def main() -> None:
-    """`python -m training.expert_iteration --start CKPT --train DIR --heldout DIR --work DIR`:
-    the study (docs/EXPERIMENTS.md, "Expert iteration with SmolLM2"), results in WORK/study.jsonl."""
+    """The study's steps as separate processes (docs/EXPERIMENTS.md, "Expert iteration with
+    SmolLM2"), so that independent ones run side by side on a small machine:
+
+        python -m training.expert_iteration round   --start CK --tasks TRAIN --work DIR/r000
+        python -m training.expert_iteration control --start CK --data DIR/r000/data --work DIR/control2
+        python -m training.expert_iteration eval    --start CK --tasks HELDOUT --work DIR/eval-x
+
+    `round`: sample, verify, train on the model's own accepted runs (result.json); `control`:
+    the same training steps on given data (round 0's); `eval`: held-out pass@1/pass@k."""
     import argparse
 
     from touchstone.agent.loop import EpisodeLimits
     from touchstone.episode.trajectory import Sampling
+    from training.train import train
 
     p = argparse.ArgumentParser()
-    for name in ("--start", "--train", "--heldout", "--work"):
+    p.add_argument("step", choices=("round", "control", "eval"))
+    for name in ("--start", "--work"):
         p.add_argument(name, type=Path, required=True)
-    for name, default in (("--rounds", 3), ("--attempts", 4), ("--eval-attempts", 4), ("--steps", 8),
-                          ("--top-layers", 0), ("--max-turns", 3), ("--max-tokens", 160), ("--seed", 0)):  # fmt: skip
+    p.add_argument("--tasks", type=Path)
+    p.add_argument("--data", type=Path)
+    p.add_argument("--round-key", default="r000")
+    for name, default in (("--attempts", 2), ("--steps", 6), ("--top-layers", 0), ("--max-turns", 3),
+                          ("--max-tokens", 160), ("--seed", 0), ("--workers", 2)):  # fmt: skip
         p.add_argument(name, type=int, default=default)
+    p.add_argument("--learning-rate", type=float, default=2e-4)
     a = p.parse_args()
-    arms = expert_iteration_study(
-        a.start, a.train, a.heldout, a.work, rounds=a.rounds, attempts=a.attempts, eval_attempts=a.eval_attempts,
-        sampling=Sampling(temperature=0.7, top_p=0.95, max_tokens=a.max_tokens, seed=a.seed),
-        limits=EpisodeLimits(max_turns=a.max_turns), trainer_config=lora_config(a.start, a.steps, a.top_layers) | {"seed": a.seed},
-        backend="bwrap", workers=2,
-    )  # fmt: skip
-    for arm in arms:
-        m = arm.heldout
-        print(arm.arm, arm.round, m["pass_at_1"], m["pass_at_k"], arm.own_share, arm.round_s)
+    sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=a.max_tokens, seed=a.seed)
+    limits = EpisodeLimits(max_turns=a.max_turns)
+    config = lora_config(a.start, a.steps, a.top_layers, a.learning_rate) | {"seed": a.seed}
+    started = time.monotonic()
+    if a.step == "eval":
+        result = evaluate_heldout(a.start, a.tasks, a.work, attempts=a.attempts, sampling=sampling, limits=limits,
+                                  backend="bwrap", workers=a.workers)  # fmt: skip
+    elif a.step == "round":
+        result = expert_iteration_round(
+            a.start, a.tasks, a.work, round_key=a.round_key, attempts=a.attempts, sampling=sampling, limits=limits,
+            trainer_config=config, backend="bwrap", workers=a.workers,
+        ).model_dump() | {"wall_s": round(time.monotonic() - started, 1)}  # fmt: skip
+    else:
+        manifest = train(
+            "sft", data_dir=a.data, base=a.start, out=a.work / "model", round_key=a.round_key, config=config
+        )
+        result = {"checkpoint": str(a.work / "model"), "checkpoint_hash": manifest.content_hash,
+                  "wall_s": round(time.monotonic() - started, 1)}  # fmt: skip
+    a.work.mkdir(parents=True, exist_ok=True)
+    (a.work / "result.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":
