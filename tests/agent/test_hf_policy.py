@@ -142,3 +142,16 @@ def test_reused_kv_caches_sample_what_a_fresh_prefill_samples(simple_task, check
     for turn in traj.turns:
         fresh = policy._generate(turn.prompt_ids, 0).tolist()[0][len(turn.prompt_ids) :]
         assert fresh == turn.completion_ids
+    # and the caches are used: what the model is fed first in each turn is only what no cache holds
+    fed = []
+    hook = policy.model.register_forward_pre_hook(
+        lambda _m, _a, kw: fed.append(kw["input_ids"].shape[1]), with_kwargs=True
+    )
+    try:
+        again = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=3))
+    finally:
+        hook.remove()
+    system = len(next(iter(policy._system_caches)))
+    first, second = again.turns[0], again.turns[1]
+    assert fed[0] == first.prompt_tokens - system  # turn 1: the system message's cache
+    assert fed[len(first.completion_ids)] == second.prompt_tokens - first.prompt_tokens - len(first.completion_ids) + 1
