@@ -141,16 +141,21 @@ def main() -> None:
     base = fetch_base_model()
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base).eval()
-    print(
-        json.dumps({"base": base.name, "torch_threads": torch.get_num_threads(), "load": os.getloadavg()}), flush=True
-    )
-    for row in generation(model, tokenizer, args.new_tokens):  # each row as it is measured: a long run keeps them
-        print(json.dumps(row), flush=True)
+    rows = []
+
+    def measured(row: dict) -> None:  # printed as it comes (a long run keeps what it measured)
+        rows.append(row | {"load": round(os.getloadavg()[0], 1)})
+        print(json.dumps(rows[-1]), flush=True)
+
+    for row in generation(model, tokenizer, args.new_tokens):
+        measured(row)
     del model
     for row in agent_turns(base, args.new_tokens):
-        print(json.dumps(row), flush=True)
+        measured(row)
     for top_layers in (None, 8):
-        print(json.dumps(training_step(base, args.steps, top_layers) | {"load": os.getloadavg()[0]}), flush=True)
+        measured(training_step(base, args.steps, top_layers))
+    notes = [f"base {base.name}; torch threads {torch.get_num_threads()}"]
+    print(json.dumps({"bench": "real_base", "results": rows, "notes": notes}))  # the last object: benchmarks.run
 
 
 if __name__ == "__main__":
