@@ -23,10 +23,11 @@ experiment: setup
 	@$(VENV)/bin/touchstone experiment filter-ablation $(EXPERIMENT_ARGS)
 
 # Expert iteration with a real base (SmolLM2-135M-Instruct, LoRA on CPU): three rounds on the
-# model's own verified runs (docs/ROUNDS.md, "Expert iteration"). Its own data root and instance.
+# model's own verified runs (docs/ROUNDS.md, "Expert iteration"). Its own data root and instance;
+# one torch thread (on a busy 2-core machine two threads decoded 10x slower: docs/BENCHMARKS.md).
 smollm2: setup
 	@$(VENV)/bin/touchstone model fetch smollm2-135m-instruct
-	@TOUCHSTONE_HOME=$${TOUCHSTONE_HOME:-$(CURDIR)/.touchstone-smollm2} DAGSTER_HOME=$${DAGSTER_HOME:-$${TOUCHSTONE_HOME:-$(CURDIR)/.touchstone-smollm2}/dagster_home} \
+	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} TOUCHSTONE_HOME=$${TOUCHSTONE_HOME:-$(CURDIR)/.touchstone-smollm2} DAGSTER_HOME=$${DAGSTER_HOME:-$${TOUCHSTONE_HOME:-$(CURDIR)/.touchstone-smollm2}/dagster_home} \
 		bash -c 'mkdir -p "$$DAGSTER_HOME" && start=$$(date +%s) && $(VENV)/bin/touchstone round run --rounds 3 -c orchestration/deploy/local-smollm2.yaml; rc=$$?; echo "smollm2: 3 rounds in $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc'
 
 bench: setup

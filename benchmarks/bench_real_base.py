@@ -1,8 +1,12 @@
 """The real base model (SmolLM2-135M-Instruct, `touchstone model fetch`) on this machine:
-generation tokens/s on an agent prompt (batch 1 and a batch of 4 attempts, KV cache on), and
-LoRA SFT seconds per step on rows in its text tool protocol.
+generation tokens/s on an agent prompt (batch 1, 4 and 8: what batching attempts would buy),
+an agent turn through the `hf:` policy as the loop runs it (turn 1 and turn 2, with the KV
+caches it reuses and, for comparison, with every prompt prefilled from scratch), and LoRA SFT
+seconds per step on rows in its text tool protocol (LoRA on every layer, and on the top 8).
 
-    python -m benchmarks.bench_real_base [--new-tokens 32] [--steps 3]
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_real_base [--new-tokens 32] [--steps 2]
+
+One torch thread: on a loaded 2-core machine two threads made decoding 10x slower (docs/BENCHMARKS.md).
 
 Rollouts per minute of a round are measured by the expert-iteration runs themselves
 (`training.expert_iteration`: `rollouts_per_min`, docs/EXPERIMENTS.md)."""
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -36,7 +41,7 @@ def generation(model, tokenizer, new_tokens: int) -> list[dict]:
         chat, tools=TOOL_SCHEMAS, add_generation_prompt=True, return_dict=True, return_tensors="pt"
     )["input_ids"]
     rows = []
-    for batch in (1, 4):
+    for batch in (1, 4, 8):
         prompt = ids.repeat(batch, 1)
         with torch.no_grad():
             start = time.perf_counter()
@@ -55,8 +60,38 @@ def generation(model, tokenizer, new_tokens: int) -> list[dict]:
     return rows
 
 
-def training_step(base: Path, steps: int) -> dict:
+def agent_turns(base: Path, new_tokens: int) -> list[dict]:
+    """Two turns of one episode through the `hf:` policy (level-1 statement; the observation of
+    an edit), timed with the policy's KV reuse and with it defeated (a fresh policy, no caches)."""
+    from touchstone.agent.policies import make_policy
+    from touchstone.agent.policies.spec import PolicySpec
+    from touchstone.episode.trajectory import Sampling
+
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": STATEMENT}]
+    sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=new_tokens, seed=0)
+    rows = []
+    for reuse in (True, False):
+        policy = make_policy(PolicySpec("hf", str(base)), sampling)
+        if reuse:  # another episode of the run already saw the system message
+            policy.episode(1, 2).act(messages, TOOL_SCHEMAS)
+        episode = policy.episode(0, 2)
+        chat = list(messages)
+        for turn in (1, 2):
+            if not reuse:
+                episode.cache, policy._system_caches = None, {}
+            start = time.perf_counter()
+            out = episode.act(chat, TOOL_SCHEMAS)
+            wall = time.perf_counter() - start
+            rows.append({"measure": f"agent turn {turn}, KV reuse {'on' if reuse else 'off'}",
+                         "prompt_tokens": out.prompt_tokens, "new_tokens": out.completion_tokens,
+                         "wall_s": round(wall, 1)})  # fmt: skip
+            chat += [out.message, {"role": "tool", "content": "replaced 1 occurrence in calc.py"}]
+    return rows
+
+
+def training_step(base: Path, steps: int, top_layers: int | None = None) -> dict:
     from touchstone.data.schema import SFTRow, write_rows
+    from training.expert_iteration import lora_config
     from training.train import train
 
     chat = [
@@ -84,20 +119,20 @@ def training_step(base: Path, steps: int) -> dict:
     ]
     with tempfile.TemporaryDirectory() as tmp:
         write_rows(rows, SFTRow, Path(tmp) / "sft.parquet")
-        config = {"max_steps": steps, "per_device_train_batch_size": 2, "max_length": 1024,
-                  "peft": {"r": 16, "lora_alpha": 32}}  # fmt: skip
+        config = lora_config(base, steps, top_layers or 0) | {"max_length": 1024}
         start = time.perf_counter()
         manifest = train("sft", data_dir=tmp, base=base, out=Path(tmp) / "out", config=config)
         wall = time.perf_counter() - start
     runtime = manifest.metrics.get("train_runtime", wall)
-    return {"measure": "LoRA SFT (r 16), batch 2", "steps": steps, "wall_s": round(wall, 1),
-            "s_per_step": round(runtime / steps, 1)}  # fmt: skip
+    where = f"top {top_layers} layers" if top_layers else "all layers"
+    return {"measure": f"LoRA SFT (r 16, {where}), batch 2 x 783 tokens", "steps": steps, "wall_s": round(wall, 1),
+            "s_per_step": round(float(runtime) / steps, 1)}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--new-tokens", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=2)
     args = parser.parse_args()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -106,11 +141,21 @@ def main() -> None:
     base = fetch_base_model()
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base).eval()
-    gen = generation(model, tokenizer, args.new_tokens)
+    rows = []
+
+    def measured(row: dict) -> None:  # printed as it comes (a long run keeps what it measured)
+        rows.append(row | {"load": round(os.getloadavg()[0], 1)})
+        print(json.dumps(rows[-1]), flush=True)
+
+    for row in generation(model, tokenizer, args.new_tokens):
+        measured(row)
     del model
-    train_row = training_step(base, args.steps)
-    notes = [f"base {base.name}; torch threads {torch.get_num_threads()}; KV cache on (generate's default)"]
-    print(json.dumps({"bench": "real_base", "results": [*gen, train_row], "notes": notes}))
+    for row in agent_turns(base, args.new_tokens):
+        measured(row)
+    for top_layers in (None, 8):
+        measured(training_step(base, args.steps, top_layers))
+    notes = [f"base {base.name}; torch threads {torch.get_num_threads()}"]
+    print(json.dumps({"bench": "real_base", "results": rows, "notes": notes}))  # the last object: benchmarks.run
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ result always says how many training rows the model itself wrote.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,165 @@ def _own_accepted(work: Path) -> set[str]:
     return {
         r.task_id for r in reports if r.verdict == "accept" and row_author(policies.get(r.trajectory_id, "")) == MODEL
     }
+
+
+def evaluate_heldout(checkpoint: Path, heldout: Path, out: Path, *, attempts: int, sampling=None, limits=None,
+                     backend: str = "auto", workers: int = 1) -> dict[str, Any]:  # fmt: skip
+    """Held-out pass@1 and pass@k (bootstrap intervals over tasks) of `checkpoint`, sampled
+    figures only, written to `out/metrics.json` with the wall time."""
+    from touchstone.tasks.schema import load_task_set
+    from training.evaluation import evaluate_checkpoint
+
+    started = time.monotonic()
+    metrics = evaluate_checkpoint(
+        checkpoint, load_task_set(heldout), out, label=out.name, attempts=attempts, backend=backend,
+        workers=workers, sampling=sampling, limits=limits, likelihood=False,
+    )  # fmt: skip
+    result = metrics.model_dump(mode="json") | {
+        "checkpoint": str(checkpoint),
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    (out / "metrics.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
+def reference_fix(task) -> tuple[str, str, str]:
+    """(path, old, new): the one-site fix of a mutation task as one `str_replace`, read from its
+    reference (privileged: the task's answer). `old` is the smallest span of whole lines around
+    the mutated lines that occurs once in the workspace file."""
+    import difflib
+
+    path = task.source.meta["path"]
+    buggy = (task.workspace_dir / path).read_text().splitlines(keepends=True)
+    fixed = (task.reference_dir / path).read_text().splitlines(keepends=True)
+    changed = [op for op in difflib.SequenceMatcher(a=buggy, b=fixed, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not changed:
+        raise ValueError(f"{task.id}: workspace and reference of {path} are the same")
+    a0, a1, b0, b1 = changed[0][1], changed[-1][2], changed[0][3], changed[-1][4]
+    text = "".join(buggy)
+    for pad in range(len(buggy)):
+        lo = max(a0 - pad, 0)
+        old = "".join(buggy[lo : a1 + pad])
+        if old.strip() and text.count(old) == 1:
+            new = "".join(fixed[max(b0 - pad, 0) : b1 + pad])
+            return path, old, new
+    raise ValueError(f"{task.id}: no unique span around the fix in {path}")
+
+
+class _DemonstrationEpisode:
+    def __init__(self, replies: dict[str, list[str]]):
+        self.replies, self.turn = replies, 0
+
+    def act(self, messages, tools):
+        from touchstone.agent.policies import PolicyTurn
+        from touchstone.agent.protocol import parse_reply
+
+        statement = next(m["content"] for m in messages if m["role"] == "user")
+        script = self.replies.get(statement, ["I cannot fix this task."])
+        text = script[min(self.turn, len(script) - 1)]
+        self.turn += 1
+        return PolicyTurn(message=parse_reply(text, self.turn - 1))
+
+
+def demonstrate_fixes(tasks_dir: Path, out: Path, *, backend: str = "auto", limits=None) -> Path:
+    """Reference demonstrations of level-1 tasks, run in the sandbox like any policy's runs (so
+    the verifier grades them): `str_replace` of the reference fix, then `submit`, each written as
+    the text tool protocol asks a model to write it. A warm start's data (privileged: the
+    recorded policy is `replay:reference-fix`, so training rows count as `other`, never the model's)."""
+    from touchstone.agent.loop import run_episode
+    from touchstone.agent.policies import Policy
+    from touchstone.agent.rollout import iter_records, record_path
+    from touchstone.episode.trajectory import Sampling, atomic_write_text, stream_tables
+    from touchstone.tasks.schema import load_task_set
+
+    def call(name: str, arguments: dict) -> str:
+        return "<tool_call>" + json.dumps([{"name": name, "arguments": arguments}]) + "</tool_call>"
+
+    tasks = load_task_set(tasks_dir)
+    replies = {}
+    for task in tasks:
+        path, old, new = reference_fix(task)
+        replies[task.statement] = [call("str_replace", {"path": path, "old": old, "new": new}), call("submit", {})]
+
+    class DemonstrationPolicy(Policy):
+        def episode(self, seed, max_turns):
+            return _DemonstrationEpisode(replies)
+
+    policy = DemonstrationPolicy(PolicySpec("replay", "reference-fix"), Sampling())
+    for task in tasks:
+        traj = run_episode(task, policy, backend=backend, limits=limits)
+        atomic_write_text(record_path(out, traj.trajectory_id), traj.model_dump_json())
+    stream_tables(lambda: iter_records(out), out)
+    return out
+
+
+LLAMA_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def lora_config(checkpoint: Path, steps: int, top_layers: int = 0, learning_rate: float = 2e-4) -> dict[str, Any]:
+    """The study's trainer config: LoRA r 16 (on the top `top_layers` layers only when set:
+    backward stops below them, a CPU step costs less), batch 2, `steps` steps."""
+    from transformers import AutoConfig
+
+    peft: dict[str, Any] = {"r": 16, "lora_alpha": 32}
+    if top_layers:
+        layers = AutoConfig.from_pretrained(checkpoint).num_hidden_layers
+        peft["layers_to_transform"] = list(range(layers - top_layers, layers))
+        peft["target_modules"] = LLAMA_LINEAR  # peft takes layers only with named modules
+    return {"max_steps": steps, "per_device_train_batch_size": 2, "max_length": 2048,
+            "learning_rate": learning_rate, "peft": peft}  # fmt: skip
+
+
+def main() -> None:
+    """The study's steps as separate processes (docs/EXPERIMENTS.md, "Expert iteration with
+    SmolLM2"), so that independent ones run side by side on a small machine:
+
+        python -m training.expert_iteration round   --start CK --tasks TRAIN --work DIR/r000
+        python -m training.expert_iteration control --start CK --data DIR/r000/data --work DIR/control2
+        python -m training.expert_iteration eval    --start CK --tasks HELDOUT --work DIR/eval-x
+
+    `round`: sample, verify, train on the model's own accepted runs (result.json); `control`:
+    the same training steps on given data (round 0's); `eval`: held-out pass@1/pass@k."""
+    import argparse
+
+    from touchstone.agent.loop import EpisodeLimits
+    from touchstone.episode.trajectory import Sampling
+    from training.train import train
+
+    p = argparse.ArgumentParser()
+    p.add_argument("step", choices=("round", "control", "eval"))
+    for name in ("--start", "--work"):
+        p.add_argument(name, type=Path, required=True)
+    p.add_argument("--tasks", type=Path)
+    p.add_argument("--data", type=Path)
+    p.add_argument("--round-key", default="r000")
+    for name, default in (("--attempts", 2), ("--steps", 6), ("--top-layers", 0), ("--max-turns", 3),
+                          ("--max-tokens", 160), ("--seed", 0), ("--workers", 2)):  # fmt: skip
+        p.add_argument(name, type=int, default=default)
+    p.add_argument("--learning-rate", type=float, default=2e-4)
+    a = p.parse_args()
+    sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=a.max_tokens, seed=a.seed)
+    limits = EpisodeLimits(max_turns=a.max_turns)
+    config = lora_config(a.start, a.steps, a.top_layers, a.learning_rate) | {"seed": a.seed}
+    started = time.monotonic()
+    if a.step == "eval":
+        result = evaluate_heldout(a.start, a.tasks, a.work, attempts=a.attempts, sampling=sampling, limits=limits,
+                                  backend="bwrap", workers=a.workers)  # fmt: skip
+    elif a.step == "round":
+        result = expert_iteration_round(
+            a.start, a.tasks, a.work, round_key=a.round_key, attempts=a.attempts, sampling=sampling, limits=limits,
+            trainer_config=config, backend="bwrap", workers=a.workers,
+        ).model_dump() | {"wall_s": round(time.monotonic() - started, 1)}  # fmt: skip
+    else:
+        manifest = train(
+            "sft", data_dir=a.data, base=a.start, out=a.work / "model", round_key=a.round_key, config=config
+        )
+        result = {"checkpoint": str(a.work / "model"), "checkpoint_hash": manifest.content_hash,
+                  "wall_s": round(time.monotonic() - started, 1)}  # fmt: skip
+    a.work.mkdir(parents=True, exist_ok=True)
+    (a.work / "result.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

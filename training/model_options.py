@@ -17,7 +17,16 @@ from typing import Any
 MODEL_KEYS = ("torch_dtype", "attn_implementation", "peft")
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 DEFAULT_DTYPE = "float32"  # CPU-safe; bf16 via the TRL config's autocast
-PEFT_KEYS = {"r", "lora_alpha", "lora_dropout", "target_modules", "bias", "use_rslora", "modules_to_save"}
+PEFT_KEYS = {
+    "r",
+    "lora_alpha",
+    "lora_dropout",
+    "target_modules",
+    "layers_to_transform",  # only the top layers: backward stops below them (a CPU step costs less)
+    "bias",
+    "use_rslora",
+    "modules_to_save",
+}
 
 
 class ModelOptionError(ValueError):

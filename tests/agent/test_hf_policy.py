@@ -131,3 +131,27 @@ def test_a_context_window_keeps_the_conversations_latest_tokens(simple_task, che
     assert all(t.prompt_tokens == len(t.prompt_ids) <= 112 for t in traj.turns)
     # the matched-state sampler sees the same window the episode saw
     assert policy.sample_turns(traj.messages[:2], TOOL_SCHEMAS, 1, seed=0) == [traj.messages[2]]
+
+
+def test_reused_kv_caches_sample_what_a_fresh_prefill_samples(simple_task, checkpoint):
+    """An episode feeds only its new tokens each turn (its own cache, the shared system message's
+    on turn 0): greedy, every turn's completion is the one a full prefill of its prompt gives."""
+    policy = make_policy(PolicySpec.parse(f"hf:{checkpoint}"), Sampling(temperature=0.0, max_tokens=16, seed=1))
+    traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=3))
+    assert len(traj.turns) >= 2 and len(policy._system_caches) == 1
+    for turn in traj.turns:
+        fresh = policy._generate(turn.prompt_ids, 0).tolist()[0][len(turn.prompt_ids) :]
+        assert fresh == turn.completion_ids
+    # and the caches are used: what the model is fed first in each turn is only what no cache holds
+    fed = []
+    hook = policy.model.register_forward_pre_hook(
+        lambda _m, _a, kw: fed.append(kw["input_ids"].shape[1]), with_kwargs=True
+    )
+    try:
+        again = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=3))
+    finally:
+        hook.remove()
+    system = len(next(iter(policy._system_caches)))
+    first, second = again.turns[0], again.turns[1]
+    assert fed[0] == first.prompt_tokens - system  # turn 1: the system message's cache
+    assert fed[len(first.completion_ids)] == second.prompt_tokens - first.prompt_tokens - len(first.completion_ids) + 1

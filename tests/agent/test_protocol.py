@@ -123,3 +123,63 @@ def test_a_teacher_message_gets_its_calls_written_in_the_protocol(tokenizer):
     assert trained.startswith("Look at the code.\n<tool_call>[") and trained.endswith("]</tool_call><|im_end|>")
     parsed = parse_reply(trained.removesuffix("<|im_end|>"), 0)["tool_calls"][0]["function"]
     assert parsed["name"] == "read_file" and json.loads(parsed["arguments"]) == {"path": "calc.py"}
+
+
+SHOWN_FILE = (
+    "class Inflector:\n    def ordinal(self, n):\n        return n - 1\n\n    def other(self):\n        return 0\n"
+)
+SHOWN_STATEMENT = (
+    "`test_ordinal` fails.\n\nThe bug is in the function `Inflector.ordinal` in `inflection/__init__.py`. "
+    "Its current source:\n```python\n    def ordinal(self, n):\n        return n - 1\n```\n"
+    "Fix it with one `str_replace` on that file, then call `submit`."
+)
+
+
+def test_a_python_block_redefining_the_shown_function_is_an_edit_of_its_file():
+    """SmolLM2 answers a level-1 task with the corrected function in a ```python block: read as
+    one str_replace of the shown source, re-indented as in the file, so it applies once."""
+    from touchstone.agent.protocol import shown_functions
+
+    shown = shown_functions([{"role": "user", "content": SHOWN_STATEMENT}])
+    reply = "The fix:\n```python\ndef ordinal(self, n):\n    return n + 1\n```\nThis adds one."
+    message = parse_reply(reply, 1, shown)
+    assert message["content"] == reply
+    call = message["tool_calls"][0]["function"]
+    args = json.loads(call["arguments"])
+    assert call["name"] == "str_replace" and args["path"] == "inflection/__init__.py"
+    assert SHOWN_FILE.count(args["old"]) == 1
+    fixed = SHOWN_FILE.replace(args["old"], args["new"])
+    assert "    def ordinal(self, n):\n        return n + 1\n" in fixed and "def other" in fixed
+    assert is_valid_call(message)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "```python\ndef test_ordinal(number):\n    return number - 1\n```",  # another name: not the shown function
+        "```python\ndef ordinal(self, n):\n    return n - 1\n```",  # the shown source again: no edit
+        "```python\ndef ordinal(self, n):\n    return (n +\n```",  # does not parse
+        "```python\ndef ordinal(self, n):\n    return n + 1\n\ndef helper():\n    pass\n```",  # two functions
+    ],
+)
+def test_a_python_block_that_is_no_edit_of_a_shown_function_is_no_call(reply):
+    from touchstone.agent.protocol import shown_functions
+
+    assert "tool_calls" not in parse_reply(reply, 0, shown_functions([{"role": "user", "content": SHOWN_STATEMENT}]))
+    assert "tool_calls" not in parse_reply("```python\ndef ordinal(self, n):\n    return n + 1\n```", 0)  # none shown
+
+
+def test_a_call_wins_over_a_python_block_and_the_block_reply_renders_verbatim(tokenizer):
+    from touchstone.agent.protocol import shown_functions
+
+    shown = shown_functions([{"role": "user", "content": SHOWN_STATEMENT}])
+    both = f"```python\ndef ordinal(self, n):\n    return n + 1\n```\n<tool_call>[{CALL}]</tool_call>"
+    assert parse_reply(both, 0, shown)["tool_calls"][0]["function"]["name"] == "bash"
+    reply = "```python\ndef ordinal(self, n):\n    return n + 1\n```"
+    chat = [
+        {"role": "user", "content": SHOWN_STATEMENT},
+        {"role": "assistant", "content": reply, "tool_calls": parse_reply(reply, 0, shown)["tool_calls"]},
+    ]
+    enc = tokenizer.apply_chat_template(chat, tools=TOOL_SCHEMAS, return_assistant_tokens_mask=True, return_dict=True)
+    trained = tokenizer.decode([t for t, m in zip(enc["input_ids"], enc["assistant_masks"]) if m])
+    assert trained == reply + "<|im_end|>"  # SFT trains on the model's own tokens, no call appended

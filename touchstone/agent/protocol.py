@@ -18,15 +18,26 @@ format the model is read in.
 
 `parse_reply` never raises: a reply it cannot read is an assistant message with a nameless
 call (or none), which the loop records as an invalid turn with an error observation.
+
+A ```python block is an edit where the conversation makes it one: asked to fix a function whose
+source the conversation shows (a user message saying "the function `NAME` in `PATH`" followed by
+that source in a ```python block, as curriculum level 1 states its tasks), a small instruct model
+answers with the corrected function in a ```python block far more often than with a call. Such
+a block, when it defines that function (same name) and holds no call, is read as
+`str_replace(PATH, shown source, block)`, re-indented to the shown source's indentation. The
+reply stays the record verbatim (the template renders a reply holding a ```python block as it is).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
-from typing import Any
+import textwrap
+from typing import Any, NamedTuple
 
 MARKER = "touchstone-text-tool-protocol-v1"
+CALL_END = "</tool_call>"
 DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
 TOOL_TEMPLATE = (
@@ -51,7 +62,8 @@ TOOL_TEMPLATE = (
     "{{- '<|im_start|>assistant\\n' -}}\n"
     "{%- generation -%}{{- message['content'] -}}\n"
     # a run of another policy (the teacher's): its calls written as this protocol writes them
-    "{%- if message.tool_calls and '<tool_call>' not in message['content'] and '\"name\"' not in message['content'] -%}\n"
+    "{%- if message.tool_calls and '<tool_call>' not in message['content'] and '\"name\"' not in message['content']"
+    " and '```python' not in message['content'] -%}\n"
     "{{- ('\\n' if message['content'] else '') + '<tool_call>[' -}}\n"
     "{%- for call in message.tool_calls -%}"
     "{{- {'name': call.function.name, 'arguments': call.function.arguments} | tojson -}}"
@@ -70,6 +82,10 @@ TOOL_TEMPLATE = (
 )
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
+_PYTHON_FENCE = re.compile(r"```python[^\n]*\n(.*?)(?:```|$)", re.S)
+_SHOWN = re.compile(
+    r"the function `(?P<name>[\w.]+)` in `(?P<path>[^`\n]+)`[^`]*?```python\n(?P<code>.*?)\n```", re.S | re.I
+)
 _FENCE = re.compile(r"```[ \t]*(\w*)[^\n]*\n(.*?)(?:```|$)", re.S)
 
 
@@ -79,7 +95,7 @@ def speaks_text_protocol(tokenizer) -> bool:
     return MARKER in template
 
 
-def parse_reply(text: str, turn: int) -> dict[str, Any]:
+def parse_reply(text: str, turn: int, shown: dict[str, ShownFunction] | None = None) -> dict[str, Any]:
     """The assistant message a reply says: `content` is the reply verbatim; `tool_calls`
     holds the calls found, in order (the loop runs the first). Where they are looked for,
     first match wins: `<tool_call>` blocks (a JSON list of calls or one call; a missing closing
@@ -89,6 +105,8 @@ def parse_reply(text: str, turn: int) -> dict[str, Any]:
     loop records an error observation (an invalid turn), never a crash."""
     message: dict[str, Any] = {"role": "assistant", "content": text}
     found, unreadable = _calls(text)
+    if not found and unreadable is None:
+        found = _code_edits(text, shown or {})
     if not found and unreadable is not None:
         found = [("", unreadable)]
     if found:
@@ -168,3 +186,40 @@ def _read_calls(candidate: str) -> list[tuple[str, str]]:
         args = item.get("arguments", item.get("parameters", {}))
         calls.append((item["name"], args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
     return calls
+
+
+class ShownFunction(NamedTuple):
+    path: str
+    source: str  # as the conversation showed it (the file's text, indentation included)
+
+
+def shown_functions(messages: list[dict[str, Any]]) -> dict[str, ShownFunction]:
+    """Functions the conversation's user messages show with their file, by bare name (the last
+    part of `Class.method`): what a ```python block in a reply may redefine as an edit."""
+    shown = {}
+    for msg in messages:
+        if msg.get("role") == "user" and isinstance(msg.get("content"), str):
+            for m in _SHOWN.finditer(msg["content"]):
+                shown[m["name"].rsplit(".", 1)[-1]] = ShownFunction(m["path"], m["code"])
+    return shown
+
+
+def _code_edits(text: str, shown: dict[str, ShownFunction]) -> list[tuple[str, str]]:
+    """The first ```python block that parses and defines one shown function, as a
+    `str_replace` call on its file ([] when none does)."""
+    for block in _PYTHON_FENCE.findall(text):
+        code = textwrap.dedent(block).strip("\n")
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            continue
+        names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        target = shown.get(names[0]) if len(names) == 1 else None
+        if target is None or code == textwrap.dedent(target.source).strip("\n"):
+            continue  # not an edit of a shown function (or the same source again)
+        indent = target.source[: len(target.source) - len(target.source.lstrip())]
+        new = textwrap.indent(code, indent).lstrip() if indent else code
+        old = target.source.strip()
+        args = {"path": target.path, "old": old, "new": new}
+        return [("str_replace", json.dumps(args, ensure_ascii=False))]
+    return []

@@ -9,23 +9,37 @@ With `Sampling.context_window` set, a prompt keeps its latest tokens that fit
 (`prompt_ids` records what the model saw), as the trainer's windows did.
 Tool calls are parsed by the tokenizer's response parser (transformers
 `parse_response`), so any chat model with tool calling runs as `hf:`.
+
+Prefill is most of a turn's cost on a CPU (a 600-token system prompt with the tool schemas,
+then the whole conversation again every turn), so nothing is prefilled twice: an episode keeps
+the KV cache of its conversation and feeds only the new observation tokens next turn, and the
+policy keeps the KV cache of each system message it has seen (every episode of a run shares
+it). A text-protocol model stops at the end of its tool call instead of running to the token
+limit. Reuse changes only where the arithmetic happens (chunked prefill), not what is sampled.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
 from touchstone.agent.policies.spec import PolicySpec
-from touchstone.agent.protocol import parse_reply, speaks_text_protocol
+from touchstone.agent.protocol import CALL_END, parse_reply, shown_functions, speaks_text_protocol
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.episode.trajectory import Sampling
 
 
 def parse_completion(
-    tokenizer, completion: list[int], prompt: list[int], tools: list[dict[str, Any]], turn: int
+    tokenizer,
+    completion: list[int],
+    prompt: list[int],
+    tools: list[dict[str, Any]],
+    turn: int,
+    messages: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The assistant message the generated ids say, read by the tokenizer's own
     response parser (transformers `parse_response`, with the prompt as prefix
@@ -34,9 +48,12 @@ def parse_completion(
     nameless, the decoded text as its arguments — so the loop records an error
     observation instead of silently dropping the attempt. A checkpoint whose chat template
     speaks the text tool protocol (SmolLM2 and other templates without tools) is read by that
-    protocol's parser instead (`touchstone.agent.protocol`)."""
+    protocol's parser instead (`touchstone.agent.protocol`; `messages`, the conversation so far,
+    says which functions a ```python block may redefine as an edit)."""
     if speaks_text_protocol(tokenizer):
-        return parse_reply(tokenizer.decode(completion, skip_special_tokens=True), turn)
+        return parse_reply(
+            tokenizer.decode(completion, skip_special_tokens=True), turn, shown_functions(messages or [])
+        )
     try:
         parsed = tokenizer.parse_response(completion, prefix=prompt, tools=tools) or {}
     except (ValueError, TypeError):
@@ -103,6 +120,18 @@ def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class KVPrefix:
+    """A KV cache and the exact token ids it was computed on."""
+
+    ids: tuple[int, ...]
+    cache: Any  # transformers DynamicCache; never mutated once stored (generate gets a copy)
+
+    def covers(self, prompt: list[int]) -> bool:
+        """Whether it is a strict prefix of `prompt` (at least one token left to feed)."""
+        return len(self.ids) < len(prompt) and tuple(prompt[: len(self.ids)]) == self.ids
+
+
 class _HFEpisode(Episode):
     def __init__(self, policy: "HFPolicy", seed: int):
         self.policy = policy
@@ -110,6 +139,7 @@ class _HFEpisode(Episode):
         self.turn = 0
         self.ids: list[int] | None = None  # exact ids of the conversation so far
         self.rendered_upto = 0  # number of messages covered by `ids`
+        self.cache: KVPrefix | None = None  # the KV cache of the conversation so far
 
     def _render(self, messages: list[dict[str, Any]], generation_prompt: bool) -> str:
         return self.policy.tokenizer.apply_chat_template(
@@ -136,11 +166,11 @@ class _HFEpisode(Episode):
         self.tools = tools
         prompt = self.policy.windowed(self.prompt_ids(messages))
         try:
-            completion, logprobs = self.policy.generate(prompt, self.seed * 100003 + self.turn)
+            completion, logprobs, self.cache = self.policy.generate(prompt, self.seed * 100003 + self.turn, self.cache)
         except (RuntimeError, ValueError) as exc:
             raise PolicyError(f"generation failed: {exc}") from exc
-        message = parse_completion(self.policy.tokenizer, completion, prompt, tools, self.turn)
-        stopped = bool(completion) and completion[-1] == self.policy.eos_id
+        message = parse_completion(self.policy.tokenizer, completion, prompt, tools, self.turn, messages)
+        stopped = bool(completion) and (completion[-1] == self.policy.eos_id or self.policy.ends_call(completion))
         self.ids = prompt + completion
         self.rendered_upto = len(messages) + 1
         self.turn += 1
@@ -178,7 +208,13 @@ class HFPolicy(Policy):
         if self.eos_id is None:
             raise ValueError(f"{path}: neither the generation config nor the tokenizer names an end-of-turn token")
         self.eos_text = self.tokenizer.convert_ids_to_tokens(self.eos_id)
-        self._lock = threading.Lock()
+        # A text-protocol reply is complete at the end of its tool call: stop there.
+        self.stop_strings = [CALL_END] if speaks_text_protocol(self.tokenizer) else None
+        self._system_caches: dict[tuple[int, ...], KVPrefix] = {}
+        self._lock = threading.RLock()  # generate holds it around _generate: one model call at a time
+
+    def ends_call(self, completion: list[int]) -> bool:
+        return bool(self.stop_strings) and self.tokenizer.decode(completion[-8:]).rstrip().endswith(CALL_END)
 
     def episode(self, seed: int, max_turns: int) -> Episode:
         return _HFEpisode(self, seed)
@@ -196,7 +232,7 @@ class HFPolicy(Policy):
         out = self._generate(prompt, seed, num_return_sequences=1 if greedy else n)
         rows = [row[len(prompt) :] for row in out.tolist()] * (n if greedy else 1)
         ends = [row.index(self.eos_id) + 1 if self.eos_id in row else len(row) for row in rows]  # then padding
-        return [parse_completion(self.tokenizer, row[:end], prompt, tools, 0) for row, end in zip(rows, ends)]
+        return [parse_completion(self.tokenizer, row[:end], prompt, tools, 0, messages) for row, end in zip(rows, ends)]
 
     def windowed(self, prompt: list[int]) -> list[int]:
         """The prompt's latest tokens that fit the sampling's context window (all when
@@ -204,17 +240,44 @@ class HFPolicy(Policy):
         keep = self.sampling.prompt_window()
         return prompt if keep is None else prompt[-keep:]
 
-    def generate(self, prompt: list[int], seed: int) -> tuple[list[int], list[float]]:
-        """Sample a completion; returns its ids and the log probability of each
-        sampled token under the distribution it was sampled from."""
+    def generate(
+        self, prompt: list[int], seed: int, cache: KVPrefix | None = None
+    ) -> tuple[list[int], list[float], KVPrefix]:
+        """Sample a completion; returns its ids, the log probability of each sampled token
+        under the distribution it was sampled from, and the KV cache of prompt + completion
+        (pass it back with the next turn's prompt: only the tokens it lacks are prefilled)."""
         import torch
 
-        out = self._generate(prompt, seed, output_scores=True, return_dict_in_generate=True)
+        with self._lock:
+            start = self._reusable(prompt, cache)
+            out = self._generate(
+                prompt, seed, output_scores=True, return_dict_in_generate=True, stop_strings=self.stop_strings,
+                tokenizer=self.tokenizer if self.stop_strings else None,
+                cache=copy.deepcopy(start.cache) if start else None,
+            )  # fmt: skip
         completion = out.sequences[0, len(prompt) :].tolist()
         logprobs = [
             torch.log_softmax(score[0].float(), dim=-1)[token].item() for score, token in zip(out.scores, completion)
         ]
-        return completion, logprobs
+        # The cache holds every token but the last sampled one (never fed back).
+        return completion, logprobs, KVPrefix(tuple(prompt + completion)[: out.cache.get_seq_length()], out.cache)
+
+    def _reusable(self, prompt: list[int], cache: KVPrefix | None) -> KVPrefix | None:
+        """The longest cached prefix of `prompt`: the episode's own conversation, else the
+        system message's (computed once per distinct system message). Called under the lock."""
+        if cache is not None and cache.covers(prompt):
+            return cache
+        end = prompt.index(self.eos_id) + 1 if self.eos_id in prompt else 0
+        system = tuple(prompt[:end])
+        if not system or end >= len(prompt):
+            return None
+        if system not in self._system_caches:
+            import torch
+
+            with torch.no_grad():
+                out = self.model(torch.tensor([system], device=self.device), use_cache=True, logits_to_keep=1)
+            self._system_caches[system] = KVPrefix(system, out.cache)
+        return self._system_caches[system]
 
     def _generate(self, prompt: list[int], seed: int, **options: Any) -> Any:
         """`model.generate` on one prompt with this policy's sampling, seeded, one call at a time."""
