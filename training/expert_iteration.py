@@ -53,23 +53,24 @@ def expert_iteration_round(
 ) -> ExpertIterationResult:
     """Sample, verify, train on the model's own accepted runs (plus the teacher's, labelled, when
     `teacher_attempts` > 0). Writes rollouts/, verify/, data/ and model/ under `work`."""
-    from touchstone.agent.rollout import merge_rollouts, solve
+    from touchstone.agent.rollout import merge_rollouts
     from touchstone.data.build import build_datasets
     from touchstone.tasks.schema import load_task_set
-    from touchstone.verify import verify_batch
+    from training.round_engine import Sandboxes, roll_out, verify
     from training.train import train
 
     tasks = load_task_set(tasks_dir)
     spec = PolicySpec("hf", str(checkpoint))
+    sandboxes = Sandboxes(backend=backend, workers=workers)
     started = time.monotonic()
-    parts = [solve(tasks, spec, attempts, workers, work / "model_runs", sampling, backend, limits, progress=False)]
+    parts = [roll_out(tasks, spec, attempts, work / "model_runs", sandboxes, sampling=sampling, limits=limits)]
     rollout_s = time.monotonic() - started
     if teacher_attempts:
-        parts.append(solve(tasks, TEACHER, teacher_attempts, workers, work / "teacher_runs", None, backend))
+        parts.append(roll_out(tasks, TEACHER, teacher_attempts, work / "teacher_runs", sandboxes))
     rollouts = work / "rollouts"
     rollouts.mkdir(parents=True, exist_ok=True)
     merge_rollouts(parts, rollouts)
-    verify_batch(tasks_dir, rollouts, workers=workers, out=work / "verify", backend=backend)
+    verify(tasks_dir, rollouts, work / "verify", sandboxes)
     summary = build_datasets(
         work / "verify" / "reports.parquet", rollouts / "trajectories.parquet", work / "data", round_key=round_key
     )
