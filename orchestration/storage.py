@@ -88,12 +88,13 @@ class RoundStore:
     def local_dir(self, asset: str, round_key: str | None = None) -> Path:
         """A local directory holding the asset's files (downloaded for remote roots)."""
         src = self.asset_dir(asset, round_key)
+        if not self.is_local:
+            self._refuse_incomplete(src)  # first: a publish cut off before any copy landed leaves no files
         if not src.exists():
             where = f"round {round_key}" if round_key else "this store"
             raise FileNotFoundError(f"{asset} has no data for {where} at {src}: materialize it first")
         if self.is_local:
             return Path(src.path)
-        self._refuse_incomplete(src)
         dest = Path(tempfile.mkdtemp(prefix=f"touchstone-{asset}-"))
         _copy_upath(src, UPath(dest))
         return dest

@@ -308,6 +308,7 @@ def test_an_s3_endpoint_failing_mid_upload_leaves_the_last_good_data(failing_pro
 def _files(store: RoundStore, asset: str) -> dict[str, int]:
     """An asset's files on the store (path below the asset -> size), as a fresh listing sees them."""
     top = store.asset_dir(asset)
+    top.fs.invalidate_cache()  # s3fs shares one listing cache across store objects of a root
     return {p.path.split(f"/{asset}/", 1)[1]: p.stat().st_size for p in top.rglob("*") if p.is_file()}
 
 
@@ -340,7 +341,9 @@ def test_a_publish_cut_off_during_the_copies_into_place_is_never_read_and_the_ne
     assert not failed.success and any("seed_sources" in line for line in describe_failures(failed))
     store = RoundStore(root)
     partial = _files(store, "seed_sources")
-    assert 0 < len(partial) < len(clean), "the fault did not hit the copies halfway"
+    # the old version is gone and the new one is not whole (how many copies landed before the
+    # first 500 depends on s3fs's concurrent copies: none, on some runs)
+    assert len(partial) < len(clean), "the fault did not cut the copies off"
     with pytest.raises(IncompleteAsset, match="seed_sources .*incomplete.*rerun"):
         store.local_dir("seed_sources")
 
