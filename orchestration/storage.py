@@ -198,7 +198,8 @@ class RoundStore:
         dest, staged = self.root / publish["asset"], self.root / publish["staged"]
         if dest.exists():
             dest.rmdir(recursive=True)
-        self.root.fs.copy(staged.path, dest.path, recursive=True)
+        if staged.exists():  # an empty asset (a warm start of no tasks) uploads nothing
+            self.root.fs.copy(staged.path, dest.path, recursive=True)
         record.unlink()
         _remove_prefix(staged)
 
