@@ -86,3 +86,20 @@ def test_sandboxes_can_share_a_host_user_and_it_is_given_back(workspace: Path, s
                 fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         finally:
             os.close(held)
+
+
+@pytest.mark.docker
+def test_a_docker_host_without_the_root_filesystem_names_the_user_from_the_image(tmp_path: Path, monkeypatch):
+    """A step container of the Docker deployment has the sandbox image (through the
+    socket) but no root filesystem and no debootstrap: the accounts come from the image."""
+    from touchstone.sandbox.docker import ensure_image, image_accounts
+    from touchstone.sandbox.image import ensure_rootfs
+
+    ensure_image(progress=False)
+    rootfs_etc = ensure_rootfs(progress=False) / "etc"
+    monkeypatch.setenv("TOUCHSTONE_CACHE", str(tmp_path))
+    copied = image_accounts()
+    assert copied.is_relative_to(tmp_path)
+    for name in ("passwd", "group"):
+        assert (copied / name).read_text() == (rootfs_etc / name).read_text()
+    assert image_accounts() == copied  # copied once

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import os
 import json
 import queue
+import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -36,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Sequence
 
+from touchstone import paths
 from touchstone.sandbox.base import (
     SANDBOX_HOME,
     WORKSPACE,
@@ -60,6 +64,8 @@ from touchstone.sandbox.image import (
     ensure_rootfs,
     image_tag,
     images_dir,
+    rootfs_path,
+    rootfs_ready,
     short_hash,
 )
 
@@ -177,6 +183,35 @@ def ensure_image(progress: bool = True) -> str:
     return tag
 
 
+def image_accounts() -> Path:
+    """A folder with the sandbox image's own `passwd` and `group`: the root
+    filesystem's `etc` where it is on this machine, else copied once out of the
+    image (a step container of the Docker deployment has the image, through the
+    Docker socket, but neither the root filesystem nor debootstrap to build it)."""
+    if rootfs_ready():
+        return rootfs_path() / "etc"
+    folder = paths.cache() / f"image-accounts-{short_hash()}"
+    if (folder / "group").is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(folder.name):
+        if (folder / "group").is_file():  # another process copied it while we waited
+            return folder
+        tmp = Path(tempfile.mkdtemp(prefix=f"{folder.name}.copying-", dir=folder.parent))
+        container = _client().containers.create(ensure_image(progress=False), command=["true"], network_disabled=True)
+        try:
+            for name in ("passwd", "group"):
+                stream, _ = container.get_archive(f"/etc/{name}")
+                with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                    (tmp / name).write_bytes(tar.extractfile(name).read())
+            tmp.chmod(0o755)
+            tmp.rename(folder)  # whole or absent
+        finally:
+            container.remove(force=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
 def _has_image(client, tag: str) -> bool:
     import docker
 
@@ -211,7 +246,7 @@ class DockerSandbox(Sandbox):
         `id`, `whoami`, `~agent` and `ls -l` then name the user as in bwrap."""
         if self.host_user is None:
             return {}
-        files = self.host_user.account_files(ensure_rootfs(progress=False) / "etc")
+        files = self.host_user.account_files(image_accounts())
         return {str(path): {"bind": f"/etc/{name}", "mode": "ro"} for name, path in files.items()}
 
     def _start(self) -> None:
