@@ -120,9 +120,11 @@ class RoundStore:
         return str(dest)
 
     def writer_lock(self, run_id: str | None = None) -> WriterLock:
-        """The lock that makes one process at a time the writer of this root."""
+        """The lock that makes one process at a time the writer of this root. It names the
+        Dagster run, so the run's other steps (in other containers under the Docker
+        executor, which inherit no environment from the holder) are let through."""
         if self.is_local:
-            return WriterLock(self.root.path)
+            return WriterLock(self.root.path, run_id=run_id)
         return WriterLock(str(self.root), fs=self.root.fs, run_id=run_id)
 
     def lock_for_run(self, run_id: str | None) -> WriterLock | None:

@@ -189,7 +189,7 @@ def test_sigterm_removes_the_rounds_sandbox_containers(tmp_path):
 _HOLD = """
 import sys, time
 from orchestration.storage import RoundStore
-lock = RoundStore(sys.argv[1]).writer_lock().acquire()
+lock = RoundStore(sys.argv[1]).writer_lock(*sys.argv[2:]).acquire()
 print("held", flush=True)
 time.sleep(600)
 """
@@ -279,3 +279,20 @@ def test_a_dagster_run_is_refused_while_another_process_writes(tmp_path):
     )
     assert done.success and (home / "seed_sources").is_dir()  # the dead holder's lock was taken over
     assert RoundStore(str(home)).writer_lock().busy() is None  # and released when the run ended
+
+
+@pytest.mark.parametrize("root", ["local", "s3"])
+def test_another_step_of_the_same_run_writes_and_another_run_is_refused(s3, tmp_path, root):  # noqa: F811
+    """Under the Docker executor each step runs in a container of its own, inheriting
+    nothing from the step that holds the lock: the run id it names lets the run's
+    other steps through, on a local root as on S3, while another run is refused."""
+    root = str(tmp_path / "home") if root == "local" else f"s3://{BUCKET}/same-run"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, root, "run-1"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert RoundStore(root).lock_for_run("run-1") is None  # writes under the step's lock
+        with pytest.raises(DataRootBusy, match=f"pid {holder.pid} .*Dagster run run-1"):
+            RoundStore(root).lock_for_run("run-2")
+    finally:
+        holder.kill()
+        holder.wait()
