@@ -35,6 +35,7 @@ from touchstone.agent.policies.spec import TEACHER
 from touchstone.checkpoint import checkpoint_hash
 from touchstone.data.build import build_datasets
 from touchstone.hashing import tree_hash
+from touchstone.sandbox.image import build_lock
 from touchstone.taskmaking.index import INDEX_FILE, read_index
 from touchstone.taskmaking.sources import SourceMix
 from touchstone.tasks.schema import load_task_set
@@ -105,20 +106,21 @@ def warm_start(
     parts = _key_parts(base, seeds, heldout, trainer_config, cfg)
     key = _key(parts)
     root = paths.cache() / "warm-start" / key
-    if (root / "model" / RESULT_FILE).is_file():
-        log(f"warm start: cached ({root})")
-        return root / "model", WarmStartResult.model_validate_json((root / "model" / RESULT_FILE).read_text())
     root.parent.mkdir(parents=True, exist_ok=True)
-    log(f"warm start: not cached as {key}; {_why_missed(root.parent, parts)}")
-    with tempfile.TemporaryDirectory(prefix="touchstone-warm-", dir=root.parent) as tmp:
-        work = Path(tmp)
-        result = _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers, log)
-        (work / "model" / RESULT_FILE).write_text(result.model_dump_json(indent=2) + "\n")
-        shutil.rmtree(root, ignore_errors=True)  # a half-written earlier attempt
-        root.mkdir()
-        (work / "data").rename(root / "data")
-        (root / KEY_FILE).write_text(json.dumps(parts, indent=2) + "\n")  # what a later miss is compared with
-        (work / "model").rename(root / "model")  # last: a model dir means a finished warm start
+    with build_lock(f"warm-start-{key}"):  # one builder per key: a concurrent caller waits, then reuses it
+        if (root / "model" / RESULT_FILE).is_file():
+            log(f"warm start: cached ({root})")
+            return root / "model", WarmStartResult.model_validate_json((root / "model" / RESULT_FILE).read_text())
+        log(f"warm start: not cached as {key}; {_why_missed(root.parent, parts)}")
+        with tempfile.TemporaryDirectory(prefix="touchstone-warm-", dir=root.parent) as tmp:
+            work = Path(tmp)
+            result = _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers, log)
+            (work / "model" / RESULT_FILE).write_text(result.model_dump_json(indent=2) + "\n")
+            shutil.rmtree(root, ignore_errors=True)  # a half-written earlier attempt
+            root.mkdir()
+            (work / "data").rename(root / "data")
+            (root / KEY_FILE).write_text(json.dumps(parts, indent=2) + "\n")  # what a later miss is compared with
+            (work / "model").rename(root / "model")  # last: a model dir means a finished warm start
     return root / "model", result
 
 
