@@ -22,7 +22,11 @@ elif [ $# -eq 0 ] && [ "${TOUCHSTONE_SLOW:-0}" != 1 ]; then
   select=(-m "not slow")
   echo "test: slow end-to-end tests are left to CI (TOUCHSTONE_SLOW=1 make test runs them here)"
 fi
-python -m pytest -q -ra --durations=20 "${select[@]}" "$@"  # the 20 slowest tests, in CI output too
+# Workers (pytest-xdist): much of a test's time is waiting on sandboxes, servers and
+# containers, so two share even 2 cores well; a file's tests stay on one worker
+# (tests/conftest.py). TOUCHSTONE_TEST_WORKERS=0 runs in this process.
+workers=${TOUCHSTONE_TEST_WORKERS:-$(python -c 'import os; print(max(2, min(os.cpu_count() or 1, 4)))')}
+python -m pytest -q -ra --durations=20 -n "$workers" --dist loadgroup "${select[@]}" "$@"  # the 20 slowest, in CI output too
 rc=$?
 if [ $rc -eq 5 ]; then
   echo "test: pytest collected no tests: that is a failure" >&2

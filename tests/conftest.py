@@ -26,6 +26,15 @@ def _check_docker() -> None:
     pytest.skip(f"Docker unavailable: {reason}")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test` runs workers; --dist loadgroup) a file's tests
+    stay on one worker, so a module-scoped fixture (a deployment, a trained model) is
+    built once; files sharing a session fixture name one `xdist_group` to stay together."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("docker"):
         _check_docker()
