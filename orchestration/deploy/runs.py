@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import dagster as dg
+import sqlalchemy
+from dagster_postgres.utils import DagsterPostgresException
 
 from orchestration.deploy.stack import (
     LOCATION,
@@ -60,17 +62,24 @@ def submit(stack: Stack, job: str, run_config: Mapping, tags: Mapping[str, str])
 
 
 def wait(instance: dg.DagsterInstance, run_id: str, timeout_s: float, log=print) -> RunOutcome:
+    """Poll the run until it finishes. The instance's PostgreSQL may restart meanwhile:
+    the run goes on without this process, which says so once and keeps polling."""
     started = time.monotonic()
     last = None
     while True:
-        run = instance.get_run_by_id(run_id)
-        if run.status != last:
+        try:
+            run = instance.get_run_by_id(run_id)
+        except (DagsterPostgresException, sqlalchemy.exc.DBAPIError) as exc:  # no answer past Dagster's retries
+            if last != "away":
+                log(f"  run {run_id[:8]}: the instance's database does not answer ({str(exc).splitlines()[0][:160]})")
+            last, run = "away", None
+        if run is not None and run.status != last:
             log(f"  run {run_id[:8]} {run.job_name} {run.tags.get('dagster/partition', '')}: {run.status.value}")
             last = run.status
-        if run.status in FINISHED:
+        if run is not None and run.status in FINISHED:
             break
         if time.monotonic() - started > timeout_s:
-            raise DeployError(f"run {run_id} did not finish within {timeout_s:.0f} s (status {run.status.value})")
+            raise DeployError(f"run {run_id} did not finish within {timeout_s:.0f} s (last seen: {last})")
         time.sleep(2)
     return RunOutcome(
         run_id=run_id,

@@ -4,9 +4,12 @@ and the webserver; `run` submits one tiny round through the webserver, queued,
 launched by the DockerRunLauncher, its steps run in containers (docker_executor)
 that start their sandboxes as sibling containers; the round gives the same
 assets, checks and lineage as an in-process round (tests/assets/test_rounds.py);
-`down` leaves no container and no network."""
+`down` leaves no container and no network. Then a second round, with the deployment's
+PostgreSQL restarted under it mid-round: nothing lost or duplicated, a rerun completes it."""
 
 import re
+import subprocess
+import time
 import types
 
 import dagster as dg
@@ -22,6 +25,8 @@ from orchestration.lineage import latest_metadata
 from orchestration.runner import ROUND_STAGES, SOURCE_STAGES
 from orchestration.storage import RoundStore
 from tests.assets.conftest import tiny_run_config
+from tests.faults.test_faults import assert_round_whole
+from tests.orchestration.test_one_writer import TOUCHSTONE
 from tests.serving import free_port
 
 # The first test also pays for `up` (images built on a fresh machine: 20 min at load 15 here) and the round.
@@ -41,10 +46,14 @@ def deploy(*args: str) -> str:
     return result.stdout
 
 
+def run_config_of(root):
+    return root.parent / f"{root.name}-run.yaml"
+
+
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
     root = tmp_path_factory.mktemp("deploy")
-    config = root.parent / f"{root.name}-run.yaml"
+    config = run_config_of(root)
     config.write_text(yaml.safe_dump(tiny_run_config()))
     name = f"tstest-{free_port()}"
     ports = ["--web-port", str(free_port()), "--pg-port", str(free_port())]
@@ -128,3 +137,38 @@ def test_lineage_and_data_match_an_in_process_round(deployment):
     """).fetchall()
     assert untraced == []
     assert con.execute("SELECT count(*) FROM sft WHERE round = 'r000'").fetchone()[0] > 0
+
+
+def test_postgresql_restarted_under_the_deployment_mid_round_loses_nothing_and_a_rerun_completes(deployment):
+    """Issue 37 #7: the deployment's PostgreSQL (run, event and schedule storage of the
+    webserver, daemon, run and step containers) stops for longer than Dagster's
+    connection retries while round r001's rollouts run, then starts again. `deploy run`
+    keeps waiting through the outage; the round either goes on or fails naming the
+    cause, and then `deploy run` completes it (the unfinished round first)."""
+    stack, _, instance, _ = deployment
+    args = ["deploy", "run", "--root", str(stack.root), "--rounds", "1", "--config", str(run_config_of(stack.root))]
+    waiting = subprocess.Popen(
+        [TOUCHSTONE, *args, "--timeout", "3600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    postgres = next(c for c in containers(stack) if c.labels.get("touchstone.deploy.service") == "postgres")
+    try:
+        deadline = time.monotonic() + 1800
+        while latest_metadata(instance, dg.AssetKey("proposed_tasks"), "r001") is None:
+            assert waiting.poll() is None and time.monotonic() < deadline, waiting.communicate()
+            time.sleep(2)
+        time.sleep(5)  # into the rollouts
+        postgres.stop(timeout=10)
+        time.sleep(30)
+        postgres.start()
+        out, err = waiting.communicate(timeout=3600)
+    finally:
+        waiting.kill()
+    assert "Traceback" not in err, err
+    if waiting.returncode != 0:  # a step could not record an event while the database was away
+        assert re.search(r"round r001 FAILURE", out), out + err
+        deploy(*args[1:], "--timeout", "3600")
+    (last,) = instance.get_runs(dg.RunsFilter(job_name="round", tags={"dagster/partition": "r001"}), limit=1)
+    assert last.status == dg.DagsterRunStatus.SUCCESS
+    for stage in ROUND_STAGES:
+        assert latest_metadata(instance, dg.AssetKey(stage), "r001") is not None, stage
+    assert_round_whole(stack.root / "data", "r001")
