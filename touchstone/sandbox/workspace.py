@@ -365,7 +365,12 @@ def copy_tree(src: Path, dst: Path, owner: tuple[int, int] | None = None, budget
     try:
         _copy_entries(src, dst, owner, budget, made)
     except BaseException:
-        for parts in reversed(made):  # children before parents
+        # Only the tops of what was made: removing them removes what lies below, whose
+        # full paths (dst + a path near PATH_MAX) may be too long to name.
+        made_set = set(made)
+        for parts in made:
+            if parts[:-1] in made_set:
+                continue
             target = dst.joinpath(*parts)
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target, ignore_errors=True)
