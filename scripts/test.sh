@@ -26,7 +26,7 @@ fi
 # containers, so two share even 2 cores well; a file's tests stay on one worker
 # (tests/conftest.py). TOUCHSTONE_TEST_WORKERS=0 runs in this process.
 workers=${TOUCHSTONE_TEST_WORKERS:-$(python -c 'import os; print(max(2, min(os.cpu_count() or 1, 4)))')}
-python -m pytest -q -ra --durations=20 -n "$workers" --dist loadgroup "${select[@]}" "$@"  # the 20 slowest, in CI output too
+python -m pytest -q -ra --durations=20 -n "$workers" "${select[@]}" "$@"  # the 20 slowest, in CI output too
 rc=$?
 if [ $rc -eq 5 ]; then
   echo "test: pytest collected no tests: that is a failure" >&2

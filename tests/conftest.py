@@ -26,13 +26,28 @@ def _check_docker() -> None:
     pytest.skip(f"Docker unavailable: {reason}")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`make test` runs workers; --dist loadgroup) a file's tests
-    stay on one worker, so a module-scoped fixture (a deployment, a trained model) is
-    built once; files sharing a session fixture name one `xdist_group` to stay together."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+# Files whose tests share a session-scoped fixture: one scheduling unit under
+# pytest-xdist, so the fixture is built once, on one worker.
+SHARED_SESSION_FIXTURES = {
+    "rounds": ("tests/assets/test_rounds.py", "tests/assets/test_ui.py", "tests/assets/test_env_round.py"),
+    "cli_experiment": ("tests/experiments/test_filter_ablation.py", "tests/experiments/test_ablation_job.py"),
+}
+_UNIT_OF_FILE = {path: name for name, paths in SHARED_SESSION_FIXTURES.items() for path in paths}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`make test` runs workers (pytest-xdist): a file's tests stay on one worker, so a
+    module-scoped fixture (a deployment, a trained model) is built once; the files of
+    SHARED_SESSION_FIXTURES go together. (xdist's own `loadgroup` marks do nothing
+    under pytest 9.2, whose node ids it can no longer rename.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return _UNIT_OF_FILE.get(path, path)
+
+    return ByFile(config, log)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

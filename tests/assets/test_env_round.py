@@ -10,7 +10,7 @@ import pytest
 from touchstone.tasks.schema import load_task_set
 
 # the shared two-round fixture: its setup counts in the first test's time
-pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.xdist_group("rounds"), pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(3600)]
 
 
 def test_rounds_mix_base_and_third_party_environments(rounds):

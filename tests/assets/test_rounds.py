@@ -24,7 +24,7 @@ from tests.assets.conftest import TINY_CONFIG, tiny_resources
 from touchstone.checkpoint import read_manifest, verify_checkpoint
 
 # the shared two-round fixture: its setup counts in the first test's time
-pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.xdist_group("rounds"), pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(3600)]
 ROOT = Path(__file__).resolve().parents[2]
 
 

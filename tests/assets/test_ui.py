@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 # the shared two-round fixture: its setup counts in the first test's time
-pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.xdist_group("rounds"), pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(3600)]
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "ui"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

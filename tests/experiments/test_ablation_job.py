@@ -17,8 +17,6 @@ from orchestration.partitions import ABLATION_ROUNDS_NAME
 from tests.experiments.conftest import TINY, assert_filter_effect, assert_real_intervals
 from touchstone.paths import Asset
 
-pytestmark = pytest.mark.xdist_group("cli-ablation")  # the session fixture cli_experiment
-
 
 ROUND = dg.AssetKey(Asset.ABLATION_ROUND)
 FIGURES = ("kept_rows", "kept_hacks", "kept_hack_share", "hack_propensity", "imitation_nll")

@@ -20,9 +20,6 @@ from touchstone.tasks.schema import load_task_set
 from training.ablation import run_filter_ablation
 
 
-pytestmark = pytest.mark.xdist_group("cli-ablation")  # the session fixture cli_experiment
-
-
 @pytest.mark.slow  # two arms x two rounds of rollouts, verification, SFT and scoring: 9 min at load 13
 @pytest.mark.timeout(1800)
 def test_naive_filter_keeps_hacks_and_raises_hack_propensity_the_verifier_does_not(
