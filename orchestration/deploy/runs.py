@@ -4,7 +4,9 @@ instance's run launcher), wait, and say what happened."""
 
 from __future__ import annotations
 
+import itertools
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -47,8 +49,30 @@ _LAUNCH = """mutation($params: ExecutionParams!) { launchPipelineExecution(execu
   ... on RunConfigValidationInvalid { errors { message } } ... on InvalidSubsetError { message } } }"""
 
 
-def submit(stack: Stack, job: str, run_config: Mapping, tags: Mapping[str, str]) -> str:
-    """Submit a job run to the deployment's webserver; returns the run id."""
+SUBMISSION_TAG = "touchstone/submission"
+# What a PythonError says when the webserver's pooled database connection died with a
+# PostgreSQL restart: the first write on it fails, and SQLAlchemy then replaces it.
+_CLOSED_CONNECTION = ("server closed the connection", "terminating connection", "connection already closed")
+
+
+def submit(stack: Stack, instance: dg.DagsterInstance, job: str, run_config: Mapping, tags: Mapping[str, str]) -> str:
+    """Submit a job run to the deployment's webserver; returns the run id. A submission
+    the webserver's stale database connection cut short (after a PostgreSQL restart)
+    leaves a run that never starts: it is deleted and the submission made again."""
+    tags = {**tags, SUBMISSION_TAG: uuid.uuid4().hex}
+    for attempt in itertools.count(1):
+        try:
+            return _launch(stack, job, run_config, tags)
+        except DeployError as exc:
+            if attempt == 3 or not any(s in str(exc) for s in _CLOSED_CONNECTION):
+                raise
+        for run in instance.get_runs(dg.RunsFilter(tags={SUBMISSION_TAG: tags[SUBMISSION_TAG]})):
+            if run.status != dg.DagsterRunStatus.NOT_STARTED:
+                return run.run_id  # it was queued after all
+            instance.delete_run(run.run_id)
+
+
+def _launch(stack: Stack, job: str, run_config: Mapping, tags: Mapping[str, str]) -> str:
     selector = {"repositoryLocationName": LOCATION, "repositoryName": "__repository__", "jobName": job}
     params = {
         "selector": selector,
@@ -137,7 +161,7 @@ def run_rounds(
 def _one(stack, instance, job, stages, key, run_config, timeout_s, log) -> RunOutcome:
     config = {**QUIET, **_run_config_for(stages, run_config)}
     tags = {"dagster/partition": key} if key else {}
-    run_id = submit(stack, job, config, tags)
+    run_id = submit(stack, instance, job, config, tags)
     outcome = wait(instance, run_id, timeout_s, log)
     prune_run(stack, run_id)
     return outcome

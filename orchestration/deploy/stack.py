@@ -281,11 +281,15 @@ def _graphql(stack: Stack, query: str, variables: Mapping | None = None) -> dict
     import requests
 
     resp = requests.post(f"{stack.web_url}/graphql", json={"query": query, "variables": variables or {}}, timeout=30)
-    resp.raise_for_status()
-    body = resp.json()
+    try:
+        body = resp.json()
+    except ValueError:
+        body = {}
     if body.get("errors"):
-        raise DeployError(f"GraphQL error from {stack.web_url}: {body['errors']}")
-    return body["data"]
+        raise DeployError(f"GraphQL error from {stack.web_url} (HTTP {resp.status_code}): {body['errors']}")
+    if body.get("data") is None:
+        resp.raise_for_status()
+    return body["data"]  # also under HTTP 500: a resolver's exception, as a typed PythonError result
 
 
 _LOCATIONS = """{ workspaceOrError { __typename ... on Workspace { locationEntries {
