@@ -426,11 +426,13 @@ class WarmStartConfig(dg.Config):
     max_steps: int = field_of(WarmStartLib, "max_steps")
     learning_rate: float = field_of(WarmStartLib, "learning_rate")
     operators: list[str] = field_of(WarmStartLib, "operators", default=CPU_ROUND["operators"])
+    demonstrations: Literal["teacher", "reference"] = field_of(WarmStartLib, "demonstrations")
     # the asset's own switch, not the library's: whether a configured base is warm-started too
     of_configured_base: bool = Field(
         default=False,
-        description="Warm-start a configured trainer.base_checkpoint too: a brief SFT on verified teacher runs "
-        "(teacher rows, before round 0) that teaches a real base the tool format it cannot write zero-shot "
+        description="Warm-start a configured trainer.base_checkpoint too: a brief SFT on verified, labelled runs "
+        "(before round 0; `demonstrations: reference` for a real base) that teaches it the tool format it cannot "
+        "write zero-shot "
         "(docs/EXPERIMENTS.md, 'A real base'); the rounds then train on what they verify.",
     )
 

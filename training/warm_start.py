@@ -6,6 +6,9 @@ tool-call format, and round 0's few verified runs (about half of its 8 tasks on
 the shipped seeds) are all it would learn it from. The warm start shows it
 other tasks' runs first, so the rounds' own data moves a model that already
 writes calls (docs/EXPERIMENTS.md, "Making `make demo` show learning").
+A real base (`of_configured_base`) is warm-started the same way, on reference
+demonstrations instead of the teacher's runs (`demonstrations: reference`,
+training/demonstrations.py): labelled rows that teach the call format only.
 
 It runs a round's own stages (training/round_engine.py, the functions the
 round's assets call), so it goes through the same filter: mutation tasks
@@ -26,6 +29,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from touchstone import paths
@@ -36,10 +41,11 @@ from touchstone.checkpoint import checkpoint_hash
 from touchstone.data.build import build_datasets
 from touchstone.hashing import tree_hash
 from touchstone.sandbox.image import build_lock
+from touchstone.taskmaking.curriculum import show_functions
 from touchstone.taskmaking.index import INDEX_FILE, read_index
 from touchstone.taskmaking.sources import SourceMix
 from touchstone.tasks.schema import load_task_set
-from training import round_engine
+from training import demonstrations, round_engine
 from training.round_engine import Sandboxes, propose, roll_out, verify
 
 # Its own task stream: rounds seed the proposer with 0, 1, ...; the held-out set with 1_000_000.
@@ -57,7 +63,7 @@ class WarmStartConfig(BaseModel):
     n_tasks: int = Field(
         8,
         ge=0,
-        description="Seed tasks (never held out) whose verified teacher runs warm-start the default model; 0: none.",
+        description="Seed tasks (never held out) whose verified runs warm-start the model; 0: none.",
     )
     # Brief on purpose: 90 steps on ~5 accepted runs (~40 windows of 1024 tokens, about 45 s on a
     # 2-core CPU) leave the format barely learned (valid calls 0.05), so the rounds' training
@@ -71,6 +77,12 @@ class WarmStartConfig(BaseModel):
         description="The warm start's learning rate (from scratch; rounds continue at trainer.learning_rate).",
     )
     teacher_max_turns: int = Field(16, ge=1, description="Turn limit of the scripted teacher's episodes.")
+    demonstrations: Literal["teacher", "reference"] = Field(
+        "teacher",
+        description="Whose runs it trains on: the scripted teacher's, or each task's reference fix as one "
+        "str_replace + submit on the task made level 1 (training/demonstrations.py; privileged, labelled "
+        "replay:reference-fix): what a real base learns the call format from.",
+    )
     rng_seed: int = WARM_START_RNG_SEED
     operators: list[str] = Field(
         default_factory=list, description="Kinds of bug of its tasks (empty: all; as proposed_tasks' option)."
@@ -132,13 +144,19 @@ def rows_of(model: Path) -> Path:
 def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers, log) -> WarmStartResult:
     from training.train import train  # torch on use: a round's resources import this module for its config
 
-    log(f"warm start: {cfg.n_tasks} seed tasks, the teacher's runs, {cfg.max_steps} SFT steps")
+    whose = "the teacher's runs" if cfg.demonstrations == "teacher" else "reference demonstrations"
+    log(f"warm start: {cfg.n_tasks} seed tasks, {whose}, {cfg.max_steps} SFT steps")
     sandboxes = Sandboxes(backend=backend, workers=workers)
     mix = SourceMix(procedural=cfg.n_tasks, operators=cfg.operators)
     proposed = propose(work / "tasks", mix, sandboxes, seeds=seeds, heldout=heldout, rng_seed=cfg.rng_seed)
-    tasks = load_task_set(work / "tasks")
     limits = EpisodeLimits(max_turns=cfg.teacher_max_turns)
-    rollouts = roll_out(tasks, TEACHER, 1, work / "rollouts", sandboxes, limits=limits, progress=True)
+    if cfg.demonstrations == "reference":
+        show_functions(work / "tasks")  # level 1: the statement shows the function the fix edits
+        rollouts = demonstrations.demonstrate_fixes(work / "tasks", work / "rollouts", backend=backend, limits=limits)
+    else:
+        rollouts = roll_out(load_task_set(work / "tasks"), TEACHER, 1, work / "rollouts", sandboxes, limits=limits,
+                            progress=True)  # fmt: skip
+    tasks = load_task_set(work / "tasks")
     verify(work / "tasks", rollouts, work / "verify", sandboxes)
     reports = work / "verify" / "reports.parquet"
     summary = build_datasets(reports, rollouts / "trajectories.parquet", work / "data", round_key=WARM_START_ROUND)
@@ -148,9 +166,9 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
         config = {**trainer_config, "max_steps": cfg.max_steps, "learning_rate": cfg.learning_rate}
         train("sft", data_dir=work / "data", base=base, out=work / "model", config=config)
     else:
-        log("warm start: the verifier accepted no teacher run; the base weights are kept")
+        log("warm start: the verifier accepted no run; the base weights are kept")
         shutil.copytree(base, work / "model")
-    log(f"warm start: {summary.verdicts.get('accept', 0)}/{summary.inputs} teacher runs accepted, {rows} rows")
+    log(f"warm start: {summary.verdicts.get('accept', 0)}/{summary.inputs} runs accepted, {rows} rows")
     return WarmStartResult(
         key=key,
         base_hash=checkpoint_hash(base),
@@ -186,7 +204,8 @@ def _key_parts(base: Path, seeds: list, heldout: Path | None, trainer_config: di
         # held-out set proposed on a fresh data root hashed differently and missed the cache.
         kept = "\n".join(sorted(f"{r.unit} {r.id}" for r in read_index(heldout) if r.status == "kept"))
     # the stages it runs (the round engine's) are its code too
-    code = [Path(__file__), Path(round_engine.__file__), *sorted(Path(teacher.__file__).parent.rglob("*.py"))]
+    code = [Path(__file__), Path(round_engine.__file__), Path(demonstrations.__file__),
+            *sorted(Path(teacher.__file__).parent.rglob("*.py"))]  # fmt: skip
     return {
         "verifier_version": digest(str(VERIFIER_VERSION)),
         "base_weights": checkpoint_hash(base),

@@ -1,4 +1,4 @@
-"""Reference demonstrations of level-1 tasks (training.expert_iteration.demonstrate_fixes): the
+"""Reference demonstrations of level-1 tasks (training.demonstrations.demonstrate_fixes): the
 warm start's labelled data, run in the real sandbox and graded by the real verifier like any
 policy's runs, written in the text tool protocol a model is parsed in."""
 
@@ -14,7 +14,7 @@ from touchstone.data.build import build_datasets
 from touchstone.taskmaking.curriculum import show_function
 from touchstone.tasks.schema import load_task
 from touchstone.verify import verify_batch
-from training.expert_iteration import demonstrate_fixes, reference_fix
+from training.demonstrations import demonstrate_fixes, reference_fix
 
 
 def _mutation_task(root):

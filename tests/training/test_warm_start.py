@@ -16,12 +16,17 @@ from touchstone.taskmaking.validate import ValidationConfig
 from training.warm_start import TASKS_FILE, WARM_START_ROUND, WarmStartConfig, rows_of, warm_start
 
 
-def test_warm_start_trains_on_verified_runs_of_non_heldout_tasks_and_is_cached(tiny_model, tmp_path):
+def _seeds_and_heldout(tmp_path):
     seeds = [(str(s.root), s.environment) for s in default_seeds(tmp_path / "seeds", ["inflection", "toolz"])]
     heldout = tmp_path / "heldout"
     propose_mutation(heldout, seeds=seeds, n=1, cfg=ValidationConfig(backend="auto"), rng_seed=1_000_000)
     held_units = {r.unit for r in read_index(heldout) if r.status == "kept"}
     assert held_units
+    return seeds, heldout, held_units
+
+
+def test_warm_start_trains_on_verified_runs_of_non_heldout_tasks_and_is_cached(tiny_model, tmp_path):
+    seeds, heldout, held_units = _seeds_and_heldout(tmp_path)
     cfg = WarmStartConfig(n_tasks=3, max_steps=2)
     logs: list[str] = []
     kwargs = dict(seeds=seeds, heldout=heldout, trainer_config={"max_length": 1024}, cfg=cfg, backend="auto")
@@ -56,3 +61,23 @@ def test_a_miss_says_which_part_of_the_key_changed(tmp_path):
     (tmp_path / "k1").mkdir()
     (tmp_path / "k1" / KEY_FILE).write_text(json.dumps({**parts, "heldout_set": "other"}))
     assert _why_missed(tmp_path, parts) == "the newest cached one (k1) differs in: heldout_set"
+
+
+def test_a_warm_start_on_reference_demonstrations_trains_on_the_verified_fixes_labelled_as_nobody_s_own(
+    tiny_model, tmp_path
+):
+    """What a real base is warm-started on (local-smollm2.yaml): each task made level 1 and its
+    reference fix written as one call in the text protocol; the verifier must accept every one
+    (a demonstration it rejects would be a wrong answer taught), and no row is the model's."""
+    seeds, heldout, held_units = _seeds_and_heldout(tmp_path)
+    cfg = WarmStartConfig(n_tasks=2, max_steps=2, demonstrations="reference")
+    model, result = warm_start(
+        tiny_model, seeds=seeds, heldout=heldout, trainer_config={"max_length": 2048}, cfg=cfg, backend="auto"
+    )
+    assert result.tasks == 2 and result.accepted == result.runs == 2 and result.trained
+    sft = pl.read_parquet(rows_of(model) / "sft.parquet")
+    assert set(sft["policy"]) == {"replay:reference-fix"} and not set(sft["task_id"]) & held_units
+    first = sft["messages"].to_list()[0]
+    assert "Its current source:" in first[1]["content"]  # level 1: the statement shows the function
+    assert first[2]["content"].startswith('<tool_call>[{"name": "str_replace"')
+    assert read_manifest(model).parent_hash == result.base_hash
