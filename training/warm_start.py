@@ -17,7 +17,7 @@ source unit with a held-out task excluded, the teacher's runs graded by the
 verifier; only accepted runs become SFT rows. The result is cached per machine
 under the hash of everything it depends on (the base weights, the seeds, the
 held-out set's units and ids, the code of the teacher, the round engine and this
-module, the verifier version, the settings).
+module, the verifier version and the verifier's and audit's code, the settings).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from touchstone import paths
+import touchstone.verify
+from touchstone import audit, paths
 from touchstone.agent import teacher
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.policies.spec import TEACHER
@@ -182,6 +183,10 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
     )
 
 
+def _package_sources(*packages) -> list[Path]:
+    return [f for package in packages for f in sorted(Path(package.__file__).parent.rglob("*.py"))]
+
+
 def _key_parts(base: Path, seeds: list, heldout: Path | None, trainer_config: dict, cfg: WarmStartConfig) -> dict:
     """What the warm start depends on, one hash per part, so a miss can say which part changed."""
     from touchstone.verify import VERIFIER_VERSION
@@ -208,6 +213,10 @@ def _key_parts(base: Path, seeds: list, heldout: Path | None, trainer_config: di
             *sorted(Path(teacher.__file__).parent.rglob("*.py"))]  # fmt: skip
     return {
         "verifier_version": digest(str(VERIFIER_VERSION)),
+        # The verifier's and the audit's code, not only their version string: a fix that changes
+        # which runs are accepted or guarded changes the rows (5 -> 4 rows for the demo's warm
+        # start between f541f11 and d9df47f, under one VERIFIER_VERSION; docs/EXPERIMENTS.md).
+        "verifier_code": digest(*(f.read_bytes() for f in _package_sources(touchstone.verify, audit))),
         "base_weights": checkpoint_hash(base),
         "settings": digest(json.dumps(cfg.model_dump(), sort_keys=True, default=str)),
         "trainer_config": digest(json.dumps(trainer_config, sort_keys=True, default=str)),

@@ -81,3 +81,18 @@ def test_a_warm_start_on_reference_demonstrations_trains_on_the_verified_fixes_l
     assert "Its current source:" in first[1]["content"]  # level 1: the statement shows the function
     assert first[2]["content"].startswith('<tool_call>[{"name": "str_replace"')
     assert read_manifest(model).parent_hash == result.base_hash
+
+
+def test_a_change_to_the_verifier_s_code_misses_the_cache(tiny_model, tmp_path, monkeypatch):
+    """The verifier decides which runs become rows: a fix to it under the same
+    VERIFIER_VERSION must not reuse a warm start trained on the old verdicts."""
+    from training import warm_start as ws
+
+    source = tmp_path / "judge.py"
+    source.write_text("GUARDED = True\n")
+    monkeypatch.setattr(ws, "_package_sources", lambda *packages: [source])
+    args = (tiny_model, [], None, {}, WarmStartConfig())
+    before = ws._key_parts(*args)
+    source.write_text("GUARDED = False\n")
+    after = ws._key_parts(*args)
+    assert {k for k in before if before[k] != after[k]} == {"verifier_code"}
