@@ -153,11 +153,11 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
     limits = EpisodeLimits(max_turns=cfg.teacher_max_turns)
     if cfg.demonstrations == "reference":
         show_functions(work / "tasks")  # level 1: the statement shows the function the fix edits
+    tasks = load_task_set(work / "tasks")
+    if cfg.demonstrations == "reference":
         rollouts = demonstrations.demonstrate_fixes(work / "tasks", work / "rollouts", backend=backend, limits=limits)
     else:
-        rollouts = roll_out(load_task_set(work / "tasks"), TEACHER, 1, work / "rollouts", sandboxes, limits=limits,
-                            progress=True)  # fmt: skip
-    tasks = load_task_set(work / "tasks")
+        rollouts = roll_out(tasks, TEACHER, 1, work / "rollouts", sandboxes, limits=limits, progress=True)
     verify(work / "tasks", rollouts, work / "verify", sandboxes)
     reports = work / "verify" / "reports.parquet"
     summary = build_datasets(reports, rollouts / "trajectories.parquet", work / "data", round_key=WARM_START_ROUND)
@@ -189,7 +189,6 @@ def _package_sources(*packages) -> list[Path]:
 
 def _key_parts(base: Path, seeds: list, heldout: Path | None, trainer_config: dict, cfg: WarmStartConfig) -> dict:
     """What the warm start depends on, one hash per part, so a miss can say which part changed."""
-    from touchstone.verify import VERIFIER_VERSION
 
     def digest(*chunks: str | bytes) -> str:
         h = hashlib.sha256()
@@ -212,7 +211,7 @@ def _key_parts(base: Path, seeds: list, heldout: Path | None, trainer_config: di
     code = [Path(__file__), Path(round_engine.__file__), Path(demonstrations.__file__),
             *sorted(Path(teacher.__file__).parent.rglob("*.py"))]  # fmt: skip
     return {
-        "verifier_version": digest(str(VERIFIER_VERSION)),
+        "verifier_version": digest(str(touchstone.verify.VERIFIER_VERSION)),
         # The verifier's and the audit's code, not only their version string: a fix that changes
         # which runs are accepted or guarded changes the rows (5 -> 4 rows for the demo's warm
         # start between f541f11 and d9df47f, under one VERIFIER_VERSION; docs/EXPERIMENTS.md).
