@@ -34,7 +34,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 import touchstone.verify
-from touchstone import audit, paths
+from touchstone import audit, harness, paths
 from touchstone.agent import teacher
 from touchstone.agent.loop import EpisodeLimits
 from touchstone.agent.policies.spec import TEACHER
@@ -212,10 +212,10 @@ def _key_parts(base: Path, seeds: list, heldout: Path | None, trainer_config: di
             *sorted(Path(teacher.__file__).parent.rglob("*.py"))]  # fmt: skip
     return {
         "verifier_version": digest(str(touchstone.verify.VERIFIER_VERSION)),
-        # The verifier's and the audit's code, not only their version string: a fix that changes
+        # The verifier's, the audit's and the test harness's code, not only their version string: a fix that changes
         # which runs are accepted or guarded changes the rows (5 -> 4 rows for the demo's warm
         # start between f541f11 and d9df47f, under one VERIFIER_VERSION; docs/EXPERIMENTS.md).
-        "verifier_code": digest(*(f.read_bytes() for f in _package_sources(touchstone.verify, audit))),
+        "verifier_code": digest(*(f.read_bytes() for f in _package_sources(touchstone.verify, audit, harness))),
         "base_weights": checkpoint_hash(base),
         "settings": digest(json.dumps(cfg.model_dump(), sort_keys=True, default=str)),
         "trainer_config": digest(json.dumps(trainer_config, sort_keys=True, default=str)),

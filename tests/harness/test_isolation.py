@@ -521,6 +521,87 @@ def test_candidate_code_compares_a_tests_value_objects_through_the_test(tmp_path
     assert run(tmp_path, honest, tests).status == "pass"
 
 
+def test_pure_builtin_functions_cross_as_themselves(tmp_path: Path):
+    """`sum`, `len`, `operator.imul` handed to candidate code are the candidate's
+    own: a library's name-by-identity lookup (glom's repr of `Sum(len)`) and
+    its arithmetic work as in process; one returned comes back as the judge's."""
+    tests = {
+        "tests/test_fold.py": """
+        import operator
+
+        from folds import describe, fold, pick
+
+        def test_names_by_identity():
+            assert describe(sum) == "sum" and describe(len) == "len"
+
+        def test_an_operator_folds():
+            assert fold([2, 3, 4], operator.imul, 1) == 24
+
+        def test_one_returned_is_the_judge_s_own():
+            assert pick("max") is max and pick("floor")(2.5) == 2
+    """
+    }
+    honest = {
+        "folds.py": """
+        import builtins, math
+
+        NAMES = {id(v): k for k, v in vars(builtins).items()}
+
+        def describe(f):
+            return NAMES.get(id(f), repr(f))
+
+        def fold(xs, op, init):
+            for x in xs:
+                init = op(init, x)
+            return init
+
+        def pick(name):
+            return getattr(builtins, name, None) or getattr(math, name)
+    """
+    }
+    result = run(tmp_path, honest, tests)
+    assert result.status == "pass", result.evidence
+
+
+def test_a_candidate_decorator_wraps_a_test_function(tmp_path: Path):
+    """`functools.wraps` in candidate code copies a test function's metadata
+    (`__annotations__` must be a real dict on the wrapper), as a memoizing
+    decorator of a library does when its tests decorate their own functions."""
+    tests = {
+        "tests/test_memo.py": """
+        from memo import memoize
+
+        calls = []
+
+        @memoize
+        def square(x: int) -> int:
+            calls.append(x)
+            return x * x
+
+        def test_the_wrapper_keeps_the_metadata_and_memoizes():
+            assert square(3) == 9 and square(3) == 9 and calls == [3]
+            assert square.__name__ == "square" and square.__annotations__ == {"x": int, "return": int}
+    """
+    }
+    honest = {
+        "memo.py": """
+        import functools
+
+        def memoize(f):
+            seen = {}
+
+            @functools.wraps(f)
+            def wrapper(x):
+                if x not in seen:
+                    seen[x] = f(x)
+                return seen[x]
+            return wrapper
+    """
+    }
+    result = run(tmp_path, honest, tests)
+    assert result.status == "pass", result.evidence
+
+
 def test_candidate_threads_calling_back_share_the_connection(tmp_path: Path):
     """A timeout helper runs the test's callback in a worker thread and gives
     up on it: both threads use the connection, and the next test still runs."""

@@ -12,6 +12,7 @@ import pytest
 from touchstone.envs import EnvSpec, build_env
 from touchstone.taskmaking.coverage import covered_functions
 from touchstone.taskmaking.proposers.mutation import propose_mutation
+from touchstone.tasks.isolation import recorded_isolation
 from touchstone.tasks.schema import load_task_set
 from touchstone.tasks.seeding import resolve_seed
 from touchstone.taskmaking.validate import ValidationConfig
@@ -114,3 +115,7 @@ def test_repo_with_its_environment_yields_validated_tasks(shapes_repo: Path, tmp
         assert not any(t.startswith("scripts/") for t in task.protected)
         meta = json.loads((task.dir / "task.json").read_text())
         assert meta["environment"]["setup"] == ["pip install --no-deps -e ."]
+        # the editable install puts src/ on the candidate's path; the judge, whose tree holds only the
+        # tests, finds the package there too: the reference passes isolated, so candidates are graded so
+        isolation = recorded_isolation(task)
+        assert isolation is not None and isolation.status == "isolated", isolation

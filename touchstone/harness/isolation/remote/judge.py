@@ -342,6 +342,7 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, root: str, modules: list[str]):
         self.root = root
+        self.installed = _installed_entries(root)
         self.files = set(modules)
         self.dirs = {posixpath.dirname(m) for m in modules}
         for d in list(self.dirs):
@@ -395,13 +396,38 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 rel = "" if rel == "." else rel
                 if rel not in seen:
                     seen.append(rel)
-        return seen
+        return seen + [rel for rel in self.installed if rel not in seen]
 
     def _provided_elsewhere(self, name: str) -> bool:
         if name in sys.builtin_module_names or name in sys.stdlib_module_names:
             return True
         outside = [e for e in sys.path if e and not os.path.abspath(e).startswith(self.root)]
         return importlib.machinery.PathFinder.find_spec(name, outside) is not None
+
+
+def _installed_entries(root: str) -> list[str]:
+    """Workspace folders the environment's `.pth` files put on the path (an
+    editable install of a src layout: `/workspace/src`). `site` drops them
+    here, where the judge's tree holds only tests; the candidate's process has
+    them. Read from the environment, built before any candidate ran."""
+    import site
+
+    entries = []
+    for sitedir in site.getsitepackages():
+        try:
+            names = sorted(n for n in os.listdir(sitedir) if n.endswith(".pth"))
+        except OSError:
+            continue
+        for name in names:
+            with open(os.path.join(sitedir, name), encoding="utf-8", errors="replace") as fh:
+                lines = [line.strip() for line in fh]
+            for line in lines:
+                if not line or line.startswith(("#", "import ", "import\t")):
+                    continue
+                full = os.path.normpath(os.path.join(sitedir, line))
+                if full.startswith(root + "/") and os.path.relpath(full, root) not in entries:
+                    entries.append(os.path.relpath(full, root))
+    return entries
 
 
 # How open()'s mode maps to os.open flags; O_NOFOLLOW is added to every component.

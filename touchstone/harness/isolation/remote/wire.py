@@ -10,7 +10,8 @@ Values cross in one of two ways:
 * copied: plain data of EXACT builtin types (None, bool, int, float incl.
   nan/inf, complex, str, bytes, bytearray, list, tuple, dict, set, frozenset,
   slice, Ellipsis, Decimal, Fraction, OrderedDict, Counter, defaultdict with a
-  builtin factory, deque) and references to builtin classes by name. The
+  builtin factory, deque) and references to builtin classes and to pure
+  builtin functions (`sum`, `len`, `operator.imul`, `math.floor`) by name. The
   receiver builds genuine objects of those types from the data; a subclass (a
   list whose `__eq__` always says yes) is not plain and crosses as a handle.
   Mutable containers passed as call arguments are written back into the
@@ -157,6 +158,18 @@ _BUILTIN_CLASSES = {
     name: obj for name, obj in vars(builtins).items() if isinstance(obj, type) and not name.startswith("_")
 }
 _SINGLETONS = {"Ellipsis": Ellipsis, "NotImplemented": NotImplemented}
+# Builtin functions that compute only from their arguments cross by name: each side uses its own
+# copy of the same function, so `f is sum`, `id(f)` lookups and `inspect.isbuiltin` hold on the far
+# side as in process, and neither side is handed a capability of the other's (no open, eval, getattr).
+_PURE_BUILTINS = ("abs", "all", "any", "ascii", "bin", "callable", "chr", "divmod", "format", "hash", "hex",
+                  "isinstance", "issubclass", "iter", "len", "max", "min", "next", "oct", "ord", "pow", "repr",
+                  "round", "sorted", "sum")  # fmt: skip
+_PURE_FUNCTIONS = {
+    **{("builtins", name): getattr(builtins, name) for name in _PURE_BUILTINS},
+    **{(module.__name__, name): f for module in (operator, math) for name, f in vars(module).items()
+       if isinstance(f, types.BuiltinFunctionType) and not name.startswith("_")},
+}  # fmt: skip
+_PURE_NAMES = {id(f): list(key) for key, f in _PURE_FUNCTIONS.items()}
 # Paths cross as their text (both sandboxes see the tests' temporary directory at the same path).
 _PATHS = {pathlib.PosixPath, pathlib.PurePosixPath}
 _PATH_TYPES = {t.__name__: t for t in _PATHS}
@@ -309,6 +322,8 @@ class Endpoint:
                 return {"sg": name}
         if t is type and builtin_class_name(x):
             return {"bt": x.__name__}
+        if t is types.BuiltinFunctionType and _PURE_FUNCTIONS.get(tuple(_PURE_NAMES.get(id(x), ()))) is x:
+            return {"bf": _PURE_NAMES[id(x)]}
         if t is BoundMethod:  # a method of a container is one of the live container
             target = ByRef(x.obj) if type(x.obj) in _CONTAINER_TAGS else x.obj
             return {"bm": [self.encode(target, memo, depth + 1), x.name]}
@@ -443,6 +458,9 @@ class Endpoint:
             return _SINGLETONS[_str(body)]
         if tag == "bt":
             return _BUILTIN_CLASSES[_str(body)]
+        if tag == "bf":
+            module, name = _list(body, 2)
+            return _PURE_FUNCTIONS[(_str(module), _str(name))]
         if tag == "m":
             found = memo[_int(body)]
             if found is _PENDING:
@@ -797,7 +815,9 @@ def _getattr(obj, name):
     if name == "__signature__" and callable(obj) and not hasattr(obj, "__signature__"):
         return SignatureInfo(inspect.signature(obj))  # what inspect.signature() on the proxy needs
     value = getattr(obj, name)
-    if type(value) in _CONTAINER_TAGS:
+    # a function's `__annotations__` or `__kwdefaults__` is metadata `functools.wraps` copies onto a wrapper
+    # (which takes only a real dict): a copy; an object's own state (`mod.REGISTRY`) stays live
+    if type(value) in _CONTAINER_TAGS and not (name.startswith("__") and name.endswith("__")):
         return ByRef(value)
     if type(value) is types.CodeType:
         return CodeInfo(value)
