@@ -52,10 +52,11 @@ def proposed_tasks(
             history=_history(store, round_key, config.self_history if config.self_proposals else 0),
             round_key=round_key,
         )
-        if config.level == "shown":
+        if config.level != "site":
             from touchstone.taskmaking.curriculum import show_functions
 
-            context.log.info(f"curriculum level 1: {show_functions(out)} task statements show their function")
+            shown = show_functions(out, config.level)
+            context.log.info(f"curriculum level {config.level}: {shown} task statements show where the bug is")
     done = store.asset_dir(Asset.PROPOSED_TASKS, round_key)
     index = read_parquet(done / "index.parquet")
     reasons = index.filter(pl.col("status") == "rejected")["reason"].value_counts().iter_rows()

@@ -1,4 +1,4 @@
-"""Reference demonstrations of level-1 tasks: the task's own fix, written the way the text
+"""Reference demonstrations of level-0 and level-1 tasks: the task's own fix, written the way the text
 tool protocol asks a model to write it, run in the sandbox like any policy's runs so the
 verifier grades them.
 
@@ -15,29 +15,7 @@ import json
 from pathlib import Path
 
 from touchstone.agent.policies.spec import PolicySpec
-
-
-def reference_fix(task) -> tuple[str, str, str]:
-    """(path, old, new): the one-site fix of a mutation task as one `str_replace`, read from its
-    reference (privileged: the task's answer). `old` is the smallest span of whole lines around
-    the mutated lines that occurs once in the workspace file."""
-    import difflib
-
-    path = task.source.meta["path"]
-    buggy = (task.workspace_dir / path).read_text().splitlines(keepends=True)
-    fixed = (task.reference_dir / path).read_text().splitlines(keepends=True)
-    changed = [op for op in difflib.SequenceMatcher(a=buggy, b=fixed, autojunk=False).get_opcodes() if op[0] != "equal"]
-    if not changed:
-        raise ValueError(f"{task.id}: workspace and reference of {path} are the same")
-    a0, a1, b0, b1 = changed[0][1], changed[-1][2], changed[0][3], changed[-1][4]
-    text = "".join(buggy)
-    for pad in range(len(buggy)):
-        lo = max(a0 - pad, 0)
-        old = "".join(buggy[lo : a1 + pad])
-        if old.strip() and text.count(old) == 1:
-            new = "".join(fixed[max(b0 - pad, 0) : b1 + pad])
-            return path, old, new
-    raise ValueError(f"{task.id}: no unique span around the fix in {path}")
+from touchstone.taskmaking.curriculum import reference_fix
 
 
 class _DemonstrationEpisode:

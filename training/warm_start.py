@@ -42,7 +42,7 @@ from touchstone.checkpoint import checkpoint_hash
 from touchstone.data.build import build_datasets
 from touchstone.hashing import tree_hash
 from touchstone.sandbox.image import build_lock
-from touchstone.taskmaking.curriculum import show_functions
+from touchstone.taskmaking.curriculum import Shown, show_functions
 from touchstone.taskmaking.index import INDEX_FILE, read_index
 from touchstone.taskmaking.sources import SourceMix
 from touchstone.tasks.schema import load_task_set
@@ -81,8 +81,13 @@ class WarmStartConfig(BaseModel):
     demonstrations: Literal["teacher", "reference"] = Field(
         "teacher",
         description="Whose runs it trains on: the scripted teacher's, or each task's reference fix as one "
-        "str_replace + submit on the task made level 1 (training/demonstrations.py; privileged, labelled "
+        "str_replace + submit on the task made level 1 or 0 (training/demonstrations.py; privileged, labelled "
         "replay:reference-fix): what a real base learns the call format from.",
+    )
+    level: Shown = Field(
+        "shown",
+        description="Curriculum level of its tasks for reference demonstrations (touchstone.taskmaking.curriculum): "
+        "shown (level 1), the statement shows the buggy function; line (level 0), the buggy lines themselves.",
     )
     rng_seed: int = WARM_START_RNG_SEED
     operators: list[str] = Field(
@@ -152,7 +157,7 @@ def _run(base, work, key, seeds, heldout, trainer_config, cfg, backend, workers,
     proposed = propose(work / "tasks", mix, sandboxes, seeds=seeds, heldout=heldout, rng_seed=cfg.rng_seed)
     limits = EpisodeLimits(max_turns=cfg.teacher_max_turns)
     if cfg.demonstrations == "reference":
-        show_functions(work / "tasks")  # level 1: the statement shows the function the fix edits
+        show_functions(work / "tasks", cfg.level)  # the statement shows where the fix goes
     tasks = load_task_set(work / "tasks")
     if cfg.demonstrations == "reference":
         rollouts = demonstrations.demonstrate_fixes(work / "tasks", work / "rollouts", backend=backend, limits=limits)

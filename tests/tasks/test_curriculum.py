@@ -1,5 +1,5 @@
-"""Curriculum level 1: a one-site mutation task whose statement shows the buggy function's
-current source (the workspace's, never the reference's)."""
+"""Curriculum levels 0 and 1: a one-site mutation task whose statement shows the buggy lines
+or the buggy function's current source (the workspace's, never the reference's)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.agent.conftest import MINILIB, minilib_task
-from touchstone.taskmaking.curriculum import function_source, show_function, show_functions
+from touchstone.taskmaking.curriculum import function_source, reference_fix, show_function, show_functions
 from touchstone.tasks.schema import TaskError, load_task
 
 CLASS_SOURCE = """\
@@ -36,7 +36,26 @@ def _mutation_task(tmp_path):
     meta["entry_points"] = [{"module": "minilib.core", "function": "clamp"}]
     meta["source"] = {"proposer": "mutation", "unit": "minilib.core:clamp", "meta": {"path": "minilib/core.py"}}
     (task.dir / "task.json").write_text(json.dumps(meta))
+    (task.dir / "reference" / "minilib").mkdir(parents=True)
+    (task.dir / "reference" / "minilib" / "core.py").write_text(MINILIB)
     return load_task(task.dir)
+
+
+def test_the_reference_fix_is_one_unique_str_replace(tmp_path):
+    task = _mutation_task(tmp_path)
+    path, old, new = reference_fix(task)
+    text = (task.workspace_dir / path).read_text()
+    assert path == "minilib/core.py" and text.count(old) == 1
+    assert text.replace(old, new) == MINILIB
+
+
+def test_level_zero_shows_the_buggy_line_and_not_its_fix(tmp_path):
+    task = _mutation_task(tmp_path / "site")
+    line = show_function(task, tmp_path / "line", "line")
+    assert line.id == "clamp-flip-line" and line.statement.startswith(task.statement)
+    assert "`clamp` in `minilib/core.py`, in this line:\n```python\n    if x <= hi:\n```" in line.statement
+    assert "if x > hi:" not in line.statement and "def clamp" not in line.statement  # no fix, no function
+    assert line.source == task.source and line.content_hash != task.content_hash
 
 
 def test_level_one_shows_the_buggy_function_and_keeps_everything_else(tmp_path):

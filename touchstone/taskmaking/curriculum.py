@@ -1,5 +1,9 @@
 """Curriculum levels of repair tasks, for a model that must climb them (docs/ROUNDS.md, "Curriculum").
 
+- level 0, `line`: a one-site mutation whose statement also shows the buggy lines themselves
+  (the smallest span of whole lines around the mutation that occurs once in its file, as the
+  workspace holds them), so the model copies them into one `str_replace` and has only to
+  correct them; the location is given, the fix is not.
 - level 1, `shown`: a one-site mutation whose statement also shows the buggy function, its
   file and its current source (what the failing tests name), so a small model can fix it in
   one `str_replace` and submit; it still has to find the bug in the function.
@@ -7,26 +11,30 @@
   (failing tests only): the model has to find the function itself.
 - level 3, `multi`: multi-site and SWE-style instances (imported task sets).
 
-`show_function(task, out)` writes the level-1 variant of a mutation task: the same workspace,
-hidden tests and reference, the statement extended by the function's current source;
-`show_functions(root)` makes a proposer's validated task set level 1 in place (the round
-assets' `level: shown`). The
-source shown is the workspace's (the bug included), never the reference's, so the statement
-leaks no fix.
+`show_function(task, out, level)` writes the level-0 or level-1 variant of a mutation task: the
+same workspace, hidden tests and reference, the statement extended by the buggy lines or the
+function's current source; `show_functions(root, level)` makes a proposer's validated task set
+that level in place (the round assets' `level: line` / `level: shown`). What is shown is the
+workspace's (the bug included), never the reference's, so the statement leaks no fix.
+`reference_fix(task)` is that fix as one `str_replace` (privileged: read from the reference),
+for the demonstrations of a warm start (`training.demonstrations`).
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import shutil
 from pathlib import Path
+from typing import Literal
 
 from touchstone.pyast import parse
 from touchstone.taskmaking.index import read_index, write_index
 from touchstone.tasks.schema import TASK_FILE, Task, TaskError, load_task
 
-LEVELS = ("shown", "site", "multi")
-SHOWN_SUFFIX = "-shown"
+LEVELS = ("line", "shown", "site", "multi")
+Shown = Literal["line", "shown"]  # the levels whose statements show where the bug is
+SUFFIXES = {"line": "-line", "shown": "-shown"}
 
 
 def function_source(source: str, qualname: str) -> str | None:
@@ -46,14 +54,47 @@ def function_source(source: str, qualname: str) -> str | None:
     return "".join(lines[node.lineno - 1 : node.end_lineno])
 
 
-def shown_statement(task: Task) -> str:
-    """The level-1 statement of a one-site mutation task: its statement and the buggy
-    function's current source. Raises TaskError for a task that does not name one function
-    in one file (not a one-site mutation)."""
+def reference_fix(task: Task) -> tuple[str, str, str]:
+    """(path, old, new): the one-site fix of a mutation task as one `str_replace`, read from its
+    reference (privileged: the task's answer). `old` is the smallest span of whole lines around
+    the mutated lines that occurs once in the workspace file."""
+    path = task.source.meta["path"]
+    buggy = (task.workspace_dir / path).read_text().splitlines(keepends=True)
+    fixed = (task.reference_dir / path).read_text().splitlines(keepends=True)
+    changed = [op for op in difflib.SequenceMatcher(a=buggy, b=fixed, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not changed:
+        raise ValueError(f"{task.id}: workspace and reference of {path} are the same")
+    a0, a1, b0, b1 = changed[0][1], changed[-1][2], changed[0][3], changed[-1][4]
+    text = "".join(buggy)
+    for pad in range(len(buggy)):
+        lo = max(a0 - pad, 0)
+        old = "".join(buggy[lo : a1 + pad])
+        if old.strip() and text.count(old) == 1:
+            new = "".join(fixed[max(b0 - pad, 0) : b1 + pad])
+            return path, old, new
+    raise ValueError(f"{task.id}: no unique span around the fix in {path}")
+
+
+def shown_statement(task: Task, level: Shown = "shown") -> str:
+    """The level-0 (`line`) or level-1 (`shown`) statement of a one-site mutation task: its
+    statement and the buggy lines or the buggy function's current source. Raises TaskError for
+    a task that does not name one function in one file (not a one-site mutation)."""
     path = task.source.meta.get("path")
-    if task.source.proposer != "mutation" or not path or len(task.entry_points) != 1:
-        raise TaskError(task.dir, "level 1 needs a one-site mutation task (one entry point, its file in source.meta)")
+    if task.source.proposer != "mutation" or not path or len(task.entry_points) != 1 or task.reference_dir is None:
+        raise TaskError(task.dir, "levels 0 and 1 need a one-site mutation task (one entry point, its file in "
+                                  "source.meta, a reference)")  # fmt: skip
     qualname = task.entry_points[0].function
+    if level == "line":
+        try:
+            _, code, _ = reference_fix(task)
+        except ValueError as exc:
+            raise TaskError(task.dir, f"level 0: {exc}") from None
+        where = "this line" if code.count("\n") <= 1 else "these lines"
+        return (
+            f"{task.statement}\n\nThe bug is in the function `{qualname}` in `{path}`, in {where}:\n"
+            f"```python\n{code.rstrip()}\n```\n"
+            f"Fix it with one `str_replace` on that file whose `old` is {where}, then call `submit`."
+        )
     code = function_source((task.workspace_dir / path).read_text(), qualname)
     if code is None:
         raise TaskError(task.dir, f"{path} does not define {qualname}")
@@ -64,10 +105,11 @@ def shown_statement(task: Task) -> str:
     )
 
 
-def show_function(task: Task, out: Path) -> Task:
-    """The level-1 variant of a mutation task, written to `out/<id>-shown` (the task itself is left as it is)."""
-    statement = shown_statement(task)
-    dest = out / f"{task.id}{SHOWN_SUFFIX}"
+def show_function(task: Task, out: Path, level: Shown = "shown") -> Task:
+    """The level-0 or level-1 variant of a mutation task, written to `out/<id>-line` or
+    `out/<id>-shown` (the task itself is left as it is)."""
+    statement = shown_statement(task, level)
+    dest = out / f"{task.id}{SUFFIXES[level]}"
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(task.dir, dest, ignore=shutil.ignore_patterns(TASK_FILE))
@@ -75,17 +117,25 @@ def show_function(task: Task, out: Path) -> Task:
     return load_task(dest)
 
 
-def show_functions(root: Path) -> int:
-    """Make a validated task set (a proposer's output: task dirs + index.parquet) level 1 in
-    place: each kept mutation task's statement shows its function, and the index records the new content
-    hashes. Returns how many tasks changed. Validation stays valid: workspace, hidden tests and
-    reference are unchanged, and the statement shows only what the workspace holds."""
+def show_functions(root: Path, level: Shown = "shown") -> int:
+    """Make a validated task set (a proposer's output: task dirs + index.parquet) level 0 or 1
+    in place: each kept mutation task's statement shows its buggy lines or its function, and the
+    index records the new content hashes. Returns how many tasks changed. Validation stays
+    valid: workspace, hidden tests and reference are unchanged, and the statement shows only
+    what the workspace holds. A task whose buggy lines occur nowhere once (level 0 cannot point
+    at them) is shown its function instead."""
     rows, changed = read_index(root), 0
     for i, row in enumerate(rows):
-        if row.status != "kept" or row.proposer != "mutation":  # level 1 is of procedural tasks only
+        if row.status != "kept" or row.proposer != "mutation":  # levels 0 and 1 are of procedural tasks only
             continue
         task = load_task(root / row.id)
-        task.model_copy(update={"statement": shown_statement(task)}).write(task.dir)
+        try:
+            statement = shown_statement(task, level)
+        except TaskError:
+            if level != "line":
+                raise
+            statement = shown_statement(task, "shown")
+        task.model_copy(update={"statement": statement}).write(task.dir)
         rows[i] = row.model_copy(update={"content_hash": load_task(task.dir).content_hash})
         changed += 1
     write_index(root, rows)
