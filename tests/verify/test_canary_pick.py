@@ -32,6 +32,7 @@ def test_a_canary_is_drawn_as_isolated_only_when_its_task_is_graded_isolated(tmp
     import shutil
 
     from touchstone.verify.canaries.sample import graded_isolated
+    from touchstone.harness.isolation.runner import judge_code_digest
     from touchstone.tasks.isolation import IsolationVerdict, record_isolation
     from touchstone.tasks import load_task
 
@@ -42,6 +43,9 @@ def test_a_canary_is_drawn_as_isolated_only_when_its_task_is_graded_isolated(tmp
     shutil.copytree(canary.task_dir, copy)
     task = load_task(copy)
     record_isolation(
-        task, IsolationVerdict(status="not_isolated", detail="d", task_hash=task.content_hash, backend="-")
+        task,
+        IsolationVerdict(
+            status="not_isolated", detail="d", task_hash=task.content_hash, backend="-", judge=judge_code_digest()
+        ),
     )
     assert not graded_isolated(canary._replace(task_dir=copy))

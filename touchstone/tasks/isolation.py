@@ -3,7 +3,8 @@
     verdict = probe_isolation(task, backend)   # the reference, graded isolated once; a decided
                                                # verdict is recorded in TASK_DIR/isolation.json
     record_isolation(task, verdict)            # (outside the hashed content; record=False: don't)
-    recorded_isolation(task) -> IsolationVerdict | None   # None: never probed, or the task changed since
+    recorded_isolation(task) -> IsolationVerdict | None   # None: never probed, or the task or the
+                                                          # isolation harness changed since
 
 A task is `isolated` when its reference passes every required hidden test in
 an isolated run: then a candidate's failure there is the candidate's, and the
@@ -25,6 +26,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from touchstone.harness import HiddenSuite
+from touchstone.harness.isolation.runner import judge_code_digest
 from touchstone.tasks.environment import task_environment
 
 RECORD_FILE = "isolation.json"
@@ -39,6 +41,9 @@ class IsolationVerdict(BaseModel):
     # data files of the pristine workspace, outside the test folders, that the tests read when run
     # on the reference (golden files): protected from the candidate, served read-only to the tests
     inputs: list[str] = []
+    # the isolation harness's code it was decided under (`judge_code_digest`): a fix to the harness
+    # (a src layout found, a builtin that crosses) can turn a task isolated, so older verdicts are probed again
+    judge: str = ""
 
     @property
     def ok(self) -> bool:
@@ -57,7 +62,7 @@ def probe_isolation(task, backend: str = "auto", record: bool = True) -> Isolati
 
     def verdict(status: str, detail: str) -> IsolationVerdict:
         return IsolationVerdict(status=status, detail=detail[:2000], task_hash=task.content_hash, backend=backend,
-                                probed_at=stamp, inputs=inputs)  # fmt: skip
+                                probed_at=stamp, inputs=inputs, judge=judge_code_digest())  # fmt: skip
 
     if task.reference_dir is None:
         return verdict("error", "the task has no reference to probe with")
@@ -92,7 +97,7 @@ def record_isolation(task, verdict: IsolationVerdict) -> Path:
 
 
 def recorded_isolation(task) -> IsolationVerdict | None:
-    """The task's recorded verdict, if it was probed on this very content."""
+    """The task's recorded verdict, if it was probed on this very content by this isolation harness."""
     path = Path(task.dir) / RECORD_FILE
     if not path.is_file():
         return None
@@ -100,4 +105,4 @@ def recorded_isolation(task) -> IsolationVerdict | None:
         verdict = IsolationVerdict.model_validate(json.loads(path.read_text()))
     except ValueError as exc:
         raise ValueError(f"{path}: not an isolation record: {exc}") from exc
-    return verdict if verdict.task_hash == task.content_hash else None
+    return verdict if verdict.task_hash == task.content_hash and verdict.judge == judge_code_digest() else None

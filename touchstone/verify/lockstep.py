@@ -54,8 +54,7 @@ def reference_key(suite: HiddenSuite, task_hash: str, backend: str) -> str:
     sandbox backend and the judge's own code."""
     h = hashlib.sha256(f"{task_hash}\0{suite.environment.digest if suite.environment else ''}\0{backend}".encode())
     h.update(json.dumps([suite.required, suite.inputs, suite.own_protocol]).encode())
-    for src in sorted(runner.REMOTE_SRC.glob("*.py")):
-        h.update(src.read_bytes())
+    h.update(runner.judge_code_digest().encode())
     return h.hexdigest()[:32]
 
 

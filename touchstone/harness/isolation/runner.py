@@ -14,6 +14,8 @@ channels exactly as for an in-process run (`grading.evaluate`).
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import shlex
@@ -42,6 +44,16 @@ IPC_DIR_BYTES, IPC_DIR_FILES = 64 << 10, 16  # one socket
 STATUS_FILE = "isolation.json"
 OBSERVATIONS_FILE = "observations.jsonl"
 CONNECT_TIMEOUT_S = 120  # a cold Docker start of the candidate's sandbox included
+
+
+@functools.cache
+def judge_code_digest() -> str:
+    """The isolation harness's own code (both sides' files and this host side): what an
+    isolation probe's verdict and the reference's observations were decided under."""
+    h = hashlib.sha256()
+    for src in [*sorted(REMOTE_SRC.glob("*.py")), Path(__file__)]:
+        h.update(src.read_bytes())
+    return h.hexdigest()[:16]
 
 
 @dataclass
