@@ -602,6 +602,38 @@ def test_a_candidate_decorator_wraps_a_test_function(tmp_path: Path):
     assert result.status == "pass", result.evidence
 
 
+def test_candidate_code_may_delete_a_tests_attribute_but_not_a_judge_function_s(tmp_path: Path):
+    """A library that removes a path from the test's object (`glom.delete`) does so as in
+    process; deleting an attribute of a judge function (or class) stays refused."""
+    tests = {
+        "tests/test_prune.py": """
+        import pytest
+
+        from prune import prune
+
+        class Record:
+            pass
+
+        def test_the_attribute_is_gone_from_the_test_s_object():
+            r = Record()
+            r.secret, r.name = "x", "n"
+            assert prune(r, "secret") is r and not hasattr(r, "secret") and r.name == "n"
+
+        def test_a_judge_function_keeps_its_attributes():
+            def helper():
+                return 1
+
+            helper.tag = "t"
+            with pytest.raises(PermissionError, match="may not delete attributes of judge classes or functions"):
+                prune(helper, "tag")
+            assert helper.tag == "t"
+    """
+    }
+    honest = {"prune.py": "def prune(obj, name):\n    delattr(obj, name)\n    return obj\n"}
+    result = run(tmp_path, honest, tests)
+    assert result.status == "pass", result.evidence
+
+
 def test_candidate_threads_calling_back_share_the_connection(tmp_path: Path):
     """A timeout helper runs the test's callback in a worker thread and gives
     up on it: both threads use the connection, and the next test still runs."""

@@ -107,10 +107,12 @@ class JudgePolicy(wire.Policy):
         if type(name) is not str or name.startswith("_") and not introspection:
             refused = AttributeError if op == "getattr" else PermissionError  # as if it were not there
             raise refused(f"attribute {name!r} of a judge object is not accessible to the candidate")
-        if op == "setattr" and isinstance(target, (type, types.FunctionType, types.MethodType, types.ModuleType)):
-            raise PermissionError("the candidate may not rebind attributes of judge classes or functions")
-        if op == "delattr":
-            raise PermissionError("the candidate may not delete attributes of judge objects")
+        # a test's own object may be changed by the code under test (`glom.delete(target, "a.b")`), as in
+        # process; the judge's classes, functions and modules are code, never the candidate's to change
+        if op in ("setattr", "delattr") and isinstance(target, (type, types.FunctionType, types.MethodType,
+                                                                 types.ModuleType)):  # fmt: skip
+            verb = "rebind" if op == "setattr" else "delete"
+            raise PermissionError(f"the candidate may not {verb} attributes of judge classes or functions")
 
     def may_suppress(self, exc: BaseException) -> bool:
         return not _is_test_failure(exc)
