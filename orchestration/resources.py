@@ -38,6 +38,7 @@ from touchstone.rounds import CPU_ROUND
 from touchstone.sandbox import DEFAULT_BACKEND
 from touchstone.verify.report import DEFAULT_REPLAYS
 from touchstone.paths import Asset
+from touchstone.taskmaking.curriculum import ProposedLevel, Shown
 from touchstone.taskmaking.heldout import HELDOUT_RNG_SEED
 from touchstone.taskmaking.proposers.selfplay import PROPOSAL_MAX_TOKENS, SelfPlayConfig
 from touchstone.taskmaking.sources import SourceMix
@@ -362,7 +363,7 @@ class ProposeConfig(dg.Config):
 
     n_tasks: int = field_of(SourceMix, "procedural")
     operators: list[str] = field_of(SourceMix, "operators", default=CPU_ROUND["operators"])
-    level: Literal["site", "shown", "line"] = Field(
+    level: ProposedLevel = Field(
         default="site",
         description="procedural tasks' curriculum level (touchstone.taskmaking.curriculum): site, the failing tests only; "
         "shown, the statement also shows the buggy function's source (level 1, for a small real model); line, "
@@ -428,7 +429,7 @@ class WarmStartConfig(dg.Config):
     learning_rate: float = field_of(WarmStartLib, "learning_rate")
     operators: list[str] = field_of(WarmStartLib, "operators", default=CPU_ROUND["operators"])
     demonstrations: Literal["teacher", "reference"] = field_of(WarmStartLib, "demonstrations")
-    level: Literal["line", "shown"] = field_of(WarmStartLib, "level")
+    level: Shown = field_of(WarmStartLib, "level")
     # the asset's own switch, not the library's: whether a configured base is warm-started too
     of_configured_base: bool = Field(
         default=False,
@@ -444,7 +445,7 @@ class WarmStartConfig(dg.Config):
 
 class HeldoutConfig(dg.Config):
     n_tasks: int = Field(default=4, description="Held-out tasks (never trained on; cluster: 200+).")
-    level: Literal["site", "shown", "line"] = Field(
+    level: ProposedLevel = Field(
         default="site", description="Curriculum level of the held-out tasks (as proposed_tasks' option)."
     )
     rng_seed: int = Field(

@@ -34,6 +34,7 @@ from touchstone.tasks.schema import TASK_FILE, Task, TaskError, load_task
 
 LEVELS = ("line", "shown", "site", "multi")
 Shown = Literal["line", "shown"]  # the levels whose statements show where the bug is
+ProposedLevel = Literal["site", "shown", "line"]  # what a proposer's validated set can be made
 SUFFIXES = {"line": "-line", "shown": "-shown"}
 
 

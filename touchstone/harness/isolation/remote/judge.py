@@ -427,8 +427,9 @@ def _installed_entries(root: str) -> list[str]:
                 if not line or line.startswith(("#", "import ", "import\t")):
                     continue
                 full = os.path.normpath(os.path.join(sitedir, line))
-                if full.startswith(root + "/") and os.path.relpath(full, root) not in entries:
-                    entries.append(os.path.relpath(full, root))
+                rel = os.path.relpath(full, root)
+                if full.startswith(root + "/") and rel not in entries:
+                    entries.append(rel)
     return entries
 
 

@@ -169,7 +169,7 @@ _PURE_FUNCTIONS = {
     **{(module.__name__, name): f for module in (operator, math) for name, f in vars(module).items()
        if isinstance(f, types.BuiltinFunctionType) and not name.startswith("_")},
 }  # fmt: skip
-_PURE_NAMES = {id(f): list(key) for key, f in _PURE_FUNCTIONS.items()}
+_PURE_NAMES = {id(f): key for key, f in _PURE_FUNCTIONS.items()}
 # Paths cross as their text (both sandboxes see the tests' temporary directory at the same path).
 _PATHS = {pathlib.PosixPath, pathlib.PurePosixPath}
 _PATH_TYPES = {t.__name__: t for t in _PATHS}
@@ -322,8 +322,8 @@ class Endpoint:
                 return {"sg": name}
         if t is type and builtin_class_name(x):
             return {"bt": x.__name__}
-        if t is types.BuiltinFunctionType and _PURE_FUNCTIONS.get(tuple(_PURE_NAMES.get(id(x), ()))) is x:
-            return {"bf": _PURE_NAMES[id(x)]}
+        if t is types.BuiltinFunctionType and (key := _PURE_NAMES.get(id(x))) and _PURE_FUNCTIONS[key] is x:
+            return {"bf": list(key)}
         if t is BoundMethod:  # a method of a container is one of the live container
             target = ByRef(x.obj) if type(x.obj) in _CONTAINER_TAGS else x.obj
             return {"bm": [self.encode(target, memo, depth + 1), x.name]}
