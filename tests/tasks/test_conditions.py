@@ -45,6 +45,18 @@ def test_clock_and_randomness_readers_get_more_runs(tmp_path: Path) -> None:
     assert len(more) == 3 + 2 + 6 + (2 if faketime_library() else 0)
 
 
+def test_only_the_reference_s_change_counts_not_the_module_around_it(tmp_path: Path) -> None:
+    """A fix in a module that reads the clock elsewhere (as most real libraries do) gets no
+    extra runs; the same module with the clock read inside the changed function does."""
+    module = "import time\n\n\ndef stamp():\n    return time.time()\n\n\ndef solve(x):\n    return x + {fix}\n"
+    case = next(c for c in CASES if c.id == "honest-runs")
+    for fix, expected in (("1", []), ("int(time.time() * 0)", ["reference/solution.py"])):
+        task = case.write(tmp_path, f"clock-{len(expected)}")
+        (task.workspace_dir / "solution.py").write_text(module.format(fix="2"))
+        (task.reference_dir / "solution.py").write_text(module.format(fix=fix))
+        assert touches_nondeterminism(task) == expected
+
+
 def test_a_run_records_where_each_failure_was_raised(tmp_path: Path) -> None:
     """A guard's exception is raised in the code under test, a test's own check in the
     test file: the record keeps the innermost traceback location of each failure."""

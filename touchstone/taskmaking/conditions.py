@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Iterator
 
 from pydantic import BaseModel
 
@@ -20,6 +21,7 @@ from touchstone.tasks.environment import task_environment
 from touchstone.harness import run_hidden_tests, run_plan
 from touchstone.harness.grading import faketime_library
 from touchstone.sandbox import available_backends, resolve_backend
+from touchstone.tasks.mutate import changed_source
 from touchstone.tasks.schema import Task
 
 
@@ -90,18 +92,33 @@ def _clock_offset() -> int:
 
 
 def touches_nondeterminism(task: Task) -> list[str]:
-    """Files among the reference's and the hidden tests' that read the clock or unseeded randomness."""
+    """Where the reference's change or the hidden tests read the clock or unseeded
+    randomness. Of the reference, only what it changed counts (`mutate.changed_source`:
+    the functions its changed lines sit in, all of a new file): the code around the
+    change is the same in the starting workspace's runs and in every reference run,
+    and a real library's module almost always reads the clock or calls `hash(`
+    somewhere (a 6,400-line module gave an imported instance seven more runs)."""
     found = []
+    for label, text in _scanned(task):
+        if _NONDETERMINISM.search(text) and not (
+            "random" in text
+            and re.search(r"\bseed\(\s*\d", text)
+            and not re.search(r"time\.|datetime|urandom|uuid|secrets", text)
+        ):
+            found.append(label)
+    return found
+
+
+def _scanned(task: Task) -> Iterator[tuple[str, str]]:
+    """(label, text to scan) of the reference's changed code and every hidden test file."""
     for root, label in ((task.reference_dir, "reference"), (task.hidden_tests_dir, "hidden_tests")):
         for p in sorted(root.rglob("*.py")) if root else []:
+            rel = p.relative_to(root).as_posix()
             text = p.read_text(errors="replace")
-            if _NONDETERMINISM.search(text) and not (
-                "random" in text
-                and re.search(r"\bseed\(\s*\d", text)
-                and not re.search(r"time\.|datetime|urandom|uuid|secrets", text)
-            ):
-                found.append(f"{label}/{p.relative_to(root).as_posix()}")
-    return found
+            if label == "reference":
+                current = task.workspace_dir / rel
+                text = changed_source(text, current.read_text(errors="replace") if current.is_file() else None)
+            yield f"{label}/{rel}", text
 
 
 def reference_conditions(

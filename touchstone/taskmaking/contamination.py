@@ -31,7 +31,6 @@ import importlib.metadata
 import importlib.resources
 import json
 import os
-import textwrap
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from touchstone.tasks.mutate import changed_units
+from touchstone.tasks.mutate import changed_source
 from touchstone.tasks.schema import Task, TaskError, load_task, load_task_set
 from touchstone.taskmaking.similarity import (
     code_tokens,
@@ -130,19 +129,6 @@ def solution_code(task: Task) -> str:
             )
         )
     return "\n\n".join(p for p in parts if p.strip())
-
-
-def changed_source(reference: str, workspace: str | None) -> str:
-    """Source of what `reference` changed from `workspace` (`mutate.changed_units`: the
-    functions or statements its changed lines sit in; every statement of a new file)."""
-    try:
-        tree = pyast.parse_shared(reference)
-    except SyntaxError:
-        return reference
-    return "\n\n".join(
-        textwrap.dedent(ast.get_source_segment(reference, unit, padded=True) or "")  # a method parses alone
-        for unit, _name in changed_units(tree, reference, workspace)
-    )
 
 
 def _from_jsonl(path: Path) -> list[KnownProblem]:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -255,8 +255,7 @@ def _no_reference(v: _Run) -> dict:
 def _check_start(v: _Run, given: RunRecord | None) -> dict:
     """The start must fail: under grading's run 0 and an unpredictable run. A run
     that times out is a failing start (a bug can make code hang)."""
-    conds = conditions.start_conditions(v.backend)
-    runs = ([given] if given else []) + v.many(v.run(c, "start") for c in conds[1 if given else 0 :])
+    runs = ([given] if given else []) + v.collect(v.out.pop("start_queued", None) or _queue_start(v, given))
     evidence = {
         "runs": [r.condition.label() + (" timed out" if r.timed_out else f": {len(r.failed)} failing") for r in runs]
     }
@@ -282,7 +281,12 @@ def _check_start(v: _Run, given: RunRecord | None) -> dict:
     return evidence
 
 
-def _check_reference(v: _Run) -> dict:
+def _queue_start(v: _Run, given: RunRecord | None) -> list[Future]:
+    conds = conditions.start_conditions(v.backend)
+    return v.start(v.run(c, "start") for c in conds[1 if given else 0 :])
+
+
+def _queue_reference(v: _Run) -> tuple[list[str], list[Condition], list[Future]]:
     nondet = conditions.touches_nondeterminism(v.task)
     conds = conditions.reference_conditions(
         v.backend,
@@ -293,7 +297,35 @@ def _check_reference(v: _Run) -> dict:
         nondeterministic=bool(nondet),
         more=v.cfg.nondeterminism_runs,
     )
-    runs = v.many(v.run(c, "reference", with_reference=True) for c in conds)
+    return nondet, conds, v.start(v.run(c, "reference", with_reference=True) for c in conds)
+
+
+def _queue_coverage(v: _Run) -> Future:
+    return v.start([lambda: change_coverage.measure(v.task, v.backend, timeout=3 * v.task.timeout_s)])[0]
+
+
+def _queue_early(v: _Run, given: RunRecord | None) -> None:
+    """Queue at once the sandbox runs the checks from `start` on will collect: the start runs,
+    the reference runs and the coverage trace, and for a project's own tests (no check after
+    `reference` rejects those) the isolation probe and the mutants, so no sandbox slot idles
+    between checks. A rejection cancels whatever has not started (`_Run.close`). The static
+    checks run before: a static rejection costs no sandbox run; overlapping them with the runs
+    gained nothing measurable (a thread parsing a big module holds the GIL for 5 ms slices,
+    and each system call of the threads driving the sandboxes waits for one). The mutants are
+    picked before any run starts for the same reason."""
+    mutants = _pick_mutants(v) if v.human_tests else None
+    v.out["start_queued"] = _queue_start(v, given)
+    if v.human_tests and v.cfg.isolation:
+        v.out["isolation_queued"] = v.start([lambda: probe_isolation(v.task, v.backend)])[0]
+    v.out["reference_queued"] = _queue_reference(v)
+    v.out["coverage_queued"] = _queue_coverage(v)
+    if mutants:
+        _queue_mutants(v, mutants, after=v.out["reference_queued"][2])
+
+
+def _check_reference(v: _Run) -> dict:
+    nondet, conds, futures = v.out.pop("reference_queued", None) or _queue_reference(v)
+    runs = v.collect(futures)
     v.out["reference_runs"] = runs
     evidence = {
         "conditions": [c.label() for c in conds],
@@ -343,8 +375,7 @@ def _check_reference(v: _Run) -> dict:
 
 
 def _check_timing(v: _Run) -> dict:
-    graded = [r for r in v.out["reference_runs"] if r.condition.backend == v.backend]
-    slowest = max(r.wall_s for r in graded)
+    slowest = _slowest(v, v.out["reference_runs"])
     share = slowest / v.task.timeout_s
     v.out["ref_seconds"], v.out["budget_share"] = round(slowest, 3), round(share, 3)
     evidence = {
@@ -363,9 +394,15 @@ def _check_timing(v: _Run) -> dict:
     return evidence
 
 
-def _probe_timeout(v: _Run) -> float:
+def _slowest(v: _Run, reference_runs: list[RunRecord]) -> float:
+    """The slowest reference run on grading's backend (the other one only shows whether the tests tell
+    backends apart)."""
+    return max(r.wall_s for r in reference_runs if r.condition.backend == v.backend)
+
+
+def _probe_timeout(v: _Run, slowest: float | None = None) -> float:
     """Probe and mutant runs: a loop forever is a failure; no need to wait the whole budget."""
-    return min(v.task.timeout_s, max(5.0, 5 * (v.out.get("ref_seconds") or 1.0)))
+    return min(v.task.timeout_s, max(5.0, 5 * (slowest or v.out.get("ref_seconds") or 1.0)))
 
 
 def _weak(v: _Run, detail: str, **evidence: Any) -> tuple[Status, dict]:
@@ -380,7 +417,7 @@ def _weak(v: _Run, detail: str, **evidence: Any) -> tuple[Status, dict]:
 
 def _check_coverage(v: _Run) -> dict | tuple[Status, dict]:
     """The hidden tests must run the reference's changed lines (in functions they enter at all)."""
-    cov = change_coverage.measure(v.task, v.backend, timeout=3 * v.task.timeout_s)  # tracing slows the run down
+    cov = (v.out.pop("coverage_queued", None) or _queue_coverage(v)).result()  # 3x the budget: tracing is slow
     share = cov.share
     evidence = {
         "required": cov.required,
@@ -457,44 +494,59 @@ def _check_baselines(v: _Run) -> dict | tuple[Status, dict]:
     return evidence
 
 
-def _queue_mutants(v: _Run) -> None:
-    """Pick the mutants and queue their runs. For a project's own tests (HUMAN_TESTS)
-    this happens as soon as the probe timeout is known (after `timing`): no check
-    before `mutation` can reject such a task, so the mutants fill the sandbox slots
-    the coverage trace and the baselines leave idle, never wasted; `_check_mutation`
-    collects them (same verdict: nothing the mutants need comes from those checks).
-    Elsewhere a baseline rejection must not wait behind (or pay for) 40 mutants."""
+def _pick_mutants(v: _Run) -> tuple:
+    """The mutants to run, parsed, sampled and rendered."""
     refs = {rel: (ref, ws) for rel, ref, ws in adequacy.reference_sources(v.task)}
-    sites = adequacy.mutation_sites(v.task)
+    sites = adequacy.mutation_sites(v.task)  # counted only: a site holds its whole unit's syntax tree
     limit = v.cfg.trusted_max_mutants if v.trusted or v.human_tests else v.cfg.max_mutants
     # sampled first, then rendered and analysed one at a time: a big module's change costs its sample only
     picked, guard_changes = adequacy.pick(sites, limit, lambda m: guards.only_guards_changed(m.source, *refs[m.path]))
     outputs = [] if v.trusted else adequacy.output_mutants(v.task)
+    return refs, len(sites), picked, guard_changes, outputs
+
+
+def _queue_mutants(v: _Run, mutants: tuple, after: list[Future] | None = None) -> None:
+    """Queue the runs of `mutants` (`_pick_mutants`). For a project's own tests (HUMAN_TESTS) this
+    happens before any run (`_queue_early`, with the reference runs as `after`): no check
+    but `start` and `reference` can reject such a task, so the mutants queue behind the
+    reference runs and fill the sandbox slots as they free up; each waits for the reference
+    runs ahead of it (at most one is still running) to take its timeout from them, as
+    `_probe_timeout` does after `timing`. Elsewhere a baseline rejection must not wait
+    behind (or pay for) 40 mutants: they queue when `mutation` runs."""
+    refs, n_sites, picked, guard_changes, outputs = mutants
     cond = Condition(run=0, backend=v.backend, grading=True)
-    futures = v.start(
-        v.run(
-            cond, "mutant", _mutant_label(m), with_reference=True, files={m.path: m.source}, timeout=_probe_timeout(v)
-        )
-        for m in picked + outputs
-    )
-    v.out["mutants_queued"] = (refs, sites, picked, guard_changes, outputs, cond, futures)
+
+    def job(m: adequacy.Mutant) -> Callable[[], RunRecord]:
+        def timed() -> RunRecord:
+            slowest = None
+            if after is not None:
+                wait(after)
+                slowest = _slowest(v, [f.result() for f in after])
+            timeout = _probe_timeout(v, slowest)
+            return v.run(cond, "mutant", _mutant_label(m), with_reference=True, files={m.path: m.source},
+                         timeout=timeout)()  # fmt: skip
+
+        return timed
+
+    futures = v.start(job(m) for m in picked + outputs)
+    v.out["mutants_queued"] = (refs, n_sites, picked, guard_changes, outputs, cond, futures)
 
 
 def _check_mutation(v: _Run) -> dict | tuple[Status, dict]:
     if "mutants_queued" not in v.out:
-        _queue_mutants(v)
-    refs, sites, picked, guard_changes, outputs, cond, futures = v.out.pop("mutants_queued")
+        _queue_mutants(v, _pick_mutants(v))
+    refs, n_sites, picked, guard_changes, outputs, cond, futures = v.out.pop("mutants_queued")
     runs = v.collect(futures)
     runs, output_runs = runs[: len(picked)], runs[len(picked) :]
     outcomes = _mutant_outcomes(v, refs, picked, runs, cond)
     killed = outcomes.count("killed")
     output_survivors = [r.what for r in output_runs if not (r.timed_out or r.failed)]
     evidence = {
-        "sites": len(sites),
+        "sites": n_sites,
         "guard_changes": len(guard_changes),  # mutants of the guards alone: left out of the score
         "guard_change_mutants": [_mutant_label(m) for m in guard_changes][:20],
         "run": len(picked),
-        "sampled": len(picked) + len(guard_changes) < len(sites),
+        "sampled": len(picked) + len(guard_changes) < n_sites,
         "killed": killed,
         "guard_only": outcomes.count("guard_only"),
         "survived": outcomes.count("survived"),
@@ -714,22 +766,19 @@ def validate_task(task: Task, cfg: ValidationConfig | None = None, start: Any = 
         proposer=task.source.proposer,
         config=cfg.model_dump(mode="json"),
     )
-    blocked = None
-    for name, fn in STATIC:  # every static check runs: they are cheap and all their evidence is useful
-        blocked = _do(v, out, name, lambda fn=fn: fn(v), None) or blocked
-    if task.reference_dir is None:  # recorded as the failing `reference` check, before anything runs
-        blocked = _do(v, out, "reference", lambda: _no_reference(v), blocked)
     given = _as_record(start, v.backend)
-    blocked = _do(v, out, "start", lambda: _check_start(v, given), blocked)
+    blocked = None
     try:
+        for name, fn in STATIC:  # every static check runs: they are cheap and all their evidence is useful
+            blocked = _do(v, out, name, lambda fn=fn: fn(v), None) or blocked
+        if task.reference_dir is None:  # recorded as the failing `reference` check, before anything runs
+            blocked = _do(v, out, "reference", lambda: _no_reference(v), blocked)
+        elif not blocked:
+            _queue_early(v, given)
+        blocked = _do(v, out, "start", lambda: _check_start(v, given), blocked)
         for name, fn in SANDBOX:
             if not out.check(name):
                 blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
-            if name == "timing" and not blocked and v.human_tests:
-                # no check between here and `isolation` rejects a project's own tests: their runs go now
-                _queue_mutants(v)
-                if v.cfg.isolation:
-                    v.out["isolation_queued"] = v.pool.submit(probe_isolation, v.task, v.backend)
         for name, fn in OPTIONAL:
             blocked = _do(v, out, name, lambda fn=fn: fn(v), blocked)
     finally:

@@ -14,6 +14,7 @@ import ast
 import copy
 import difflib
 import random
+import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -506,6 +507,19 @@ def changed_units(tree: ast.Module, reference: str, workspace: str | None) -> li
         if not any(_first_line(o) <= _first_line(stmt) and stmt.end_lineno <= o.end_lineno for o, _ in out):
             out.append((stmt, name))
     return out
+
+
+def changed_source(reference: str, workspace: str | None) -> str:
+    """Source of what `reference` changed from `workspace` (`mutate.changed_units`: the
+    functions or statements its changed lines sit in; every statement of a new file)."""
+    try:
+        tree = pyast.parse_shared(reference)
+    except SyntaxError:
+        return reference
+    return "\n\n".join(
+        textwrap.dedent(ast.get_source_segment(reference, unit, padded=True) or "")  # a method parses alone
+        for unit, _name in changed_units(tree, reference, workspace)
+    )
 
 
 @dataclass(frozen=True)
