@@ -8,7 +8,7 @@ runs under grading's conditions). Median of `--repeats` imports; with
 `--baseline DIR` (a checkout of older code, e.g. `git archive COMMIT | tar -x -C DIR`)
 the same imports with that code too, alternating which goes first, side by side.
 
-    python -m benchmarks.bench_import [--baseline DIR] [--repeats 3]"""
+    python -m benchmarks.bench_import [--baseline DIR] [--repeats 5]"""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def row(code: str, runs: list[dict]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--baseline", type=Path, default=os.environ.get("TOUCHSTONE_BENCH_BASELINE"),
                         help="a checkout of older code to import with too, side by side")  # fmt: skip
     args = parser.parse_args()
