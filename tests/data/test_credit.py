@@ -76,7 +76,22 @@ def test_tests_that_passed_at_the_start_are_no_turns_progress():
     start = ProgressPoint(turn=-1, step=-1, tool="start", passed=4, total=5, fraction=0.8)
     started = rep.model_copy(update={"progress": [start, *rep.progress]})
     assert progress_rewards(4, rep) == pytest.approx([0.0, 0.8, 0.0, 0.2])  # a report without a start point
-    assert progress_rewards(4, started) == pytest.approx([0.0, 0.0, 0.0, 0.2])  # only the fix made progress
+    # only the fix made progress, and it made all there was to make: the one failing test passes
+    assert progress_rewards(4, started) == pytest.approx([0.0, 0.0, 0.0, 1.0])
+
+
+def test_progress_is_measured_in_the_tests_that_failed_at_the_start():
+    """5 of 6 required tests pass on the task as given: half-fixing the failing ones is worth 0.5,
+    breaking a passing test costs as much as a failing one gains, and a start where everything
+    passes (no failing test to measure in) leaves the shares as they are."""
+    start = ProgressPoint(turn=-1, step=-1, tool="start", passed=4, total=6, fraction=4 / 6)
+    rep = report("a", "accept", {0: 5 / 6, 1: 4 / 6, 2: 1.0})
+    rep = rep.model_copy(update={"progress": [start, *rep.progress]})
+    assert progress_rewards(3, rep) == pytest.approx([0.5, -0.5, 1.0])
+    full = ProgressPoint(turn=-1, step=-1, tool="start", passed=6, total=6, fraction=1.0)
+    broke = report("b", "reject", {0: 5 / 6})
+    broke = broke.model_copy(update={"progress": [full, *broke.progress]})
+    assert progress_rewards(1, broke) == pytest.approx([-1 / 6])
 
 
 def test_sft_weights_are_non_negative_with_mean_one():

@@ -3,9 +3,12 @@
 A trajectory of T assistant turns with terminal outcome R (accept 1, reject 0,
 reject with an audit hack -penalty) gets per-turn progress rewards
 
-    r_t = p_t - p_prev(t)   for state-changing turns (the verifier recorded a
+    r_t = (p_t - p_prev(t)) / (1 - p_start)
+                            for state-changing turns (the verifier recorded a
                             progress point p_t: share of hidden tests passing;
-                            p before the first one is the start point's share)
+                            p before the first one is the start point's share
+                            p_start: progress is measured in the tests that
+                            failed on the task as given)
     r_t = 0                 otherwise
 
 returns G_t = sum_{k>=t} gamma^(k-t) r_k + R and advantages A_t = G_t - b,
@@ -54,18 +57,23 @@ def outcome_reward(report: VerificationReport, cfg: CreditConfig) -> float | Non
 def progress_rewards(n_turns: int, report: VerificationReport) -> list[float]:
     """r_t for each of the n_turns assistant turns. Progress is counted from the
     report's start point (the share passing on the task as given: required tests
-    include pass-to-pass ones), or from 0 for reports recorded without one."""
+    include pass-to-pass ones), or from 0 for reports recorded without one, and
+    measured in the tests that failed there: a change is scaled by 1 / (1 - p_start),
+    so making every failing test pass is worth 1 however many tests already passed
+    (as a share of all required tests a fix that turns 1 of 6 earned 1/6, no more
+    than the outcome's spread across a group)."""
     rewards = [0.0] * n_turns  # a run that failed before its first turn has none: it only sets the baseline
-    previous = 0.0
+    previous, scale = 0.0, 1.0
     for point in sorted(report.progress or [], key=lambda p: (p.turn, p.step)):
         if point.is_start:  # what already passed on the task as given is no turn's doing
             previous = point.fraction
+            scale = 1.0 / (1.0 - previous) if previous < 1.0 else 1.0
             continue
         if not 0 <= point.turn < n_turns:
             raise ValueError(
                 f"report {report.report_id}: progress point at turn {point.turn}, but the trajectory has {n_turns} turns"
             )
-        rewards[point.turn] += point.fraction - previous
+        rewards[point.turn] += (point.fraction - previous) * scale
         previous = point.fraction
     return rewards
 
