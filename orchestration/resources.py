@@ -367,7 +367,8 @@ class ProposeConfig(dg.Config):
         default="site",
         description="procedural tasks' curriculum level (touchstone.taskmaking.curriculum): site, the failing tests only; "
         "shown, the statement also shows the buggy function's source (level 1, for a small real model); line, "
-        "the buggy lines themselves (level 0).",
+        "the buggy lines themselves (level 0); fix, the buggy lines and their fix (level -1: only the tool use is "
+        "left to the model).",
     )
     imported: list[str] = Field(
         default=[],

@@ -87,7 +87,8 @@ class WarmStartConfig(BaseModel):
     level: Shown = Field(
         "shown",
         description="Curriculum level of its tasks for reference demonstrations (touchstone.taskmaking.curriculum): "
-        "shown (level 1), the statement shows the buggy function; line (level 0), the buggy lines themselves.",
+        "shown (level 1), the statement shows the buggy function; line (level 0), the buggy lines themselves; "
+        "fix (level -1), the buggy lines and their fix.",
     )
     rng_seed: int = WARM_START_RNG_SEED
     operators: list[str] = Field(

@@ -1,5 +1,5 @@
-"""Curriculum levels 0 and 1: a one-site mutation task whose statement shows the buggy lines
-or the buggy function's current source (the workspace's, never the reference's)."""
+"""Curriculum levels -1, 0 and 1: a one-site mutation task whose statement shows the buggy lines
+(at level -1 with their fix) or the buggy function's current source (the workspace's)."""
 
 from __future__ import annotations
 
@@ -56,6 +56,16 @@ def test_level_zero_shows_the_buggy_line_and_not_its_fix(tmp_path):
     assert "`clamp` in `minilib/core.py`, in this line:\n```python\n    if x <= hi:\n```" in line.statement
     assert "if x > hi:" not in line.statement and "def clamp" not in line.statement  # no fix, no function
     assert line.source == task.source and line.content_hash != task.content_hash
+
+
+def test_level_minus_one_shows_the_buggy_line_and_its_fix_and_the_fix_passes(tmp_path):
+    task = _mutation_task(tmp_path / "site")
+    fix = show_function(task, tmp_path / "fix", "fix")
+    assert fix.id == "clamp-flip-fix" and fix.statement.startswith(task.statement)
+    shown = "in this line:\n```python\n    if x <= hi:\n```\nReplace this line with:\n```python\n    if x > hi:\n```"
+    assert shown in fix.statement and "def clamp" not in fix.statement
+    text = (fix.workspace_dir / "minilib" / "core.py").read_text()  # what the statement says to do is the fix
+    assert text.replace("    if x <= hi:\n", "    if x > hi:\n") == MINILIB
 
 
 def test_level_one_shows_the_buggy_function_and_keeps_everything_else(tmp_path):
