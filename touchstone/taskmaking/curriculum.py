@@ -97,7 +97,10 @@ def shown_statement(task: Task, level: Shown = "shown") -> str:
         except ValueError as exc:
             raise TaskError(task.dir, f"level {LEVELS.index(level) - 1}: {exc}") from None
         where = "this line" if code.count("\n") <= 1 else "these lines"
-        shown = f"{task.statement}\n\nThe bug is in the function `{qualname}` in `{path}`, in {where}:\n```python\n{code.rstrip()}\n```\n"
+        shown = (
+            f"{task.statement}\n\nThe bug is in the function `{qualname}` in `{path}`, in {where}:\n"
+            f"```python\n{code.rstrip()}\n```\n"
+        )
         if level == "fix":
             return (
                 f"{shown}Replace {where} with:\n```python\n{fixed.rstrip()}\n```\n"

@@ -255,7 +255,7 @@ def _no_reference(v: _Run) -> dict:
 def _check_start(v: _Run, given: RunRecord | None) -> dict:
     """The start must fail: under grading's run 0 and an unpredictable run. A run
     that times out is a failing start (a bug can make code hang)."""
-    runs = ([given] if given else []) + v.collect(v.out.pop("start_queued", None) or _queue_start(v, given))
+    runs = ([given] if given else []) + v.collect(v.out.pop("start_queued"))
     evidence = {
         "runs": [r.condition.label() + (" timed out" if r.timed_out else f": {len(r.failed)} failing") for r in runs]
     }
@@ -281,11 +281,6 @@ def _check_start(v: _Run, given: RunRecord | None) -> dict:
     return evidence
 
 
-def _queue_start(v: _Run, given: RunRecord | None) -> list[Future]:
-    conds = conditions.start_conditions(v.backend)
-    return v.start(v.run(c, "start") for c in conds[1 if given else 0 :])
-
-
 def _queue_reference(v: _Run) -> tuple[list[str], list[Condition], list[Future]]:
     nondet = conditions.touches_nondeterminism(v.task)
     conds = conditions.reference_conditions(
@@ -300,10 +295,6 @@ def _queue_reference(v: _Run) -> tuple[list[str], list[Condition], list[Future]]
     return nondet, conds, v.start(v.run(c, "reference", with_reference=True) for c in conds)
 
 
-def _queue_coverage(v: _Run) -> Future:
-    return v.start([lambda: change_coverage.measure(v.task, v.backend, timeout=3 * v.task.timeout_s)])[0]
-
-
 def _queue_early(v: _Run, given: RunRecord | None) -> None:
     """Queue at once the sandbox runs the checks from `start` on will collect: the start runs,
     the reference runs and the coverage trace, and for a project's own tests (no check after
@@ -314,17 +305,22 @@ def _queue_early(v: _Run, given: RunRecord | None) -> None:
     and each system call of the threads driving the sandboxes waits for one). The mutants are
     picked before any run starts for the same reason."""
     mutants = _pick_mutants(v) if v.human_tests else None
-    v.out["start_queued"] = _queue_start(v, given)
+    v.out["start_queued"] = v.start(
+        v.run(c, "start") for c in conditions.start_conditions(v.backend)[1 if given else 0 :]
+    )
     if v.human_tests and v.cfg.isolation:
         v.out["isolation_queued"] = v.start([lambda: probe_isolation(v.task, v.backend)])[0]
     v.out["reference_queued"] = _queue_reference(v)
-    v.out["coverage_queued"] = _queue_coverage(v)
+    # 3x the budget: tracing slows the run down
+    v.out["coverage_queued"] = v.start(
+        [lambda: change_coverage.measure(v.task, v.backend, timeout=3 * v.task.timeout_s)]
+    )[0]
     if mutants:
         _queue_mutants(v, mutants, after=v.out["reference_queued"][2])
 
 
 def _check_reference(v: _Run) -> dict:
-    nondet, conds, futures = v.out.pop("reference_queued", None) or _queue_reference(v)
+    nondet, conds, futures = v.out.pop("reference_queued")
     runs = v.collect(futures)
     v.out["reference_runs"] = runs
     evidence = {
@@ -417,7 +413,7 @@ def _weak(v: _Run, detail: str, **evidence: Any) -> tuple[Status, dict]:
 
 def _check_coverage(v: _Run) -> dict | tuple[Status, dict]:
     """The hidden tests must run the reference's changed lines (in functions they enter at all)."""
-    cov = (v.out.pop("coverage_queued", None) or _queue_coverage(v)).result()  # 3x the budget: tracing is slow
+    cov = v.out.pop("coverage_queued").result()
     share = cov.share
     evidence = {
         "required": cov.required,
