@@ -29,6 +29,12 @@ def seed_sources(
 
     with publishing(context, storage) as out:
         seeds = [resolve_seed(s, out) for s in config.seeds] if config.seeds else default_seeds(out)
+        held = {s.name for s in seeds if s.name in config.heldout or s.name.split("==")[0] in config.heldout}
+        unknown = sorted(set(config.heldout) - {n for s in held for n in (s, s.split("==")[0])})
+        if unknown:
+            raise dg.Failure(f"seed_sources: heldout names {', '.join(unknown)}, which are not among the seeds")
+        if seeds and len(held) == len(seeds):
+            raise dg.Failure("seed_sources: every seed is held out; rounds need at least one to propose from")
         rows = [
             {
                 "seed": s.name,
@@ -36,6 +42,7 @@ def seed_sources(
                 "sources": len(s.sources),
                 "tests": len(s.tests),
                 "environment": s.environment.model_dump_json() if s.environment else None,
+                "heldout": s.name in held,
             }
             for s in seeds
         ]
@@ -120,7 +127,7 @@ def heldout_tasks(
         # Its own RNG stream: round r seeds with r, far below this.
         propose_mutation(
             out,
-            seeds=storage.seed_dirs(),
+            seeds=storage.seed_dirs(heldout=True),
             n=config.n_tasks,
             workers=sandbox.workers,
             cfg=ValidationConfig(backend=sandbox.backend, contamination_sets=sets),

@@ -119,7 +119,7 @@ def training_step(base: Path, steps: int, top_layers: int | None = None) -> dict
     ]
     with tempfile.TemporaryDirectory() as tmp:
         write_rows(rows, SFTRow, Path(tmp) / "sft.parquet")
-        config = lora_config(base, steps, top_layers or 0) | {"max_length": 1024}
+        config = lora_config(steps, top_layers or 0) | {"max_length": 1024}
         start = time.perf_counter()
         manifest = train("sft", data_dir=tmp, base=base, out=Path(tmp) / "out", config=config)
         wall = time.perf_counter() - start

@@ -91,17 +91,27 @@ class StorageResource(dg.ConfigurableResource):
             return RoundStore(root)
         return RoundStore(root, endpoint_url=self.endpoint_url, key=self.access_key_id, secret=self.secret_access_key)
 
-    def seed_dirs(self) -> list[tuple[str, "EnvSpec | None"]]:
-        """The materialized seed project directories (asset `seed_sources`) with
-        their environments, for the proposers."""
+    def seed_dirs(self, heldout: bool = False) -> list[tuple[str, "EnvSpec | None"]]:
+        """The materialized seed project directories (asset `seed_sources`) with their
+        environments, for the proposers: the seeds rounds and the warm start may use, or with
+        `heldout` the ones held-out tasks come from (all seeds when none is held out whole)."""
         import polars as pl
 
         from touchstone.envs import EnvSpec
 
         root = self.store().local_dir(Asset.SEED_SOURCES)
         table = pl.read_parquet(root / "sources.parquet")
-        envs = table["environment"] if "environment" in table.columns else [None] * table.height
-        return [(str(root / d), EnvSpec.model_validate_json(e) if e else None) for d, e in zip(table["dir"], envs)]
+        if "environment" not in table.columns:
+            table = table.with_columns(pl.lit(None, pl.String).alias("environment"))
+        held = table["heldout"] if "heldout" in table.columns else pl.Series([False] * table.height)
+        if heldout and held.any():
+            table = table.filter(held)
+        elif not heldout:
+            table = table.filter(~held)
+        return [
+            (str(root / d), EnvSpec.model_validate_json(e) if e else None)
+            for d, e in zip(table["dir"], table["environment"])
+        ]
 
 
 class SandboxResource(dg.ConfigurableResource):
@@ -148,6 +158,7 @@ class PolicyResource(dg.ConfigurableResource):
     teacher_max_turns: int = field_of(WarmStartLib, "teacher_max_turns", default=CPU_ROUND["teacher_max_turns"])
     time_budget_s: float = field_of(EpisodeLimits, "time_budget_s", default=CPU_ROUND["time_budget_s"])
     temperature: float = field_of(Sampling, "temperature")
+    top_p: float = field_of(Sampling, "top_p")
     max_tokens: int = field_of(Sampling, "max_tokens", default=CPU_ROUND["max_tokens"])
     context_window: int = field_of(Sampling, "context_window", default=CPU_ROUND["context_window"])
     seed: int = field_of(Sampling, "seed")
@@ -155,6 +166,7 @@ class PolicyResource(dg.ConfigurableResource):
     def sampling(self):
         return Sampling(
             temperature=self.temperature,
+            top_p=self.top_p,
             max_tokens=self.max_tokens,
             seed=self.seed,
             context_window=self.context_window,
@@ -230,6 +242,9 @@ class PeftConfig(dg.Config):
     lora_alpha: int = Field(default=32, description="LoRA scaling numerator.")
     lora_dropout: float = Field(default=0.05, description="Dropout on the adapter's input.")
     target_modules: list[str] = Field(default=[], description="Module names to adapt (empty: all linear layers).")
+    top_layers: int = Field(
+        default=0, ge=0, description="Adapt only the top N transformer layers (0: all); backward stops below them."
+    )
 
     def options(self) -> dict[str, Any]:
         return self.model_dump(exclude={"enabled"}) if self.enabled else {}
@@ -355,6 +370,12 @@ class SeedsConfig(dg.Config):
         default=CPU_ROUND["seeds"],
         description="Seed projects: directories, 'name==version#sha256=HEX', or shipped seed names "
         "(each with its environment). Empty: every shipped seed (laptop default: all but glom).",
+    )
+    heldout: list[str] = Field(
+        default=[],
+        description="Seeds (by name) held out whole: held-out tasks come only from them, and no round or warm "
+        "start proposes from them (libraries disjoint from every training source). Empty: the held-out "
+        "tasks are other functions of the same seeds.",
     )
 
 

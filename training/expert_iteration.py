@@ -134,19 +134,10 @@ def evaluate_heldout(checkpoint: Path, heldout: Path, out: Path, *, attempts: in
     return result
 
 
-LLAMA_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-def lora_config(checkpoint: Path, steps: int, top_layers: int = 0, learning_rate: float = 2e-4) -> dict[str, Any]:
+def lora_config(steps: int, top_layers: int = 0, learning_rate: float = 2e-4) -> dict[str, Any]:
     """The study's trainer config: LoRA r 16 (on the top `top_layers` layers only when set:
     backward stops below them, a CPU step costs less), batch 2, `steps` steps."""
-    from transformers import AutoConfig
-
-    peft: dict[str, Any] = {"r": 16, "lora_alpha": 32}
-    if top_layers:
-        layers = AutoConfig.from_pretrained(checkpoint).num_hidden_layers
-        peft["layers_to_transform"] = list(range(layers - top_layers, layers))
-        peft["target_modules"] = LLAMA_LINEAR  # peft takes layers only with named modules
+    peft: dict[str, Any] = {"r": 16, "lora_alpha": 32, "top_layers": top_layers}
     return {"max_steps": steps, "per_device_train_batch_size": 2, "max_length": 2048,
             "learning_rate": learning_rate, "peft": peft}  # fmt: skip
 
@@ -181,7 +172,7 @@ def main() -> None:
     a = p.parse_args()
     sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=a.max_tokens, seed=a.seed)
     limits = EpisodeLimits(max_turns=a.max_turns)
-    config = lora_config(a.start, a.steps, a.top_layers, a.learning_rate) | {"seed": a.seed}
+    config = lora_config(a.steps, a.top_layers, a.learning_rate) | {"seed": a.seed}
     started = time.monotonic()
     if a.step == "eval":
         result = evaluate_heldout(a.start, a.tasks, a.work, attempts=a.attempts, sampling=sampling, limits=limits,

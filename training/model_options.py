@@ -6,7 +6,7 @@ back into full weights when the checkpoint is saved, so every checkpoint keeps
 the same format (servable, trainable next round).
 
 These keys ride in the trainer config next to the TRL fields:
-`torch_dtype`, `attn_implementation`, `peft: {r, lora_alpha, lora_dropout, target_modules}`.
+`torch_dtype`, `attn_implementation`, `peft: {r, lora_alpha, lora_dropout, target_modules, top_layers}`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ PEFT_KEYS = {
     "lora_alpha",
     "lora_dropout",
     "target_modules",
-    "layers_to_transform",  # only the top layers: backward stops below them (a CPU step costs less)
+    "layers_to_transform",
+    "top_layers",  # only the top N layers: backward stops below them (a CPU step costs less)
     "bias",
     "use_rslora",
     "modules_to_save",
@@ -89,4 +90,22 @@ def apply_peft(model, peft: dict[str, Any] | None):
     settings = {"task_type": "CAUSAL_LM", "target_modules": "all-linear", **peft}
     if not settings["target_modules"]:
         settings["target_modules"] = "all-linear"
+    top = settings.pop("top_layers", 0)
+    if top:
+        layers = model.config.num_hidden_layers
+        if not 0 < top <= layers:
+            raise ModelOptionError(f"peft: top_layers {top}: the model has {layers} layers")
+        settings["layers_to_transform"] = list(range(layers - top, layers))
+        if settings["target_modules"] == "all-linear":  # peft takes layers only with named modules
+            settings["target_modules"] = _linear_modules(model)
     return get_peft_model(model, LoraConfig(**settings))
+
+
+def _linear_modules(model) -> list[str]:
+    """The names of the transformer blocks' linear layers (what "all-linear" adapts)."""
+    import torch
+
+    output = model.get_output_embeddings()
+    return sorted(
+        {name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and m is not output}
+    )

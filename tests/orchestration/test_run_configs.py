@@ -60,6 +60,9 @@ def test_the_smollm2_config_is_expert_iteration_on_the_models_own_runs(round_job
     assert policy.round_policies("r000", "/base", 4) == {PolicySpec("hf", "/base"): 4}
     assert policy.round_policies("r002", "/ckpt", 4) == {PolicySpec("hf", "/ckpt"): 4}
     assert run["ops"]["proposed_tasks"]["config"]["level"] == run["ops"]["heldout_tasks"]["config"]["level"]
+    # the held-out libraries are held out whole, and some library is left to train on
+    seeds = run["ops"]["seed_sources"]["config"]
+    assert seeds["heldout"] and set(seeds["heldout"]) < set(seeds["seeds"])
 
 
 def test_the_cluster_trainer_config_names_only_real_trl_fields():

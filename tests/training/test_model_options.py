@@ -32,6 +32,19 @@ def test_lora_training_saves_merged_full_weights_in_the_usual_format(tiny_model,
     assert changed and all("proj" in k or "lm_head" in k or "embed" in k for k in changed)
 
 
+@pytest.mark.slow
+def test_lora_on_the_top_layers_leaves_every_layer_below_them_as_it_was(tiny_model, data_dir, tmp_path):
+    out = tmp_path / "top"
+    train("sft", data_dir=data_dir, base=tiny_model, out=out, max_steps=2,
+          config={"peft": {"r": 4, "lora_alpha": 8, "top_layers": 1}, "learning_rate": 1e-2})  # fmt: skip
+    before, after = load_file(tiny_model / "model.safetensors"), load_file(out / "model.safetensors")
+    layers = sorted({int(k.split(".layers.")[1].split(".")[0]) for k in before if ".layers." in k})
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(f".layers.{layers[-1]}." in k for k in changed)
+    with pytest.raises(TrainingError, match=f"top_layers 99: the model has {len(layers)} layers"):
+        train("sft", data_dir=data_dir, base=tiny_model, out=tmp_path / "o", config={"peft": {"top_layers": 99}})
+
+
 def test_bad_model_options_are_named(tiny_model, data_dir, tmp_path):
     with pytest.raises(TrainingError, match="torch_dtype 'bf16'"):
         train("sft", data_dir=data_dir, base=tiny_model, out=tmp_path / "o", config={"torch_dtype": "bf16"})
