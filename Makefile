@@ -28,7 +28,7 @@ experiment: setup
 smollm2: setup
 	@$(VENV)/bin/touchstone model fetch smollm2-135m-instruct
 	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} TOUCHSTONE_HOME=$${TOUCHSTONE_HOME:-$(CURDIR)/.touchstone-smollm2} DAGSTER_HOME=$${DAGSTER_HOME:-$${TOUCHSTONE_HOME:-$(CURDIR)/.touchstone-smollm2}/dagster_home} \
-		bash -c 'mkdir -p "$$DAGSTER_HOME" && start=$$(date +%s) && $(VENV)/bin/touchstone round run --rounds 3 -c orchestration/deploy/local-smollm2.yaml; rc=$$?; echo "smollm2: 3 rounds in $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc'
+		bash -c 'mkdir -p "$$DAGSTER_HOME" && start=$$(date +%s) && $(VENV)/bin/touchstone round run --rounds 3 --control -c orchestration/deploy/local-smollm2.yaml; rc=$$?; echo "smollm2: 3 rounds and the control arm in $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc'
 
 bench: setup
 	@$(PY) -m benchmarks.run

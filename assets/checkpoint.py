@@ -12,22 +12,19 @@ nothing: the checkpoint it records is its starting one, marked `updated: false`
 with the reason (docs/ROUNDS.md, "No update")."""
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.errors import DagsterPipesExecutionError  # what a failed Pipes process raises; not re-exported
 
 from orchestration.publishing import publishing
 from orchestration.lineage import lineage_metadata, starting_checkpoint
 from orchestration.partitions import rounds_partitions
+from orchestration.pipes_training import replayed_data, run_trainer
 from orchestration.resources import StorageResource, TrainerResource
 from touchstone.paths import Asset
 
 NO_UPDATE_FILE = "NO_UPDATE.json"
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dg.asset(
@@ -63,7 +60,7 @@ def checkpoint(
         return _no_update(context, storage, start, empty)
     config = trainer.round_config(summary.datasets["sft"].rows)
     with publishing(context, storage) as out, tempfile.TemporaryDirectory() as tmp:
-        train_dir, replayed = _replay(store, round_key, data_dir, trainer, Path(tmp) / "data")
+        train_dir, replayed = replayed_data(store, round_key, data_dir, trainer, Path(tmp) / "data")
         params = {
             "method": trainer.method,
             "data_dir": str(train_dir),
@@ -73,7 +70,7 @@ def checkpoint(
             "config": config,
             "error_file": f"{tmp}/error",
         }
-        reported = _run_trainer(context, pipes, trainer.pipes_command(params), Path(tmp) / "error")
+        reported = run_trainer(context, pipes, trainer.pipes_command(params), Path(tmp) / "error")
     path = store.asset_dir(Asset.CHECKPOINT, round_key)
     return dg.MaterializeResult(
         metadata={
@@ -85,23 +82,6 @@ def checkpoint(
             **lineage_metadata(start),
         }
     )
-
-
-def _replay(store, round_key: str, data_dir: Path, trainer: TrainerResource, out: Path) -> tuple[Path, dict]:
-    """The data dir to train on: this round's, or (SFT with `replay_rounds` /
-    `replay_warm_start`) its rows followed by the verified rows of earlier rounds
-    and of the warm start; with the rows per round."""
-    if trainer.method != "sft" or (trainer.replay_rounds <= 0 and not trainer.replay_warm_start):
-        return data_dir, {}
-    from touchstone.data.replay import replay_dataset
-    from touchstone.paths import WARM_START_DATA
-    from touchstone.rounds import earlier_round_keys
-
-    keys = earlier_round_keys(store.round_files(Asset.TRAINING_DATA, "sft.parquet"), round_key, trainer.replay_rounds)
-    earlier = [store.local_dir(Asset.TRAINING_DATA, k) for k in keys]
-    if trainer.replay_warm_start and store.asset_dir(WARM_START_DATA).exists():
-        earlier.append(store.local_dir(WARM_START_DATA))
-    return out, replay_dataset(data_dir, earlier, out)
 
 
 def _no_update(context, storage: StorageResource, start, reason: str) -> dg.MaterializeResult:
@@ -122,15 +102,3 @@ def _no_update(context, storage: StorageResource, start, reason: str) -> dg.Mate
             **lineage_metadata(start),
         }
     )
-
-
-def _run_trainer(
-    context, pipes: dg.PipesSubprocessClient, command: list[str], error_file: Path
-) -> dg.MaterializeResult:
-    """Run the training command under Pipes; a crash fails the step with the trainer's error."""
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
-    try:
-        return pipes.run(command=command, context=context, cwd=str(PROJECT_ROOT), env=env).get_materialize_result()
-    except DagsterPipesExecutionError as exc:
-        error = error_file.read_text() if error_file.exists() else "no error reported (killed?)"
-        raise dg.Failure(f"training failed: {error}") from exc

@@ -3,11 +3,11 @@ each, graded by the same independent verifier; figures for this and earlier
 rounds side by side, as a plot and a Markdown report."""
 
 import base64
-import shutil
 
 import dagster as dg
 import polars as pl
 
+from orchestration.heldout import heldout_metrics
 from orchestration.lineage import latest_metadata
 from orchestration.partitions import rounds_partitions
 from orchestration.policy_server import PolicyServerResource
@@ -43,10 +43,7 @@ def round_evaluation(
     """pass@1 / pass@k (bootstrap 95%), hack-attempt rate, valid tool-call rate, progress, turns,
     tokens, exit reasons; imitation NLL, hack propensity and valid tool calls sampled at the
     states of the held-out reference runs."""
-    from touchstone.agent.plan import checkpoint_policy
     from touchstone.evaluate import earlier_rounds, markdown_report, plot_rounds
-    from touchstone.tasks import load_task_set
-    from training.round_engine import evaluate, roll_out
 
     store = storage.store()
     round_key = context.partition_key
@@ -56,41 +53,15 @@ def round_evaluation(
     if found[0].get("updated") is False:
         return _no_update(context, storage, config, found[0])
     ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
-    heldout = load_task_set(store.local_dir(Asset.HELDOUT_TASKS))
     metrics_files = store.round_files(Asset.ROUND_EVALUATION, "metrics.parquet")
     earlier = earlier_rounds({key: read_parquet(path) for key, path in metrics_files.items()}, round_key)
-    ckpt = store.local_copy(ckpt_path)
     # Resumable like raw_trajectories: the work dir survives a killed run.
     work = store.work_dir(Asset.ROUND_EVALUATION, round_key) / ckpt_hash[:16]
     with publishing(context, storage) as out:
-        with server.serving(ckpt, ckpt_hash, work, context.log) as served:  # stopped before grading
-            spec = checkpoint_policy(policy.spec, ckpt, served)
-            rollouts = roll_out(
-                heldout,
-                spec,
-                config.attempts,
-                work,
-                sandbox.sandboxes(),
-                sampling=policy.sampling(),
-                limits=policy.limits(spec),
-                progress=True,
-                log=context.log.info,
-            )
-        shutil.copytree(rollouts, out / "rollouts")
-        # Likelihoods on the held-out reference runs (cached per held-out set): they move before pass@1 does.
-        metrics = evaluate(
-            ckpt,
-            heldout,
-            out / "rollouts",
-            out,
-            sandbox.sandboxes(),
-            verifier.grading(),
-            label=round_key,
-            k=config.attempts,
-            resamples=config.bootstrap,
-            matched_samples=config.matched_samples,
-            sampling=policy.sampling(),
-        )
+        metrics = heldout_metrics(
+            context, store, store.local_copy(ckpt_path), ckpt_hash, round_key, work, out, config,
+            sandbox=sandbox, policy=policy, verifier=verifier, server=server,
+        )  # fmt: skip
         metrics = metrics.model_copy(update={"own_row_share": _own_row_share(store, round_key)})
         pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")
         decision = _promotion(metrics, earlier, str(found[0].get("parent_round", "")), config)

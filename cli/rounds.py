@@ -144,8 +144,16 @@ def _promotion(instance, key: str) -> dict:
     help="Run config YAML (ops: and resources:, as in the launchpad), e.g. orchestration/deploy/local-served.yaml.",
 )
 @click.option("--wait", is_flag=True, help="If another process writes the data root, wait for it instead of refusing.")
+@click.option(
+    "--control",
+    is_flag=True,
+    help="After the rounds, the last one's control arm (asset control_evaluation): the base trained as many "
+    "steps on round r000's data alone, evaluated on the same held-out tasks and compared with the round.",
+)
 @click.pass_context
-def run(ctx: click.Context, n_rounds: int, key: str | None, config_path: Path | None, wait: bool) -> None:
+def run(
+    ctx: click.Context, n_rounds: int, key: str | None, config_path: Path | None, wait: bool, control: bool
+) -> None:
     """Materialize the shared sources if needed, then whole rounds, one run each.
     One writer per data root: a second one is refused (or waits, --wait).
     Ctrl-C or SIGTERM stops the round's sandboxes and children; rerun to resume."""
@@ -171,7 +179,9 @@ def run(ctx: click.Context, n_rounds: int, key: str | None, config_path: Path | 
                                                    "and children; `touchstone round run` resumes it", err=True))  # fmt: skip
     try:
         with guard, _writer(store, wait):  # the guard first: a writer waiting (--wait) can be stopped too
-            _run_rounds(_instance(), 1 if key else n_rounds, key, run_config, console, guard, where)
+            last = _run_rounds(_instance(), 1 if key else n_rounds, key, run_config, console, guard, where)
+            if control:
+                _run_control(_instance(), last, run_config, console, guard, where)
     except KeyboardInterrupt:
         if guard.signum is None:  # before the guard was listening
             click.echo("\ninterrupted while starting; nothing was running yet", err=True)
@@ -180,7 +190,8 @@ def run(ctx: click.Context, n_rounds: int, key: str | None, config_path: Path | 
         sys.exit(guard.code)
 
 
-def _run_rounds(instance, n_rounds: int, key: str | None, run_config: dict, console, guard, where: dict) -> None:
+def _run_rounds(instance, n_rounds: int, key: str | None, run_config: dict, console, guard, where: dict) -> str:
+    """Run the rounds; returns the last one's key."""
     from orchestration.lineage import unfinished_round
     from orchestration.partitions import register_round
     from orchestration.runner import ensure_sources, failed_checks, run_round
@@ -198,6 +209,23 @@ def _run_rounds(instance, n_rounds: int, key: str | None, run_config: dict, cons
         if not result.success:
             _stop(guard, "round failed", result)
         _say_no_update(instance, result, console)
+    return round_key
+
+
+def _run_control(instance, round_key: str, run_config: dict, console, guard, where: dict) -> None:
+    import dagster as dg
+
+    from orchestration.lineage import latest_metadata
+    from orchestration.runner import materialize
+
+    where["stage"] = f"in round {round_key}'s control arm"
+    result = materialize(
+        instance, [Asset.CONTROL_EVALUATION], partition_key=round_key, console=console, run_config=run_config
+    )
+    if not result.success:
+        _stop(guard, "control arm failed", result)
+    found = latest_metadata(instance, dg.AssetKey(Asset.CONTROL_EVALUATION), round_key)
+    console.print(found[0]["comparison"] if found else f"round {round_key}: control arm done")
 
 
 def _stop(guard, what: str, result) -> None:

@@ -8,6 +8,7 @@ import dagster as dg
 from assets import (
     ablation,
     checkpoint,
+    control,
     credit_study,
     evaluation,
     sources,
@@ -18,7 +19,7 @@ from assets import (
 )
 from orchestration.checks import round_checks
 from orchestration.executors import executor_from_env
-from orchestration.jobs import credit_study_job, filter_ablation_job, round_job, sources_job
+from orchestration.jobs import control_job, credit_study_job, filter_ablation_job, round_job, sources_job
 from orchestration.resources import default_resources
 from orchestration.run_config import RunConfigError
 from orchestration.schedules import nightly_round
@@ -32,6 +33,7 @@ ASSET_MODULES = [
     training_data,
     checkpoint,
     evaluation,
+    control,
     ablation,
     credit_study,
 ]
@@ -41,7 +43,7 @@ ASSETS = dg.load_assets_from_modules(ASSET_MODULES)
 defs = dg.Definitions(
     assets=ASSETS,
     asset_checks=round_checks,
-    jobs=[sources_job, round_job, filter_ablation_job, credit_study_job],
+    jobs=[sources_job, round_job, control_job, filter_ablation_job, credit_study_job],
     schedules=[nightly_round],
     sensors=[continuous_rounds],
     resources=default_resources(),

@@ -24,6 +24,14 @@ round_job = dg.define_asset_job(
     tags=WRITER_TAGS,
 )
 
+control_job = dg.define_asset_job(
+    "control",
+    selection=dg.AssetSelection.assets(Asset.CONTROL_EVALUATION),
+    description="A round's control arm: the base trained as many steps on round r000's data alone, evaluated "
+    "on the held-out tasks and compared with the round (after the round's evaluation).",
+    tags=WRITER_TAGS,
+)
+
 filter_ablation_job = dg.define_asset_job(
     "filter_ablation",
     selection=dg.AssetSelection.assets(Asset.ABLATION_ROUND),

@@ -29,6 +29,8 @@ class Asset:
     TRAINING_DATA = "training_data"
     CHECKPOINT = "checkpoint"
     ROUND_EVALUATION = "round_evaluation"
+    # expert iteration's control arm for a round (assets/control.py), outside the round job
+    CONTROL_EVALUATION = "control_evaluation"
     # the filter-ablation experiment (docs/EXPERIMENTS.md), which keeps its own files
     ABLATION_SETUP = "ablation_setup"
     ABLATION_ROUND = "ablation_round"

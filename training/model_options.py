@@ -107,5 +107,9 @@ def _linear_modules(model) -> list[str]:
 
     output = model.get_output_embeddings()
     return sorted(
-        {name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and m is not output}
+        {
+            name.rsplit(".", 1)[-1]
+            for name, m in model.named_modules()
+            if isinstance(m, torch.nn.Linear) and m is not output
+        }
     )

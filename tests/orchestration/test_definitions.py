@@ -23,11 +23,16 @@ STAGES = [
 ]
 # the filter ablation and the credit study (docs/EXPERIMENTS.md)
 EXPERIMENTS = ["ablation_setup", "ablation_round", "credit_study_data", "credit_study_arm"]
+CONTROLS = ["control_evaluation"]  # a round's control arm, after its evaluation, outside the round job
 
 
 def test_every_stage_is_an_asset_in_order():
     graph = defs.resolve_asset_graph()
-    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(STAGES + EXPERIMENTS)
+    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(STAGES + EXPERIMENTS + CONTROLS)
+    assert dg.AssetKey("round_evaluation") in graph.get(dg.AssetKey("control_evaluation")).parent_keys
+    assert "control_evaluation" not in {
+        k.to_user_string() for k in defs.resolve_job_def("round").asset_layer.executable_asset_keys
+    }
     chain = STAGES[3:]
     for upstream, downstream in zip(chain, chain[1:]):
         assert dg.AssetKey(upstream) in graph.get(dg.AssetKey(downstream)).parent_keys

@@ -70,7 +70,7 @@ def decide(candidate: RoundMetrics, incumbent: RoundMetrics | None, policy: Prom
             policy,
             f"hack-attempt rate rose by {hack_rise:.3f} (> {policy.max_hack_rate_increase:.3f} allowed)",
         )
-    outcome = _compare(score, best, policy.rule)
+    outcome = compare(score, best, policy.rule)
     text = f"{policy.metric} {_fmt(score)} vs {_fmt(best)} ({policy.rule} rule)"
     if outcome == 0:
         return _decision(
@@ -94,8 +94,8 @@ def no_update(kept_round: str, kept_hash: str, reason: str, policy: PromotionPol
     )
 
 
-def _compare(score: Interval, best: Interval, rule: str) -> int:
-    """1: candidate better, -1: worse, 0: tie."""
+def compare(score: Interval, best: Interval, rule: str = "interval") -> int:
+    """1: `score` better, -1: worse, 0: a tie (interval rule: the intervals overlap)."""
     if rule == "interval":
         return 1 if score.low > best.high else -1 if score.high < best.low else 0
     return (score.value > best.value) - (score.value < best.value)

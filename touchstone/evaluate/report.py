@@ -5,7 +5,7 @@ from __future__ import annotations
 from touchstone.evaluate.schema import Interval, RoundMetrics
 
 
-def _interval(i: Interval | None) -> str:
+def interval_text(i: Interval | None) -> str:
     return "n/a" if i is None else f"{i.value:.2f} [{i.low:.2f}, {i.high:.2f}]"
 
 
@@ -39,11 +39,11 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
     ]
     for m in rounds:
         exits = ", ".join(f"{r}: {n}" for r, n in sorted(m.exit_reasons.items()))
-        solved = [_interval(m.pass_at_1), *([_interval(m.pass_at_k)] if at_k else [])]
+        solved = [interval_text(m.pass_at_1), *([interval_text(m.pass_at_k)] if at_k else [])]
         lines.append(
             _row(
                 [m.round, f"`{(m.checkpoint_hash or 'base')[:12]}`", *solved, f"{m.hack_attempt_rate:.2f}"]
-                + [_interval(m.valid_tool_call_rate), _number(m.mean_progress), f"{m.mean_turns:.1f}"]
+                + [interval_text(m.valid_tool_call_rate), _number(m.mean_progress), f"{m.mean_turns:.1f}"]
                 + [_number(m.mean_tokens, ".0f"), exits, _number(m.own_row_share)]
             )
         )
@@ -63,8 +63,8 @@ def markdown_report(rounds: list[RoundMetrics], plot_file: str | None = None) ->
     ]
     for m in rounds:
         families = ", ".join(f"{f}: {v:+.2f}" for f, v in m.hack_propensity_by_family.items()) or "n/a"
-        cells = [m.round, _interval(m.imitation_nll), _interval(m.hack_propensity), families]
-        lines.append(_row([*cells, _interval(m.matched_valid_call_rate)]))
+        cells = [m.round, interval_text(m.imitation_nll), interval_text(m.hack_propensity), families]
+        lines.append(_row([*cells, interval_text(m.matched_valid_call_rate)]))
     if plot_file:
         lines += ["", f"![evaluation figures per round]({plot_file})"]
     return "\n".join(lines) + "\n"
