@@ -131,10 +131,15 @@ def _promotion(instance, key: str) -> dict:
     "n_rounds",
     default=1,
     show_default=True,
-    type=click.IntRange(min=1),
-    help="How many rounds to run: an unfinished latest round first, then new ones.",
+    type=click.IntRange(min=0),
+    help="How many rounds to run: an unfinished latest round first, then new ones (0, with --control: none, "
+    "only the latest round's control arm).",
 )
-@click.option("--key", default=None, help="Run (or rerun) this round instead of new ones.")
+@click.option(
+    "--key",
+    default=None,
+    help="Run (or rerun) this round instead of new ones (with --rounds 0 --control: its control).",
+)
 @click.option(
     "-c",
     "--config",
@@ -171,6 +176,8 @@ def run(
         raise click.BadParameter(str(exc), param_hint="--config") from None
     if key is not None:
         _check_round_key(key)
+    if n_rounds == 0 and not control:
+        raise click.BadParameter("0 rounds runs nothing; add --control for the latest round's control arm")
     if not debugging(ctx):  # the cause is summarised below, first; --debug shows Dagster's own log
         run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}, **run_config}
     console = Console(stderr=True)
@@ -179,7 +186,9 @@ def run(
                                                    "and children; `touchstone round run` resumes it", err=True))  # fmt: skip
     try:
         with guard, _writer(store, wait):  # the guard first: a writer waiting (--wait) can be stopped too
-            last = _run_rounds(_instance(), 1 if key else n_rounds, key, run_config, console, guard, where)
+            last = _run_rounds(
+                _instance(), min(n_rounds, 1) if key else n_rounds, key, run_config, console, guard, where
+            )
             if control:
                 _run_control(_instance(), last, run_config, console, guard, where)
     except KeyboardInterrupt:
@@ -191,15 +200,16 @@ def run(
 
 
 def _run_rounds(instance, n_rounds: int, key: str | None, run_config: dict, console, guard, where: dict) -> str:
-    """Run the rounds; returns the last one's key."""
+    """Run the rounds; returns the last one's key (none run: the latest registered round)."""
     from orchestration.lineage import unfinished_round
-    from orchestration.partitions import register_round
+    from orchestration.partitions import register_round, registered_rounds
     from orchestration.runner import ensure_sources, failed_checks, run_round
 
     where["stage"] = "in the shared sources"
     result = ensure_sources(instance, console=console, run_config=run_config)
     if result is not None and not result.success:
         _stop(guard, "sources failed", result)
+    round_key = key or (registered_rounds(instance) or [""])[-1]
     for _ in range(n_rounds):
         round_key = register_round(instance, key or unfinished_round(instance))
         where["stage"] = f"in round {round_key}"
@@ -218,6 +228,8 @@ def _run_control(instance, round_key: str, run_config: dict, console, guard, whe
     from orchestration.lineage import latest_metadata
     from orchestration.runner import materialize
 
+    if not round_key:
+        raise click.ClickException("no round to control yet: run rounds first (`touchstone round run`)")
     where["stage"] = f"in round {round_key}'s control arm"
     result = materialize(
         instance, [Asset.CONTROL_EVALUATION], partition_key=round_key, console=console, run_config=run_config

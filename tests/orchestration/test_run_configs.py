@@ -139,3 +139,23 @@ def test_round_run_refuses_a_bad_run_config_before_running_anything(tmp_path):
     )
     assert result.exit_code == 2 and "prot" in result.output
     assert not (tmp_path / "home" / "seed_sources").exists()
+
+
+def test_zero_rounds_runs_only_a_control_and_refuses_without_one(tmp_path):
+    from click.testing import CliRunner
+
+    from cli import main
+
+    (tmp_path / "dh").mkdir()
+    env = {"TOUCHSTONE_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dh")}
+    nothing = CliRunner().invoke(main, ["round", "run", "--rounds", "0"], env=env)
+    assert nothing.exit_code == 2 and "add --control" in nothing.output
+    assert not (tmp_path / "home" / "seed_sources").exists()
+    # sources are ensured first (tiny: no warm start, one held-out task), then no round exists to control
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "ops:\n  seed_sources: {config: {seeds: [inflection]}}\n  base_model: {config: {n_tasks: 0}}\n"
+        "  heldout_tasks: {config: {n_tasks: 1}}\n"
+    )
+    control = CliRunner().invoke(main, ["round", "run", "--rounds", "0", "--control", "-c", str(config)], env=env)
+    assert control.exit_code == 1 and "no round to control yet" in control.output
