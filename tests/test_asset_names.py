@@ -13,4 +13,5 @@ def test_the_definitions_hold_exactly_the_named_assets() -> None:
     keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
     assert keys == names
     experiments = {Asset.ABLATION_SETUP, Asset.ABLATION_ROUND, Asset.CREDIT_STUDY_DATA, Asset.CREDIT_STUDY_ARM}
-    assert set(ROUND_STAGES) | set(SOURCE_STAGES) == names - experiments
+    controls = {Asset.CONTROL_EVALUATION}  # after a round's evaluation, on request (`--control`)
+    assert set(ROUND_STAGES) | set(SOURCE_STAGES) == names - experiments - controls
