@@ -12,15 +12,13 @@ nothing: the checkpoint it records is its starting one, marked `updated: false`
 with the reason (docs/ROUNDS.md, "No update")."""
 
 import json
-import tempfile
-from pathlib import Path
 
 import dagster as dg
 
 from orchestration.publishing import publishing
 from orchestration.lineage import lineage_metadata, starting_checkpoint
 from orchestration.partitions import rounds_partitions
-from orchestration.pipes_training import replayed_data, run_trainer
+from orchestration.pipes_training import train_on_round_data
 from orchestration.resources import StorageResource, TrainerResource
 from touchstone.paths import Asset
 
@@ -53,24 +51,16 @@ def checkpoint(
     store = storage.store()
     round_key = context.partition_key
     start = starting_checkpoint(context.instance, round_key)
-    data_dir = store.local_dir(Asset.TRAINING_DATA, round_key)
-    summary = read_summary(data_dir)
+    summary = read_summary(store.local_dir(Asset.TRAINING_DATA, round_key))
     empty = summary.nothing_to_train(trainer.method)
     if empty:
         return _no_update(context, storage, start, empty)
     config = trainer.round_config(summary.datasets["sft"].rows)
-    with publishing(context, storage) as out, tempfile.TemporaryDirectory() as tmp:
-        train_dir, replayed = replayed_data(store, round_key, data_dir, trainer, Path(tmp) / "data")
-        params = {
-            "method": trainer.method,
-            "data_dir": str(train_dir),
-            "base": str(store.local_copy(start.path)),
-            "out": str(out),
-            "round_key": round_key,
-            "config": config,
-            "error_file": f"{tmp}/error",
-        }
-        reported = run_trainer(context, pipes, trainer.pipes_command(params), Path(tmp) / "error")
+    with publishing(context, storage) as out:
+        reported, replayed = train_on_round_data(
+            context, pipes, store, trainer, round_key, base=str(store.local_copy(start.path)), out=out,
+            label=round_key, config=config,
+        )  # fmt: skip
     path = store.asset_dir(Asset.CHECKPOINT, round_key)
     return dg.MaterializeResult(
         metadata={

@@ -1,13 +1,13 @@
 """control_evaluation: expert iteration's control arm for a round. The base model trained
 for as many optimizer steps as the round's checkpoint has had in all (its lineage back to
-the base), on round 0's verified data alone (the first round on that lineage that trained), then evaluated on the same held-out tasks as
-round_evaluation, with its k. Against the round's own evaluation it says whether the later rounds'
-fresh runs, not just more steps on the first round's rows, made the model better
-(touchstone.evaluate.control). Not part of the round job: `touchstone round control`, or
+the base), on round 0's verified data alone (the first round on that lineage that trained),
+then evaluated on the same held-out tasks as round_evaluation, with its k. Against the
+round's own evaluation it says whether the later rounds' fresh runs, not just more steps on
+the first round's rows, made the model better (touchstone.evaluate.control). Not part of the
+round job: `touchstone round run --control` (`--rounds 0 --control` for an existing round), or
 `dagster asset materialize --select control_evaluation --partition rNNN`."""
 
 import shutil
-import tempfile
 from pathlib import Path
 
 import dagster as dg
@@ -16,7 +16,7 @@ import polars as pl
 from orchestration.heldout import heldout_metrics
 from orchestration.lineage import latest_metadata
 from orchestration.partitions import rounds_partitions
-from orchestration.pipes_training import replayed_data, run_trainer
+from orchestration.pipes_training import train_on_round_data
 from orchestration.policy_server import PolicyServerResource
 from orchestration.publishing import publishing
 from orchestration.resources import (
@@ -119,17 +119,8 @@ def _train_control(
     out = work / f"model-{data_round}-{steps}"
     if (out / "checkpoint.json").is_file():
         return out
-    data_dir = store.local_dir(Asset.TRAINING_DATA, data_round)
-    with tempfile.TemporaryDirectory() as tmp:
-        train_dir, _ = replayed_data(store, data_round, data_dir, trainer, Path(tmp) / "data")
-        params = {
-            "method": trainer.method,
-            "data_dir": str(train_dir),
-            "base": base,
-            "out": str(out),
-            "round_key": f"control-{context.partition_key}",
-            "config": trainer.trainer_config() | {"max_steps": steps},
-            "error_file": f"{tmp}/error",
-        }
-        run_trainer(context, pipes, trainer.pipes_command(params), Path(tmp) / "error")
+    train_on_round_data(
+        context, pipes, store, trainer, data_round, base=base, out=out, label=f"control-{context.partition_key}",
+        config=trainer.trainer_config() | {"max_steps": steps},
+    )  # fmt: skip
     return out

@@ -153,7 +153,7 @@ def _promotion(instance, key: str) -> dict:
     "--control",
     is_flag=True,
     help="After the rounds, the last one's control arm (asset control_evaluation): the base trained as many "
-    "steps on round r000's data alone, evaluated on the same held-out tasks and compared with the round.",
+    "steps on the first trained round's data alone, evaluated on the same held-out tasks and compared with the round.",
 )
 @click.pass_context
 def run(

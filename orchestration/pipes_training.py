@@ -3,6 +3,7 @@
 `checkpoint` and a round's control arm (`control_evaluation`) both run."""
 
 import os
+import tempfile
 from pathlib import Path
 
 import dagster as dg
@@ -14,7 +15,28 @@ from touchstone.paths import Asset
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
-def replayed_data(store, round_key: str, data_dir: Path, trainer: TrainerResource, out: Path) -> tuple[Path, dict]:
+def train_on_round_data(
+    context, pipes: dg.PipesSubprocessClient, store, trainer: TrainerResource, data_round: str, *, base: str,
+    out: Path, label: str, config: dict,
+) -> tuple[dg.MaterializeResult, dict]:  # fmt: skip
+    """Train `base` into `out` on `data_round`'s verified data (with the replay settings) under
+    Pipes; the trainer's reported result and the rows per round it trained on."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = store.local_dir(Asset.TRAINING_DATA, data_round)
+        train_dir, replayed = _replayed_data(store, data_round, data_dir, trainer, Path(tmp) / "data")
+        params = {
+            "method": trainer.method,
+            "data_dir": str(train_dir),
+            "base": base,
+            "out": str(out),
+            "round_key": label,
+            "config": config,
+            "error_file": f"{tmp}/error",
+        }
+        return _run_trainer(context, pipes, trainer.pipes_command(params), Path(tmp) / "error"), replayed
+
+
+def _replayed_data(store, round_key: str, data_dir: Path, trainer: TrainerResource, out: Path) -> tuple[Path, dict]:
     """The data dir to train on: this round's, or (SFT with `replay_rounds` /
     `replay_warm_start`) its rows followed by the verified rows of earlier rounds
     and of the warm start; with the rows per round."""
@@ -31,7 +53,9 @@ def replayed_data(store, round_key: str, data_dir: Path, trainer: TrainerResourc
     return out, replay_dataset(data_dir, earlier, out)
 
 
-def run_trainer(context, pipes: dg.PipesSubprocessClient, command: list[str], error_file: Path) -> dg.MaterializeResult:
+def _run_trainer(
+    context, pipes: dg.PipesSubprocessClient, command: list[str], error_file: Path
+) -> dg.MaterializeResult:
     """Run the training command under Pipes; a crash fails the step with the trainer's error."""
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
     try:
