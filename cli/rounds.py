@@ -155,9 +155,22 @@ def _promotion(instance, key: str) -> dict:
     help="After the rounds, the last one's control arm (asset control_evaluation): the base trained as many "
     "steps on the first trained round's data alone, evaluated on the same held-out tasks and compared with the round.",
 )
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="One seed for the run's sampling and training (over the config's); attempt i samples with seed + i, "
+    "so a study's seeds should lie further apart than its attempts (e.g. 0, 1000, 2000).",
+)
 @click.pass_context
 def run(
-    ctx: click.Context, n_rounds: int, key: str | None, config_path: Path | None, wait: bool, control: bool
+    ctx: click.Context,
+    n_rounds: int,
+    key: str | None,
+    config_path: Path | None,
+    wait: bool,
+    control: bool,
+    seed: int | None,
 ) -> None:
     """Materialize the shared sources if needed, then whole rounds, one run each.
     One writer per data root: a second one is refused (or waits, --wait).
@@ -165,11 +178,13 @@ def run(
     from rich.console import Console
 
     from orchestration.definitions import validate_run_config
-    from orchestration.run_config import RunConfigError, configured_store, load_run_config
+    from orchestration.run_config import RunConfigError, configured_store, load_run_config, with_seed
     from touchstone.interrupts import InterruptGuard
 
     try:
         run_config = load_run_config(config_path) if config_path else {}
+        if seed is not None:
+            run_config = with_seed(run_config, seed)
         validate_run_config(run_config)
         store = configured_store(run_config)
     except RunConfigError as exc:

@@ -40,6 +40,21 @@ def load_run_config(path: str | os.PathLike) -> dict:
     return data
 
 
+def with_seed(run_config: dict, seed: int) -> dict:
+    """The run config with one study seed for all the run's randomness: the policy's sampling
+    (attempt i samples with seed + i, so a study's seeds lie further apart than its attempts)
+    and the trainer's (TRL `seed`: data order, dropout). Task sets stay as configured, so the
+    seeds of a study are compared on the same training and held-out tasks."""
+    resources = dict(run_config.get("resources") or {})
+    policy = dict(resources.get("policy") or {})
+    policy["config"] = {**(policy.get("config") or {}), "seed": seed}
+    trainer = dict(resources.get("trainer") or {})
+    trainer_config = dict(trainer.get("config") or {})
+    trainer_config["config"] = {**(trainer_config.get("config") or {}), "seed": seed}
+    trainer["config"] = trainer_config
+    return {**run_config, "resources": {**resources, "policy": policy, "trainer": trainer}}
+
+
 def env_run_config() -> dict:
     """The run config named by TOUCHSTONE_RUN_CONFIG, or {} (the defaults)."""
     path = os.environ.get(ENV_VAR)

@@ -65,6 +65,24 @@ def test_the_smollm2_config_is_expert_iteration_on_the_models_own_runs(round_job
     assert seeds["heldout"] and set(seeds["heldout"]) < set(seeds["seeds"])
 
 
+def test_a_study_seed_reaches_sampling_and_training_and_leaves_the_recipe_alone(round_job):
+    from orchestration.resources import PolicyResource, TrainerResource
+    from orchestration.run_config import with_seed
+    from orchestration.runner import _run_config_for
+
+    run = load_run_config(DEPLOY / "local-smollm2.yaml")
+    seeded = with_seed(run, 1000)
+    assert dg.validate_run_config(round_job, _run_config_for(list(round_job.graph.node_dict), seeded))
+    policy = PolicyResource(**seeded["resources"]["policy"]["config"])
+    trainer = TrainerResource(**seeded["resources"]["trainer"]["config"])
+    assert policy.sampling().seed == 1000 and trainer.trainer_config()["seed"] == 1000
+    # everything else as configured: same tasks, same sampling temperature, same batch
+    assert seeded["ops"] == run["ops"] and policy.temperature == 0.7
+    assert trainer.trainer_config()["per_device_train_batch_size"] == 2
+    assert PolicyResource(**with_seed({}, 7)["resources"]["policy"]["config"]).seed == 7
+    assert "seed" not in run["resources"]["policy"]["config"]  # the loaded config is not changed in place
+
+
 def test_the_cluster_trainer_config_names_only_real_trl_fields():
     from training.train import check_config
 
