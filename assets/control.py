@@ -14,7 +14,7 @@ import dagster as dg
 import polars as pl
 
 from orchestration.heldout import heldout_metrics
-from orchestration.lineage import latest_metadata
+from orchestration.lineage import BASE_ROUND, latest_metadata
 from orchestration.partitions import rounds_partitions
 from orchestration.pipes_training import train_on_round_data
 from orchestration.policy_server import PolicyServerResource
@@ -99,13 +99,13 @@ def lineage_steps(instance: dg.DagsterInstance, round_key: str) -> tuple[int, st
     checkpoint on its lineage back to the base; a no-update round adds none), and the first
     round on it that trained: whose data is "round 0's" for the control."""
     steps, first, key = 0, "", round_key
-    while key != "base":
+    while key != BASE_ROUND:
         found = latest_metadata(instance, dg.AssetKey(Asset.CHECKPOINT), key)
         if found is None:
             raise dg.Failure(f"round {round_key}'s lineage: round {key} has no checkpoint")
         if found[0].get("updated"):
             steps, first = steps + int(found[0]["max_steps"]), key
-        key = str(found[0].get("parent_round", "base"))
+        key = str(found[0].get("parent_round", BASE_ROUND))
     if not steps:
         raise dg.Failure(f"round {round_key}'s checkpoint is the base model (no round trained): nothing to control")
     return steps, first

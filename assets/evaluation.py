@@ -1,6 +1,7 @@
-"""round_evaluation: the round's checkpoint on the held-out tasks, k attempts
-each, graded by the same independent verifier; figures for this and earlier
-rounds side by side, as a plot and a Markdown report."""
+"""base_evaluation: the base model on the held-out tasks, where the rounds start (and the
+promotion gate's incumbent until a round beats it). round_evaluation: the round's checkpoint
+on the same tasks, k attempts each, graded by the same independent verifier; figures for the
+base, this and earlier rounds side by side, as a plot and a Markdown report."""
 
 import base64
 
@@ -8,12 +9,13 @@ import dagster as dg
 import polars as pl
 
 from orchestration.heldout import heldout_metrics
-from orchestration.lineage import latest_metadata
+from orchestration.lineage import BASE_ROUND, latest_metadata
 from orchestration.partitions import rounds_partitions
 from orchestration.policy_server import PolicyServerResource
 from orchestration.publishing import publishing
 from orchestration.resources import (
     EvalConfig,
+    HeldoutEvalConfig,
     PolicyResource,
     SandboxResource,
     StorageResource,
@@ -22,6 +24,40 @@ from orchestration.resources import (
 from orchestration.storage import read_parquet
 from touchstone.evaluate.schema import RoundMetrics
 from touchstone.paths import Asset
+
+
+@dg.asset(group_name="sources", deps=[Asset.BASE_MODEL, Asset.HELDOUT_TASKS], kinds={"python"}, pool="sandbox")
+def base_evaluation(
+    context: dg.AssetExecutionContext,
+    config: HeldoutEvalConfig,
+    storage: StorageResource,
+    sandbox: SandboxResource,
+    policy: PolicyResource,
+    verifier: VerifierResource,
+    server: PolicyServerResource,
+) -> dg.MaterializeResult:
+    """The base model (after its warm start, when configured) sampled and graded as a round's
+    checkpoint is: round 0's starting point in every report, and the checkpoint a round
+    trained from the base must not fall below (the promotion gate)."""
+    store = storage.store()
+    found = latest_metadata(context.instance, dg.AssetKey(Asset.BASE_MODEL))
+    if found is None:
+        raise dg.Failure("base_model has not been materialized: materialize it first")
+    ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
+    work = store.work_dir(Asset.BASE_EVALUATION) / ckpt_hash[:16]
+    with publishing(context, storage) as out:
+        metrics = heldout_metrics(
+            context, store, store.local_copy(ckpt_path), ckpt_hash, BASE_ROUND, work, out, config,
+            sandbox=sandbox, policy=policy, verifier=verifier, server=server,
+        )  # fmt: skip
+        pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")
+    return dg.MaterializeResult(
+        metadata={
+            "pass_at_1": dg.MetadataValue.float(metrics.pass_at_1.value),
+            f"pass_at_{config.attempts}": dg.MetadataValue.float(metrics.pass_at_k.value),
+            "checkpoint_hash": dg.MetadataValue.text(ckpt_hash),
+        }
+    )
 
 
 @dg.asset(
@@ -54,7 +90,9 @@ def round_evaluation(
         return _no_update(context, storage, config, found[0])
     ckpt_path, ckpt_hash = str(found[0]["path"]), str(found[0]["checkpoint_hash"])
     metrics_files = store.round_files(Asset.ROUND_EVALUATION, "metrics.parquet")
-    earlier = earlier_rounds({key: read_parquet(path) for key, path in metrics_files.items()}, round_key)
+    earlier = _base_metrics(store) + earlier_rounds(
+        {key: read_parquet(path) for key, path in metrics_files.items()}, round_key
+    )
     # Resumable like raw_trajectories: the work dir survives a killed run.
     work = store.work_dir(Asset.ROUND_EVALUATION, round_key) / ckpt_hash[:16]
     with publishing(context, storage) as out:
@@ -64,7 +102,7 @@ def round_evaluation(
         )  # fmt: skip
         metrics = metrics.model_copy(update={"own_row_share": _own_row_share(store, round_key)})
         pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")
-        decision = _promotion(metrics, earlier, str(found[0].get("parent_round", "")), config)
+        decision = _promotion(metrics, earlier, str(found[0].get("parent_checkpoint_hash", "")), config)
         (out / "promotion.json").write_text(decision.model_dump_json(indent=2) + "\n")
         rounds = [*earlier, metrics]
         plot_rounds(rounds, out / "rounds.png")
@@ -101,7 +139,7 @@ def _no_update(context, storage: StorageResource, config: EvalConfig, checkpoint
     from touchstone.evaluate.promotion import no_update
 
     parent = str(checkpoint["parent_round"])
-    kept = context.partition_key if parent == "base" else parent
+    kept = context.partition_key if parent == BASE_ROUND else parent
     decision = no_update(
         kept, str(checkpoint["checkpoint_hash"]), str(checkpoint["no_update"]), config.promotion_policy()
     )
@@ -126,12 +164,26 @@ def _gate_metadata(decision) -> dict[str, dg.MetadataValue]:
     }
 
 
-def _promotion(metrics: RoundMetrics, earlier: list[RoundMetrics], parent_round: str, config: EvalConfig):
-    """The gate's decision against the checkpoint this round trained from (its evaluation, when it has one)."""
+def _base_metrics(store) -> list[RoundMetrics]:
+    """base_evaluation's figures (labelled `base`), when it has been materialized."""
+    path = store.asset_dir(Asset.BASE_EVALUATION) / "metrics.parquet"
+    return [RoundMetrics.from_flat(read_parquet(path).row(0, named=True))] if path.exists() else []
+
+
+def _promotion(metrics: RoundMetrics, earlier: list[RoundMetrics], parent_hash: str, config: EvalConfig):
+    """The gate's decision against the checkpoint this round trained from: the evaluation of
+    those very weights (found by hash: a round that kept the base, or another round's weights,
+    is evaluated under that name) with the same k, when there is one."""
     from touchstone.evaluate.promotion import decide
 
-    incumbent = next((m for m in earlier if m.round == parent_round), None)
-    return decide(metrics, incumbent, config.promotion_policy())
+    parent = [m for m in earlier if m.checkpoint_hash == parent_hash]
+    same = [m for m in parent if m.k == metrics.k]
+    decision = decide(metrics, same[-1] if same else None, config.promotion_policy())
+    if parent and not same:  # say so: configure both evaluations' `attempts` alike to compare
+        ks = ", ".join(f"{m.round} k={m.k}" for m in parent)
+        decision = decision.model_copy(update={"reason": f"{decision.reason}: the parent's evaluation ({ks}) "
+                                                         f"sampled another k than this round's {metrics.k}"})  # fmt: skip
+    return decision
 
 
 def _selfplay_section(store, round_key: str) -> str:

@@ -1,16 +1,16 @@
 """A checkpoint's held-out evaluation: sampled attempts graded by the verifier, the
-figures of `touchstone.evaluate`. What a round's `round_evaluation` and its control arm
-(`control_evaluation`) both measure, the same way."""
+figures of `touchstone.evaluate`. What `base_evaluation`, a round's `round_evaluation` and
+its control arm (`control_evaluation`) all measure, the same way."""
 
 import shutil
 
-from orchestration.resources import EvalConfig
+from orchestration.resources import HeldoutEvalConfig
 from touchstone.evaluate.schema import RoundMetrics
 from touchstone.paths import Asset
 
 
 def heldout_metrics(
-    context, store, ckpt, ckpt_hash: str, label: str, work, out, config: EvalConfig, *, sandbox, policy, verifier,
+    context, store, ckpt, ckpt_hash: str, label: str, work, out, config: HeldoutEvalConfig, *, sandbox, policy, verifier,
     server,
 ) -> RoundMetrics:  # fmt: skip
     """`ckpt` on the held-out tasks, `config.attempts` each (rollouts resumable in `work`,

@@ -13,7 +13,7 @@ WRITER_TAGS = {"touchstone/writer": "data_root"}
 sources_job = dg.define_asset_job(
     "sources",
     selection=dg.AssetSelection.groups("sources"),
-    description="Seed sources, base model and held-out tasks: materialize once before round r000.",
+    description="Seed sources, base model, held-out tasks and the base's evaluation: materialize once before round r000.",
     tags=WRITER_TAGS,
 )
 

@@ -17,6 +17,7 @@ from touchstone.paths import Asset
 BASE_MODEL = dg.AssetKey(Asset.BASE_MODEL)
 CHECKPOINT = dg.AssetKey(Asset.CHECKPOINT)
 EVALUATION = dg.AssetKey(Asset.ROUND_EVALUATION)
+BASE_ROUND = "base"  # a lineage's first link: the base model (and its evaluation's label)
 
 
 class CheckpointRef(BaseModel):
@@ -45,13 +46,16 @@ def latest_metadata(
 
 def starting_checkpoint(instance: dg.DagsterInstance, round_key: str) -> CheckpointRef:
     """Round N's starting weights: the checkpoint the promotion gate of round N-1
-    chose (the best so far, docs/ROUNDS.md), round N-1's own checkpoint when
-    that round has no evaluation, or the base model for round 0."""
+    chose (the best so far, docs/ROUNDS.md; the base when no round has beaten it),
+    round N-1's own checkpoint when that round has no evaluation, or the base model
+    for round 0."""
     prev = previous_round(round_key)
     chosen = prev
     if prev:
         evaluated = latest_metadata(instance, EVALUATION, prev)
         chosen = str(evaluated[0].get("next_checkpoint_round") or prev) if evaluated else prev
+    if chosen == BASE_ROUND:
+        chosen = None
     key, partition = (CHECKPOINT, chosen) if chosen else (BASE_MODEL, None)
     found = latest_metadata(instance, key, partition)
     if found is None:
@@ -68,7 +72,7 @@ def starting_checkpoint(instance: dg.DagsterInstance, round_key: str) -> Checkpo
 
 def lineage_metadata(ref: CheckpointRef) -> dict[str, dg.MetadataValue]:
     return {
-        "parent_round": dg.MetadataValue.text(ref.round or "base"),
+        "parent_round": dg.MetadataValue.text(ref.round or BASE_ROUND),
         "parent_checkpoint": dg.MetadataValue.path(ref.path),
         "parent_checkpoint_hash": dg.MetadataValue.text(ref.checkpoint_hash),
         "parent_run": dg.MetadataValue.dagster_run(ref.run_id),

@@ -498,7 +498,9 @@ class RolloutConfig(dg.Config):
     )
 
 
-class EvalConfig(dg.Config):
+class HeldoutEvalConfig(dg.Config):
+    """How a checkpoint is evaluated on the held-out tasks (base_evaluation, round_evaluation)."""
+
     attempts: int = Field(
         default=CPU_ROUND["eval_attempts"],
         description="k: attempts per held-out task (pass@1 and pass@k; laptop: 6; cluster: 8).",
@@ -510,6 +512,11 @@ class EvalConfig(dg.Config):
         description="Turns sampled at each state of the held-out reference runs (valid tool calls at matched "
         "states; 0: not measured).",
     )
+
+
+class EvalConfig(HeldoutEvalConfig):
+    """A round's evaluation, and its promotion gate."""
+
     # the promotion gate (touchstone.evaluate.promotion)
     promotion_metric: Metric = field_of(PromotionPolicy, "metric")
     promotion_rule: Literal["point", "interval"] = field_of(PromotionPolicy, "rule")

@@ -23,7 +23,7 @@ ROUND_STAGES = [
     Asset.CHECKPOINT,
     Asset.ROUND_EVALUATION,
 ]
-SOURCE_STAGES = [Asset.SEED_SOURCES, Asset.HELDOUT_TASKS, Asset.BASE_MODEL]
+SOURCE_STAGES = [Asset.SEED_SOURCES, Asset.HELDOUT_TASKS, Asset.BASE_MODEL, Asset.BASE_EVALUATION]
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 

@@ -23,6 +23,7 @@ class Asset:
     SEED_SOURCES = "seed_sources"
     BASE_MODEL = "base_model"
     HELDOUT_TASKS = "heldout_tasks"
+    BASE_EVALUATION = "base_evaluation"  # the base model on the held-out tasks: where the rounds start
     PROPOSED_TASKS = "proposed_tasks"
     RAW_TRAJECTORIES = "raw_trajectories"
     VERIFICATION_REPORTS = "verification_reports"

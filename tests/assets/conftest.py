@@ -34,6 +34,7 @@ TINY_CONFIG = {
         "base_model": {"config": {"n_tasks": 0}},  # no warm start (tests/training/test_warm_start.py)
         "proposed_tasks": {"config": {"n_tasks": 8}},
         "raw_trajectories": {"config": {"attempts": 1}},
+        "base_evaluation": {"config": {"attempts": 2, "bootstrap": 200}},
         "round_evaluation": {"config": {"attempts": 2, "bootstrap": 200}},
     }
 }

@@ -75,3 +75,24 @@ def test_the_next_round_starts_from_the_checkpoint_the_gate_chose():
     start = starting_checkpoint(instance, "r002")  # r001 lost: r002 starts again from r000's weights
     assert (start.round, start.path, start.checkpoint_hash) == ("r000", "/ck/r000", "h0")
     assert starting_checkpoint(instance, "r000").round is None
+    # a gate that kept the base (no round beat base_evaluation): the next round starts from the base
+    _materialize(instance, "round_evaluation", "r002", next_checkpoint_round="base", promoted=False)
+    register_round(instance, "r003")
+    start = starting_checkpoint(instance, "r003")
+    assert (start.round, start.path, start.checkpoint_hash) == (None, "/ck/base", "h-base")
+
+
+def test_the_gate_compares_with_the_evaluation_of_the_very_weights_the_round_trained_from():
+    from assets.evaluation import _promotion
+    from orchestration.resources import EvalConfig
+
+    base, r000, r001 = metrics("base", 20), metrics("r000", 10), metrics("r001", 5)
+    config = EvalConfig(promotion_rule="point", on_tie="keep")
+    # r001 trained from the base's weights (r000 kept them: no update): it loses to the base, not to r000
+    lost = _promotion(r001, [base, r000], "hash-base", config)
+    assert not lost.promoted and lost.incumbent_round == "base" and lost.next_round == "base"
+    assert _promotion(r001, [base, r000], "hash-r000", config).incumbent_round == "r000"
+    # figures with another k are no incumbent: pass@k with another k is another metric
+    other_k = base.model_copy(update={"k": 4})
+    blind = _promotion(r001, [other_k], "hash-base", config)
+    assert blind.incumbent_round is None and "base k=4" in blind.reason

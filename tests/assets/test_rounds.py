@@ -46,9 +46,22 @@ def test_each_round_materializes_every_stage_and_passes_its_checks(rounds):
             "no_heldout_tasks": True,
             "schema_and_rows": True,
         }, key
-        assert gate or key != "r000", "the first evaluated round has nothing to lose to"
+        assert gate == _promotion(rounds, key).promoted, key
+    # Each gate compared the round with the evaluation of the weights it trained from: the base's first
+    gates = {key: _promotion(rounds, key) for key in rounds.results}
+    assert gates["r000"].incumbent_round == "base" and gates["r001"].incumbent_round == "r000"
+    base = _metadata(rounds, "base_evaluation", None)
+    assert base["checkpoint_hash"] == _metadata(rounds, "base_model", None)["checkpoint_hash"]
+    assert gates["r000"].incumbent.value == base["pass_at_1"]  # the gate's metric: pass@1 by default
     report = (rounds.store.asset_dir("round_evaluation", "r001") / "report.md").read_text()
-    assert "| r000 |" in report and "| r001 |" in report  # earlier rounds side by side
+    assert "| base |" in report and "| r000 |" in report and "| r001 |" in report  # earlier rounds side by side
+
+
+def _promotion(rounds, key: str):
+    from touchstone.evaluate.promotion import PromotionDecision
+
+    path = rounds.store.asset_dir("round_evaluation", key) / "promotion.json"
+    return PromotionDecision.model_validate_json(path.read_text())
 
 
 def test_second_round_starts_from_the_first_rounds_checkpoint(rounds):
