@@ -1,5 +1,6 @@
 """The real base model (SmolLM2-135M-Instruct, `touchstone model fetch`) on this machine:
-generation tokens/s on an agent prompt (batch 1, 4 and 8: what batching attempts would buy),
+generation tokens/s on an agent prompt (batch 1, 4 and 8), the first turns of a task's attempts
+sampled together (one prefill, one batch: what rollouts do) and one at a time,
 an agent turn through the `hf:` policy as the loop runs it (turn 1 and turn 2, with the KV
 caches it reuses and, for comparison, with every prompt prefilled from scratch), and LoRA SFT
 seconds per step on rows in its text tool protocol (LoRA on every layer, and on the top 8).
@@ -89,6 +90,30 @@ def agent_turns(base: Path, new_tokens: int) -> list[dict]:
     return rows
 
 
+def first_turns(base: Path, new_tokens: int, attempts: int = 2) -> list[dict]:
+    """The first turns of one task's `attempts` attempts through the `hf:` policy: sampled
+    together (`group_attempts`: one prefill, one batch; what rollouts do) and one at a time.
+    The same seeds, so the same completions: the walls compare like with like."""
+    from touchstone.agent.policies import make_policy
+    from touchstone.agent.policies.spec import PolicySpec
+    from touchstone.episode.trajectory import Sampling
+
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": STATEMENT}]
+    policy = make_policy(PolicySpec("hf", str(base)), Sampling(temperature=0.7, top_p=0.95, max_tokens=new_tokens))
+    policy.episode(99, 1).act([messages[0], {"role": "user", "content": "hi"}], TOOL_SCHEMAS)  # system cache warm
+    rows = []
+    for group in (attempts, 1):
+        policy.group_attempts(group)
+        start = time.perf_counter()
+        turns = [
+            policy.episode(policy.sampling.attempt_seed(i), 2).act(messages, TOOL_SCHEMAS) for i in range(attempts)
+        ]
+        rows.append({"measure": f"first turns of {attempts} attempts, {'grouped' if group > 1 else 'one at a time'}",
+                     "prompt_tokens": turns[0].prompt_tokens, "new_tokens": sum(t.completion_tokens for t in turns),
+                     "wall_s": round(time.perf_counter() - start, 1)})  # fmt: skip
+    return rows
+
+
 def training_step(base: Path, steps: int, top_layers: int | None = None) -> dict:
     from touchstone.data.schema import SFTRow, write_rows
     from training.expert_iteration import lora_config
@@ -133,6 +158,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--only", choices=["first-turns"], help="one measure alone")
     args = parser.parse_args()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -147,13 +173,17 @@ def main() -> None:
         rows.append(row | {"load": round(os.getloadavg()[0], 1)})
         print(json.dumps(rows[-1]), flush=True)
 
-    for row in generation(model, tokenizer, args.new_tokens):
-        measured(row)
+    if args.only is None:
+        for row in generation(model, tokenizer, args.new_tokens):
+            measured(row)
     del model
-    for row in agent_turns(base, args.new_tokens):
+    for row in first_turns(base, args.new_tokens):
         measured(row)
-    for top_layers in (None, 8):
-        measured(training_step(base, args.steps, top_layers))
+    if args.only is None:
+        for row in agent_turns(base, args.new_tokens):
+            measured(row)
+        for top_layers in (None, 8):
+            measured(training_step(base, args.steps, top_layers))
     notes = [f"base {base.name}; torch threads {torch.get_num_threads()}"]
     print(json.dumps({"bench": "real_base", "results": rows, "notes": notes}))  # the last object: benchmarks.run
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.loop import EpisodeLimits, run_episode
@@ -139,9 +140,11 @@ def test_reused_kv_caches_sample_what_a_fresh_prefill_samples(simple_task, check
     policy = make_policy(PolicySpec.parse(f"hf:{checkpoint}"), Sampling(temperature=0.0, max_tokens=16, seed=1))
     traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=3))
     assert len(traj.turns) >= 2 and len(policy._system_caches) == 1
-    for turn in traj.turns:
-        fresh = policy._generate(turn.prompt_ids, 0).tolist()[0][len(turn.prompt_ids) :]
-        assert fresh == turn.completion_ids
+    for turn in traj.turns:  # transformers' own greedy decoding of the whole prompt, no cache given
+        ids = torch.tensor([turn.prompt_ids])
+        fresh = policy.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=16,
+                                      eos_token_id=policy.eos_id, pad_token_id=policy.tokenizer.pad_token_id)  # fmt: skip
+        assert fresh[0, len(turn.prompt_ids) :].tolist() == turn.completion_ids
     # and the caches are used: what the model is fed first in each turn is only what no cache holds
     fed = []
     hook = policy.model.register_forward_pre_hook(
@@ -153,5 +156,8 @@ def test_reused_kv_caches_sample_what_a_fresh_prefill_samples(simple_task, check
         hook.remove()
     system = len(next(iter(policy._system_caches)))
     first, second = again.turns[0], again.turns[1]
-    assert fed[0] == first.prompt_tokens - system  # turn 1: the system message's cache
-    assert fed[len(first.completion_ids)] == second.prompt_tokens - first.prompt_tokens - len(first.completion_ids) + 1
+    # a turn feeds its prompt less the last token (prefill), then the last token, then each sampled token
+    # but the last; turn 1 on the system message's cache, turn 2 on its own conversation's
+    c = len(first.completion_ids)
+    assert fed[0] + fed[1] == first.prompt_tokens - system and fed[1] == 1
+    assert fed[c + 1] + fed[c + 2] == second.prompt_tokens - first.prompt_tokens - c + 1 and fed[c + 2] == 1

@@ -48,10 +48,6 @@ class EpisodeLimits(BaseModel):
     tool_timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)  # one bash call
 
 
-def attempt_seed(base_seed: int, attempt: int) -> int:
-    return base_seed + attempt
-
-
 def _normalize_assistant(turn: PolicyTurn, turn_index: int) -> dict[str, Any]:
     """An assistant message in canonical form: string content, tool calls with ids."""
     msg = dict(turn.message)
@@ -183,7 +179,7 @@ def run_episode(
     episode with exit reason `policy_error` / `sandbox_error`, and a workspace
     the harness refuses to walk (the agent's doing) with `workspace_refused`."""
     limits = limits or EpisodeLimits()
-    seed = attempt_seed(policy.sampling.seed, attempt)
+    seed = policy.sampling.attempt_seed(attempt)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     run = _Run(task, policy.episode(seed, max_turns=limits.max_turns), limits)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from touchstone.agent.loop import EpisodeLimits, attempt_seed, run_episode
+from touchstone.agent.loop import EpisodeLimits, run_episode
 from touchstone.agent.policies import Policy, make_policy
 from touchstone.agent.policies.spec import PolicySpec
 from touchstone.episode.trajectory import (
@@ -62,7 +62,7 @@ def plan_attempts(tasks: list[Task], policy: Policy, attempts: int) -> list[Atte
     for task in tasks:
         task_hash = task.content_hash
         for i in range(attempts):
-            seed = attempt_seed(policy.sampling.seed, i)
+            seed = policy.sampling.attempt_seed(i)
             plan.append(Attempt(task, i, trajectory_id(task.id, task_hash, policy.identity, i, seed)))
     return plan
 
@@ -129,6 +129,7 @@ def solve(
     for stale in out.glob("**/.*.tmp"):  # half-written files of a killed run
         stale.unlink()
     policy = make_policy(policy_spec, sampling)
+    policy.group_attempts(attempts)
     limits = limits or EpisodeLimits()
     try:
         plan = plan_attempts(task_list, policy, attempts)

@@ -75,6 +75,10 @@ class Sampling(BaseModel):
         "match the trainer's max_length. 0: the whole conversation.",
     )
 
+    def attempt_seed(self, attempt: int) -> int:
+        """The seed attempt `attempt` of a task samples from."""
+        return self.seed + attempt
+
     def prompt_window(self) -> int | None:
         """Prompt tokens kept (the latest), or None for all: the context window less
         the completion's tokens, but never less than half the window."""

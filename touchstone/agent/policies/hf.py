@@ -16,6 +16,9 @@ the KV cache of its conversation and feeds only the new observation tokens next 
 policy keeps the KV cache of each system message it has seen (every episode of a run shares
 it). A text-protocol model stops at the end of its tool call instead of running to the token
 limit. Reuse changes only where the arithmetic happens (chunked prefill), not what is sampled.
+The k attempts of a task share their first prompt: their first turns are one prefill and one
+batch of k rows, each row drawing from its own seed (`row_sampling`), so batching changes
+nothing an attempt samples either (up to the float rounding of batched arithmetic).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
+from touchstone.agent.policies.row_sampling import RowSampler
 from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.protocol import CALL_END, parse_reply, shown_functions, speaks_text_protocol
 from touchstone.checkpoint import checkpoint_hash
@@ -166,7 +170,12 @@ class _HFEpisode(Episode):
         self.tools = tools
         prompt = self.policy.windowed(self.prompt_ids(messages))
         try:
-            completion, logprobs, self.cache = self.policy.generate(prompt, self.seed * 100003 + self.turn, self.cache)
+            if self.turn == 0:  # the same prompt as the task's other attempts: sampled with them
+                completion, logprobs, self.cache = self.policy.first_turn(prompt, self.seed, self.cache)
+            else:
+                completion, logprobs, self.cache = self.policy.generate(
+                    prompt, turn_seed(self.seed, self.turn), self.cache
+                )
         except (RuntimeError, ValueError) as exc:
             raise PolicyError(f"generation failed: {exc}") from exc
         message = parse_completion(self.policy.tokenizer, completion, prompt, tools, self.turn, messages)
@@ -185,9 +194,17 @@ class _HFEpisode(Episode):
         )
 
 
+def turn_seed(episode_seed: int, turn: int) -> int:
+    """The seed turn `turn` of the episode seeded `episode_seed` samples from."""
+    return episode_seed * 100003 + turn
+
+
 class HFPolicy(Policy):
     """One model shared by concurrent episodes; generation is serialized by a
-    lock (so that the per-turn seed fully determines the sample)."""
+    lock. Each sampled row draws from its own seed (`row_sampling`), so a seed
+    fixes its sample whether it was drawn alone or in a batch. The attempts of a
+    task share their first prompt: their first turns are sampled together, one
+    prefill and one batch (`group_attempts`)."""
 
     def __init__(self, spec: PolicySpec, sampling: Sampling):
         super().__init__(spec, sampling)
@@ -211,13 +228,39 @@ class HFPolicy(Policy):
         # A text-protocol reply is complete at the end of its tool call: stop there.
         self.stop_strings = [CALL_END] if speaks_text_protocol(self.tokenizer) else None
         self._system_caches: dict[tuple[int, ...], KVPrefix] = {}
-        self._lock = threading.RLock()  # generate holds it around _generate: one model call at a time
+        self._lock = threading.RLock()  # one model call at a time
+        self._attempts = 1  # attempts per task that share their first prompt (group_attempts)
+        # first turns sampled with a sibling attempt, waiting for that attempt: (prompt, episode seed) -> sample
+        self._first_turns: dict[tuple[tuple[int, ...], int], tuple[list[int], list[float], KVPrefix]] = {}
 
     def ends_call(self, completion: list[int]) -> bool:
         return bool(self.stop_strings) and self.tokenizer.decode(completion[-8:]).rstrip().endswith(CALL_END)
 
     def episode(self, seed: int, max_turns: int) -> Episode:
         return _HFEpisode(self, seed)
+
+    def group_attempts(self, attempts: int) -> None:
+        self._attempts = attempts
+
+    def first_turn(
+        self, prompt: list[int], seed: int, cache: KVPrefix | None = None
+    ) -> tuple[list[int], list[float], KVPrefix]:
+        """Turn 0 of the attempt seeded `seed`: with `group_attempts(k)`, the first turns of
+        all k attempts at this prompt are sampled in one batch (each from its own turn seed,
+        so what an attempt samples does not depend on whether or when its siblings run), and
+        kept for the siblings to collect. An attempt whose siblings never come (a resumed run
+        that already has them) only costs the memory of their samples, up to a bound."""
+        seeds = [self.sampling.attempt_seed(i) for i in range(self._attempts)]
+        if len(seeds) < 2 or seed not in seeds:
+            return self.generate(prompt, turn_seed(seed, 0), cache)
+        key = (tuple(prompt), seed)
+        with self._lock:
+            if key not in self._first_turns:
+                rows = self._sample(prompt, [turn_seed(s, 0) for s in seeds], cache)
+                self._first_turns.update({(key[0], s): row for s, row in zip(seeds, rows)})
+                while len(self._first_turns) > 4 * len(seeds):  # oldest first: dicts keep insertion order
+                    self._first_turns.pop(next(iter(self._first_turns)))
+            return self._first_turns.pop(key)
 
     def sample_turns(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], n: int, seed: int
@@ -228,11 +271,11 @@ class HFPolicy(Policy):
             template_messages(messages), tools=tools, add_generation_prompt=True, tokenize=False
         )
         prompt = self.windowed(self.tokenizer.encode(text, add_special_tokens=False))
-        greedy = self.sampling.temperature <= 0  # one draw, n times: generate refuses several greedy sequences
-        out = self._generate(prompt, seed, num_return_sequences=1 if greedy else n)
-        rows = [row[len(prompt) :] for row in out.tolist()] * (n if greedy else 1)
-        ends = [row.index(self.eos_id) + 1 if self.eos_id in row else len(row) for row in rows]  # then padding
-        return [parse_completion(self.tokenizer, row[:end], prompt, tools, 0, messages) for row, end in zip(rows, ends)]
+        greedy = self.sampling.temperature <= 0  # one draw, n times
+        rows = self._sample(prompt, [turn_seed(seed, i) for i in range(1 if greedy else n)])
+        return [parse_completion(self.tokenizer, row[0], prompt, tools, 0, messages) for row in rows] * (
+            n if greedy else 1
+        )
 
     def windowed(self, prompt: list[int]) -> list[int]:
         """The prompt's latest tokens that fit the sampling's context window (all when
@@ -246,21 +289,67 @@ class HFPolicy(Policy):
         """Sample a completion; returns its ids, the log probability of each sampled token
         under the distribution it was sampled from, and the KV cache of prompt + completion
         (pass it back with the next turn's prompt: only the tokens it lacks are prefilled)."""
+        return self._sample(prompt, [seed], cache)[0]
+
+    def _sample(
+        self, prompt: list[int], seeds: list[int], cache: KVPrefix | None = None
+    ) -> list[tuple[list[int], list[float], KVPrefix]]:
+        """One completion of `prompt` per seed, in one batch after one prefill: `generate`'s
+        triple for each row (the rows' caches cut to their own lengths)."""
+        import torch
+        from transformers import LogitsProcessorList
+
+        n, s = len(seeds), self.sampling
+        sampler = RowSampler(seeds, s, self.device)
+        with self._lock, torch.no_grad():
+            past = self._prefilled(prompt, cache)
+            if past is not None and n > 1:
+                past.batch_repeat_interleave(n)
+            out = self.model.generate(
+                torch.tensor([prompt] * n, device=self.device),
+                attention_mask=torch.ones(n, len(prompt), dtype=torch.long, device=self.device),
+                cache=past, do_sample=False, temperature=None, top_p=None, top_k=None,
+                logits_processor=LogitsProcessorList([sampler]), max_new_tokens=s.max_tokens,
+                eos_token_id=self.eos_id, pad_token_id=self.tokenizer.pad_token_id, return_dict_in_generate=True,
+                stop_strings=self.stop_strings, tokenizer=self.tokenizer if self.stop_strings else None,
+            )  # fmt: skip
+        rows = []
+        for i, row in enumerate(out.sequences[:, len(prompt) :].tolist()):
+            completion = row[: self._row_end(row)]
+            kept = len(prompt) + len(completion) - 1  # the cache holds all but the last sampled token
+            row_cache = out.cache if n == 1 else copy.deepcopy(out.cache)
+            if n > 1:
+                row_cache.batch_select_indices(torch.tensor([i], device=self.device))
+            if row_cache.get_seq_length() > kept:  # transformers 5: a negative count drops that many tokens
+                row_cache.crop(kept - row_cache.get_seq_length())
+            rows.append(
+                (
+                    completion,
+                    sampler.logprobs[i][: len(completion)],
+                    KVPrefix(tuple(prompt + completion)[:kept], row_cache),
+                )
+            )
+        return rows
+
+    def _row_end(self, row: list[int]) -> int:
+        """Where a batch row's completion ends (generation pads a finished row while others go on)."""
+        for j, token in enumerate(row):
+            if token == self.eos_id or (self.stop_strings and self.ends_call(row[: j + 1])):
+                return j + 1
+        return len(row)
+
+    def _prefilled(self, prompt: list[int], cache: KVPrefix | None) -> Any:
+        """A fresh KV cache of all of `prompt` but its last token (which generation feeds),
+        starting from the longest cached prefix; None for a one-token prompt."""
         import torch
 
-        with self._lock:
-            start = self._reusable(prompt, cache)
-            out = self._generate(
-                prompt, seed, output_scores=True, return_dict_in_generate=True, stop_strings=self.stop_strings,
-                tokenizer=self.tokenizer if self.stop_strings else None,
-                cache=copy.deepcopy(start.cache) if start else None,
-            )  # fmt: skip
-        completion = out.sequences[0, len(prompt) :].tolist()
-        logprobs = [
-            torch.log_softmax(score[0].float(), dim=-1)[token].item() for score, token in zip(out.scores, completion)
-        ]
-        # The cache holds every token but the last sampled one (never fed back).
-        return completion, logprobs, KVPrefix(tuple(prompt + completion)[: out.cache.get_seq_length()], out.cache)
+        start = self._reusable(prompt, cache)
+        done = len(start.ids) if start else 0
+        past = copy.deepcopy(start.cache) if start else None
+        if done < len(prompt) - 1:
+            ids = torch.tensor([prompt[done:-1]], device=self.device)
+            past = self.model(input_ids=ids, cache=past, use_cache=True, logits_to_keep=1).cache
+        return past
 
     def _reusable(self, prompt: list[int], cache: KVPrefix | None) -> KVPrefix | None:
         """The longest cached prefix of `prompt`: the episode's own conversation, else the
@@ -275,28 +364,6 @@ class HFPolicy(Policy):
             import torch
 
             with torch.no_grad():
-                out = self.model(torch.tensor([system], device=self.device), use_cache=True, logits_to_keep=1)
+                out = self.model(input_ids=torch.tensor([system], device=self.device), use_cache=True, logits_to_keep=1)
             self._system_caches[system] = KVPrefix(system, out.cache)
         return self._system_caches[system]
-
-    def _generate(self, prompt: list[int], seed: int, **options: Any) -> Any:
-        """`model.generate` on one prompt with this policy's sampling, seeded, one call at a time."""
-        import torch
-        from transformers import set_seed
-
-        s = self.sampling
-        greedy = s.temperature <= 0
-        with self._lock, torch.no_grad():
-            set_seed(seed)
-            return self.model.generate(
-                torch.tensor([prompt], device=self.device),
-                attention_mask=torch.ones(1, len(prompt), dtype=torch.long, device=self.device),
-                do_sample=not greedy,
-                temperature=None if greedy else s.temperature,
-                top_p=None if greedy else s.top_p,
-                top_k=None,
-                max_new_tokens=s.max_tokens,
-                eos_token_id=self.eos_id,
-                pad_token_id=self.tokenizer.pad_token_id,
-                **options,
-            )
