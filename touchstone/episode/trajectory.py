@@ -57,6 +57,11 @@ class Message(BaseModel):
     tool_call_id: str | None = None
 
 
+def turn_seed(episode_seed: int, turn: int) -> int:
+    """The seed turn `turn` of the episode seeded `episode_seed` samples from."""
+    return episode_seed * 100003 + turn
+
+
 class Sampling(BaseModel):
     """Sampling parameters, passed to policies separately from the spec."""
 

@@ -34,7 +34,7 @@ from touchstone.agent.policies.row_sampling import RowSampler
 from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.protocol import CALL_END, parse_reply, shown_functions, speaks_text_protocol
 from touchstone.checkpoint import checkpoint_hash
-from touchstone.episode.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling, turn_seed
 
 
 def parse_completion(
@@ -192,11 +192,6 @@ class _HFEpisode(Episode):
             completion_tokens=len(completion),
             finish_reason="stop" if stopped else "length",
         )
-
-
-def turn_seed(episode_seed: int, turn: int) -> int:
-    """The seed turn `turn` of the episode seeded `episode_seed` samples from."""
-    return episode_seed * 100003 + turn
 
 
 class HFPolicy(Policy):

@@ -16,7 +16,7 @@ from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
 from touchstone.agent.policies.spec import PolicySpec
-from touchstone.episode.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling, turn_seed
 
 DEFAULT_MAX_RETRIES = 5
 DEFAULT_TIMEOUT_S = 300.0
@@ -36,7 +36,7 @@ class _OpenAIEpisode(Episode):
         self.policy, self.seed, self.turn = policy, seed, 0
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> PolicyTurn:
-        resp = self.policy.complete(_request_messages(messages), tools, seed=self.seed * 100003 + self.turn)
+        resp = self.policy.complete(_request_messages(messages), tools, seed=turn_seed(self.seed, self.turn))
         self.turn += 1
         if not resp.choices:
             raise PolicyError("the server returned no choices")
