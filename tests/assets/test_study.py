@@ -1,0 +1,51 @@
+"""`touchstone round study`: the runs of a study side by side, read from real data roots (the
+session's two tiny rounds), a run whose later round made no update carrying its kept weights'
+figures, and the mean over runs per stage."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import polars as pl
+from click.testing import CliRunner
+
+from touchstone.evaluate.study import read_run, summarize
+
+
+def _pass_at_k(home, *parts) -> float:
+    return pl.read_parquet(home.joinpath(*parts, "metrics.parquet"))["pass_at_k"][0]
+
+
+def test_a_study_reads_each_run_from_the_base_through_its_rounds(rounds, tmp_path):
+    from cli import main
+
+    points = read_run(rounds.home, "seed-a")
+    assert [p.stage for p in points] == ["base", "r000", "r001"] and all(p.updated for p in points)
+    assert points[0].pass_at_k.value == _pass_at_k(rounds.home, "base_evaluation")
+    assert points[2].pass_at_k.value == _pass_at_k(rounds.home, "rounds", "r001", "round_evaluation")
+    # a second run whose r001 trained nothing: r001 carries r000's figures, marked as no update
+    other = tmp_path / "seed-b"
+    for part in ("base_evaluation", "rounds/r000/round_evaluation"):
+        shutil.copytree(rounds.home / part, other / part)
+    (other / "rounds/r001/checkpoint").mkdir(parents=True)
+    (other / "rounds/r001/checkpoint/NO_UPDATE.json").write_text("{}")
+    b = read_run(other, "seed-b")
+    assert [(p.stage, p.updated) for p in b] == [("base", True), ("r000", True), ("r001", False)]
+    assert b[2].pass_at_k == b[1].pass_at_k
+    means = {s.stage: s for s in summarize(points + b)}
+    r001 = means["r001"]
+    assert r001.runs == 2 and r001.pass_at_k.low == min(points[2].pass_at_k.value, b[2].pass_at_k.value)
+    assert r001.pass_at_k.value == (points[2].pass_at_k.value + b[2].pass_at_k.value) / 2
+    result = CliRunner().invoke(main, ["round", "study", str(rounds.home), str(other), "--out", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    assert "r001 (no update)" in result.output and "| r001 | 2 |" in result.output
+    saved = json.loads((tmp_path / "s" / "study.json").read_text())
+    assert len(saved) == 6 and (tmp_path / "s" / "study.png").stat().st_size > 0
+
+
+def test_a_study_of_roots_with_nothing_evaluated_says_so(tmp_path):
+    from cli import main
+
+    result = CliRunner().invoke(main, ["round", "study", str(tmp_path), "--out", str(tmp_path / "s")])
+    assert result.exit_code == 1 and "no evaluated stage" in result.output

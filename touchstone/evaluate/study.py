@@ -1,0 +1,153 @@
+"""A study: several runs of one recipe (seeds), each in its own data root, side by side.
+
+For each run, the held-out figures from where the rounds started (`base_evaluation`) through
+every round (a round that made no update keeps its starting weights, so it carries their
+figures, marked) to its control arms; then, per stage, the mean over the runs with the
+lowest and highest run. What `touchstone round study HOME...` prints, writes and plots.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+from pydantic import BaseModel
+
+from touchstone.evaluate.plots import plt
+from touchstone.evaluate.report import interval_text
+from touchstone.evaluate.schema import Interval, RoundMetrics
+from touchstone.paths import Asset
+
+
+class StudyPoint(BaseModel):
+    """One run's held-out figures at one stage (`base`, a round key, or `control rNNN`)."""
+
+    run: str
+    stage: str
+    updated: bool = True  # False: a round that trained nothing (the figures of the weights it kept)
+    k: int
+    pass_at_1: Interval
+    pass_at_k: Interval
+    own_row_share: float | None = None
+
+
+class StageSummary(BaseModel):
+    """A stage over the runs that reached it: the mean point estimate, the lowest and highest."""
+
+    stage: str
+    runs: int
+    pass_at_1: Interval  # value: the mean over runs; low / high: the lowest / highest run
+    pass_at_k: Interval
+
+
+def read_run(home: Path, run: str) -> list[StudyPoint]:
+    """The stages a data root holds, in order: base, rounds, control arms."""
+    points = []
+    base = home / Asset.BASE_EVALUATION / "metrics.parquet"
+    if base.is_file():
+        points.append(_point(run, "base", base))
+    rounds = sorted(p for p in (home / "rounds").glob("r*") if p.is_dir())
+    for round_dir in rounds:
+        metrics = round_dir / Asset.ROUND_EVALUATION / "metrics.parquet"
+        if metrics.is_file():
+            points.append(_point(run, round_dir.name, metrics))
+        elif (round_dir / Asset.CHECKPOINT / "NO_UPDATE.json").is_file() and points:
+            points.append(points[-1].model_copy(update={"stage": round_dir.name, "updated": False}))
+    for round_dir in rounds:
+        metrics = round_dir / Asset.CONTROL_EVALUATION / "metrics.parquet"
+        if metrics.is_file():
+            points.append(_point(run, f"control {round_dir.name}", metrics))
+    return points
+
+
+def _point(run: str, stage: str, path: Path) -> StudyPoint:
+    m = RoundMetrics.from_flat(pl.read_parquet(path).row(0, named=True))
+    return StudyPoint(
+        run=run, stage=stage, k=m.k, pass_at_1=m.pass_at_1, pass_at_k=m.pass_at_k, own_row_share=m.own_row_share
+    )
+
+
+def summarize(points: list[StudyPoint]) -> list[StageSummary]:
+    """Per stage: the base, the rounds, the control arms."""
+    stages = sorted({p.stage for p in points}, key=lambda stage: (stage != "base", stage.startswith("control"), stage))
+    return [_summary(stage, [p for p in points if p.stage == stage]) for stage in stages]
+
+
+def _summary(stage: str, points: list[StudyPoint]) -> StageSummary:
+    def spread(values: list[float]) -> Interval:
+        return Interval(value=sum(values) / len(values), low=min(values), high=max(values))
+
+    return StageSummary(
+        stage=stage,
+        runs=len(points),
+        pass_at_1=spread([p.pass_at_1.value for p in points]),
+        pass_at_k=spread([p.pass_at_k.value for p in points]),
+    )
+
+
+def study_markdown(points: list[StudyPoint]) -> str:
+    """Every run's stages with their bootstrap intervals over tasks, then the mean over runs."""
+    if not points:
+        raise ValueError("no evaluated stage in these data roots: run rounds first")
+    k = points[-1].k
+    lines = [
+        f"| run | stage | pass@1 [95% CI] | pass@{k} [95% CI] | own rows |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for p in points:
+        stage = p.stage if p.updated else f"{p.stage} (no update)"
+        share = "" if p.own_row_share is None else f"{p.own_row_share:.2f}"
+        lines.append(f"| {p.run} | {stage} | {interval_text(p.pass_at_1)} | {interval_text(p.pass_at_k)} | {share} |")
+    lines += ["", f"| stage | runs | pass@1 mean (lowest, highest run) | pass@{k} mean (lowest, highest run) |"]
+    lines.append("| --- | --- | --- | --- |")
+    for s in summarize(points):
+        lines.append(f"| {s.stage} | {s.runs} | {_spread_text(s.pass_at_1)} | {_spread_text(s.pass_at_k)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _spread_text(i: Interval) -> str:
+    return f"{i.value:.2f} ({i.low:.2f}, {i.high:.2f})"
+
+
+def plot_study(points: list[StudyPoint], path: Path) -> Path:
+    """pass@k per stage: each run a thin line with its intervals, the mean over runs a thick one;
+    control arms as squares beside the round they control."""
+    loop = [p for p in points if not p.stage.startswith("control")]
+    stages = sorted({p.stage for p in loop}, key=lambda stage: (stage != "base", stage))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    runs = list(dict.fromkeys(p.run for p in points))
+    for n, run in enumerate(runs):
+        mine = [p for p in loop if p.run == run]
+        xs = [stages.index(p.stage) + (n - (len(runs) - 1) / 2) * 0.06 for p in mine]
+        ax.errorbar(xs, [p.pass_at_k.value for p in mine],
+                    yerr=[[p.pass_at_k.value - p.pass_at_k.low for p in mine],
+                          [p.pass_at_k.high - p.pass_at_k.value for p in mine]],
+                    marker="o", capsize=3, linewidth=0.8, alpha=0.6, label=f"{run}")  # fmt: skip
+        for c in (p for p in points if p.run == run and p.stage.startswith("control")):
+            x = stages.index(c.stage.split()[-1]) + 0.25 + n * 0.06
+            ax.errorbar([x], [c.pass_at_k.value], yerr=[[c.pass_at_k.value - c.pass_at_k.low],
+                        [c.pass_at_k.high - c.pass_at_k.value]], marker="s", capsize=3, color="tab:red",
+                        alpha=0.6, label="control arm" if n == 0 else None)  # fmt: skip
+    means = summarize(loop)
+    ax.plot(range(len(stages)), [s.pass_at_k.value for s in means], color="black", linewidth=2.5,
+            label=f"mean of {len(runs)} runs")  # fmt: skip
+    ax.set_xticks(range(len(stages)), stages)
+    ax.set(title=f"Held-out pass@{points[-1].k} per stage", xlabel="stage", ylabel="verified solve rate",
+           ylim=(-0.02, 1.02))  # fmt: skip
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_study(homes: list[Path], out: Path) -> list[StudyPoint]:
+    """Read the runs (each named by its data root's directory) and write OUT/study.md,
+    OUT/study.json (every point, for re-plotting) and OUT/study.png."""
+    points = [p for home in homes for p in read_run(home, home.name)]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "study.md").write_text(study_markdown(points))
+    (out / "study.json").write_text(json.dumps([p.model_dump() for p in points], indent=1) + "\n")
+    plot_study(points, out / "study.png")
+    return points
