@@ -10,10 +10,8 @@ import dagster as dg
 from orchestration.definitions import defs
 
 ROOT = Path(__file__).resolve().parents[2]
-STAGES = [
-    "seed_sources",
-    "base_model",
-    "heldout_tasks",
+SOURCES = ["seed_sources", "base_model", "heldout_tasks", "base_evaluation"]
+ROUND = [
     "proposed_tasks",
     "raw_trajectories",
     "verification_reports",
@@ -21,6 +19,7 @@ STAGES = [
     "checkpoint",
     "round_evaluation",
 ]
+STAGES = SOURCES + ROUND
 # the filter ablation and the credit study (docs/EXPERIMENTS.md)
 EXPERIMENTS = ["ablation_setup", "ablation_round", "credit_study_data", "credit_study_arm"]
 CONTROLS = ["control_evaluation"]  # a round's control arm, after its evaluation, outside the round job
@@ -33,14 +32,19 @@ def test_every_stage_is_an_asset_in_order():
     assert "control_evaluation" not in {
         k.to_user_string() for k in defs.resolve_job_def("round").asset_layer.executable_asset_keys
     }
-    chain = STAGES[3:]
+    base_evaluation = graph.get(dg.AssetKey("base_evaluation")).parent_keys
+    assert base_evaluation == {dg.AssetKey("base_model"), dg.AssetKey("heldout_tasks")}
+    assert "base_evaluation" in {
+        k.to_user_string() for k in defs.resolve_job_def("sources").asset_layer.executable_asset_keys
+    }
+    chain = ROUND
     for upstream, downstream in zip(chain, chain[1:]):
         assert dg.AssetKey(upstream) in graph.get(dg.AssetKey(downstream)).parent_keys
 
 
 def test_round_assets_are_partitioned_by_round_and_checks_block():
     graph = defs.resolve_asset_graph()
-    for name in STAGES[3:]:
+    for name in ROUND:
         partitions = graph.get(dg.AssetKey(name)).partitions_def
         assert isinstance(partitions, dg.DynamicPartitionsDefinition) and partitions.name == "rounds"
     checks = {key.name: graph.get_check_spec(key) for key in graph.asset_check_keys}
