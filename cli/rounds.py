@@ -262,6 +262,10 @@ def _run_control(instance, round_key: str, run_config: dict, console, guard, whe
 
     if not round_key:
         raise click.ClickException("no round to control yet: run rounds first (`touchstone round run`)")
+    skip = no_control_reason(instance, round_key)
+    if skip:
+        console.print(skip)
+        return
     where["stage"] = f"in round {round_key}'s control arm"
     result = materialize(
         instance, [Asset.CONTROL_EVALUATION], partition_key=round_key, console=console, run_config=run_config
@@ -270,6 +274,24 @@ def _run_control(instance, round_key: str, run_config: dict, console, guard, whe
         _stop(guard, "control arm failed", result)
     found = latest_metadata(instance, dg.AssetKey(Asset.CONTROL_EVALUATION), round_key)
     console.print(found[0]["comparison"] if found else f"round {round_key}: control arm done")
+
+
+def no_control_reason(instance, round_key: str) -> str | None:
+    """Why a round has no control arm to run (it made no update: there is no new checkpoint to
+    compare), naming the round that has one; None when it can be run. Not a failure: a study
+    whose rounds trained nothing has finished."""
+    import dagster as dg
+
+    from orchestration.lineage import latest_metadata
+
+    found = latest_metadata(instance, dg.AssetKey(Asset.ROUND_EVALUATION), round_key)
+    if found is None or found[0].get("updated") is not False:
+        return None
+    kept = str(found[0].get("next_checkpoint_round", round_key))
+    if kept == round_key:
+        return f"round {round_key} made no update and no round before it trained: no control arm to run"
+    return (f"round {round_key} made no update (it kept round {kept}'s weights): no control arm for it; "
+            f"`touchstone round run --rounds 0 --control --key {kept}` runs round {kept}'s")  # fmt: skip
 
 
 def _stop(guard, what: str, result) -> None:

@@ -44,6 +44,7 @@ def _materialize(instance, key: str, partition: str | None = None, **metadata):
 @pytest.mark.parametrize("key,kept", [("r001", "r000"), ("r000", None)])  # None: the base weights
 def test_a_round_that_verified_nothing_keeps_its_weights_and_says_so(tmp_path, key, kept):
     from assets.checkpoint import NO_UPDATE_FILE, checkpoint
+    from cli.rounds import no_control_reason
     from assets.evaluation import round_evaluation
     from assets.training_data import training_data
 
@@ -71,6 +72,7 @@ def test_a_round_that_verified_nothing_keeps_its_weights_and_says_so(tmp_path, k
         trained = latest_metadata(instance, dg.AssetKey(Asset.CHECKPOINT), key)[0]
         evaluated = latest_metadata(instance, dg.AssetKey(Asset.ROUND_EVALUATION), key)[0]
         nxt = starting_checkpoint(instance, "r002" if key == "r001" else "r001")
+        control = no_control_reason(instance, key)
 
     # named in the check (a warning: the data is sound, there is only nothing to train on)
     empty = checks["schema_and_rows"]
@@ -90,6 +92,9 @@ def test_a_round_that_verified_nothing_keeps_its_weights_and_says_so(tmp_path, k
     assert evaluated["promotion_reason"] == f"no update this round ({reason})"
     assert not (home / "rounds" / key / "round_evaluation" / "rollouts").exists()
     assert (nxt.path, nxt.checkpoint_hash) == (kept_path, kept_hash)
+    # no control arm for it (`touchstone round run --control` says so and finishes): the kept round has one
+    assert control.startswith(f"round {key} made no update")
+    assert (f"--key {kept}" in control) if kept else "no round before it trained" in control
 
     env = {**os.environ, "TOUCHSTONE_HOME": str(home), "DAGSTER_HOME": str(dagster_home)}
     touchstone = os.path.join(os.path.dirname(sys.executable), "touchstone")
