@@ -6,6 +6,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,6 +14,27 @@ from cli import options
 from touchstone.config import default_of
 from touchstone.experiments.credit_study import CREDIT_ARMS
 from touchstone.experiments.filter_ablation import AblationConfig
+
+
+def set_fields(overrides: tuple[str, ...]) -> dict[str, Any]:
+    """`--set FIELD=VALUE` pairs; a VALUE that opens with `{` or `[` is JSON
+    (`--set peft='{"r": 16, "top_layers": 16}'`), any other is validated by the config."""
+    from training.model_options import ModelOptionError, check_peft
+
+    fields: dict[str, Any] = {}
+    for pair in overrides:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"expected FIELD=VALUE, got {pair!r}", param_hint="--set")
+        try:
+            fields[name] = json.loads(value) if value.lstrip()[:1] in ("{", "[") else value
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"{name}: not JSON ({exc})", param_hint="--set") from None
+    try:
+        check_peft(fields.get("peft"))
+    except ModelOptionError as exc:
+        raise click.BadParameter(str(exc), param_hint="--set") from None
+    return fields
 
 
 @click.group()
@@ -107,10 +129,7 @@ def filter_ablation(
 
     if (tasks_dir is None) != (heldout_dir is None):
         raise click.UsageError("--tasks and --heldout go together")
-    try:
-        fields = dict(o.split("=", 1) for o in overrides)
-    except ValueError:
-        raise click.BadParameter("expected FIELD=VALUE", param_hint="--set") from None
+    fields = set_fields(overrides)
     try:
         flags = {"matched_control": True} if matched_control else {}
         flags |= {"filter_only": True} if filter_only else {}
@@ -207,10 +226,10 @@ def credit(out, tasks_dir, heldout_dir, base, arms, quick, overrides, as_json) -
     chosen = tuple(a.strip() for a in arms.split(",") if a.strip())
     if not chosen or set(chosen) - set(CREDIT_ARMS):
         raise click.BadParameter(f"expected some of {', '.join(CREDIT_ARMS)}", param_hint="--arms")
+    fields = set_fields(overrides)
     try:
-        fields = dict(o.split("=", 1) for o in overrides)
         cfg = CreditStudyConfig.model_validate({**(CREDIT_QUICK if quick else {}), **fields})
-    except ValueError as exc:  # a malformed FIELD=VALUE, or a field's ValidationError
+    except ValueError as exc:  # a field's ValidationError
         raise click.BadParameter(str(exc), param_hint="--set") from None
     out = out or paths.home() / "experiments" / ("credit-quick" if quick else "credit")
     log = (lambda m: click.echo(m, err=True)) if as_json else click.echo

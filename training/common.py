@@ -179,8 +179,9 @@ def finish(
 
 def experiment_train_config(cfg: Any, seed: int) -> dict[str, Any]:
     """The trainer overrides an experiment's arm trains with: the experiment config's
-    `max_steps`, `learning_rate`, `max_length` and `batch_size`, no progress bars, `seed`."""
+    `max_steps`, `learning_rate`, `max_length`, `batch_size` and `peft`, no progress bars, `seed`."""
     return {
+        **({"peft": cfg.peft} if cfg.peft else {}),
         "max_steps": cfg.max_steps,
         "learning_rate": cfg.learning_rate,
         "max_length": cfg.max_length,

@@ -78,15 +78,22 @@ def load_kwargs(options: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+def check_peft(peft: dict[str, Any] | None) -> None:
+    """Refuse unknown LoRA keys before anything runs (they would fail only at the first training step)."""
+    if peft is not None and not isinstance(peft, dict):
+        raise ModelOptionError(f"peft: expected a mapping of LoRA settings, got {peft!r}")
+    unknown = sorted(set(peft or {}) - PEFT_KEYS)
+    if unknown:
+        raise ModelOptionError(f"peft: unknown key(s) {', '.join(unknown)}; expected {', '.join(sorted(PEFT_KEYS))}")
+
+
 def apply_peft(model, peft: dict[str, Any] | None):
     """Wrap `model` with a LoRA adapter when `peft` is set (target_modules default: all linear layers)."""
     if not peft:
         return model
     from peft import LoraConfig, get_peft_model
 
-    unknown = sorted(set(peft) - PEFT_KEYS)
-    if unknown:
-        raise ModelOptionError(f"peft: unknown key(s) {', '.join(unknown)}; expected {', '.join(sorted(PEFT_KEYS))}")
+    check_peft(peft)
     settings = {"task_type": "CAUSAL_LM", "target_modules": "all-linear", **peft}
     if not settings["target_modules"]:
         settings["target_modules"] = "all-linear"

@@ -56,3 +56,17 @@ def test_bad_model_options_are_named(tiny_model, data_dir, tmp_path):
 def test_a_base_outside_the_disk_and_the_local_cache_is_refused_not_downloaded(name):
     with pytest.raises(ModelOptionError, match="not in the local Hugging Face cache.*never download"):
         resolve_base(name)
+
+
+@pytest.mark.slow
+def test_an_experiment_s_peft_setting_trains_its_arms_as_lora_adapters(tiny_model, data_dir, tmp_path):
+    from touchstone.experiments.filter_ablation import AblationConfig
+    from training.common import experiment_train_config
+
+    cfg = AblationConfig(max_steps=1, peft={"r": 4, "lora_alpha": 8, "top_layers": 1})
+    manifest = train(
+        "sft", data_dir=data_dir, base=tiny_model, out=tmp_path / "arm", config=experiment_train_config(cfg, 0)
+    )
+    assert manifest.config["peft"]["r"] == 4
+    full = experiment_train_config(AblationConfig(max_steps=1), 0)
+    assert "peft" not in full  # no setting: full fine-tuning, as before

@@ -39,6 +39,7 @@ from touchstone.data.schema import DataConfig, RLRow, SFTRow
 from touchstone.data.sft import build_sft
 from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES, bootstrap_interval
 from touchstone.evaluate.schema import Interval
+from touchstone.experiments.filter_ablation import peft_field
 from touchstone.verify.report import VerificationReport
 
 CREDIT_ARMS = ("uniform", "progress", "shuffled", "outcome_rl")
@@ -66,6 +67,7 @@ class CreditStudyConfig(BaseModel):
     n_heldout: int = Field(8, ge=1, description="held-out tasks")
     max_steps: int = Field(20, ge=1, description="training steps per arm and seed")
     learning_rate: float = Field(1e-3, gt=0)
+    peft: dict[str, Any] | None = peft_field()
     batch_size: int = Field(2, ge=1)
     max_length: int = Field(2048, ge=256, description="tokens per training window")
     eval_attempts: int = Field(2, ge=1, description="k: sampled attempts per held-out task (pass@k)")

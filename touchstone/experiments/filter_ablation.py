@@ -31,7 +31,7 @@ from __future__ import annotations
 import random
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -62,6 +62,15 @@ SEED_FIGURES = ("kept_hack_share", "hack_propensity", "imitation_nll", "sampled_
 NAIVE_CHECK = "naive_harness"
 
 
+def peft_field():
+    """An experiment's `peft` setting: a pretrained `--base` is adapted, not overwritten."""
+    return Field(
+        None,
+        description="LoRA settings each arm trains with (training.model_options: r, lora_alpha, top_layers, ...; "
+        "merged into the saved checkpoint); None: full fine-tuning, as for the tiny default base",
+    )
+
+
 class AblationConfig(BaseModel):
     """Defaults: three rounds in 16 minutes on a quiet 2-core CPU (docs/EXPERIMENTS.md, 2026-12-03)."""
 
@@ -78,6 +87,7 @@ class AblationConfig(BaseModel):
     n_heldout: int = Field(8, ge=1, description="held-out tasks")
     max_steps: int = Field(20, ge=1, description="SFT steps per arm and round")
     learning_rate: float = Field(1e-3, gt=0)
+    peft: dict[str, Any] | None = peft_field()
     batch_size: int = Field(2, ge=1)
     max_length: int = Field(4096, ge=256, description="tokens per training row (a hack comes after the first test run)")
     max_turns: int = Field(4, ge=1, description="turns per episode of a checkpoint")
