@@ -563,6 +563,47 @@ def test_pure_builtin_functions_cross_as_themselves(tmp_path: Path):
     assert result.status == "pass", result.evidence
 
 
+def test_callable_answers_as_in_process(tmp_path: Path):
+    """A test that sorts a module's names by `callable` (toolz's tests do) sees
+    the candidate's functions, classes and instances with `__call__` as
+    callable and other instances as not, isolated as in process (a stand-in
+    callable for every object answered True for all of them)."""
+    tests = {
+        "tests/test_ns.py": """
+        import shapes
+
+        def test_only_what_can_be_called_is_callable():
+            names = ("area", "Square", "SCALER", "UNIT", "SIDES")
+            assert [n for n in names if callable(getattr(shapes, n))] == ["area", "Square", "SCALER"]
+
+        def test_calls_still_cross():
+            assert shapes.area(shapes.Square(3)) == 9 and shapes.SCALER(2) == 6
+            assert not callable(shapes.Square(3))
+    """
+    }
+    honest = {
+        "shapes.py": """
+        class Square:
+            def __init__(self, side):
+                self.side = side
+
+        class _Scaler:
+            def __call__(self, x):
+                return 3 * x
+
+        def area(sq):
+            return sq.side * sq.side
+
+        SCALER = _Scaler()
+        UNIT = Square(1)
+        SIDES = {4: "square"}
+    """
+    }
+    result = run(tmp_path, honest, tests)
+    assert result.status == "pass", result.evidence
+    assert run(tmp_path, honest, tests, in_process=True).status == "pass"  # the same tests mean the same in process
+
+
 def test_a_candidate_decorator_wraps_a_test_function(tmp_path: Path):
     """`functools.wraps` in candidate code copies a test function's metadata
     (`__annotations__` must be a real dict on the wrapper), as a memoizing

@@ -22,7 +22,8 @@ Values cross in one of two ways:
   "copy" that is not one, behave as in process); a mutable container the
   owner returned before (its own state, handed out again) is marked in the
   reply (`again`), so the judge can log that identity as plain data.
-* by handle: everything else. The receiver gets a `Proxy`; every operation on
+* by handle: everything else. The receiver gets a `Proxy` (a `CallableProxy` when
+  the object is callable, so `callable()` answers as in process); every operation on
   it is a request executed by the owner. A proxy is never equal to a local
   object (its comparisons with non-proxies return NotImplemented), and the
   results of protocol operations (bool, len, hash, str...) are type-checked.
@@ -392,6 +393,8 @@ class Endpoint:
             out.update(k="ec", n=_text(x.__name__, 200), b=[self.encode(b, _EncodeMemo()) for b in bases])
         elif isinstance(x, types.ModuleType):
             out.update(k="m", n=_text(x.__name__, 500))
+        elif callable(x):  # the receiver's stand-in is callable exactly when the object is (`callable(v)` in a test)
+            out["f"] = 1
         return out
 
     def encode_exception(self, exc: BaseException, memo, depth=0):
@@ -564,7 +567,7 @@ class Endpoint:
                 proxy = ContainerProxy._make(self, hid)
                 object.__setattr__(proxy, "_ts_type", _CONTAINER_TYPES[_str(descr.get("t"))])
             if proxy is None:
-                proxy = Proxy._make(self, hid)
+                proxy = (CallableProxy if descr.get("f") == 1 else Proxy)._make(self, hid)
             self.proxies[hid] = proxy
             self.received[hid] = 0
         self.received[hid] = self.received.get(hid, 0) + 1
@@ -587,7 +590,7 @@ class Endpoint:
         name = _identifier(_str(descr.get("n", "RemoteException")))
         remote = None
         if hid is not None:
-            remote = Proxy._make(self, hid)
+            remote = CallableProxy._make(self, hid)  # a class
             self.received[hid] = 1
         cls = _make_mirror(name, tuple(bases) or (Exception,), remote)
         if hid is not None:
@@ -960,9 +963,6 @@ class Proxy:
     def __delattr__(self, name):
         Proxy._ts(self).request("delattr", self, name)
 
-    def __call__(self, *args, **kwargs):
-        return Proxy._ts(self).request("call", self, args, kwargs)
-
     def __repr__(self):
         try:
             return remote_op(Proxy._ts(self), "repr", self)
@@ -1206,6 +1206,17 @@ def _round(self, ndigits=None):
 
 
 Proxy.__round__ = _round
+
+
+class CallableProxy(Proxy):
+    """A stand-in for a callable object of the other process (a function, a
+    class, an instance with `__call__`); a plain `Proxy` is not callable, as
+    its object is not (`vars(module)` holds loaders and specs beside functions)."""
+
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        return Proxy._ts(self).request("call", self, args, kwargs)
 
 
 class ContainerProxy(Proxy):
