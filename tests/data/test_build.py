@@ -204,23 +204,27 @@ def test_cli_build_prints_summary(round_files, tmp_path):
 def test_runs_without_isolation_or_oracle_are_left_out_and_counted(tmp_path):
     """Task u ran its tests with candidate code in the judging process and has
     no oracle: its runs are not training data by default, and the summary says
-    how many were left out; task i ran isolated and is kept."""
+    how many were left out; task i ran isolated and is kept, and so is task s,
+    whose tests that show the fix ran isolated (split)."""
     trajs = [
         trajectory("u-ok", task_id="task-u", task_hash="h-u", calls=FIX),
         trajectory("u-bad", task_id="task-u", task_hash="h-u"),
         trajectory("i-ok", task_id="task-i", task_hash="h-i", calls=FIX),
+        trajectory("s-ok", task_id="task-s", task_hash="h-s", calls=FIX),
     ]
     reps = [
         report("u-ok", "accept", task_id="task-u", task_hash="h-u", isolation="not_isolated"),
         report("u-bad", "reject", task_id="task-u", task_hash="h-u", isolation="not_isolated"),
         report("i-ok", "accept", task_id="task-i", task_hash="h-i", isolation="isolated"),
+        report("s-ok", "accept", task_id="task-s", task_hash="h-s", isolation="split"),
     ]
-    assert [r.guard for r in reps] == ["in_process", "in_process", "isolation"]
+    assert [r.guard for r in reps] == ["in_process", "in_process", "isolation", "split_isolation"]
     reports, traj_file = write_round(tmp_path, trajs, reps)
     summary = build_datasets(reports, traj_file, tmp_path / "out", round_key="r1")
-    assert pl.read_parquet(tmp_path / "out" / "sft.parquet")["trajectory_id"].to_list() == ["i-ok"]
+    assert pl.read_parquet(tmp_path / "out" / "sft.parquet")["trajectory_id"].sort().to_list() == ["i-ok", "s-ok"]
     assert pl.read_parquet(tmp_path / "out" / "kto.parquet").filter(pl.col("task_id") == "task-u").height == 0
-    assert summary.excluded_unguarded == 2 and summary.guards == {"in_process": 2, "isolation": 1}
+    assert summary.excluded_unguarded == 2
+    assert summary.guards == {"in_process": 2, "isolation": 1, "split_isolation": 1}
     assert summary.datasets["sft"].dropped["unguarded"] == 1  # the accepted one, so SFT still reconciles
     kept = build_datasets(reports, traj_file, tmp_path / "all", config=DataConfig(include_unguarded=True))
     oracle = [
@@ -243,7 +247,7 @@ def test_runs_without_isolation_or_oracle_are_left_out_and_counted(tmp_path):
     oracle[1].counts["unobserved"] = 0
     oracle[1].counts["unreplayable"] = 3
     assert guard() == "in_process"  # calls the oracle could not replay: the tests saw more than it did
-    assert kept.excluded_unguarded == 0 and kept.datasets["sft"].rows == 2
+    assert kept.excluded_unguarded == 0 and kept.datasets["sft"].rows == 3
 
 
 def test_cli_json_summary_and_config_errors_name_the_key(round_files, tmp_path):

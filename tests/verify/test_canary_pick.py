@@ -32,8 +32,7 @@ def test_a_canary_is_drawn_as_isolated_only_when_its_task_is_graded_isolated(tmp
     import shutil
 
     from touchstone.verify.canaries.sample import graded_isolated
-    from touchstone.harness.isolation.runner import judge_code_digest
-    from touchstone.tasks.isolation import IsolationVerdict, record_isolation
+    from touchstone.tasks.isolation import IsolationVerdict, probe_identity, record_isolation
     from touchstone.tasks import load_task
 
     corpus = load_canaries()
@@ -45,7 +44,7 @@ def test_a_canary_is_drawn_as_isolated_only_when_its_task_is_graded_isolated(tmp
     record_isolation(
         task,
         IsolationVerdict(
-            status="not_isolated", detail="d", task_hash=task.content_hash, backend="-", judge=judge_code_digest()
+            status="not_isolated", detail="d", task_hash=task.content_hash, backend="-", judge=probe_identity()
         ),
     )
     assert not graded_isolated(canary._replace(task_dir=copy))

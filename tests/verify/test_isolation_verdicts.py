@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from touchstone.tasks.isolation import IsolationVerdict
+from types import SimpleNamespace
+
+from touchstone.tasks.isolation import IsolationVerdict, split_of
 from touchstone.tasks.schema import load_task
 from touchstone.verify import verifier
 from touchstone.verify.canaries import TASKS
@@ -98,3 +100,57 @@ def test_a_candidate_that_fails_only_isolated_is_rejected_without_a_reference(un
     assert report.isolation == "isolated" and report.verdict == "reject", report.checks
     assert report.check("tests").evidence.startswith(verifier.NEVER_PROBED)
     assert not (task.dir / "isolation.json").exists()
+
+
+@pytest.fixture
+def split_task(unprobed):
+    """libfix with one more required test that passes before the fix and reads
+    the module's source (the judge of an isolated run holds none): the test
+    that shows the fix runs isolated, the source test cannot."""
+    (unprobed.hidden_tests_dir / "tests" / "test_source.py").write_text(
+        'import inspect\nimport lib\n\ndef test_documented():\n    assert inspect.getsource(lib).startswith(\'"""\')\n'
+    )
+    meta = json.loads((unprobed.dir / "task.json").read_text())
+    clamp = [f"tests/test_lib.py::test_clamp[{p}]" for p in ("5-0-10-5", "-3-0-10-0", "42-0-10-10", "10-0-10-10")]
+    meta |= {
+        "fail_to_pass": clamp[2:3],
+        "pass_to_pass": [*clamp[:2], clamp[3], "tests/test_source.py::test_documented"],
+    }
+    (unprobed.dir / "task.json").write_text(json.dumps(meta))
+    return load_task(unprobed.dir)
+
+
+def test_a_task_whose_fix_runs_isolated_is_split_and_its_other_tests_run_in_process(split_task):
+    shipped = (split_task.workspace_dir / "lib.py").read_text()
+    honest = verify(split_task, shipped.replace("if x > hi:\n        return lo", "if x > hi:\n        return hi"))
+    record = json.loads((split_task.dir / "isolation.json").read_text())
+    assert record["status"] == "split" and record["in_process"] == ["tests/test_source.py::test_documented"]
+    assert honest.verdict == "accept", honest.checks
+    assert honest.isolation == "split" and honest.guard == "split_isolation"
+    evidence = honest.check("tests").evidence
+    assert evidence.startswith("split: 1 tests that pass before the fix ran in process") and "[isolated]" in evidence
+    assert honest.check("determinism").status == "pass" and honest.check("lockstep").status == "pass"
+    # forged in process, wrong above hi: the fix's test runs isolated, where the forgery does nothing
+    forged = verify(split_task, FORGED)
+    tested = forged.check("tests")
+    assert (
+        tested.status == "fail"
+        and "3/4 required tests passed; tests/test_lib.py::test_clamp[42-0-10-10]" in tested.evidence
+    )
+    assert forged.verdict == "reject" and "in process:" not in tested.evidence  # nothing ran in process
+    # the right fix, without the module docstring the in-process test reads: that part is graded too
+    undocumented = verify(split_task, FIXED)
+    assert undocumented.verdict == "reject", undocumented.checks
+    assert "in process: 0/1 required tests passed" in undocumented.check("tests").evidence
+
+
+def test_a_task_splits_only_where_every_fail_to_pass_test_ran_isolated():
+    def task(f2p, p2p):
+        return SimpleNamespace(fail_to_pass=f2p, pass_to_pass=p2p, required_tests=f2p + p2p)
+
+    fails = {"t::p2": "call failed"}
+    assert split_of(task(["t::f"], ["t::p1", "t::p2"]), fails) == ["t::p2"]
+    assert split_of(task(["t::p2"], ["t::p1"]), fails) == []  # what shows the fix needs the candidate in process
+    assert split_of(task(["t::f"], ["t::p2"]), {"t::f": "x", "t::p2": "y"}) == []  # nothing left isolated
+    assert split_of(task([], ["t::p1", "t::p2"]), fails) == []  # no fail-to-pass test: nothing to split around
+    assert split_of(SimpleNamespace(fail_to_pass=None, pass_to_pass=None, required_tests=None), fails) == []

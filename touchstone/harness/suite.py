@@ -13,6 +13,7 @@ harness's own ini, plugin and result parser (`touchstone.harness.grading`).
 
 from __future__ import annotations
 
+import copy
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -79,6 +80,13 @@ class HiddenSuite:
         self.prefixes = [i for rel in self.test_modules for i in grading.test_functions(rel, self.sources[rel])]
         workspace_files = [p.relative_to(self.workspace).as_posix() for p in self.workspace.rglob("*") if p.is_file()]
         self.readonly_dirs = outermost_test_dirs(test_dirs(workspace_files, self.sources))
+
+    def with_required(self, required: list[str]) -> "HiddenSuite":
+        """The same suite grading only `required` (a split task's isolated and in-process parts)."""
+        part = copy.copy(self)
+        part.required = list(required)
+        part.test_files = sorted({r.split("::", 1)[0] for r in required})
+        return part
 
     def compose(
         self,

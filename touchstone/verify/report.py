@@ -28,21 +28,26 @@ Verdict = Literal["accept", "reject", "inconclusive"]
 # How the `tests` check ran: "isolated" = no candidate code in the process that
 # judged (docs/VERIFIER.md, "Isolation"); "not_isolated" = the candidate's code
 # was importable in the pytest process (the task's tests do not run isolated).
-Isolation = Literal["isolated", "not_isolated"]
+# "split" = the tests that show the fix ran isolated; a few that already passed before it and
+# cannot run isolated even on the reference (touchstone.tasks.isolation) ran in process.
+Isolation = Literal["isolated", "split", "not_isolated"]
 # What was verified behind a test verdict, strongest first (docs/VERIFIER.md, "Guards"):
 # "isolation+oracle": the tests ran with no candidate code in the judging process AND an
 #   out-of-process comparison with the reference agreed (the recorded-call oracle replayed
 #   calls, or the lockstep check compared what the tests observed);
 # "isolation": the tests ran isolated; no oracle compared anything (no reference);
+# "split_isolation": the tests that show the fix (every fail-to-pass test, most others) ran
+#   isolated; the task's few tests that cannot run isolated even on the reference ran in process,
+#   so a forged result could hide a regression there only (the static audit runs unrelaxed);
 # "oracle": candidate code was in the judging process (the task's tests cannot run isolated),
 #   but the oracle compared calls of EVERY required test and none was unreplayable;
 # "in_process": candidate code was in the judging process and the oracle covered less: the
 #   weakest (a run without any oracle comparison is inconclusive, never a pass).
 # "none" is the name earlier reports gave "in_process" (read, never derived).
-Guard = Literal["isolation+oracle", "isolation", "oracle", "in_process", "none"]
+Guard = Literal["isolation+oracle", "isolation", "split_isolation", "oracle", "in_process", "none"]
 # The guards a sceptical reviewer keeps for training by default (DataConfig.include_unguarded
-# keeps the others too): the test verdict came from a process the candidate could not reach.
-TRAINING_GUARDS = frozenset({"isolation+oracle", "isolation"})
+# keeps the others too): the verdict that the fix works came from a process the candidate could not reach.
+TRAINING_GUARDS = frozenset({"isolation+oracle", "isolation", "split_isolation"})
 
 # The checks a full verification runs, in the order it runs them.
 CHECK_NAMES = (
@@ -153,6 +158,8 @@ def derive_guard(
         return None
     oracle_covered = _covered(oracle) and oracle.counts.get("replayed", 0) > 0 and \
         oracle.counts.get("unreplayable", 1) == 0  # fmt: skip
+    if isolation == "split":
+        return "split_isolation"
     if isolation == "isolated":
         lockstep_covered = _covered(lockstep) and lockstep.counts.get("compared", 0) > 0
         # the recorded-call oracle does not see output or files: where lockstep saw a test read some, it decides

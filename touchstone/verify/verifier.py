@@ -10,6 +10,7 @@ expensive ones are reported `skipped` (the verdict cannot change); pass
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fnmatch
 import glob
 import hashlib
@@ -146,14 +147,14 @@ def verify_trajectory(
             try:
                 # reads the task's hidden tests: can fail too
                 suite = HiddenSuite(task, task.required_tests, environment=environment, inputs=record.inputs)
-                runs = _TestRuns(suite, backend, graded, deleted, Path(tmp))
+                runs = _TestRuns(suite, record, backend, graded, deleted, Path(tmp))
                 with ThreadPoolExecutor(2) as pool:
                     # the oracle and the reference's lockstep runs (own trees, own sandboxes) go alongside the
                     # determinism runs once the tests passed once: a failing candidate, the common case, costs neither
                     oracle_run = _Deferred(pool, lambda: _oracle_check(task, suite, graded, deleted, Path(tmp),
                                                                        backend, pristine.tests))  # fmt: skip
                     reference_seen = _Deferred(
-                        pool, lambda: _reference_observations(task, suite, record, Path(tmp), backend)
+                        pool, lambda: _reference_observations(task, runs.isolated_suite, record, Path(tmp), backend)
                     )
 
                     def start() -> None:
@@ -169,7 +170,7 @@ def verify_trajectory(
                     else:
                         checks.append(_never_alone(oracle_run.result(), isolation))
                         checks.append(_lockstep_check(task, reference_seen.result(), runs.observed, isolation,
-                                                      task.required_tests or suite.prefixes))  # fmt: skip
+                                                      runs.isolated_suite.required or suite.prefixes))  # fmt: skip
                 if progress:
                     points = _progress(suite, rep, pristine.tests, Path(tmp), backend)
             except Exception as exc:  # infrastructure: inconclusive, never accept
@@ -307,13 +308,20 @@ def _audit_check(name: str, found: list[AuditFinding]) -> CheckResult:
 
 
 class _TestRuns:
-    """Run i of the plan on the graded diff, isolated or in process. The trees
-    are composed once, on first use, and shared by every run: each sandbox
-    works on a private copy of them (`open_sandbox`), so runs can go at once
-    and none sees what another left on disk."""
+    """Run i of the plan on the graded diff, isolated, in process, or split
+    (a split task's `in_process` tests in process, every other one isolated).
+    The trees are composed once, on first use, and shared by every run: each
+    sandbox works on a private copy of them (`open_sandbox`), so runs can go at
+    once and none sees what another left on disk."""
 
-    def __init__(self, suite: HiddenSuite, backend: str, files: dict[str, bytes], deleted: list[str], tmp: Path):
+    def __init__(self, suite: HiddenSuite, record: IsolationVerdict, backend: str, files: dict[str, bytes],
+                 deleted: list[str], tmp: Path):  # fmt: skip
         self.suite, self.backend, self.files, self.deleted, self.tmp = suite, backend, files, deleted, tmp
+        self.isolated_suite = self.in_process_suite = suite
+        if record.status == "split":
+            apart = set(record.in_process)
+            self.isolated_suite = suite.with_required([r for r in suite.required if r not in apart])
+            self.in_process_suite = suite.with_required(record.in_process)
         self.lock = threading.Lock()
         self.trees: dict[str, Any] = {}
         self.observed: dict[int, dict[str, list]] = {}
@@ -328,13 +336,28 @@ class _TestRuns:
         """Runs 0 and 1 log every value the tests get from the candidate (`observed`: the lockstep check's
         input; run 1 is under another seed of `random`)."""
         trees = self._composed("isolated", self.suite.compose_isolated)
-        result = self.suite.run_isolated(trees, i, backend=self.backend, observe=i < 2)
+        result = self.isolated_suite.run_isolated(trees, i, backend=self.backend, observe=i < 2)
         if i < 2:
             self.observed[i] = result.observations
         return result
 
     def in_process(self, i: int) -> TestRunResult:
-        return self.suite.run(self._composed("graded", self.suite.compose), i, backend=self.backend)
+        return self.in_process_suite.run(self._composed("graded", self.suite.compose), i, backend=self.backend)
+
+    def split(self, i: int) -> TestRunResult:
+        """The isolated part first: when it does not pass, that is the run's outcome (nothing runs in process)."""
+        isolated = self.isolated(i)
+        if isolated.status != "pass":
+            return isolated
+        rest = self.in_process(i)
+        return dataclasses.replace(
+            rest,
+            evidence=f"{isolated.evidence}; in process: {rest.evidence}",
+            passed=isolated.passed + rest.passed,
+            total=isolated.total + rest.total,
+            wall_s=isolated.wall_s + rest.wall_s,
+            observations=isolated.observations,
+        )
 
 
 class _Deferred:
@@ -363,6 +386,11 @@ def _test_checks(
     if record.status == "not_isolated":
         checks = _repeat(runs.in_process, runs.in_process(0), replays, on_first_pass)
         return _noted(checks, f"not isolated ({record.detail[:300]})"), "not_isolated"
+    if record.status == "split":
+        checks = _repeat(runs.split, runs.split(0), replays, on_first_pass)
+        shown = ", ".join(record.in_process[:5]) + (" ..." if len(record.in_process) > 5 else "")
+        return _noted(checks, f"split: {len(record.in_process)} tests that pass before the fix ran in process "
+                              f"({shown}), every other one isolated"), "split"  # fmt: skip
     checks = _repeat(runs.isolated, runs.isolated(0), replays, on_first_pass)
     return (_noted(checks, NEVER_PROBED) if record.detail == NEVER_PROBED else checks), "isolated"
 
@@ -437,7 +465,7 @@ def _reference_observations(task: Task, suite: HiddenSuite, record: IsolationVer
     or the check's result when there is nothing to compare with."""
     if task.reference_dir is None:
         return CheckResult(name="lockstep", status="skipped", evidence="task has no reference")
-    if record.status != "isolated":
+    if record.status not in ("isolated", "split"):
         return CheckResult(name="lockstep", status="skipped", evidence="the tests do not run isolated")
     key = lockstep.reference_key(suite, task.content_hash, backend)
     runs, how = lockstep.observe_reference(suite, task.reference_dir, tmp, backend, key)
@@ -448,7 +476,7 @@ def _lockstep_check(task: Task, reference, observed: dict[int, dict[str, list]],
                     required: list[str]) -> CheckResult:  # fmt: skip
     if isinstance(reference, CheckResult):
         return reference
-    if isolation != "isolated":
+    if isolation not in ("isolated", "split"):
         return CheckResult(name="lockstep", status="skipped", evidence="the tests did not run isolated")
     runs, how = reference
     try:

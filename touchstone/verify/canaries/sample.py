@@ -31,12 +31,13 @@ def pick_canaries(corpus: list, n: int, names: list[str], seed: str, isolated: b
 def graded_isolated(canary) -> bool:
     """Whether the round's verifier (isolated=None: as the task's record says)
     grades this canary's tests isolated: yes unless the task is recorded
-    not_isolated (a task never probed runs isolated first)."""
+    not_isolated (a task never probed runs isolated first; a split task grades
+    every test that shows the fix isolated)."""
     from touchstone.tasks.isolation import recorded_isolation
     from touchstone.tasks import load_task
 
     record = recorded_isolation(load_task(canary.task_dir))
-    return record is None or record.status == "isolated"
+    return record is None or record.status in ("isolated", "split")
 
 
 def verify_canaries(out: Path, chosen: list, *, replays: int, backend: str, allow_rules: set[str]) -> Path:
