@@ -69,7 +69,8 @@ class BuildSummary(BaseModel):
     verdicts: dict[str, int]
     reject_reasons: dict[str, int]  # failed check name -> runs
     hacks: int
-    guards: dict[str, int]  # report guard (isolation+oracle / isolation / split_isolation / oracle / in_process / untested) -> runs
+    # report guard (isolation+oracle / isolation / split_isolation / oracle / in_process / untested) -> runs
+    guards: dict[str, int]
     excluded_unguarded: int  # runs left out of every dataset: guard "none" (see DataConfig.include_unguarded)
     datasets: dict[str, DatasetSummary]
     config: dict[str, Any]
