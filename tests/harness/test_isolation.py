@@ -604,6 +604,43 @@ def test_callable_answers_as_in_process(tmp_path: Path):
     assert run(tmp_path, honest, tests, in_process=True).status == "pass"  # the same tests mean the same in process
 
 
+def test_docstrings_are_the_candidate_s_own(tmp_path: Path):
+    """`__doc__` of a module, a function, a class and an instance of the
+    candidate's reads its own docstring isolated, as in process (toolz's tests
+    check the docstrings its decorators keep)."""
+    tests = {
+        "tests/test_docs.py": """
+        import shapes
+
+        def test_docstrings():
+            assert shapes.__doc__ == "Shapes."
+            assert shapes.area.__doc__ == "The area." and shapes.Square.__doc__ == "A square."
+            assert shapes.Square(2).__doc__ == "A square." and shapes.undocumented.__doc__ is None
+    """
+    }
+    honest = {
+        "shapes.py": '''
+        """Shapes."""
+
+        class Square:
+            """A square."""
+
+            def __init__(self, side):
+                self.side = side
+
+        def area(sq):
+            """The area."""
+            return sq.side * sq.side
+
+        def undocumented():
+            pass
+    '''
+    }
+    result = run(tmp_path, honest, tests)
+    assert result.status == "pass", result.evidence
+    assert run(tmp_path, honest, tests, in_process=True).status == "pass"
+
+
 def test_a_candidate_decorator_wraps_a_test_function(tmp_path: Path):
     """`functools.wraps` in candidate code copies a test function's metadata
     (`__annotations__` must be a real dict on the wrapper), as a memoizing

@@ -1265,6 +1265,16 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
     setattr(ContainerProxy, f"__{_name}__", _snapshot_compare(_name))
 
 
+def _remote_doc(self):
+    return Proxy._ts(self).request("getattr", self, "__doc__")
+
+
+# A class's docstring is found on the class before `__getattr__` is asked: without this a
+# stand-in's `__doc__` would be this module's description of stand-ins, not its object's.
+for _cls in (Proxy, CallableProxy, ContainerProxy):
+    _cls.__doc__ = property(_remote_doc)
+
+
 class BoundMethod:
     """`proxy.name` where the remote attribute is a method of that object:
     calling it is one `callattr` request."""
