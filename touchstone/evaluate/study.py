@@ -111,8 +111,8 @@ def _spread_text(i: Interval) -> str:
 
 
 def plot_study(points: list[StudyPoint], path: Path) -> Path:
-    """pass@k per stage: each run a thin line with its intervals, the mean over runs a thick one;
-    control arms as squares beside the round they control."""
+    """pass@k per stage: each run a thin line with its intervals, the mean over runs a thick one
+    (at the stages every run reached); control arms as squares beside the round they control."""
     loop = [p for p in points if not p.stage.startswith("control")]
     stages = sorted({p.stage for p in loop}, key=lambda stage: (stage != "base", stage))
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -129,8 +129,9 @@ def plot_study(points: list[StudyPoint], path: Path) -> Path:
             ax.errorbar([x], [c.pass_at_k.value], yerr=[[c.pass_at_k.value - c.pass_at_k.low],
                         [c.pass_at_k.high - c.pass_at_k.value]], marker="s", capsize=3, color="tab:red",
                         alpha=0.6, label="control arm" if n == 0 else None)  # fmt: skip
-    means = summarize(loop)
-    ax.plot(range(len(stages)), [s.pass_at_k.value for s in means], color="black", linewidth=2.5,
+    # the mean only where every run got to: beyond, one run's value would pass for everyone's
+    reached = [(i, s) for i, s in enumerate(summarize(loop)) if s.runs == len(runs)]
+    ax.plot([i for i, _ in reached], [s.pass_at_k.value for _, s in reached], color="black", linewidth=2.5,
             label=f"mean of {len(runs)} runs")  # fmt: skip
     ax.set_xticks(range(len(stages)), stages)
     ax.set(title=f"Held-out pass@{points[-1].k} per stage", xlabel="stage", ylabel="verified solve rate",
