@@ -77,7 +77,10 @@ def control_evaluation(
             sandbox=sandbox, policy=policy, verifier=verifier, server=server,
         )  # fmt: skip
         pl.DataFrame([control.flat()]).write_parquet(out / "metrics.parquet")
-        comparison = compare_to_control(loop, control, steps, data_round)
+        loop_attempts = read_parquet(loop_file.with_name("attempts.parquet"))
+        comparison = compare_to_control(
+            loop, control, steps, data_round, loop_attempts, read_parquet(out / "attempts.parquet"), config.bootstrap
+        )
         (out / "comparison.json").write_text(comparison.model_dump_json(indent=2) + "\n")
         (out / "comparison.md").write_text(comparison.markdown())
         shutil.copytree(model, out / "model")
@@ -89,6 +92,7 @@ def control_evaluation(
             "pass_at_1": dg.MetadataValue.float(control.pass_at_1.value),
             f"pass_at_{control.k}": dg.MetadataValue.float(control.pass_at_k.value),
             "loop_verdict": dg.MetadataValue.text(comparison.verdict),
+            f"loop_minus_control_pass_at_{control.k}": dg.MetadataValue.float(comparison.difference_at_k.value),
             "comparison": dg.MetadataValue.md(comparison.markdown()),
         }
     )

@@ -128,18 +128,17 @@ def _promotion(instance, key: str) -> dict:
 @round_.command("study")
 @click.argument("homes", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="where study.md, study.json and study.png go")  # fmt: skip
+              help="where study.md, study.json, controls.json and study.png go")  # fmt: skip
 def study(homes: tuple[Path, ...], out: Path) -> None:
     """Several runs of one recipe side by side (e.g. `make smollm2 SEED=...`'s data roots): each
-    run's held-out pass@1 / pass@k from the base through its rounds to its control arms, and the
-    mean over runs per stage."""
-    from touchstone.evaluate.study import study_markdown, write_study
+    run's held-out pass@1 / pass@k from the base through its rounds to its control arms, the
+    mean over runs per stage, and the loop minus its control arms paired over tasks."""
+    from touchstone.evaluate.study import write_study
 
     try:
-        points = write_study(list(homes), out)
+        click.echo(write_study(list(homes), out))
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(study_markdown(points))
 
 
 @round_.command("run")

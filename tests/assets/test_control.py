@@ -13,19 +13,32 @@ from assets.control import lineage_steps
 from orchestration.partitions import register_round
 from orchestration.runner import materialize
 from tests.assets.conftest import TINY_CONFIG, tiny_resources
-from tests.assets.test_promotion import metrics
+from tests.assets.test_promotion import attempts, metrics
 from touchstone.checkpoint import checkpoint_hash, read_manifest
 from touchstone.evaluate.control import compare_to_control
 from touchstone.paths import Asset
 
 
-def test_the_verdict_is_the_loop_s_pass_at_k_against_the_control_s_interval():
-    assert compare_to_control(metrics("r002", 30), metrics("control", 10), 18, "r000").verdict == "above"
-    assert compare_to_control(metrics("r002", 10), metrics("control", 30), 18, "r000").verdict == "below"
-    within = compare_to_control(metrics("r002", 12), metrics("control", 10), 18, "r000")
-    assert within.verdict == "within" and "no gain of the loop shown" in within.markdown()
+def _compare(loop_solved: int, control_solved: int, control_n: int = 40):
+    """The loop solving tasks t0.. t{loop_solved-1} against a control solving t0.. t{control_solved-1}."""
+    return compare_to_control(
+        metrics("r002", loop_solved), metrics("control", control_solved, n=control_n), 18, "r000",
+        attempts("r002", loop_solved), attempts("control", control_solved, n=control_n), resamples=300,
+    )  # fmt: skip
+
+
+def test_the_verdict_is_the_paired_difference_of_the_two_arms_on_the_same_tasks():
+    assert _compare(30, 10).verdict == "above" and _compare(10, 30).verdict == "below"
+    # 18 against 12 of 40: the arms' intervals overlap, but the loop solves every task the control
+    # does and six more, which a paired bootstrap resolves
+    ahead = _compare(18, 12)
+    assert (ahead.interval_verdict, ahead.verdict) == ("within", "above")
+    assert ahead.difference_at_k.value == pytest.approx(6 / 40) and ahead.difference_at_k.low > 0
+    assert "paired difference's interval lies above 0" in ahead.markdown()
+    tied = _compare(13, 12)  # one task apart: the paired interval holds 0
+    assert tied.verdict == "within" and "no gain of the loop shown" in tied.markdown()
     with pytest.raises(ValueError, match="evaluated differently: loop 40 tasks x 1, control 20 x 1"):
-        compare_to_control(metrics("r002", 12), metrics("control", 10, n=20), 18, "r000")
+        _compare(12, 10, control_n=20)
 
 
 def _checkpoint(instance, partition: str, parent: str, updated: bool = True, steps: int = 6):

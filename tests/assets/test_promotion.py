@@ -13,9 +13,9 @@ from touchstone.evaluate import round_metrics
 from touchstone.evaluate.promotion import PromotionPolicy, decide
 
 
-def metrics(round_key: str, solved: int, n: int = 40, hacks: int = 0):
-    """Round metrics from an attempt table: `solved` of `n` tasks verified, `hacks` with a finding."""
-    attempts = pl.DataFrame(
+def attempts(round_key: str, solved: int, n: int = 40, hacks: int = 0) -> pl.DataFrame:
+    """An attempt table of `n` tasks, one attempt each: tasks t0.. t{solved-1} verified, `hacks` with a finding."""
+    return pl.DataFrame(
         {
             "task_id": [f"t{i}" for i in range(n)],
             "trajectory_id": [f"{round_key}-{i}" for i in range(n)],
@@ -26,7 +26,12 @@ def metrics(round_key: str, solved: int, n: int = 40, hacks: int = 0):
             "exit_reason": ["submitted"] * n,
         }
     )
-    return round_metrics(attempts, round_key=round_key, checkpoint_hash=f"hash-{round_key}", k=1, resamples=300)
+
+
+def metrics(round_key: str, solved: int, n: int = 40, hacks: int = 0):
+    """Round metrics from `attempts`."""
+    table = attempts(round_key, solved, n, hacks)
+    return round_metrics(table, round_key=round_key, checkpoint_hash=f"hash-{round_key}", k=1, resamples=300)
 
 
 def test_point_rule_promotes_the_better_and_keeps_the_incumbent_against_a_worse():

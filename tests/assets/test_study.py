@@ -10,7 +10,8 @@ import shutil
 import polars as pl
 from click.testing import CliRunner
 
-from touchstone.evaluate.study import read_run, summarize
+from tests.assets.test_promotion import attempts, metrics
+from touchstone.evaluate.study import control_gaps, read_run, summarize
 
 
 def _pass_at_k(home, *parts) -> float:
@@ -49,3 +50,33 @@ def test_a_study_of_roots_with_nothing_evaluated_says_so(tmp_path):
 
     result = CliRunner().invoke(main, ["round", "study", str(tmp_path), "--out", str(tmp_path / "s")])
     assert result.exit_code == 1 and "no evaluated stage" in result.output
+
+
+def _controlled_run(home, loop_solved: int, control_solved: int):
+    """A data root whose r002 was evaluated and controlled: 40 one-attempt tasks each arm."""
+    for asset, name, solved in (
+        ("round_evaluation", "r002", loop_solved),
+        ("control_evaluation", "control", control_solved),
+    ):
+        where = home / "rounds" / "r002" / asset
+        where.mkdir(parents=True)
+        attempts(name, solved).write_parquet(where / "attempts.parquet")
+        pl.DataFrame([metrics(name, solved).flat()]).write_parquet(where / "metrics.parquet")
+
+
+def test_a_study_pools_the_loop_minus_its_control_over_runs_per_task(tmp_path):
+    from cli import main
+
+    _controlled_run(tmp_path / "seed-a", 14, 12)  # two tasks ahead of its control: alone, not resolved
+    _controlled_run(tmp_path / "seed-b", 15, 12)
+    _controlled_run(tmp_path / "seed-c", 14, 11)
+    gaps = control_gaps([tmp_path / s for s in ("seed-a", "seed-b", "seed-c")])
+    assert [(g.run, g.tasks) for g in gaps] == [("seed-a", 40), ("seed-b", 40), ("seed-c", 40), ("all runs", 40)]
+    assert gaps[0].difference_at_k.value == 2 / 40 and gaps[0].difference_at_k.low == 0
+    pooled = gaps[-1].difference_at_k  # per task, the mean over the seeds; then a bootstrap over tasks
+    assert pooled.value == (2 + 3 + 3) / 3 / 40 and pooled.low > 0
+    result = CliRunner().invoke(main, ["round", "study", *(str(tmp_path / s) for s in ("seed-a", "seed-b", "seed-c")),
+                                       "--out", str(tmp_path / "s")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "| all runs | last controlled | 40 |" in result.output
+    assert len(json.loads((tmp_path / "s" / "controls.json").read_text())) == 4

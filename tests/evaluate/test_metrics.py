@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from touchstone.evaluate.metrics import paired_interval, per_task_difference
 from touchstone.evaluate.schema import Interval, LikelihoodMetrics
 from touchstone.evaluate import (
     RoundMetrics,
@@ -164,3 +165,14 @@ def test_likelihood_figures_travel_through_the_parquet_row_and_the_report(tmp_pa
     matched = next(line for line in report.splitlines() if "| r002 | 4.20" in line)
     assert matched.endswith("| 0.62 [0.50, 0.75] |")  # the last column of the reference's table
     assert plot_rounds([back], tmp_path / "p.png").stat().st_size > 0
+
+
+def test_the_paired_difference_is_per_task_and_refuses_different_task_sets():
+    loop = _attempts({"a": [True, True], "b": [True, False], "c": [False, False]})
+    control = _attempts({"a": [True, False], "b": [True, False], "c": [False, False]})
+    at_1, at_k = paired_interval(per_task_difference(loop, control, k=2), resamples=200)
+    assert at_1.value == pytest.approx(0.5 / 3)  # task a: 1.0 - 0.5
+    assert at_k.value == pytest.approx(0.0)  # pass@2 is 1.0 on a and b in both arms
+    assert at_1.low >= 0 and at_k.low == at_k.high == 0
+    with pytest.raises(ValueError, match="different tasks, e.g. c"):
+        per_task_difference(loop, _attempts({"a": [True, True], "b": [True], "d": [False, False]}), k=1)

@@ -1,6 +1,8 @@
 """The control arm of expert iteration: the loop's checkpoint against the base trained for
 the same number of steps on round 0's verified data alone. What the rounds add beyond more
-steps on the first round's data is the loop's own gain; overlapping intervals show none."""
+steps on the first round's data is the loop's own gain, measured per task: both arms answer the
+same held-out tasks, so the verdict is the paired difference's interval (a resample draws a task
+for both arms), not whether the two arms' own intervals overlap."""
 
 from __future__ import annotations
 
@@ -8,6 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+import polars as pl
+
+from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES, paired_interval, per_task_difference
 from touchstone.evaluate.promotion import compare
 from touchstone.evaluate.report import interval_text
 from touchstone.evaluate.schema import Interval, RoundMetrics
@@ -26,7 +31,10 @@ class ControlComparison(BaseModel):
     control_pass_at_1: Interval
     loop_pass_at_k: Interval
     control_pass_at_k: Interval
-    verdict: Literal["above", "within", "below"]  # the loop's pass@k against the control's interval
+    difference_at_1: Interval  # loop minus control, paired bootstrap over tasks
+    difference_at_k: Interval
+    verdict: Literal["above", "within", "below"]  # difference_at_k's interval against 0
+    interval_verdict: Literal["above", "within", "below"]  # the loop's pass@k interval against the control's
 
     def markdown(self) -> str:
         k = self.k
@@ -42,20 +50,37 @@ class ControlComparison(BaseModel):
                 "| --- | --- | --- |",
                 f"| loop ({self.round}) | {interval_text(self.loop_pass_at_1)} | {interval_text(self.loop_pass_at_k)} |",
                 f"| control | {interval_text(self.control_pass_at_1)} | {interval_text(self.control_pass_at_k)} |",
+                f"| loop minus control, paired | {interval_text(self.difference_at_1)} "
+                f"| {interval_text(self.difference_at_k)} |",
                 "",
-                f"The loop's pass@{k} is **{self.verdict}** the control's"
-                + (" interval." if self.verdict != "within" else ": the intervals overlap, no gain of the loop shown."),
+                f"The loop's pass@{k} is **{self.verdict}** the control's: "
+                + {
+                    "above": "the paired difference's interval lies above 0.",
+                    "below": "the paired difference's interval lies below 0.",
+                    "within": "the paired difference's interval holds 0, no gain of the loop shown.",
+                }[self.verdict]
+                + f" Side by side, the arms' own pass@{k} intervals say `{self.interval_verdict}`.",
                 "",
             ]
         )
 
 
-def compare_to_control(loop: RoundMetrics, control: RoundMetrics, steps: int, data_round: str) -> ControlComparison:
+def compare_to_control(
+    loop: RoundMetrics,
+    control: RoundMetrics,
+    steps: int,
+    data_round: str,
+    loop_attempts: pl.DataFrame,
+    control_attempts: pl.DataFrame,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> ControlComparison:
+    """The two arms' figures and attempt tables (`attempts_table`) on the same held-out tasks."""
     if (loop.n_tasks, loop.k) != (control.n_tasks, control.k):
         raise ValueError(
             f"the arms were evaluated differently: loop {loop.n_tasks} tasks x {loop.k}, "
             f"control {control.n_tasks} x {control.k}"
         )
+    at_1, at_k = paired_interval(per_task_difference(loop_attempts, control_attempts, loop.k), resamples)
     return ControlComparison(
         round=loop.round,
         steps=steps,
@@ -65,5 +90,8 @@ def compare_to_control(loop: RoundMetrics, control: RoundMetrics, steps: int, da
         control_pass_at_1=control.pass_at_1,
         loop_pass_at_k=loop.pass_at_k,
         control_pass_at_k=control.pass_at_k,
-        verdict=VERDICTS[compare(loop.pass_at_k, control.pass_at_k)],
+        difference_at_1=at_1,
+        difference_at_k=at_k,
+        verdict=VERDICTS[compare(at_k, Interval(value=0.0, low=0.0, high=0.0))],
+        interval_verdict=VERDICTS[compare(loop.pass_at_k, control.pass_at_k)],
     )

@@ -93,13 +93,7 @@ def round_metrics(
     absent = [c for c in ATTEMPT_COLUMNS if c not in attempts.columns]
     if absent:
         raise ValueError(f"attempts table lacks columns {absent}")
-    per_task = attempts.group_by("task_id").agg(pl.len().alias("n"), pl.col("verified").sum().alias("c"))
-    short = per_task.filter(pl.col("n") < k)
-    if short.height:
-        raise ValueError(f"k={k} but task {short['task_id'][0]} has only {short['n'][0]} attempts")
-    rows = list(per_task.iter_rows(named=True))
-    p1 = np.array([pass_at_k(r["n"], r["c"], 1) for r in rows])
-    pk = np.array([pass_at_k(r["n"], r["c"], k) for r in rows])
+    per_task = per_task_pass(attempts, k)
     tokens = attempts["tokens"].drop_nulls()
     n = attempts.height
     return RoundMetrics(
@@ -108,8 +102,8 @@ def round_metrics(
         n_tasks=per_task.height,
         k=k,
         n_attempts=n,
-        pass_at_1=bootstrap_interval(p1, resamples, seed=seed),
-        pass_at_k=bootstrap_interval(pk, resamples, seed=seed),
+        pass_at_1=bootstrap_interval(per_task["pass_at_1"].to_numpy(), resamples, seed=seed),
+        pass_at_k=bootstrap_interval(per_task["pass_at_k"].to_numpy(), resamples, seed=seed),
         hack_attempt_rate=float(attempts["findings"].sum() / n) if n else 0.0,
         hack_attempt_share=float((attempts["findings"] > 0).sum() / n) if n else 0.0,
         mean_turns=float(attempts["turns"].mean()) if n else 0.0,
@@ -125,6 +119,43 @@ def round_metrics(
             else {}
         ),
     )
+
+
+def per_task_pass(attempts: pl.DataFrame, k: int) -> pl.DataFrame:
+    """One row per task (sorted by task id): its unbiased pass@1 and pass@k."""
+    per_task = attempts.group_by("task_id").agg(pl.len().alias("n"), pl.col("verified").sum().alias("c"))
+    short = per_task.filter(pl.col("n") < k)
+    if short.height:
+        raise ValueError(f"k={k} but task {short['task_id'][0]} has only {short['n'][0]} attempts")
+    rows = list(per_task.sort("task_id").iter_rows(named=True))
+    return pl.DataFrame(
+        {
+            "task_id": [r["task_id"] for r in rows],
+            "pass_at_1": [pass_at_k(r["n"], r["c"], 1) for r in rows],
+            "pass_at_k": [pass_at_k(r["n"], r["c"], k) for r in rows],
+        },
+        schema={"task_id": pl.String, "pass_at_1": pl.Float64, "pass_at_k": pl.Float64},
+    )
+
+
+def per_task_difference(first: pl.DataFrame, second: pl.DataFrame, k: int) -> pl.DataFrame:
+    """Per task, `first`'s pass@1 and pass@k minus `second`'s: two attempt tables on the same tasks."""
+    a, b = per_task_pass(first, k), per_task_pass(second, k)
+    if a["task_id"].to_list() != b["task_id"].to_list():
+        only = sorted(set(a["task_id"]) ^ set(b["task_id"]))
+        raise ValueError(f"the two arms were evaluated on different tasks, e.g. {only[0]}")
+    return a.select("task_id", pl.col("pass_at_1") - b["pass_at_1"], pl.col("pass_at_k") - b["pass_at_k"])
+
+
+def paired_interval(
+    differences: pl.DataFrame, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+) -> tuple[Interval, Interval]:
+    """The mean pass@1 and pass@k difference (`per_task_difference`'s table) with a paired
+    bootstrap over tasks: a resample draws a task for both arms at once, so a task's difficulty
+    cancels out and the interval is much narrower than the two arms' own intervals side by side,
+    which overlap even when one arm is ahead on every task where the two differ."""
+    at_1, at_k = (differences[col].to_numpy() for col in ("pass_at_1", "pass_at_k"))
+    return bootstrap_interval(at_1, resamples, seed=seed), bootstrap_interval(at_k, resamples, seed=seed)
 
 
 def _valid_rate(attempts: pl.DataFrame, resamples: int, seed: int) -> Interval | None:

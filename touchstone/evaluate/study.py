@@ -3,7 +3,8 @@
 For each run, the held-out figures from where the rounds started (`base_evaluation`) through
 every round (a round that made no update keeps its starting weights, so it carries their
 figures, marked) to its control arms; then, per stage, the mean over the runs with the
-lowest and highest run. What `touchstone round study HOME...` prints, writes and plots.
+lowest and highest run; then the loop minus its control arm, paired over the held-out tasks,
+per run and over all runs. What `touchstone round study HOME...` prints, writes and plots.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel
 
+from touchstone.evaluate.metrics import paired_interval, per_task_difference
 from touchstone.evaluate.plots import plt
 from touchstone.evaluate.report import interval_text
 from touchstone.evaluate.schema import Interval, RoundMetrics
@@ -39,6 +41,19 @@ class StageSummary(BaseModel):
     runs: int
     pass_at_1: Interval  # value: the mean over runs; low / high: the lowest / highest run
     pass_at_k: Interval
+
+
+class ControlGap(BaseModel):
+    """The loop's round minus its control arm on the same held-out tasks (paired bootstrap over
+    tasks); `run` "all runs" pools every run's last controlled round: per task, the mean of the
+    runs' differences, so a task counts once however many seeds answered it."""
+
+    run: str
+    round: str
+    k: int
+    tasks: int
+    difference_at_1: Interval
+    difference_at_k: Interval
 
 
 def read_run(home: Path, run: str) -> list[StudyPoint]:
@@ -68,6 +83,34 @@ def _point(run: str, stage: str, path: Path) -> StudyPoint:
     )
 
 
+def control_gaps(homes: list[Path]) -> list[ControlGap]:
+    """Per run, every round with a control arm; then, with two or more runs, all runs pooled."""
+    gaps, last = [], []
+    for home in homes:
+        found = sorted(d.parents[1] for d in home.glob(f"rounds/r*/{Asset.CONTROL_EVALUATION}/attempts.parquet"))
+        for round_dir in found:
+            k = RoundMetrics.from_flat(
+                pl.read_parquet(round_dir / Asset.CONTROL_EVALUATION / "metrics.parquet").row(0, named=True)
+            ).k
+            diff = per_task_difference(
+                pl.read_parquet(round_dir / Asset.ROUND_EVALUATION / "attempts.parquet"),
+                pl.read_parquet(round_dir / Asset.CONTROL_EVALUATION / "attempts.parquet"),
+                k,
+            )
+            gaps.append(_gap(home.name, round_dir.name, k, diff))
+        if found:
+            last.append(diff)
+    if len(last) > 1:
+        pooled = pl.concat(last).group_by("task_id").mean()
+        gaps.append(_gap("all runs", "last controlled", gaps[-1].k, pooled))
+    return gaps
+
+
+def _gap(run: str, round_key: str, k: int, diff: pl.DataFrame) -> ControlGap:
+    at_1, at_k = paired_interval(diff)
+    return ControlGap(run=run, round=round_key, k=k, tasks=diff.height, difference_at_1=at_1, difference_at_k=at_k)
+
+
 def summarize(points: list[StudyPoint]) -> list[StageSummary]:
     """Per stage: the base, the rounds, the control arms."""
     stages = sorted({p.stage for p in points}, key=lambda stage: (stage != "base", stage.startswith("control"), stage))
@@ -86,8 +129,9 @@ def _summary(stage: str, points: list[StudyPoint]) -> StageSummary:
     )
 
 
-def study_markdown(points: list[StudyPoint]) -> str:
-    """Every run's stages with their bootstrap intervals over tasks, then the mean over runs."""
+def study_markdown(points: list[StudyPoint], gaps: list[ControlGap] = ()) -> str:
+    """Every run's stages with their bootstrap intervals over tasks, the mean over runs, then
+    the loop minus its control arms."""
     if not points:
         raise ValueError("no evaluated stage in these data roots: run rounds first")
     k = points[-1].k
@@ -103,6 +147,17 @@ def study_markdown(points: list[StudyPoint]) -> str:
     lines.append("| --- | --- | --- | --- |")
     for s in summarize(points):
         lines.append(f"| {s.stage} | {s.runs} | {_spread_text(s.pass_at_1)} | {_spread_text(s.pass_at_k)} |")
+    if gaps:
+        lines += [
+            "",
+            f"| loop minus control, paired over tasks | round | tasks | pass@1 [95% CI] | pass@{k} [95% CI] |",
+        ]
+        lines.append("| --- | --- | --- | --- | --- |")
+        for g in gaps:
+            lines.append(
+                f"| {g.run} | {g.round} | {g.tasks} | {interval_text(g.difference_at_1)} "
+                f"| {interval_text(g.difference_at_k)} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -143,12 +198,16 @@ def plot_study(points: list[StudyPoint], path: Path) -> Path:
     return path
 
 
-def write_study(homes: list[Path], out: Path) -> list[StudyPoint]:
+def write_study(homes: list[Path], out: Path) -> str:
     """Read the runs (each named by its data root's directory) and write OUT/study.md,
-    OUT/study.json (every point, for re-plotting) and OUT/study.png."""
+    OUT/study.json (every point, for re-plotting), OUT/controls.json (the loop minus its
+    control arms) and OUT/study.png; returns study.md's text."""
     points = [p for home in homes for p in read_run(home, home.name)]
+    gaps = control_gaps(homes)
+    text = study_markdown(points, gaps)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "study.md").write_text(study_markdown(points))
+    (out / "study.md").write_text(text)
     (out / "study.json").write_text(json.dumps([p.model_dump() for p in points], indent=1) + "\n")
+    (out / "controls.json").write_text(json.dumps([g.model_dump() for g in gaps], indent=1) + "\n")
     plot_study(points, out / "study.png")
-    return points
+    return text
