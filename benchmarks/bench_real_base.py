@@ -1,6 +1,7 @@
 """The real base model (SmolLM2-135M-Instruct, `touchstone model fetch`) on this machine:
 generation tokens/s on an agent prompt (batch 1, 4 and 8), the first turns of a task's attempts
-sampled together (one prefill, one batch: what rollouts do) and one at a time,
+sampled together (one prefill, one batch: what rollouts do) and one at a time, the second turns
+of two concurrent episodes sampled together (what rollout workers do) and one at a time,
 an agent turn through the `hf:` policy as the loop runs it (turn 1 and turn 2, with the KV
 caches it reuses and, for comparison, with every prompt prefilled from scratch), and LoRA SFT
 seconds per step on rows in its text tool protocol (LoRA on every layer, and on the top 8).
@@ -114,6 +115,38 @@ def first_turns(base: Path, new_tokens: int, attempts: int = 2) -> list[dict]:
     return rows
 
 
+def later_turns(base: Path, new_tokens: int, episodes: int = 2) -> list[dict]:
+    """The second turns of `episodes` episodes acting at once (rollout workers: different
+    conversations, each with its first turn's KV cache) through the `hf:` policy: sampled
+    together (`group_attempts(1, concurrent)`: each row prefilled on its own cache, one batch)
+    and one at a time. The same seeds, so the same completions: the walls compare like with like."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from touchstone.agent.policies import make_policy
+    from touchstone.agent.policies.spec import PolicySpec
+    from touchstone.episode.trajectory import Sampling
+
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": STATEMENT}]
+    policy = make_policy(PolicySpec("hf", str(base)), Sampling(temperature=0.7, top_p=0.95, max_tokens=new_tokens))
+    rows = []
+    for concurrent in (episodes, 1):
+        policy.group_attempts(1, concurrent)
+        acting = [policy.episode(policy.sampling.attempt_seed(i), 3) for i in range(episodes)]
+        chats = []
+        for episode in acting:  # first turns, not timed
+            first = episode.act(messages, TOOL_SCHEMAS)
+            chats.append([*messages, first.message, {"role": "tool", "content": "replaced 1 occurrence in calc.py"}])
+        start = time.perf_counter()
+        with ThreadPoolExecutor(episodes) as pool:
+            turns = list(pool.map(lambda pair: pair[0].act(pair[1], TOOL_SCHEMAS), zip(acting, chats)))
+        how = "together" if concurrent > 1 else "one at a time"
+        rows.append({"measure": f"second turns of {episodes} concurrent episodes, {how}",
+                     "prompt_tokens": max(t.prompt_tokens for t in turns),
+                     "new_tokens": sum(t.completion_tokens for t in turns),
+                     "wall_s": round(time.perf_counter() - start, 1)})  # fmt: skip
+    return rows
+
+
 def training_step(base: Path, steps: int, top_layers: int | None = None) -> dict:
     from touchstone.data.schema import SFTRow, write_rows
     from training.expert_iteration import lora_config
@@ -158,7 +191,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--steps", type=int, default=2)
-    parser.add_argument("--only", choices=["first-turns"], help="one measure alone")
+    parser.add_argument("--only", choices=["first-turns", "later-turns"], help="one measure alone")
     args = parser.parse_args()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -177,8 +210,12 @@ def main() -> None:
         for row in generation(model, tokenizer, args.new_tokens):
             measured(row)
     del model
-    for row in first_turns(base, args.new_tokens):
-        measured(row)
+    if args.only in (None, "first-turns"):
+        for row in first_turns(base, args.new_tokens):
+            measured(row)
+    if args.only in (None, "later-turns"):
+        for row in later_turns(base, args.new_tokens):
+            measured(row)
     if args.only is None:
         for row in agent_turns(base, args.new_tokens):
             measured(row)

@@ -87,3 +87,55 @@ def test_a_tasks_attempts_share_one_first_prefill_and_record_what_ungrouped_atte
         alone = run_episode(simple_task, ungrouped, attempt=i, backend="bwrap", limits=limits)
         assert [t.completion_ids for t in run.turns] == [t.completion_ids for t in alone.turns]
         assert run.trajectory_id == alone.trajectory_id
+
+
+def test_later_turns_of_different_conversations_sample_in_one_batch_what_they_sample_alone(checkpoint):
+    policy = make_policy(PolicySpec.parse(f"hf:{checkpoint}"), Sampling(temperature=1.0, max_tokens=10))
+    encode = lambda text: policy.tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
+    # two conversations of different lengths, each with the KV cache of its first turn
+    starts = [
+        encode("def add(a, b):\n    return"),
+        encode("# a longer first prompt\nclass Stack:\n    def push(self, x):"),
+    ]
+    firsts = [policy._sample(prompt, [seed])[0] for prompt, seed in zip(starts, (1, 2))]
+    seconds = [
+        prompt + completion + encode(tail)
+        for prompt, (completion, _, _), tail in zip(starts, firsts, ("\nok", "\nthe test failed: try again\n"))
+    ]
+    requests = [(prompt, seed, cache) for prompt, seed, (_, _, cache) in zip(seconds, (31, 32), firsts)]
+    batch = policy._sample_each(requests)
+    for (prompt, seed, cache), (completion, logprobs, kv) in zip(requests, batch):
+        alone, alone_logprobs, alone_kv = policy._sample(prompt, [seed], cache)[0]
+        assert completion == alone and logprobs == pytest.approx(alone_logprobs, abs=1e-4)
+        assert kv.ids == alone_kv.ids and kv.cache.get_seq_length() == len(kv.ids)  # no padding left in the cache
+        for mine, theirs in zip(kv.cache.layers, alone_kv.cache.layers):
+            assert torch.allclose(mine.keys, theirs.keys, atol=1e-4)
+            assert torch.allclose(mine.values, theirs.values, atol=1e-4)
+
+
+def test_concurrent_episodes_batch_their_later_turns_and_record_what_they_record_alone(simple_task, checkpoint):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sampling = Sampling(temperature=1.0, top_p=0.95, max_tokens=16, seed=3)
+    limits = EpisodeLimits(max_turns=3)
+    spec = PolicySpec.parse(f"hf:{checkpoint}")
+    together = make_policy(spec, sampling)
+    together.group_attempts(2, concurrent=2)
+    batches: list[int] = []
+    sample_each = together._sample_each
+
+    def recorded(requests):
+        batches.append(len(requests))
+        return sample_each(requests)
+
+    together._sample_each = recorded
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(
+            pool.map(lambda i: run_episode(simple_task, together, attempt=i, backend="bwrap", limits=limits), range(2))
+        )
+    assert all(len(r.turns) == 3 for r in runs), [(r.exit_reason, r.error) for r in runs]
+    assert 2 in batches  # the two episodes' later turns were sampled together
+    alone = make_policy(spec, sampling)
+    for i, run in enumerate(runs):
+        single = run_episode(simple_task, alone, attempt=i, backend="bwrap", limits=limits)
+        assert [t.completion_ids for t in run.turns] == [t.completion_ids for t in single.turns]

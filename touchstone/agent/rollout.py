@@ -129,7 +129,7 @@ def solve(
     for stale in out.glob("**/.*.tmp"):  # half-written files of a killed run
         stale.unlink()
     policy = make_policy(policy_spec, sampling)
-    policy.group_attempts(attempts)
+    policy.group_attempts(attempts, workers)
     limits = limits or EpisodeLimits()
     try:
         plan = plan_attempts(task_list, policy, attempts)

@@ -71,9 +71,10 @@ class Policy(ABC):
         """Fresh per-attempt state; `seed` makes sampling reproducible;
         `max_turns` is the episode's turn budget (a policy may plan with it)."""
 
-    def group_attempts(self, attempts: int) -> None:
+    def group_attempts(self, attempts: int, concurrent: int = 1) -> None:
         """Attempts 0..attempts-1 of each task will run (each starting from the same
-        conversation): a policy that can sample their first turns together does."""
+        conversation), up to `concurrent` episodes at a time: a policy that can sample
+        their turns together does."""
 
     def close(self) -> None:
         """Release resources (models, clients)."""

@@ -18,7 +18,9 @@ it). A text-protocol model stops at the end of its tool call instead of running 
 limit. Reuse changes only where the arithmetic happens (chunked prefill), not what is sampled.
 The k attempts of a task share their first prompt: their first turns are one prefill and one
 batch of k rows, each row drawing from its own seed (`row_sampling`), so batching changes
-nothing an attempt samples either (up to the float rounding of batched arithmetic).
+nothing an attempt samples either (up to the float rounding of batched arithmetic). Later turns
+of episodes that run at once (rollout workers) are sampled together too: each row prefilled on
+its own conversation's cache, the caches left-padded into one batch (`_sample_each`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from touchstone.agent.policies import Episode, Policy, PolicyError, PolicyTurn
@@ -136,6 +138,22 @@ class KVPrefix:
         return len(self.ids) < len(prompt) and tuple(prompt[: len(self.ids)]) == self.ids
 
 
+@dataclass
+class _TurnRequest:
+    """A later turn waiting to be sampled with the other episodes' (`HFPolicy.generate`)."""
+
+    prompt: list[int]
+    seed: int
+    cache: KVPrefix | None
+    result: tuple[list[int], list[float], KVPrefix] | Exception | None = field(default=None)
+
+    def outcome(self) -> tuple[list[int], list[float], KVPrefix]:
+        if isinstance(self.result, Exception):
+            raise self.result
+        assert self.result is not None  # set under the policy's lock before any reader gets it
+        return self.result
+
+
 class _HFEpisode(Episode):
     def __init__(self, policy: "HFPolicy", seed: int):
         self.policy = policy
@@ -199,7 +217,12 @@ class HFPolicy(Policy):
     lock. Each sampled row draws from its own seed (`row_sampling`), so a seed
     fixes its sample whether it was drawn alone or in a batch. The attempts of a
     task share their first prompt: their first turns are sampled together, one
-    prefill and one batch (`group_attempts`)."""
+    prefill and one batch (`group_attempts`); the later turns of concurrent episodes
+    are sampled in one batch with whichever others asked meanwhile (`generate`)."""
+
+    # how long a later turn waits for the other concurrent episodes' turns to join its batch:
+    # they come back from the sandbox within this on a one-site task; a lone episode loses it
+    JOIN_WAIT_S = 0.3
 
     def __init__(self, spec: PolicySpec, sampling: Sampling):
         super().__init__(spec, sampling)
@@ -225,6 +248,9 @@ class HFPolicy(Policy):
         self._system_caches: dict[tuple[int, ...], KVPrefix] = {}
         self._lock = threading.RLock()  # one model call at a time
         self._attempts = 1  # attempts per task that share their first prompt (group_attempts)
+        self._concurrent = 1  # episodes acting at once (group_attempts): later turns batch up to this
+        self._queued = threading.Condition()  # guards _queue
+        self._queue: list[_TurnRequest] = []  # later turns not yet sampled
         # first turns sampled with a sibling attempt, waiting for that attempt: (prompt, episode seed) -> sample
         self._first_turns: dict[tuple[tuple[int, ...], int], tuple[list[int], list[float], KVPrefix]] = {}
 
@@ -234,8 +260,8 @@ class HFPolicy(Policy):
     def episode(self, seed: int, max_turns: int) -> Episode:
         return _HFEpisode(self, seed)
 
-    def group_attempts(self, attempts: int) -> None:
-        self._attempts = attempts
+    def group_attempts(self, attempts: int, concurrent: int = 1) -> None:
+        self._attempts, self._concurrent = attempts, concurrent
 
     def first_turn(
         self, prompt: list[int], seed: int, cache: KVPrefix | None = None
@@ -283,8 +309,32 @@ class HFPolicy(Policy):
     ) -> tuple[list[int], list[float], KVPrefix]:
         """Sample a completion; returns its ids, the log probability of each sampled token
         under the distribution it was sampled from, and the KV cache of prompt + completion
-        (pass it back with the next turn's prompt: only the tokens it lacks are prefilled)."""
-        return self._sample(prompt, [seed], cache)[0]
+        (pass it back with the next turn's prompt: only the tokens it lacks are prefilled).
+        With concurrent episodes the request joins a queue; whoever gets the model next
+        samples every queued request in one batch (waiting up to JOIN_WAIT_S for the other
+        episodes), so each caller finds its result done or serves the queue itself."""
+        if self._concurrent < 2:
+            return self._sample(prompt, [seed], cache)[0]
+        request = _TurnRequest(prompt, seed, cache)
+        with self._queued:
+            self._queue.append(request)
+            self._queued.notify_all()
+        with self._lock:
+            if request.result is None:
+                self._serve_queue()
+        return request.outcome()
+
+    def _serve_queue(self) -> None:
+        """Sample every queued later turn in one batch. Called under the lock."""
+        with self._queued:
+            self._queued.wait_for(lambda: len(self._queue) >= self._concurrent, timeout=self.JOIN_WAIT_S)
+            batch, self._queue = self._queue, []
+        try:
+            rows: list = self._sample_each([(r.prompt, r.seed, r.cache) for r in batch])
+        except (RuntimeError, ValueError) as exc:  # every waiting episode's turn failed with it
+            rows = [exc] * len(batch)
+        for request, row in zip(batch, rows):
+            request.result = row
 
     def _sample(
         self, prompt: list[int], seeds: list[int], cache: KVPrefix | None = None
@@ -292,29 +342,66 @@ class HFPolicy(Policy):
         """One completion of `prompt` per seed, in one batch after one prefill: `generate`'s
         triple for each row (the rows' caches cut to their own lengths)."""
         import torch
-        from transformers import LogitsProcessorList
 
-        n, s = len(seeds), self.sampling
-        sampler = RowSampler(seeds, s, self.device)
+        n = len(seeds)
         with self._lock, torch.no_grad():
             past = self._prefilled(prompt, cache)
             if past is not None and n > 1:
                 past.batch_repeat_interleave(n)
-            out = self.model.generate(
-                torch.tensor([prompt] * n, device=self.device),
-                attention_mask=torch.ones(n, len(prompt), dtype=torch.long, device=self.device),
-                cache=past, do_sample=False, temperature=None, top_p=None, top_k=None,
-                logits_processor=LogitsProcessorList([sampler]), max_new_tokens=s.max_tokens,
-                eos_token_id=self.eos_id, pad_token_id=self.tokenizer.pad_token_id, return_dict_in_generate=True,
-                stop_strings=self.stop_strings, tokenizer=self.tokenizer if self.stop_strings else None,
-            )  # fmt: skip
+            return self._decode([prompt] * n, [0] * n, seeds, past)
+
+    def _sample_each(
+        self, requests: list[tuple[list[int], int, KVPrefix | None]]
+    ) -> list[tuple[list[int], list[float], KVPrefix]]:
+        """One completion per (prompt, seed, cache), in one batch: each prompt prefilled on its
+        own cache, the caches left-padded to the longest (padding masked out, positions counted
+        from each row's first real token, so a row computes what it computes alone)."""
+        import torch
+
+        if len(requests) == 1 or any(len(prompt) < 2 for prompt, _, _ in requests):
+            return [self._sample(prompt, [seed], cache)[0] for prompt, seed, cache in requests]
+        with self._lock, torch.no_grad():
+            pasts = [self._prefilled(prompt, cache) for prompt, _, cache in requests]
+            width = max(len(prompt) for prompt, _, _ in requests)
+            pads = [width - len(prompt) for prompt, _, _ in requests]
+            layers = [past.layers for past in pasts]
+            for i, layer in enumerate(layers[0]):  # the first row's cache becomes the batch's
+                for name in ("keys", "values"):
+                    rows = [getattr(row[i], name) for row in layers]
+                    padded = [torch.nn.functional.pad(t, (0, 0, pad, 0)) for t, pad in zip(rows, pads)]
+                    setattr(layer, name, torch.cat(padded))
+            return self._decode([p for p, _, _ in requests], pads, [seed for _, seed, _ in requests], pasts[0])
+
+    def _decode(
+        self, prompts: list[list[int]], pads: list[int], seeds: list[int], past: Any
+    ) -> list[tuple[list[int], list[float], KVPrefix]]:
+        """Sample one completion per row of `prompts` (left-padded by `pads` to one width),
+        `past` holding the KV cache of every row but its last token. Called under the lock."""
+        import torch
+        from transformers import LogitsProcessorList
+
+        s, n = self.sampling, len(prompts)
+        sampler = RowSampler(seeds, s, self.device)
+        ids = [[self.eos_id] * pad + prompt for prompt, pad in zip(prompts, pads)]
+        mask = [[0] * pad + [1] * len(prompt) for prompt, pad in zip(prompts, pads)]
+        width = len(ids[0])
+        out = self.model.generate(
+            torch.tensor(ids, device=self.device), attention_mask=torch.tensor(mask, device=self.device),
+            cache=past, do_sample=False, temperature=None, top_p=None, top_k=None,
+            logits_processor=LogitsProcessorList([sampler]), max_new_tokens=s.max_tokens,
+            eos_token_id=self.eos_id, pad_token_id=self.tokenizer.pad_token_id, return_dict_in_generate=True,
+            stop_strings=self.stop_strings, tokenizer=self.tokenizer if self.stop_strings else None,
+        )  # fmt: skip
         rows = []
-        for i, row in enumerate(out.sequences[:, len(prompt) :].tolist()):
+        for i, (row, prompt, pad) in enumerate(zip(out.sequences[:, width:].tolist(), prompts, pads)):
             completion = row[: self._row_end(row)]
             kept = len(prompt) + len(completion) - 1  # the cache holds all but the last sampled token
             row_cache = out.cache if n == 1 else copy.deepcopy(out.cache)
             if n > 1:
                 row_cache.batch_select_indices(torch.tensor([i], device=self.device))
+            if pad:
+                for layer in row_cache.layers:  # the row's own positions only
+                    layer.keys, layer.values = layer.keys[:, :, pad:], layer.values[:, :, pad:]
             if row_cache.get_seq_length() > kept:  # transformers 5: a negative count drops that many tokens
                 row_cache.crop(kept - row_cache.get_seq_length())
             rows.append(
