@@ -121,6 +121,9 @@ def test_concurrent_episodes_batch_their_later_turns_and_record_what_they_record
     spec = PolicySpec.parse(f"hf:{checkpoint}")
     together = make_policy(spec, sampling)
     together.group_attempts(2, concurrent=2)
+    # wait for the other episode however slow the sandbox is here (the tiny model's turns take
+    # milliseconds, so the policy's own wait, a share of that, would leave batching to chance)
+    together.JOIN_WAIT_S, together.JOIN_WAIT_SHARE = 10.0, 1e6
     batches: list[int] = []
     sample_each = together._sample_each
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,9 +221,11 @@ class HFPolicy(Policy):
     prefill and one batch (`group_attempts`); the later turns of concurrent episodes
     are sampled in one batch with whichever others asked meanwhile (`generate`)."""
 
-    # how long a later turn waits for the other concurrent episodes' turns to join its batch:
-    # they come back from the sandbox within this on a one-site task; a lone episode loses it
+    # how long a later turn waits at most for the other concurrent episodes' turns to join its
+    # batch (they come back from the sandbox within this on a one-site task), and at most this
+    # share of the last generation's time, so a lone episode or a fast model loses little
     JOIN_WAIT_S = 0.3
+    JOIN_WAIT_SHARE = 0.1
 
     def __init__(self, spec: PolicySpec, sampling: Sampling):
         super().__init__(spec, sampling)
@@ -251,6 +254,7 @@ class HFPolicy(Policy):
         self._concurrent = 1  # episodes acting at once (group_attempts): later turns batch up to this
         self._queued = threading.Condition()  # guards _queue
         self._queue: list[_TurnRequest] = []  # later turns not yet sampled
+        self._last_decode_s = 0.0  # how long the last generation took (_decode)
         # first turns sampled with a sibling attempt, waiting for that attempt: (prompt, episode seed) -> sample
         self._first_turns: dict[tuple[tuple[int, ...], int], tuple[list[int], list[float], KVPrefix]] = {}
 
@@ -311,8 +315,9 @@ class HFPolicy(Policy):
         under the distribution it was sampled from, and the KV cache of prompt + completion
         (pass it back with the next turn's prompt: only the tokens it lacks are prefilled).
         With concurrent episodes the request joins a queue; whoever gets the model next
-        samples every queued request in one batch (waiting up to JOIN_WAIT_S for the other
-        episodes), so each caller finds its result done or serves the queue itself."""
+        samples every queued request in one batch (waiting a little for the other episodes:
+        JOIN_WAIT_S, JOIN_WAIT_SHARE), so each caller finds its result done or serves the queue
+        itself."""
         if self._concurrent < 2:
             return self._sample(prompt, [seed], cache)[0]
         request = _TurnRequest(prompt, seed, cache)
@@ -326,8 +331,9 @@ class HFPolicy(Policy):
 
     def _serve_queue(self) -> None:
         """Sample every queued later turn in one batch. Called under the lock."""
+        wait = min(self.JOIN_WAIT_S, self.JOIN_WAIT_SHARE * self._last_decode_s)
         with self._queued:
-            self._queued.wait_for(lambda: len(self._queue) >= self._concurrent, timeout=self.JOIN_WAIT_S)
+            self._queued.wait_for(lambda: len(self._queue) >= self._concurrent, timeout=wait)
             batch, self._queue = self._queue, []
         try:
             rows: list = self._sample_each([(r.prompt, r.seed, r.cache) for r in batch])
@@ -384,7 +390,7 @@ class HFPolicy(Policy):
         sampler = RowSampler(seeds, s, self.device)
         ids = [[self.eos_id] * pad + prompt for prompt, pad in zip(prompts, pads)]
         mask = [[0] * pad + [1] * len(prompt) for prompt, pad in zip(prompts, pads)]
-        width = len(ids[0])
+        width, start = len(ids[0]), time.perf_counter()
         out = self.model.generate(
             torch.tensor(ids, device=self.device), attention_mask=torch.tensor(mask, device=self.device),
             cache=past, do_sample=False, temperature=None, top_p=None, top_k=None,
@@ -392,6 +398,7 @@ class HFPolicy(Policy):
             eos_token_id=self.eos_id, pad_token_id=self.tokenizer.pad_token_id, return_dict_in_generate=True,
             stop_strings=self.stop_strings, tokenizer=self.tokenizer if self.stop_strings else None,
         )  # fmt: skip
+        self._last_decode_s = time.perf_counter() - start
         rows = []
         for i, (row, prompt, pad) in enumerate(zip(out.sequences[:, width:].tolist(), prompts, pads)):
             completion = row[: self._row_end(row)]
