@@ -24,13 +24,16 @@ experiment: setup
 
 # Expert iteration with a real base (SmolLM2-135M-Instruct, LoRA on CPU): three rounds on the
 # model's own verified runs (docs/ROUNDS.md, "Expert iteration"). Its own data root and instance;
-# one torch thread (on a busy 2-core machine two threads decoded 10x slower: docs/BENCHMARKS.md).
-# `make smollm2 SEED=1000`: another seed of the study, in its own data root (.touchstone-smollm2-seed1000).
+# a torch thread per core, up to 8 (on a quiet 2-core machine two threads decode 1.7x faster than
+# one); on a machine busy with other jobs set OMP_NUM_THREADS=1 (there two decoded 10x slower:
+# docs/BENCHMARKS.md). `make smollm2 SEED=1000`: another seed of the study, in its own data root
+# (.touchstone-smollm2-seed1000).
 SEED ?= 0
+SMOLLM2_THREADS := $(shell n=$$(nproc); echo $$(( n < 8 ? n : 8 )))
 SMOLLM2_HOME := $(CURDIR)/.touchstone-smollm2$(if $(filter-out 0,$(SEED)),-seed$(SEED))
 smollm2: setup
 	@$(VENV)/bin/touchstone model fetch smollm2-135m-instruct
-	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} TOUCHSTONE_HOME=$${TOUCHSTONE_HOME:-$(SMOLLM2_HOME)} DAGSTER_HOME=$${DAGSTER_HOME:-$${TOUCHSTONE_HOME:-$(SMOLLM2_HOME)}/dagster_home} \
+	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$(SMOLLM2_THREADS)} TOUCHSTONE_HOME=$${TOUCHSTONE_HOME:-$(SMOLLM2_HOME)} DAGSTER_HOME=$${DAGSTER_HOME:-$${TOUCHSTONE_HOME:-$(SMOLLM2_HOME)}/dagster_home} \
 		bash -c 'mkdir -p "$$DAGSTER_HOME" && start=$$(date +%s) && $(VENV)/bin/touchstone round run --rounds 3 --control --seed $(SEED) -c orchestration/deploy/local-smollm2.yaml; rc=$$?; echo "smollm2: 3 rounds and the control arm in $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc'
 
 bench: setup
