@@ -4,6 +4,7 @@ on the same tasks, k attempts each, graded by the same independent verifier; fig
 base, this and earlier rounds side by side, as a plot and a Markdown report."""
 
 import base64
+from collections.abc import Callable
 
 import dagster as dg
 import polars as pl
@@ -102,7 +103,10 @@ def round_evaluation(
         )  # fmt: skip
         metrics = metrics.model_copy(update={"own_row_share": _own_row_share(store, round_key)})
         pl.DataFrame([metrics.flat()]).write_parquet(out / "metrics.parquet")
-        decision = _promotion(metrics, earlier, str(found[0].get("parent_checkpoint_hash", "")), config)
+        decision = _promotion(
+            metrics, earlier, str(found[0].get("parent_checkpoint_hash", "")), config,
+            lambda label: read_parquet(out / "attempts.parquet" if label == round_key else _attempts_file(store, label)),
+        )  # fmt: skip
         (out / "promotion.json").write_text(decision.model_dump_json(indent=2) + "\n")
         rounds = [*earlier, metrics]
         plot_rounds(rounds, out / "rounds.png")
@@ -170,15 +174,38 @@ def _base_metrics(store) -> list[RoundMetrics]:
     return [RoundMetrics.from_flat(read_parquet(path).row(0, named=True))] if path.exists() else []
 
 
-def _promotion(metrics: RoundMetrics, earlier: list[RoundMetrics], parent_hash: str, config: EvalConfig):
+def _attempts_file(store, label: str):
+    """The attempt table of the evaluation labelled `label` (`base` or a round key)."""
+    if label == BASE_ROUND:
+        return store.asset_dir(Asset.BASE_EVALUATION) / "attempts.parquet"
+    return store.asset_dir(Asset.ROUND_EVALUATION, label) / "attempts.parquet"
+
+
+def _promotion(
+    metrics: RoundMetrics,
+    earlier: list[RoundMetrics],
+    parent_hash: str,
+    config: EvalConfig,
+    attempts: Callable[[str], pl.DataFrame] | None = None,
+):
     """The gate's decision against the checkpoint this round trained from: the evaluation of
     those very weights (found by hash: a round that kept the base, or another round's weights,
-    is evaluated under that name) with the same k, when there is one."""
+    is evaluated under that name) with the same k, when there is one. The `paired` rule reads
+    both evaluations' attempt tables through `attempts` (an evaluation's label -> its table)."""
+    from touchstone.evaluate.metrics import paired_interval, per_task_difference
     from touchstone.evaluate.promotion import decide
 
     parent = [m for m in earlier if m.checkpoint_hash == parent_hash]
     same = [m for m in parent if m.k == metrics.k]
-    decision = decide(metrics, same[-1] if same else None, config.promotion_policy())
+    incumbent = same[-1] if same else None
+    difference = None
+    if incumbent is not None and config.promotion_rule == "paired":
+        if attempts is None:
+            raise ValueError("the paired promotion rule needs the evaluations' attempt tables")
+        table = per_task_difference(attempts(metrics.round), attempts(incumbent.round), metrics.k)
+        at_1, at_k = paired_interval(table, config.bootstrap)
+        difference = at_k if config.promotion_metric == "pass_at_k" else at_1
+    decision = decide(metrics, incumbent, config.promotion_policy(), difference)
     if parent and not same:  # say so: configure both evaluations' `attempts` alike to compare
         ks = ", ".join(f"{m.round} k={m.k}" for m in parent)
         decision = decision.model_copy(update={"reason": f"{decision.reason}: the parent's evaluation ({ks}) "

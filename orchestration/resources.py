@@ -519,7 +519,7 @@ class EvalConfig(HeldoutEvalConfig):
 
     # the promotion gate (touchstone.evaluate.promotion)
     promotion_metric: Metric = field_of(PromotionPolicy, "metric")
-    promotion_rule: Literal["point", "interval"] = field_of(PromotionPolicy, "rule")
+    promotion_rule: Literal["point", "interval", "paired"] = field_of(PromotionPolicy, "rule")
     on_tie: Literal["keep", "promote"] = field_of(PromotionPolicy, "on_tie")
     max_hack_rate_increase: float = field_of(PromotionPolicy, "max_hack_rate_increase")
 

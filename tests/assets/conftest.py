@@ -35,7 +35,7 @@ TINY_CONFIG = {
         "proposed_tasks": {"config": {"n_tasks": 8}},
         "raw_trajectories": {"config": {"attempts": 1}},
         "base_evaluation": {"config": {"attempts": 2, "bootstrap": 200}},
-        "round_evaluation": {"config": {"attempts": 2, "bootstrap": 200}},
+        "round_evaluation": {"config": {"attempts": 2, "bootstrap": 200, "promotion_rule": "paired"}},
     }
 }
 

@@ -101,3 +101,24 @@ def test_the_gate_compares_with_the_evaluation_of_the_very_weights_the_round_tra
     other_k = base.model_copy(update={"k": 4})
     blind = _promotion(r001, [other_k], "hash-base", config)
     assert blind.incumbent_round is None and "base k=4" in blind.reason
+
+
+def test_the_paired_rule_decides_on_the_per_task_difference_where_the_intervals_overlap():
+    from assets.evaluation import _promotion
+    from orchestration.resources import EvalConfig
+
+    # 18 against 12 of 40, the candidate solving every task the incumbent does: the intervals
+    # overlap (a tie for the interval rule), the paired difference lies above 0
+    tables = {"r000": attempts("r000", 12), "r001": attempts("r001", 18)}
+    cand, inc = metrics("r001", 18), metrics("r000", 12)
+    interval = _promotion(cand, [inc], "hash-r000", EvalConfig(promotion_rule="interval", on_tie="keep"))
+    assert not interval.promoted and interval.reason.startswith("tie")
+    paired = _promotion(cand, [inc], "hash-r000", EvalConfig(promotion_rule="paired", on_tie="keep"), tables.get)
+    assert paired.promoted and paired.reason.startswith("better") and "paired difference 0.150" in paired.reason
+    # the other way round: the same difference below 0 keeps the incumbent
+    tables = {"r000": attempts("r000", 18), "r001": attempts("r001", 12)}
+    worse = _promotion(metrics("r001", 12), [metrics("r000", 18)], "hash-r000",
+                       EvalConfig(promotion_rule="paired", on_tie="promote"), tables.get)  # fmt: skip
+    assert not worse.promoted and worse.reason.startswith("worse") and worse.next_round == "r000"
+    with pytest.raises(ValueError, match="needs the candidate-minus-incumbent difference"):
+        decide(cand, inc, PromotionPolicy(rule="paired"))

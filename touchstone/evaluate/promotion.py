@@ -8,6 +8,12 @@ was evaluated) on a metric with its bootstrap interval:
 - rule `point`: the higher point estimate wins; equal values are a tie.
 - rule `interval`: the candidate wins only when its interval lies wholly above
   the incumbent's, loses when wholly below; overlapping intervals are a tie.
+- rule `paired`: the same on the candidate-minus-incumbent difference, per task
+  with a paired bootstrap over the held-out tasks both answered
+  (`metrics.paired_interval`): wholly above 0 wins, wholly below loses, holding 0
+  is a tie. Both evaluations sample the same tasks, so this is the test the two
+  intervals side by side only approximate (they overlap even when one checkpoint
+  is ahead on every task where the two differ).
 
 Ties follow `on_tie` (`keep` the incumbent, or `promote` the newer weights).
 A round that made no update (nothing verified to train on) is not promoted and
@@ -29,10 +35,11 @@ Metric = Literal["pass_at_1", "pass_at_k"]
 
 class PromotionPolicy(BaseModel):
     metric: Metric = Field("pass_at_1", description="The verified metric a new checkpoint must not lose on.")
-    rule: Literal["point", "interval"] = Field(
+    rule: Literal["point", "interval", "paired"] = Field(
         "point",
         description="point: compare point estimates; interval: better only when the bootstrap "
-        "intervals do not overlap (overlap = tie).",
+        "intervals do not overlap (overlap = tie); paired: better only when the paired bootstrap "
+        "interval of the per-task difference lies above 0 (holding 0 = tie).",
     )
     on_tie: Literal["keep", "promote"] = Field(
         "promote", description="On a tie: keep the best-so-far checkpoint, or promote the new one."
@@ -55,8 +62,15 @@ class PromotionDecision(BaseModel):
     reason: str
 
 
-def decide(candidate: RoundMetrics, incumbent: RoundMetrics | None, policy: PromotionPolicy) -> PromotionDecision:
-    """Promote `candidate` over `incumbent` (None: nothing to beat) under `policy`."""
+def decide(
+    candidate: RoundMetrics,
+    incumbent: RoundMetrics | None,
+    policy: PromotionPolicy,
+    difference: Interval | None = None,
+) -> PromotionDecision:
+    """Promote `candidate` over `incumbent` (None: nothing to beat) under `policy`; the
+    `paired` rule needs `difference`, the candidate minus the incumbent on the metric, paired
+    over tasks."""
     score = getattr(candidate, policy.metric)
     if incumbent is None:
         return _decision(True, candidate, None, policy, "no evaluated checkpoint to compare with")
@@ -70,8 +84,15 @@ def decide(candidate: RoundMetrics, incumbent: RoundMetrics | None, policy: Prom
             policy,
             f"hack-attempt rate rose by {hack_rise:.3f} (> {policy.max_hack_rate_increase:.3f} allowed)",
         )
-    outcome = compare(score, best, policy.rule)
-    text = f"{policy.metric} {_fmt(score)} vs {_fmt(best)} ({policy.rule} rule)"
+    text = f"{policy.metric} {_fmt(score)} vs {_fmt(best)}"
+    if policy.rule == "paired":
+        if difference is None:
+            raise ValueError("the paired rule needs the candidate-minus-incumbent difference per task")
+        outcome = compare(difference, Interval(value=0.0, low=0.0, high=0.0), "interval")
+        text += f", paired difference {_fmt(difference)} (paired rule)"
+    else:
+        outcome = compare(score, best, policy.rule)
+        text += f" ({policy.rule} rule)"
     if outcome == 0:
         return _decision(
             policy.on_tie == "promote", candidate, incumbent, policy, f"tie: {text}, on_tie={policy.on_tie}"
