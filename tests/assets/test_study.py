@@ -22,7 +22,9 @@ def test_a_study_reads_each_run_from_the_base_through_its_rounds(rounds, tmp_pat
     from cli import main
 
     points = read_run(rounds.home, "seed-a")
-    assert [p.stage for p in points] == ["base", "r000", "r001"] and all(p.updated for p in points)
+    # the session's rounds hold r001's control arm when test_control ran first on this worker
+    controls = ["control r001"] if (rounds.home / "rounds/r001/control_evaluation/metrics.parquet").is_file() else []
+    assert [p.stage for p in points] == ["base", "r000", "r001", *controls] and all(p.updated for p in points)
     assert points[0].pass_at_k.value == _pass_at_k(rounds.home, "base_evaluation")
     assert points[2].pass_at_k.value == _pass_at_k(rounds.home, "rounds", "r001", "round_evaluation")
     # a second run whose r001 trained nothing: r001 carries r000's figures, marked as no update
@@ -42,7 +44,7 @@ def test_a_study_reads_each_run_from_the_base_through_its_rounds(rounds, tmp_pat
     assert result.exit_code == 0, result.output
     assert "r001 (no update)" in result.output and "| r001 | 2 |" in result.output
     saved = json.loads((tmp_path / "s" / "study.json").read_text())
-    assert len(saved) == 6 and (tmp_path / "s" / "study.png").stat().st_size > 0
+    assert len(saved) == 6 + len(controls) and (tmp_path / "s" / "study.png").stat().st_size > 0
 
 
 def test_a_study_of_roots_with_nothing_evaluated_says_so(tmp_path):
