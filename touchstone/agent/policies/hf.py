@@ -337,7 +337,7 @@ class HFPolicy(Policy):
             batch, self._queue = self._queue, []
         try:
             rows: list = self._sample_each([(r.prompt, r.seed, r.cache) for r in batch])
-        except (RuntimeError, ValueError) as exc:  # every waiting episode's turn failed with it
+        except Exception as exc:  # noqa: BLE001 - every waiting episode's turn failed with it; each raises it
             rows = [exc] * len(batch)
         for request, row in zip(batch, rows):
             request.result = row
