@@ -142,3 +142,19 @@ def test_concurrent_episodes_batch_their_later_turns_and_record_what_they_record
     for i, run in enumerate(runs):
         single = run_episode(simple_task, alone, attempt=i, backend="bwrap", limits=limits)
         assert [t.completion_ids for t in run.turns] == [t.completion_ids for t in single.turns]
+
+
+def test_a_batch_of_later_turns_that_fails_fails_every_turn_in_it(checkpoint):
+    from concurrent.futures import ThreadPoolExecutor
+
+    policy = make_policy(PolicySpec.parse(f"hf:{checkpoint}"), Sampling(temperature=1.0, max_tokens=4))
+    policy.group_attempts(1, concurrent=2)
+    policy.JOIN_WAIT_S, policy._last_decode_s = 10.0, 100.0  # the first turn to come waits for the other
+    good = policy.tokenizer.encode("def add(a, b):", add_special_tokens=False)
+    bad = good + [policy.model.config.vocab_size + 5]  # no such token: the batch's forward pass fails
+    with ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(policy.generate, prompt, 1) for prompt in (good, bad)]
+        errors = [f.exception(timeout=60) for f in futures]
+    assert all(isinstance(e, IndexError) for e in errors), errors  # both raise the batch's error
+    policy.group_attempts(1, concurrent=1)
+    assert policy.generate(good, 1)[0]  # and the policy goes on
