@@ -8,6 +8,7 @@ import json
 import shutil
 
 import polars as pl
+import pytest
 from click.testing import CliRunner
 
 from tests.assets.test_promotion import attempts, metrics
@@ -18,6 +19,8 @@ def _pass_at_k(home, *parts) -> float:
     return pl.read_parquet(home.joinpath(*parts, "metrics.parquet"))["pass_at_k"][0]
 
 
+@pytest.mark.slow  # the session's two tiny rounds (the shared fixture): CI's second phase, as its other users
+@pytest.mark.timeout(3600)  # the fixture alone took over 900 s on 2 cores beside a demo
 def test_a_study_reads_each_run_from_the_base_through_its_rounds(rounds, tmp_path):
     from cli import main
 
