@@ -50,8 +50,10 @@ def tiny_task_sets(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def cli_args(out: Path, tasks: tuple[Path, Path], cfg: AblationConfig = TINY) -> list[str]:
-    """`touchstone experiment filter-ablation` with every field of `cfg`."""
-    settings = [f"--set={k}={v}" for k, v in cfg.model_dump(exclude={"rounds", "hack_rate", "splits"}).items()]
+    """`touchstone experiment filter-ablation` with every field of `cfg` that is set (mappings
+    and lists as JSON, as a user types them)."""
+    fields = cfg.model_dump(exclude={"rounds", "hack_rate", "splits"}, exclude_none=True)
+    settings = [f"--set={k}={json.dumps(v) if isinstance(v, dict | list) else v}" for k, v in fields.items()]
     return [
         *("experiment", "filter-ablation", "--rounds", str(cfg.rounds), "--hack-rate", str(cfg.hack_rate), "--json"),
         *("--splits", ",".join(cfg.splits)),
