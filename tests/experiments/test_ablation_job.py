@@ -23,7 +23,7 @@ FIGURES = ("kept_rows", "kept_hacks", "kept_hack_share", "hack_propensity", "imi
 
 
 def _config(out: Path, task_sets: tuple[Path, Path]) -> dict:
-    settings = TINY.model_dump(exclude={"rounds"})
+    settings = TINY.model_dump(exclude={"rounds"}, exclude_none=True)  # Dagster config holds no nulls
     return {"settings": settings, "directory": str(out), "tasks": str(task_sets[0]), "heldout": str(task_sets[1])}
 
 
