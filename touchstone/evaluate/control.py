@@ -13,7 +13,7 @@ from pydantic import BaseModel
 import polars as pl
 
 from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES, paired_interval, per_task_difference
-from touchstone.evaluate.promotion import compare
+from touchstone.evaluate.promotion import compare, compare_difference
 from touchstone.evaluate.report import interval_text
 from touchstone.evaluate.schema import Interval, RoundMetrics
 
@@ -92,6 +92,6 @@ def compare_to_control(
         control_pass_at_k=control.pass_at_k,
         difference_at_1=at_1,
         difference_at_k=at_k,
-        verdict=VERDICTS[compare(at_k, Interval(value=0.0, low=0.0, high=0.0))],
+        verdict=VERDICTS[compare_difference(at_k)],
         interval_verdict=VERDICTS[compare(loop.pass_at_k, control.pass_at_k)],
     )

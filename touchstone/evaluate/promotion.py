@@ -88,7 +88,7 @@ def decide(
     if policy.rule == "paired":
         if difference is None:
             raise ValueError("the paired rule needs the candidate-minus-incumbent difference per task")
-        outcome = compare(difference, Interval(value=0.0, low=0.0, high=0.0), "interval")
+        outcome = compare_difference(difference)
         text += f", paired difference {_fmt(difference)} (paired rule)"
     else:
         outcome = compare(score, best, policy.rule)
@@ -120,6 +120,11 @@ def compare(score: Interval, best: Interval, rule: str = "interval") -> int:
     if rule == "interval":
         return 1 if score.low > best.high else -1 if score.high < best.low else 0
     return (score.value > best.value) - (score.value < best.value)
+
+
+def compare_difference(difference: Interval) -> int:
+    """A paired difference's interval against 0: 1 wholly above, -1 wholly below, 0 holding it."""
+    return compare(difference, Interval(value=0.0, low=0.0, high=0.0))
 
 
 def _decision(
