@@ -70,7 +70,8 @@ def control_evaluation(
     from touchstone.checkpoint import checkpoint_hash
 
     digest = checkpoint_hash(model)
-    config = EvalConfig(attempts=loop.k, matched_samples=0)  # sampled as the round was; no likelihood probes
+    # sampled as the round was; the comparison is of sampled attempts only: no likelihood figures
+    config = EvalConfig(attempts=loop.k, matched_samples=0, likelihood=False)
     with publishing(context, storage) as out:
         control = heldout_metrics(
             context, store, str(model), digest, f"control-{round_key}", work / digest[:16], out, config,

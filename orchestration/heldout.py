@@ -14,8 +14,8 @@ def heldout_metrics(
     server,
 ) -> RoundMetrics:  # fmt: skip
     """`ckpt` on the held-out tasks, `config.attempts` each (rollouts resumable in `work`,
-    published to `out/rollouts`), graded by the verifier; likelihoods on the held-out
-    reference runs (cached per held-out set): they move before pass@1 does."""
+    published to `out/rollouts`), graded by the verifier; with `config.likelihood`, likelihoods on the
+    held-out reference runs (cached per held-out set): they move before pass@1 does."""
     from touchstone.agent.plan import checkpoint_policy
     from touchstone.tasks import load_task_set
     from training.round_engine import evaluate, roll_out
@@ -47,4 +47,5 @@ def heldout_metrics(
         resamples=config.bootstrap,
         matched_samples=config.matched_samples,
         sampling=policy.sampling(),
+        likelihood=config.likelihood,
     )

@@ -512,6 +512,12 @@ class HeldoutEvalConfig(dg.Config):
         description="Turns sampled at each state of the held-out reference runs (valid tool calls at matched "
         "states; 0: not measured).",
     )
+    likelihood: bool = Field(
+        default=True,
+        description="The likelihood figures (imitation NLL, hack propensity, matched-state calls) on the held-out "
+        "reference runs: the teacher solves the held-out tasks once (cached), every evaluation scores them. "
+        "false: the sampled figures only (pass@1/pass@k, valid calls), the gate's metrics.",
+    )
 
 
 class EvalConfig(HeldoutEvalConfig):

@@ -34,7 +34,8 @@ TINY_CONFIG = {
         "base_model": {"config": {"n_tasks": 0}},  # no warm start (tests/training/test_warm_start.py)
         "proposed_tasks": {"config": {"n_tasks": 8}},
         "raw_trajectories": {"config": {"attempts": 1}},
-        "base_evaluation": {"config": {"attempts": 2, "bootstrap": 200}},
+        # the base without likelihood figures (a run config may drop them: local-smollm2.yaml), the rounds with
+        "base_evaluation": {"config": {"attempts": 2, "bootstrap": 200, "likelihood": False}},
         "round_evaluation": {"config": {"attempts": 2, "bootstrap": 200, "promotion_rule": "paired"}},
     }
 }

@@ -79,6 +79,7 @@ def test_the_control_arm_of_a_real_round_trains_the_base_and_compares_on_the_sam
     assert comparison["loop_pass_at_k"]["value"] == loop["pass_at_k"][0]
     control = pl.read_parquet(done / "metrics.parquet")
     assert control["n_tasks"][0] == loop["n_tasks"][0] and control["k"][0] == loop["k"][0]  # the same held-out tasks
+    assert control["imitation_nll"][0] is None  # compared on sampled attempts only: no likelihood figures
     manifest = read_manifest(done / "model")  # the base, trained as many steps as the round's lineage
     assert manifest.parent_hash == checkpoint_hash(rounds.store.asset_dir(Asset.BASE_MODEL))
     assert manifest.metrics["steps"] == steps

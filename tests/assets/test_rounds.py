@@ -53,8 +53,16 @@ def test_each_round_materializes_every_stage_and_passes_its_checks(rounds):
     base = _metadata(rounds, "base_evaluation", None)
     assert base["checkpoint_hash"] == _metadata(rounds, "base_model", None)["checkpoint_hash"]
     assert gates["r000"].incumbent.value == base["pass_at_1"]  # the gate's metric: pass@1 by default
+    # likelihood false (the base's, TINY_CONFIG): sampled figures only; the rounds' default: with likelihoods
+    nll = {k: _evaluation(rounds, k)["imitation_nll"][0] for k in ("base_evaluation", "round_evaluation/r001")}
+    assert nll["base_evaluation"] is None and nll["round_evaluation/r001"] is not None, nll
     report = (rounds.store.asset_dir("round_evaluation", "r001") / "report.md").read_text()
     assert "| base |" in report and "| r000 |" in report and "| r001 |" in report  # earlier rounds side by side
+
+
+def _evaluation(rounds, where: str) -> pl.DataFrame:
+    asset, _, key = where.partition("/")
+    return pl.read_parquet(rounds.store.asset_dir(asset, key or None) / "metrics.parquet")
 
 
 def _promotion(rounds, key: str):
