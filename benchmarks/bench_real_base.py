@@ -2,6 +2,7 @@
 generation tokens/s on an agent prompt (batch 1, 4 and 8), the first turns of a task's attempts
 sampled together (one prefill, one batch: what rollouts do) and one at a time, the second turns
 of two concurrent episodes sampled together (what rollout workers do) and one at a time,
+a task's first turns with the weights in float32 and in bfloat16 (`Sampling.dtype`),
 an agent turn through the `hf:` policy as the loop runs it (turn 1 and turn 2, with the KV
 caches it reuses and, for comparison, with every prompt prefilled from scratch), and LoRA SFT
 seconds per step on rows in its text tool protocol (LoRA on every layer, and on the top 8).
@@ -147,6 +148,44 @@ def later_turns(base: Path, new_tokens: int, episodes: int = 2) -> list[dict]:
     return rows
 
 
+def precisions(base: Path, new_tokens: int, reps: int = 5, attempts: int = 2) -> list[dict]:
+    """The first turns of a task's `attempts` attempts (grouped, as rollouts sample them: one
+    prefill of the whole prompt, system message included, then one batch) with the weights in
+    float32 and in bfloat16 (`Sampling.dtype`), in alternation, `reps` times each: the median
+    wall per precision, side by side under the same load."""
+    import statistics
+
+    from touchstone.agent.policies import make_policy
+    from touchstone.agent.policies.spec import PolicySpec
+    from touchstone.episode.trajectory import Sampling
+
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": STATEMENT}]
+    policies = {
+        dtype: make_policy(
+            PolicySpec("hf", str(base)), Sampling(temperature=0.7, top_p=0.95, max_tokens=new_tokens, dtype=dtype)
+        )
+        for dtype in ("float32", "bfloat16")
+    }
+    walls: dict[str, list[float]] = {dtype: [] for dtype in policies}
+    tokens: dict[str, int] = {}
+    for rep in range(reps + 1):  # the first round warms the kernels up, untimed
+        for dtype, policy in policies.items():
+            policy._system_caches, policy._first_turns = {}, {}  # every rep prefills the whole prompt
+            policy.group_attempts(attempts)
+            start = time.perf_counter()
+            turns = [
+                policy.episode(policy.sampling.attempt_seed(i), 2).act(messages, TOOL_SCHEMAS) for i in range(attempts)
+            ]
+            if rep:
+                walls[dtype].append(time.perf_counter() - start)
+            tokens[dtype] = sum(t.completion_tokens for t in turns)
+    medians = {dtype: statistics.median(w) for dtype, w in walls.items()}
+    return [{"measure": f"first turns of {attempts} attempts, grouped, weights in {dtype}",
+             "prompt_tokens": turns[0].prompt_tokens, "new_tokens": tokens[dtype], "reps": reps,
+             "wall_s": round(medians[dtype], 2), "vs_float32": round(medians[dtype] / medians["float32"], 2)}
+            for dtype in policies]  # fmt: skip
+
+
 def training_step(base: Path, steps: int, top_layers: int | None = None) -> dict:
     from touchstone.data.schema import SFTRow, write_rows
     from training.expert_iteration import lora_config
@@ -191,7 +230,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--steps", type=int, default=2)
-    parser.add_argument("--only", choices=["first-turns", "later-turns"], help="one measure alone")
+    parser.add_argument("--only", choices=["first-turns", "later-turns", "precision"], help="one measure alone")
     args = parser.parse_args()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -215,6 +254,9 @@ def main() -> None:
             measured(row)
     if args.only in (None, "later-turns"):
         for row in later_turns(base, args.new_tokens):
+            measured(row)
+    if args.only in (None, "precision"):
+        for row in precisions(base, args.new_tokens):
             measured(row)
     if args.only is None:
         for row in agent_turns(base, args.new_tokens):

@@ -66,10 +66,10 @@ def replays(help: str | None = None):
 
 
 def sampling(fn):
-    """--temperature, --top-p, --max-tokens, --context-window, --seed: a `Sampling`."""
+    """--temperature, --top-p, --max-tokens, --context-window, --seed, --dtype: a `Sampling`."""
     from touchstone.episode.trajectory import Sampling
 
-    for field in reversed(("temperature", "top_p", "max_tokens", "context_window", "seed")):
+    for field in reversed(("temperature", "top_p", "max_tokens", "context_window", "seed", "dtype")):
         fn = option_of(Sampling, field)(fn)
     return fn
 

@@ -162,6 +162,7 @@ class PolicyResource(dg.ConfigurableResource):
     max_tokens: int = field_of(Sampling, "max_tokens", default=CPU_ROUND["max_tokens"])
     context_window: int = field_of(Sampling, "context_window", default=CPU_ROUND["context_window"])
     seed: int = field_of(Sampling, "seed")
+    dtype: Literal["float32", "bfloat16"] = field_of(Sampling, "dtype")
 
     def sampling(self):
         return Sampling(
@@ -170,6 +171,7 @@ class PolicyResource(dg.ConfigurableResource):
             max_tokens=self.max_tokens,
             seed=self.seed,
             context_window=self.context_window,
+            dtype=self.dtype,
         )
 
     def limits(self, spec: PolicySpec):

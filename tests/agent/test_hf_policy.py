@@ -161,3 +161,18 @@ def test_reused_kv_caches_sample_what_a_fresh_prefill_samples(simple_task, check
     c = len(first.completion_ids)
     assert fed[0] + fed[1] == first.prompt_tokens - system and fed[1] == 1
     assert fed[c + 1] + fed[c + 2] == second.prompt_tokens - first.prompt_tokens - c + 1 and fed[c + 2] == 1
+
+
+def test_hf_policy_samples_in_the_precision_it_is_given_and_records_it(simple_task, checkpoint, tmp_path):
+    from touchstone.episode.trajectory import read_tables, write_tables
+
+    sampling = Sampling(temperature=1.0, max_tokens=12, seed=5, dtype="bfloat16")
+    policy = make_policy(PolicySpec.parse(f"hf:{checkpoint}"), sampling)
+    assert {p.dtype for p in policy.model.parameters()} == {torch.bfloat16}  # the checkpoint's own is float32
+    traj = run_episode(simple_task, policy, backend="bwrap", limits=EpisodeLimits(max_turns=2))
+    turn = traj.turns[0]
+    assert len(turn.logprobs) == len(turn.completion_ids) > 0 and all(-1e9 < lp <= 0 for lp in turn.logprobs)
+    write_tables([traj], tmp_path)
+    assert read_tables(tmp_path)[0].sampling.dtype == "bfloat16"  # provenance: a seed samples differently per dtype
+    float32 = make_policy(PolicySpec.parse(f"hf:{checkpoint}"), sampling.model_copy(update={"dtype": "float32"}))
+    assert {p.dtype for p in float32.model.parameters()} == {torch.float32}

@@ -80,6 +80,14 @@ class Sampling(BaseModel):
         "match the trainer's max_length. 0: the whole conversation.",
     )
 
+    # The precision an hf: policy's weights compute in while it samples (the checkpoint keeps its
+    # own; training is unaffected). bfloat16 on a CPU with AMX (`lscpu`: amx_bf16) or a GPU: prompts
+    # prefill about 3x faster on a 2-core Xeon (docs/BENCHMARKS.md); without AMX/AVX512-BF16 it is
+    # slower. A seed's sample differs between the two (the logits' low bits): a study keeps one.
+    dtype: Literal["float32", "bfloat16"] = Field(
+        "float32", description="hf: policies: the weights' precision while sampling (bfloat16: CPUs with AMX, GPUs)."
+    )
+
     def attempt_seed(self, attempt: int) -> int:
         """The seed attempt `attempt` of a task samples from."""
         return self.seed + attempt

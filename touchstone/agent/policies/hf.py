@@ -237,7 +237,8 @@ class HFPolicy(Policy):
             raise ValueError(f"policy spec {str(spec)!r}: {path} is not a checkpoint directory (no config.json)")
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModelForCausalLM.from_pretrained(path).to(self.device).eval()
+        dtype = getattr(torch, sampling.dtype)  # the sampling precision (Sampling.dtype), not the checkpoint's
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.device).eval()
         self.checkpoint_hash = checkpoint_hash(path)
         ensure_response_parser(self.tokenizer, str(path))
         # The end-of-turn token: the model's own generation config says which it stops on.
