@@ -81,9 +81,9 @@ class Sampling(BaseModel):
     )
 
     # The precision an hf: policy's weights compute in while it samples (the checkpoint keeps its
-    # own; training is unaffected). bfloat16 on a CPU with AMX (`lscpu`: amx_bf16) or a GPU: prompts
-    # prefill about 3x faster on a 2-core Xeon (docs/BENCHMARKS.md); without AMX/AVX512-BF16 it is
-    # slower. A seed's sample differs between the two (the logits' low bits): a study keeps one.
+    # own; training is unaffected). bfloat16 on a CPU with AMX (`lscpu`: amx_bf16) or a GPU: a task's
+    # first turns took 0.65x the time on a 2-core Xeon (docs/BENCHMARKS.md); without AMX or
+    # AVX512-BF16 expect it slower. A seed samples differently in the two: a study keeps one.
     dtype: Literal["float32", "bfloat16"] = Field(
         "float32", description="hf: policies: the weights' precision while sampling (bfloat16: CPUs with AMX, GPUs)."
     )
