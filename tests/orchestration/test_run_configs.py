@@ -166,11 +166,13 @@ def test_zero_rounds_with_control_and_no_round_yet_is_refused_by_name(tmp_path):
 
     (tmp_path / "dh").mkdir()
     env = {"TOUCHSTONE_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dh")}
-    # sources are ensured first (tiny: no warm start, one held-out task), then no round exists to control
+    # sources are ensured first (tiny: no warm start, one held-out task, one attempt at it and no
+    # likelihood figures: the teacher's reference runs timed this test out on a loaded machine),
+    # then no round exists to control
     config = tmp_path / "run.yaml"
     config.write_text(
         "ops:\n  seed_sources: {config: {seeds: [inflection]}}\n  base_model: {config: {n_tasks: 0}}\n"
-        "  heldout_tasks: {config: {n_tasks: 1}}\n"
+        "  heldout_tasks: {config: {n_tasks: 1}}\n  base_evaluation: {config: {attempts: 1, likelihood: false}}\n"
     )
     control = CliRunner().invoke(main, ["round", "run", "--rounds", "0", "--control", "-c", str(config)], env=env)
     assert control.exit_code == 1 and "no round to control yet" in control.output

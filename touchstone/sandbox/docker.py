@@ -52,6 +52,7 @@ from touchstone.sandbox.base import (
     UNLIMITED,
 )
 from touchstone.sandbox.capture import OutputCapture
+from touchstone.sandbox.docker_stream import ExecStream
 from touchstone.sandbox.environment import ENV_TARGET, Environment
 from touchstone.sandbox.errors import SandboxError
 from touchstone.sandbox.reaper import owner_alive, owner_token
@@ -372,8 +373,6 @@ class DockerSandbox(Sandbox):
             return self._exec_in_container(argv, timeout, env)
 
     def _exec_in_container(self, argv: list[str], timeout: float, env: dict[str, str]) -> ExecResult:
-        from docker.utils.socket import frames_iter
-
         api = self._docker.api
         out, err = OutputCapture(self.limits.output_bytes), OutputCapture(self.limits.output_bytes)
         oom_before, cpu_before = self._oom_kills(), self._cpu_ns()
@@ -385,10 +384,10 @@ class DockerSandbox(Sandbox):
             workdir=WORKSPACE,
             user=self._user(),
         )["Id"]
-        sock = api.exec_start(exec_id, socket=True)
+        output = ExecStream(api, exec_id)
 
         def pump() -> None:
-            for stream, data in frames_iter(sock, tty=False):
+            for stream, data in output.frames():
                 (out if stream == 1 else err).feed(data)
 
         reader = threading.Thread(target=pump, daemon=True)
@@ -398,9 +397,7 @@ class DockerSandbox(Sandbox):
         if timed_out:
             self._reset()
             reader.join()
-        raw = getattr(sock, "_sock", sock)  # closing only the SocketIO wrapper leaves the fd open
-        sock.close()
-        raw.close()
+        output.close()
         wall = time.monotonic() - started
         code = 137 if timed_out else self._exit_code(exec_id)
         self._ensure_quiet()
