@@ -70,8 +70,7 @@ def control_evaluation(
     from touchstone.checkpoint import checkpoint_hash
 
     digest = checkpoint_hash(model)
-    # sampled as the round was; the comparison is of sampled attempts only: no likelihood figures
-    config = EvalConfig(attempts=loop.k, matched_samples=0, likelihood=False)
+    config = EvalConfig(attempts=loop.k, likelihood=False)  # sampled as the round was; compared on attempts only
     with publishing(context, storage) as out:
         control = heldout_metrics(
             context, store, str(model), digest, f"control-{round_key}", work / digest[:16], out, config,

@@ -62,9 +62,13 @@ def solve(
     OUT/jsonl/<task id>/<trajectory id>.jsonl. Rerun the same command to resume."""
     try:
         sampling = Sampling(
-            temperature=temperature, top_p=top_p, max_tokens=max_tokens, context_window=context_window, seed=seed,
+            temperature=temperature,
+            top_p=top_p,
+            max_tokens=max_tokens,
+            context_window=context_window,
+            seed=seed,
             dtype=dtype,
-        )  # fmt: skip
+        )
         limits = EpisodeLimits(max_turns=max_turns, time_budget_s=time_budget)
         run_solve(tasks, policy_spec, attempts, workers, out, sampling, backend, limits)
     except (TaskError, ValueError, RuntimeError) as exc:  # bad input, bad spec, crashed attempts

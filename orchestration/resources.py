@@ -30,7 +30,7 @@ from touchstone.agent.policies.spec import PolicySpec
 from touchstone.agent.rollout import solve
 from touchstone.config import field_of, parameter_default
 from touchstone.data.schema import ProposerConfig
-from touchstone.episode.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling, SamplingDtype
 from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES
 from touchstone.evaluate.promotion import Metric, PromotionPolicy
 from touchstone.evaluate.reference import MATCHED_SAMPLES
@@ -162,7 +162,7 @@ class PolicyResource(dg.ConfigurableResource):
     max_tokens: int = field_of(Sampling, "max_tokens", default=CPU_ROUND["max_tokens"])
     context_window: int = field_of(Sampling, "context_window", default=CPU_ROUND["context_window"])
     seed: int = field_of(Sampling, "seed")
-    dtype: Literal["float32", "bfloat16"] = field_of(Sampling, "dtype")
+    dtype: SamplingDtype = field_of(Sampling, "dtype")
 
     def sampling(self):
         return Sampling(

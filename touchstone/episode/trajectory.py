@@ -27,6 +27,7 @@ ExitReason = Literal[
     "submitted", "max_turns", "max_tokens", "timeout", "policy_error", "workspace_refused", "sandbox_error"
 ]
 EXIT_REASONS: tuple[str, ...] = ExitReason.__args__  # type: ignore[attr-defined]
+SamplingDtype = Literal["float32", "bfloat16"]  # an hf: policy's weights while it samples (Sampling.dtype)
 STEP_KEYS = ("trajectory_id", "task_id")  # the columns that tie a row of steps.parquet to its trajectory
 
 
@@ -84,7 +85,7 @@ class Sampling(BaseModel):
     # own; training is unaffected). bfloat16 on a CPU with AMX (`lscpu`: amx_bf16) or a GPU: a task's
     # first turns took 0.65x the time on a 2-core Xeon (docs/BENCHMARKS.md); without AMX or
     # AVX512-BF16 expect it slower. A seed samples differently in the two: a study keeps one.
-    dtype: Literal["float32", "bfloat16"] = Field(
+    dtype: SamplingDtype = Field(
         "float32", description="hf: policies: the weights' precision while sampling (bfloat16: CPUs with AMX, GPUs)."
     )
 
