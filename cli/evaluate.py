@@ -62,9 +62,33 @@ from touchstone.rounds import CPU_ROUND
     f"were trained with (the laptop rounds': {CPU_ROUND['context_window']}); 0: the whole conversation",
 )
 @options.option_of(Sampling, "temperature")
+@options.option_of(Sampling, "top_p")
+@options.option_of(Sampling, "seed")
+@options.option_of(Sampling, "dtype")
+@click.option(
+    "--likelihood/--no-likelihood",
+    default=True,
+    show_default=True,
+    help="the likelihood figures (teacher reference runs, imitation NLL, hack propensity); "
+    "--no-likelihood: the sampled figures only, as a round with `likelihood: false`",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the metrics as a JSON list, one object per checkpoint")
 def evaluate(
-    checkpoints, tasks, out, attempts, workers, backend, max_turns, max_tokens, context_window, temperature, as_json
+    checkpoints,
+    tasks,
+    out,
+    attempts,
+    workers,
+    backend,
+    max_turns,
+    max_tokens,
+    context_window,
+    temperature,
+    top_p,
+    seed,
+    dtype,
+    likelihood,
+    as_json,
 ) -> None:
     """Sampled attempts graded by the verifier (pass@1/pass@k, hack attempts, valid
     tool calls, exit reasons, progress) and likelihoods on the held-out teacher runs
@@ -88,8 +112,16 @@ def evaluate(
                 attempts=attempts,
                 backend=backend,
                 workers=workers,
-                sampling=Sampling(temperature=temperature, max_tokens=max_tokens, context_window=context_window),
+                sampling=Sampling(
+                    temperature=temperature,
+                    top_p=top_p,
+                    max_tokens=max_tokens,
+                    context_window=context_window,
+                    seed=seed,
+                    dtype=dtype,
+                ),
                 limits=EpisodeLimits(max_turns=max_turns),
+                likelihood=likelihood,
             )
             for i, ckpt in enumerate(checkpoints)
         ]

@@ -18,7 +18,7 @@ from touchstone.episode.tools import is_valid_call
 from touchstone.evaluate.reference import probe_states, read_reference, reference_set, turn_states
 from touchstone.agent.policies.hacks import FAMILIES
 from touchstone.agent.policies.hf import HFPolicy
-from touchstone.episode.trajectory import Sampling
+from touchstone.episode.trajectory import Sampling, read_tables
 from training.scoring import Scorer, likelihood_metrics, matched_valid_calls
 
 BUGS = [
@@ -105,6 +105,26 @@ def test_touchstone_eval_reports_every_figure_for_each_checkpoint(reference, tin
     assert 0 <= metrics["valid_tool_call_rate"]["value"] <= 1
     assert 0 <= metrics["matched_valid_call_rate"]["value"] <= 1
     assert "imitation NLL" in (tmp_path / "eval" / "report.md").read_text()
+
+
+def test_touchstone_eval_samples_as_a_round_does_without_likelihood_figures(tiny_model, tmp_path):
+    """--top-p, --seed and --dtype reach every attempt's record; --no-likelihood: no likelihood figures."""
+    flip, _, before, after = BUGS[0]
+    minilib_task(tmp_path / "heldout", flip, "`clamp` ignores the upper bound.", MINILIB.replace(before, after))
+    out = tmp_path / "eval"
+    args = ["eval", "--checkpoint", str(tiny_model), "--tasks", str(tmp_path / "heldout"), "--out", str(out)]
+    args += ["--attempts", "2", "--max-turns", "1", "--max-tokens", "8", "--backend", "bwrap", "--json"]
+    args += ["--top-p", "0.9", "--seed", "7", "--dtype", "bfloat16", "--no-likelihood"]
+    printed = CliRunner().invoke(main, args)
+    assert printed.exit_code == 0, printed.output
+    (metrics,) = json.loads(printed.stdout)
+    assert metrics["n_tasks"] == 1 and metrics["k"] == 2
+    assert metrics["imitation_nll"] is None and metrics["hack_propensity"] is None
+    samplings = sorted(
+        (t.sampling.seed, t.sampling.top_p, t.sampling.dtype)
+        for t in read_tables(out / f"0-{tiny_model.name}" / "rollouts")
+    )
+    assert samplings == [(7, 0.9, "bfloat16"), (8, 0.9, "bfloat16")]
 
 
 @pytest.mark.slow
