@@ -34,7 +34,7 @@ SMOLLM2_HOME := $(CURDIR)/.touchstone-smollm2$(if $(filter-out 0,$(SEED)),-seed$
 smollm2: setup
 	@$(VENV)/bin/touchstone model fetch smollm2-135m-instruct
 	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$(SMOLLM2_THREADS)} TOUCHSTONE_HOME=$${TOUCHSTONE_HOME:-$(SMOLLM2_HOME)} DAGSTER_HOME=$${DAGSTER_HOME:-$${TOUCHSTONE_HOME:-$(SMOLLM2_HOME)}/dagster_home} \
-		bash -c 'mkdir -p "$$DAGSTER_HOME" && start=$$(date +%s) && $(VENV)/bin/touchstone round run --rounds 3 --control --seed $(SEED) -c orchestration/deploy/local-smollm2.yaml; rc=$$?; echo "smollm2: 3 rounds and the control arm in $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc'
+		bash -c 'mkdir -p "$$DAGSTER_HOME" && start=$$(date +%s) && $(VENV)/bin/touchstone round run --rounds 3 --total --control --seed $(SEED) -c orchestration/deploy/local-smollm2.yaml; rc=$$?; echo "smollm2: 3 rounds and the control arm in $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc'
 
 bench: setup
 	@$(PY) -m benchmarks.run

@@ -164,6 +164,12 @@ def study(homes: tuple[Path, ...], out: Path) -> None:
     default=None,
     help="Run config YAML (ops: and resources:, as in the launchpad), e.g. orchestration/deploy/local-served.yaml.",
 )
+@click.option(
+    "--total",
+    is_flag=True,
+    help="--rounds counts the data root's finished rounds, not this run's: run until it holds that many "
+    "(rerun after an interrupt, `make smollm2` finishes its 3 rounds instead of adding 3 more).",
+)
 @click.option("--wait", is_flag=True, help="If another process writes the data root, wait for it instead of refusing.")
 @click.option(
     "--control",
@@ -184,6 +190,7 @@ def run(
     n_rounds: int,
     key: str | None,
     config_path: Path | None,
+    total: bool,
     wait: bool,
     control: bool,
     seed: int | None,
@@ -207,6 +214,8 @@ def run(
         raise click.BadParameter(str(exc), param_hint="--config") from None
     if key is not None:
         _check_round_key(key)
+        if total:
+            raise click.BadParameter("--key names one round and --total counts them all: give one", param_hint="--total")
     if n_rounds == 0 and not control:
         raise click.BadParameter("0 rounds runs nothing; add --control for the latest round's control arm")
     if not debugging(ctx):  # the cause is summarised below, first; --debug shows Dagster's own log
@@ -217,11 +226,11 @@ def run(
                                                    "and children; `touchstone round run` resumes it", err=True))  # fmt: skip
     try:
         with guard, _writer(store, wait):  # the guard first: a writer waiting (--wait) can be stopped too
-            last = _run_rounds(
-                _instance(), min(n_rounds, 1) if key else n_rounds, key, run_config, console, guard, where
-            )
+            instance = _instance()
+            to_run = min(n_rounds, 1) if key else _still_to_run(instance, n_rounds) if total else n_rounds
+            last = _run_rounds(instance, to_run, key, run_config, console, guard, where)
             if control:
-                _run_control(_instance(), last, run_config, console, guard, where)
+                _run_control(instance, last, run_config, console, guard, where)
     except KeyboardInterrupt:
         if guard.signum is None:  # before the guard was listening
             click.echo("\ninterrupted while starting; nothing was running yet", err=True)
@@ -230,9 +239,17 @@ def run(
         sys.exit(guard.code)
 
 
+def _still_to_run(instance, total: int) -> int:
+    """How many rounds `--rounds total --total` runs: those the data root's finished ones fall short by."""
+    from orchestration.lineage import evaluated_rounds
+
+    return max(0, total - len(evaluated_rounds(instance)))
+
+
 def _run_rounds(instance, n_rounds: int, key: str | None, run_config: dict, console, guard, where: dict) -> str:
-    """Run the rounds; returns the last one's key (none run: the latest registered round)."""
-    from orchestration.lineage import unfinished_round
+    """Run the rounds; returns the last one's key (none run: the latest finished round, else the
+    latest registered one: an unfinished round has no evaluation to control)."""
+    from orchestration.lineage import evaluated_rounds, unfinished_round
     from orchestration.partitions import register_round, registered_rounds
     from orchestration.runner import ensure_sources, failed_checks, run_round
 
@@ -240,7 +257,7 @@ def _run_rounds(instance, n_rounds: int, key: str | None, run_config: dict, cons
     result = ensure_sources(instance, console=console, run_config=run_config)
     if result is not None and not result.success:
         _stop(guard, "sources failed", result)
-    round_key = key or (registered_rounds(instance) or [""])[-1]
+    round_key = key or (evaluated_rounds(instance) or registered_rounds(instance) or [""])[-1]
     for _ in range(n_rounds):
         round_key = register_round(instance, key or unfinished_round(instance))
         where["stage"] = f"in round {round_key}"

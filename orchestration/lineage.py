@@ -79,6 +79,11 @@ def lineage_metadata(ref: CheckpointRef) -> dict[str, dg.MetadataValue]:
     }
 
 
+def evaluated_rounds(instance: dg.DagsterInstance) -> list[str]:
+    """The registered rounds whose evaluation has been materialized: the finished ones, in order."""
+    return [key for key in registered_rounds(instance) if latest_metadata(instance, EVALUATION, key) is not None]
+
+
 def unfinished_round(instance: dg.DagsterInstance) -> str | None:
     """The latest registered round when it has not been evaluated yet."""
     keys = registered_rounds(instance)
