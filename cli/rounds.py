@@ -215,7 +215,9 @@ def run(
     if key is not None:
         _check_round_key(key)
         if total:
-            raise click.BadParameter("--key names one round and --total counts them all: give one", param_hint="--total")
+            raise click.BadParameter(
+                "--key names one round and --total counts them all: give one", param_hint="--total"
+            )
     if n_rounds == 0 and not control:
         raise click.BadParameter("0 rounds runs nothing; add --control for the latest round's control arm")
     if not debugging(ctx):  # the cause is summarised below, first; --debug shows Dagster's own log
