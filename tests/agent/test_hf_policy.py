@@ -176,3 +176,16 @@ def test_hf_policy_samples_in_the_precision_it_is_given_and_records_it(simple_ta
     assert read_tables(tmp_path)[0].sampling.dtype == "bfloat16"  # provenance: a seed samples differently per dtype
     float32 = make_policy(PolicySpec.parse(f"hf:{checkpoint}"), sampling.model_copy(update={"dtype": "float32"}))
     assert {p.dtype for p in float32.model.parameters()} == {torch.float32}
+
+
+def test_auto_precision_is_bfloat16_only_where_the_machine_computes_it_natively():
+    from touchstone.episode.precision import native_bfloat16
+
+    xeon = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
+    epyc = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_vnni\n"
+    assert native_bfloat16(xeon, cuda=False) and not native_bfloat16(epyc, cuda=False)
+    assert native_bfloat16(epyc, cuda=True) and not native_bfloat16("", cuda=False)
+    # a Sampling resolves "auto" when it is made: every record names the precision it sampled in
+    resolved = Sampling(dtype="auto").dtype
+    assert resolved == ("bfloat16" if native_bfloat16() else "float32")
+    assert Sampling.model_validate(Sampling(dtype="auto").model_dump()).dtype == resolved

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Iterable, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from touchstone import atomic, tables
+from touchstone.episode.precision import resolve_sampling_dtype
 from touchstone.sandbox.workspace import WorkspaceDiff
 from touchstone.tables import Apart, Flat, Json, count
 
@@ -27,7 +28,8 @@ ExitReason = Literal[
     "submitted", "max_turns", "max_tokens", "timeout", "policy_error", "workspace_refused", "sandbox_error"
 ]
 EXIT_REASONS: tuple[str, ...] = ExitReason.__args__  # type: ignore[attr-defined]
-SamplingDtype = Literal["float32", "bfloat16"]  # an hf: policy's weights while it samples (Sampling.dtype)
+# an hf: policy's weights while it samples (Sampling.dtype); "auto" is resolved when a Sampling is made
+SamplingDtype = Literal["float32", "bfloat16", "auto"]
 STEP_KEYS = ("trajectory_id", "task_id")  # the columns that tie a row of steps.parquet to its trajectory
 
 
@@ -85,9 +87,17 @@ class Sampling(BaseModel):
     # own; training is unaffected). bfloat16 on a CPU with AMX (`lscpu`: amx_bf16) or a GPU: a task's
     # first turns took 0.65x the time on a 2-core Xeon (docs/BENCHMARKS.md); without AMX or
     # AVX512-BF16 expect it slower. A seed samples differently in the two: a study keeps one.
+    # "auto" becomes one of the two here (touchstone.episode.precision), so a record never says "auto".
     dtype: SamplingDtype = Field(
-        "float32", description="hf: policies: the weights' precision while sampling (bfloat16: CPUs with AMX, GPUs)."
+        "float32",
+        description="hf: policies: the weights' precision while sampling (bfloat16: CPUs with AMX, GPUs; "
+        "auto: bfloat16 where this machine computes it natively, else float32).",
     )
+
+    @field_validator("dtype")
+    @classmethod
+    def _resolve_auto(cls, dtype: str) -> str:
+        return resolve_sampling_dtype(dtype)
 
     def attempt_seed(self, attempt: int) -> int:
         """The seed attempt `attempt` of a task samples from."""
