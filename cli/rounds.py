@@ -231,7 +231,8 @@ def run(
             instance = _instance()
             to_run = min(n_rounds, 1) if key else _still_to_run(instance, n_rounds) if total else n_rounds
             last = _run_rounds(instance, to_run, key, run_config, console, guard, where)
-            if control:
+            # --total: a finished study (its rounds and its control) runs nothing again
+            if control and not (total and to_run == 0 and _control_done(instance, last, console)):
                 _run_control(instance, last, run_config, console, guard, where)
     except KeyboardInterrupt:
         if guard.signum is None:  # before the guard was listening
@@ -246,6 +247,19 @@ def _still_to_run(instance, total: int) -> int:
     from orchestration.lineage import evaluated_rounds
 
     return max(0, total - len(evaluated_rounds(instance)))
+
+
+def _control_done(instance, round_key: str, console) -> bool:
+    """Whether `round_key`'s control arm has been materialized; says so with its verdict."""
+    import dagster as dg
+
+    from orchestration.lineage import latest_metadata
+
+    found = latest_metadata(instance, dg.AssetKey(Asset.CONTROL_EVALUATION), round_key) if round_key else None
+    if found:
+        console.print(f"round {round_key}'s control arm is already done (`--rounds 0 --control` reruns it):")
+        console.print(found[0].get("comparison", ""))
+    return found is not None
 
 
 def _run_rounds(instance, n_rounds: int, key: str | None, run_config: dict, console, guard, where: dict) -> str:
