@@ -40,35 +40,14 @@ from touchstone.tasks.schema import TaskError
 @options.limits
 @click.option("--json", "as_json", is_flag=True, help="print the result as one JSON object")
 def solve(
-    tasks,
-    policy_spec,
-    attempts,
-    workers,
-    out,
-    backend,
-    temperature,
-    top_p,
-    max_tokens,
-    context_window,
-    seed,
-    dtype,
-    max_turns,
-    time_budget,
-    as_json,
+    tasks, policy_spec, attempts, workers, out, backend, max_turns, time_budget, as_json, **sampling_fields
 ) -> None:
     """Solve TASKS (a task directory or a task-set directory) with a policy.
 
     Writes OUT/trajectories.parquet, OUT/steps.parquet and
     OUT/jsonl/<task id>/<trajectory id>.jsonl. Rerun the same command to resume."""
     try:
-        sampling = Sampling(
-            temperature=temperature,
-            top_p=top_p,
-            max_tokens=max_tokens,
-            context_window=context_window,
-            seed=seed,
-            dtype=dtype,
-        )
+        sampling = Sampling(**sampling_fields)  # options.sampling's fields
         limits = EpisodeLimits(max_turns=max_turns, time_budget_s=time_budget)
         run_solve(tasks, policy_spec, attempts, workers, out, sampling, backend, limits)
     except (TaskError, ValueError, RuntimeError) as exc:  # bad input, bad spec, crashed attempts

@@ -74,21 +74,7 @@ from touchstone.rounds import CPU_ROUND
 )
 @click.option("--json", "as_json", is_flag=True, help="print the metrics as a JSON list, one object per checkpoint")
 def evaluate(
-    checkpoints,
-    tasks,
-    out,
-    attempts,
-    workers,
-    backend,
-    max_turns,
-    max_tokens,
-    context_window,
-    temperature,
-    top_p,
-    seed,
-    dtype,
-    likelihood,
-    as_json,
+    checkpoints, tasks, out, attempts, workers, backend, max_turns, likelihood, as_json, **sampling_fields
 ) -> None:
     """Sampled attempts graded by the verifier (pass@1/pass@k, hack attempts, valid
     tool calls, exit reasons, progress) and likelihoods on the held-out teacher runs
@@ -112,14 +98,7 @@ def evaluate(
                 attempts=attempts,
                 backend=backend,
                 workers=workers,
-                sampling=Sampling(
-                    temperature=temperature,
-                    top_p=top_p,
-                    max_tokens=max_tokens,
-                    context_window=context_window,
-                    seed=seed,
-                    dtype=dtype,
-                ),
+                sampling=Sampling(**sampling_fields),  # --temperature ... --dtype
                 limits=EpisodeLimits(max_turns=max_turns),
                 likelihood=likelihood,
             )
