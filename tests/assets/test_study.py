@@ -85,3 +85,19 @@ def test_a_study_pools_the_loop_minus_its_control_over_runs_per_task(tmp_path):
     assert result.exit_code == 0, result.output
     assert "| all runs | last controlled | 40 |" in result.output
     assert len(json.loads((tmp_path / "s" / "controls.json").read_text())) == 4
+
+
+def test_each_control_arm_is_drawn_in_its_own_runs_colour(tmp_path):
+    """Four runs with controls: a fixed colour for every control arm hid which run each belonged to
+    (and matched the fourth run's own colour)."""
+    from touchstone.evaluate.plots import plt
+    from touchstone.evaluate.study import draw_study
+
+    seeds = [("seed-a", 14, 12), ("seed-b", 15, 12), ("seed-c", 14, 11), ("seed-d", 13, 16)]
+    for name, loop, control in seeds:
+        _controlled_run(tmp_path / name, loop, control)
+    fig, ax = plt.subplots()
+    draw_study(ax, [p for name, _, _ in seeds for p in read_run(tmp_path / name, name)])
+    colours = [c.lines[0].get_color() for c in ax.containers]  # per run: its line, then its control arm
+    assert len(colours) == 8 and colours[0::2] == colours[1::2] and len(set(colours)) == 4
+    plt.close(fig)

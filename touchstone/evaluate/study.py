@@ -167,23 +167,34 @@ def _spread_text(i: Interval) -> str:
 
 def plot_study(points: list[StudyPoint], path: Path) -> Path:
     """pass@k per stage: each run a thin line with its intervals, the mean over runs a thick one
-    (at the stages every run reached); control arms as squares beside the round they control."""
+    (at the stages every run reached); each control arm a hollow square in its run's colour beside
+    the round it controls (one colour for every control hid which run it belonged to)."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    draw_study(ax, points)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def draw_study(ax, points: list[StudyPoint]) -> None:
+    """`plot_study`'s figure on `ax`: per run its line, then its control arms (error bar containers in that order)."""
     loop = [p for p in points if not p.stage.startswith("control")]
     stages = sorted({p.stage for p in loop}, key=lambda stage: (stage != "base", stage))
-    fig, ax = plt.subplots(figsize=(8, 4.5))
     runs = list(dict.fromkeys(p.run for p in points))
     for n, run in enumerate(runs):
         mine = [p for p in loop if p.run == run]
         xs = [stages.index(p.stage) + (n - (len(runs) - 1) / 2) * 0.06 for p in mine]
-        ax.errorbar(xs, [p.pass_at_k.value for p in mine],
-                    yerr=[[p.pass_at_k.value - p.pass_at_k.low for p in mine],
-                          [p.pass_at_k.high - p.pass_at_k.value for p in mine]],
-                    marker="o", capsize=3, linewidth=0.8, alpha=0.6, label=f"{run}")  # fmt: skip
+        drawn = ax.errorbar(xs, [p.pass_at_k.value for p in mine],
+                            yerr=[[p.pass_at_k.value - p.pass_at_k.low for p in mine],
+                                  [p.pass_at_k.high - p.pass_at_k.value for p in mine]],
+                            marker="o", capsize=3, linewidth=0.8, alpha=0.6, label=f"{run}")  # fmt: skip
         for c in (p for p in points if p.run == run and p.stage.startswith("control")):
             x = stages.index(c.stage.split()[-1]) + 0.25 + n * 0.06
             ax.errorbar([x], [c.pass_at_k.value], yerr=[[c.pass_at_k.value - c.pass_at_k.low],
-                        [c.pass_at_k.high - c.pass_at_k.value]], marker="s", capsize=3, color="tab:red",
-                        alpha=0.6, label="control arm" if n == 0 else None)  # fmt: skip
+                        [c.pass_at_k.high - c.pass_at_k.value]], marker="s", markerfacecolor="white",
+                        capsize=3, color=drawn[0].get_color(), alpha=0.8,
+                        label="control arm (its run's colour)" if n == 0 else None)  # fmt: skip
     # the mean only where every run got to: beyond, one run's value would pass for everyone's
     reached = [(i, s) for i, s in enumerate(summarize(loop)) if s.runs == len(runs)]
     ax.plot([i for i, _ in reached], [s.pass_at_k.value for _, s in reached], color="black", linewidth=2.5,
@@ -192,10 +203,6 @@ def plot_study(points: list[StudyPoint], path: Path) -> Path:
     ax.set(title=f"Held-out pass@{points[-1].k} per stage", xlabel="stage", ylabel="verified solve rate",
            ylim=(-0.02, 1.02))  # fmt: skip
     ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def write_study(homes: list[Path], out: Path) -> str:
