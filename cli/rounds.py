@@ -149,7 +149,7 @@ def study(homes: tuple[Path, ...], out: Path) -> None:
     show_default=True,
     type=click.IntRange(min=0),
     help="How many rounds to run: an unfinished latest round first, then new ones (0, with --control: none, "
-    "only the latest round's control arm).",
+    "only the latest finished round's control arm).",
 )
 @click.option(
     "--key",
@@ -219,7 +219,7 @@ def run(
                 "--key names one round and --total counts them all: give one", param_hint="--total"
             )
     if n_rounds == 0 and not control:
-        raise click.BadParameter("0 rounds runs nothing; add --control for the latest round's control arm")
+        raise click.BadParameter("0 rounds runs nothing; add --control for the latest finished round's control arm")
     if not debugging(ctx):  # the cause is summarised below, first; --debug shows Dagster's own log
         run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}, **run_config}
     console = Console(stderr=True)
