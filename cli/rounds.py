@@ -231,9 +231,8 @@ def run(
             instance = _instance()
             to_run = min(n_rounds, 1) if key else _still_to_run(instance, n_rounds) if total else n_rounds
             last = _run_rounds(instance, to_run, key, run_config, console, guard, where)
-            # --total: a finished study (its rounds and its control) runs nothing again
-            if control and not (total and to_run == 0 and _control_done(instance, last, console)):
-                _run_control(instance, last, run_config, console, guard, where)
+            if control:  # --total with no round left: a finished study's control arm is not run again
+                _run_control(instance, last, run_config, console, guard, where, again=not (total and to_run == 0))
     except KeyboardInterrupt:
         if guard.signum is None:  # before the guard was listening
             click.echo("\ninterrupted while starting; nothing was running yet", err=True)
@@ -247,19 +246,6 @@ def _still_to_run(instance, total: int) -> int:
     from orchestration.lineage import evaluated_rounds
 
     return max(0, total - len(evaluated_rounds(instance)))
-
-
-def _control_done(instance, round_key: str, console) -> bool:
-    """Whether `round_key`'s control arm has been materialized; says so with its verdict."""
-    import dagster as dg
-
-    from orchestration.lineage import latest_metadata
-
-    found = latest_metadata(instance, dg.AssetKey(Asset.CONTROL_EVALUATION), round_key) if round_key else None
-    if found:
-        console.print(f"round {round_key}'s control arm is already done (`--rounds 0 --control` reruns it):")
-        console.print(found[0].get("comparison", ""))
-    return found is not None
 
 
 def _run_rounds(instance, n_rounds: int, key: str | None, run_config: dict, console, guard, where: dict) -> str:
@@ -286,7 +272,11 @@ def _run_rounds(instance, n_rounds: int, key: str | None, run_config: dict, cons
     return round_key
 
 
-def _run_control(instance, round_key: str, run_config: dict, console, guard, where: dict) -> None:
+def _run_control(
+    instance, round_key: str, run_config: dict, console, guard, where: dict, *, again: bool = True
+) -> None:
+    """Materialize `round_key`'s control arm and print its verdict; `again` False: one already
+    materialized is kept, and its verdict printed."""
     import dagster as dg
 
     from orchestration.lineage import latest_metadata
@@ -298,13 +288,17 @@ def _run_control(instance, round_key: str, run_config: dict, console, guard, whe
     if skip:
         console.print(skip)
         return
-    where["stage"] = f"in round {round_key}'s control arm"
-    result = materialize(
-        instance, [Asset.CONTROL_EVALUATION], partition_key=round_key, console=console, run_config=run_config
-    )
-    if not result.success:
-        _stop(guard, "control arm failed", result)
-    found = latest_metadata(instance, dg.AssetKey(Asset.CONTROL_EVALUATION), round_key)
+    found = None if again else latest_metadata(instance, dg.AssetKey(Asset.CONTROL_EVALUATION), round_key)
+    if found:
+        console.print(f"round {round_key}'s control arm is already done (`--rounds 0 --control` reruns it):")
+    else:
+        where["stage"] = f"in round {round_key}'s control arm"
+        result = materialize(
+            instance, [Asset.CONTROL_EVALUATION], partition_key=round_key, console=console, run_config=run_config
+        )
+        if not result.success:
+            _stop(guard, "control arm failed", result)
+        found = latest_metadata(instance, dg.AssetKey(Asset.CONTROL_EVALUATION), round_key)
     console.print(found[0]["comparison"] if found else f"round {round_key}: control arm done")
 
 
