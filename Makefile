@@ -27,14 +27,16 @@ experiment: setup
 # a torch thread per core, up to 8 (on a quiet 2-core machine two threads decode 1.7x faster than
 # one); on a machine busy with other jobs set OMP_NUM_THREADS=1 (there two decoded 10x slower:
 # docs/BENCHMARKS.md). `make smollm2 SEED=1000`: another seed of the study, in its own data root
-# (.touchstone-smollm2-seed1000).
+# (.touchstone-smollm2-seed1000). `make smollm2 ROUNDS=4`: a fourth round on a finished study (ROUNDS
+# counts the data root's finished rounds) and that round's control arm.
 SEED ?= 0
+ROUNDS ?= 3
 SMOLLM2_THREADS := $(shell n=$$(nproc); echo $$(( n < 8 ? n : 8 )))
 SMOLLM2_HOME := $(CURDIR)/.touchstone-smollm2$(if $(filter-out 0,$(SEED)),-seed$(SEED))
 smollm2: setup
 	@$(VENV)/bin/touchstone model fetch smollm2-135m-instruct
 	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$(SMOLLM2_THREADS)} TOUCHSTONE_HOME=$${TOUCHSTONE_HOME:-$(SMOLLM2_HOME)} DAGSTER_HOME=$${DAGSTER_HOME:-$${TOUCHSTONE_HOME:-$(SMOLLM2_HOME)}/dagster_home} \
-		bash -c 'mkdir -p "$$DAGSTER_HOME" && start=$$(date +%s) && $(VENV)/bin/touchstone round run --rounds 3 --total --control --seed $(SEED) -c orchestration/deploy/local-smollm2.yaml; rc=$$?; echo "smollm2: 3 rounds and the control arm in $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc'
+		bash -c 'mkdir -p "$$DAGSTER_HOME" && start=$$(date +%s) && $(VENV)/bin/touchstone round run --rounds $(ROUNDS) --total --control --seed $(SEED) -c orchestration/deploy/local-smollm2.yaml; rc=$$?; echo "smollm2: $(ROUNDS) rounds and the control arm in $$(( $$(date +%s) - start )) s (exit $$rc)"; exit $$rc'
 
 bench: setup
 	@$(PY) -m benchmarks.run
