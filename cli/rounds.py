@@ -128,11 +128,12 @@ def _promotion(instance, key: str) -> dict:
 @round_.command("study")
 @click.argument("homes", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="where study.md, study.json, controls.json and study.png go")  # fmt: skip
+              help="where study.md, study.json, rises.json, controls.json and study.png go")  # fmt: skip
 def study(homes: tuple[Path, ...], out: Path) -> None:
     """Several runs of one recipe side by side (e.g. `make smollm2 SEED=...`'s data roots): each
     run's held-out pass@1 / pass@k from the base through its rounds to its control arms, the
-    mean over runs per stage, and the loop minus its control arms paired over tasks."""
+    mean over runs per stage, then, paired over tasks, each run's last round minus its base and
+    the loop minus its control arms."""
     from touchstone.evaluate.study import write_study
 
     try:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.assets.test_promotion import attempts, metrics
-from touchstone.evaluate.study import control_gaps, read_run, summarize
+from touchstone.evaluate.study import control_gaps, read_run, rises, summarize
 
 
 def _pass_at_k(home, *parts) -> float:
@@ -59,11 +59,14 @@ def test_a_study_of_roots_with_nothing_evaluated_says_so(tmp_path):
 
 def _controlled_run(home, loop_solved: int, control_solved: int):
     """A data root whose r002 was evaluated and controlled: 40 one-attempt tasks each arm."""
-    for asset, name, solved in (
-        ("round_evaluation", "r002", loop_solved),
-        ("control_evaluation", "control", control_solved),
-    ):
-        where = home / "rounds" / "r002" / asset
+    _evaluated(home, ("rounds/r002/round_evaluation", "r002", loop_solved),
+               ("rounds/r002/control_evaluation", "control", control_solved))  # fmt: skip
+
+
+def _evaluated(home, *evaluations):
+    """(where, name, solved) each: an evaluation of 40 one-attempt tasks, t0.. solved."""
+    for asset, name, solved in evaluations:
+        where = home / asset
         where.mkdir(parents=True)
         attempts(name, solved).write_parquet(where / "attempts.parquet")
         pl.DataFrame([metrics(name, solved).flat()]).write_parquet(where / "metrics.parquet")
@@ -79,12 +82,39 @@ def test_a_study_pools_the_loop_minus_its_control_over_runs_per_task(tmp_path):
     assert [(g.run, g.tasks) for g in gaps] == [("seed-a", 40), ("seed-b", 40), ("seed-c", 40), ("all runs", 40)]
     assert gaps[0].difference_at_k.value == 2 / 40 and gaps[0].difference_at_k.low == 0
     pooled = gaps[-1].difference_at_k  # per task, the mean over the seeds; then a bootstrap over tasks
-    assert pooled.value == (2 + 3 + 3) / 3 / 40 and pooled.low > 0
+    assert pooled.value == pytest.approx((2 + 3 + 3) / 3 / 40) and pooled.low > 0
     result = CliRunner().invoke(main, ["round", "study", *(str(tmp_path / s) for s in ("seed-a", "seed-b", "seed-c")),
                                        "--out", str(tmp_path / "s")])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "| all runs | last controlled | 40 |" in result.output
     assert len(json.loads((tmp_path / "s" / "controls.json").read_text())) == 4
+
+
+def test_a_study_gives_each_runs_last_round_minus_its_base_paired_and_pooled(tmp_path):
+    """The issue's goal reads "rising from round 0 to round 3": the rise is measured on the same
+    tasks, not read off two intervals side by side; the last evaluated round counts, whichever
+    it is, and a run without a base evaluation has no rise."""
+    from cli import main
+
+    for name, base, r000, r002 in (("seed-a", 4, 9, 14), ("seed-b", 5, 5, 13), ("seed-c", 6, 20, 12)):
+        _evaluated(tmp_path / name, ("base_evaluation", "base", base), ("rounds/r000/round_evaluation", "r000", r000),
+                   ("rounds/r002/round_evaluation", "r002", r002))  # fmt: skip
+    _evaluated(tmp_path / "no-base", ("rounds/r000/round_evaluation", "r000", 9))
+    homes = [tmp_path / s for s in ("seed-a", "seed-b", "seed-c", "no-base")]
+    gained = rises(homes)
+    assert [(g.run, g.round, g.versus) for g in gained] == [
+        ("seed-a", "r002", "base"), ("seed-b", "r002", "base"), ("seed-c", "r002", "base"),
+        ("all runs", "last evaluated", "base"),
+    ]  # fmt: skip
+    assert gained[2].difference_at_k.value == 6 / 40 and gained[0].difference_at_k.low > 0
+    assert gained[-1].difference_at_k.value == pytest.approx((10 + 8 + 6) / 3 / 40)
+    # the same runs, the same pooled interval: the bootstrap resamples a fixed task order
+    assert all(rises(homes)[-1] == gained[-1] for _ in range(5))
+    result = CliRunner().invoke(main, ["round", "study", *map(str, homes), "--out", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    assert "| last round minus base, paired over tasks |" in result.output
+    assert "| all runs | last evaluated | 40 |" in result.output
+    assert [g["run"] for g in json.loads((tmp_path / "s" / "rises.json").read_text())][-1] == "all runs"
 
 
 def test_each_control_arm_is_drawn_in_its_own_runs_colour(tmp_path):

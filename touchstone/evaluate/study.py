@@ -3,8 +3,10 @@
 For each run, the held-out figures from where the rounds started (`base_evaluation`) through
 every round (a round that made no update keeps its starting weights, so it carries their
 figures, marked) to its control arms; then, per stage, the mean over the runs with the
-lowest and highest run; then the loop minus its control arm, paired over the held-out tasks,
-per run and over all runs. What `touchstone round study HOME...` prints, writes and plots.
+lowest and highest run; then, paired over the held-out tasks, per run and over all runs, the
+last round minus the base (what the rounds gained) and the loop minus its control arm (what
+the later rounds' own runs gained over more steps on the first round's). What `touchstone
+round study HOME...` prints, writes and plots.
 """
 
 from __future__ import annotations
@@ -43,13 +45,16 @@ class StageSummary(BaseModel):
     pass_at_k: Interval
 
 
-class ControlGap(BaseModel):
-    """The loop's round minus its control arm on the same held-out tasks (paired bootstrap over
-    tasks); `run` "all runs" pools every run's last controlled round: per task, the mean of the
-    runs' differences, so a task counts once however many seeds answered it."""
+class PairedGap(BaseModel):
+    """One evaluation minus another on the same held-out tasks (paired bootstrap over tasks):
+    a round minus its control arm (`versus` "control"), or a run's last round minus the weights
+    its rounds started from (`versus` "base"). `run` "all runs" pools every run's last such
+    pair: per task, the mean of the runs' differences, so a task counts once however many
+    seeds answered it."""
 
     run: str
     round: str
+    versus: str
     k: int
     tasks: int
     difference_at_1: Interval
@@ -83,32 +88,52 @@ def _point(run: str, stage: str, path: Path) -> StudyPoint:
     )
 
 
-def control_gaps(homes: list[Path]) -> list[ControlGap]:
+def control_gaps(homes: list[Path]) -> list[PairedGap]:
     """Per run, every round with a control arm; then, with two or more runs, all runs pooled."""
     gaps, last = [], []
     for home in homes:
         found = sorted(d.parents[1] for d in home.glob(f"rounds/r*/{Asset.CONTROL_EVALUATION}/attempts.parquet"))
         for round_dir in found:
-            k = RoundMetrics.from_flat(
-                pl.read_parquet(round_dir / Asset.CONTROL_EVALUATION / "metrics.parquet").row(0, named=True)
-            ).k
-            diff = per_task_difference(
-                pl.read_parquet(round_dir / Asset.ROUND_EVALUATION / "attempts.parquet"),
-                pl.read_parquet(round_dir / Asset.CONTROL_EVALUATION / "attempts.parquet"),
-                k,
-            )
-            gaps.append(_gap(home.name, round_dir.name, k, diff))
+            diff = _difference(round_dir / Asset.ROUND_EVALUATION, round_dir / Asset.CONTROL_EVALUATION)
+            gaps.append(_gap(home.name, round_dir.name, "control", diff))
         if found:
             last.append(diff)
-    if len(last) > 1:
-        pooled = pl.concat(last).group_by("task_id").mean()
-        gaps.append(_gap("all runs", "last controlled", gaps[-1].k, pooled))
-    return gaps
+    return gaps + _pooled(last, "last controlled", "control")
 
 
-def _gap(run: str, round_key: str, k: int, diff: pl.DataFrame) -> ControlGap:
-    at_1, at_k = paired_interval(diff)
-    return ControlGap(run=run, round=round_key, k=k, tasks=diff.height, difference_at_1=at_1, difference_at_k=at_k)
+def rises(homes: list[Path]) -> list[PairedGap]:
+    """Per run, its last evaluated round minus the weights its rounds started from
+    (`base_evaluation`): what the rounds gained in all; then, with two or more runs, pooled."""
+    gaps, diffs = [], []
+    for home in homes:
+        found = sorted(d.parents[1] for d in home.glob(f"rounds/r*/{Asset.ROUND_EVALUATION}/attempts.parquet"))
+        base = home / Asset.BASE_EVALUATION
+        if found and (base / "attempts.parquet").is_file():
+            diffs.append(_difference(found[-1] / Asset.ROUND_EVALUATION, base))
+            gaps.append(_gap(home.name, found[-1].name, "base", diffs[-1]))
+    return gaps + _pooled(diffs, "last evaluated", "base")
+
+
+def _difference(first: Path, second: Path) -> tuple[int, pl.DataFrame]:
+    """Per task, the evaluation in `first` minus the one in `second`, at `first`'s k."""
+    k = RoundMetrics.from_flat(pl.read_parquet(first / "metrics.parquet").row(0, named=True)).k
+    return k, per_task_difference(pl.read_parquet(first / "attempts.parquet"),
+                                  pl.read_parquet(second / "attempts.parquet"), k)  # fmt: skip
+
+
+def _pooled(diffs: list[tuple[int, pl.DataFrame]], round_key: str, versus: str) -> list[PairedGap]:
+    if len(diffs) < 2:
+        return []
+    # sorted: group_by's order varies from call to call, and with it the bootstrap's resamples
+    pooled = pl.concat([d for _, d in diffs]).group_by("task_id").mean().sort("task_id")
+    return [_gap("all runs", round_key, versus, (diffs[-1][0], pooled))]
+
+
+def _gap(run: str, round_key: str, versus: str, diff: tuple[int, pl.DataFrame]) -> PairedGap:
+    k, table = diff
+    at_1, at_k = paired_interval(table)
+    return PairedGap(run=run, round=round_key, versus=versus, k=k, tasks=table.height, difference_at_1=at_1,
+                     difference_at_k=at_k)  # fmt: skip
 
 
 def summarize(points: list[StudyPoint]) -> list[StageSummary]:
@@ -129,9 +154,9 @@ def _summary(stage: str, points: list[StudyPoint]) -> StageSummary:
     )
 
 
-def study_markdown(points: list[StudyPoint], gaps: list[ControlGap] = ()) -> str:
+def study_markdown(points: list[StudyPoint], gaps: list[PairedGap] = ()) -> str:
     """Every run's stages with their bootstrap intervals over tasks, the mean over runs, then
-    the loop minus its control arms."""
+    each run's last round minus its base and the loop minus its control arms."""
     if not points:
         raise ValueError("no evaluated stage in these data roots: run rounds first")
     k = points[-1].k
@@ -147,17 +172,15 @@ def study_markdown(points: list[StudyPoint], gaps: list[ControlGap] = ()) -> str
     lines.append("| --- | --- | --- | --- |")
     for s in summarize(points):
         lines.append(f"| {s.stage} | {s.runs} | {_spread_text(s.pass_at_1)} | {_spread_text(s.pass_at_k)} |")
-    if gaps:
-        lines += [
-            "",
-            f"| loop minus control, paired over tasks | round | tasks | pass@1 [95% CI] | pass@{k} [95% CI] |",
-        ]
-        lines.append("| --- | --- | --- | --- | --- |")
-        for g in gaps:
-            lines.append(
+    for versus, title in (("base", "last round minus base"), ("control", "loop minus control")):
+        if chosen := [g for g in gaps if g.versus == versus]:
+            lines += ["", f"| {title}, paired over tasks | round | tasks | pass@1 [95% CI] | pass@{k} [95% CI] |"]
+            lines.append("| --- | --- | --- | --- | --- |")
+            lines += [
                 f"| {g.run} | {g.round} | {g.tasks} | {interval_text(g.difference_at_1)} "
                 f"| {interval_text(g.difference_at_k)} |"
-            )
+                for g in chosen
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -207,14 +230,16 @@ def draw_study(ax, points: list[StudyPoint]) -> None:
 
 def write_study(homes: list[Path], out: Path) -> str:
     """Read the runs (each named by its data root's directory) and write OUT/study.md,
-    OUT/study.json (every point, for re-plotting), OUT/controls.json (the loop minus its
-    control arms) and OUT/study.png; returns study.md's text."""
+    OUT/study.json (every point, for re-plotting), OUT/rises.json (each run's last round minus
+    its base), OUT/controls.json (the loop minus its control arms) and OUT/study.png; returns
+    study.md's text."""
     points = [p for home in homes for p in read_run(home, home.name)]
-    gaps = control_gaps(homes)
-    text = study_markdown(points, gaps)
+    gained, controlled = rises(homes), control_gaps(homes)
+    text = study_markdown(points, gained + controlled)
     out.mkdir(parents=True, exist_ok=True)
     (out / "study.md").write_text(text)
     (out / "study.json").write_text(json.dumps([p.model_dump() for p in points], indent=1) + "\n")
-    (out / "controls.json").write_text(json.dumps([g.model_dump() for g in gaps], indent=1) + "\n")
+    for name, gaps in (("rises.json", gained), ("controls.json", controlled)):
+        (out / name).write_text(json.dumps([g.model_dump() for g in gaps], indent=1) + "\n")
     plot_study(points, out / "study.png")
     return text
