@@ -131,3 +131,19 @@ def test_each_control_arm_is_drawn_in_its_own_runs_colour(tmp_path):
     colours = [c.lines[0].get_color() for c in ax.containers]  # per run: its line, then its control arm
     assert len(colours) == 8 and colours[0::2] == colours[1::2] and len(set(colours)) == 4
     plt.close(fig)
+
+
+def test_a_run_with_two_control_arms_names_the_control_once_in_the_legend(tmp_path):
+    """A fourth round's control beside round 2's: each arm drawn, the legend's entry once."""
+    from touchstone.evaluate.plots import plt
+    from touchstone.evaluate.study import draw_study
+
+    _controlled_run(tmp_path / "seed-a", 14, 12)
+    _evaluated(tmp_path / "seed-a", ("rounds/r003/round_evaluation", "r003", 16),
+               ("rounds/r003/control_evaluation", "control", 11))  # fmt: skip
+    _controlled_run(tmp_path / "seed-b", 15, 12)
+    fig, ax = plt.subplots()
+    draw_study(ax, [p for name in ("seed-a", "seed-b") for p in read_run(tmp_path / name, name)])
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(ax.containers) == 5 and len(labels) == len(set(labels)) == 4  # two runs, the control, the mean
+    plt.close(fig)

@@ -205,6 +205,7 @@ def draw_study(ax, points: list[StudyPoint]) -> None:
     loop = [p for p in points if not p.stage.startswith("control")]
     stages = sorted({p.stage for p in loop}, key=lambda stage: (stage != "base", stage))
     runs = list(dict.fromkeys(p.run for p in points))
+    control_label = "control arm (its run's colour)"  # in the legend once, however many arms
     for n, run in enumerate(runs):
         mine = [p for p in loop if p.run == run]
         xs = [stages.index(p.stage) + (n - (len(runs) - 1) / 2) * 0.06 for p in mine]
@@ -217,7 +218,8 @@ def draw_study(ax, points: list[StudyPoint]) -> None:
             ax.errorbar([x], [c.pass_at_k.value], yerr=[[c.pass_at_k.value - c.pass_at_k.low],
                         [c.pass_at_k.high - c.pass_at_k.value]], marker="s", markerfacecolor="white",
                         capsize=3, color=drawn[0].get_color(), alpha=0.8,
-                        label="control arm (its run's colour)" if n == 0 else None)  # fmt: skip
+                        label=control_label)  # fmt: skip
+            control_label = None
     # the mean only where every run got to: beyond, one run's value would pass for everyone's
     reached = [(i, s) for i, s in enumerate(summarize(loop)) if s.runs == len(runs)]
     ax.plot([i for i, _ in reached], [s.pass_at_k.value for _, s in reached], color="black", linewidth=2.5,
