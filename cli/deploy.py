@@ -80,21 +80,25 @@ def up(root: Path, name: str, web_port: int, pg_port: int, sandbox_slots: int) -
 @_ROOT
 @click.option("--rounds", "n_rounds", default=1, show_default=True, help="Rounds to run, one run each.")
 @click.option(
+    "-c",
     "--config",
-    "config_file",
-    type=click.File(),
-    default=None,
-    help="Run config YAML (ops: and resources: sections), as in the launchpad.",
+    "config_paths",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    multiple=True,
+    help="Run config YAML (ops: and resources: sections), as in the launchpad; repeat it to lay one over "
+    "another (later files win), as `touchstone round run -c` does.",
 )
 @click.option("--timeout", "timeout_s", default=7200, show_default=True, help="Seconds to wait per run.")
-def run(root: Path, n_rounds: int, config_file, timeout_s: int) -> None:
+def run(root: Path, n_rounds: int, config_paths: tuple[Path, ...], timeout_s: int) -> None:
     """Launch rounds through the deployment's run queue and launcher; wait for each."""
-    import yaml
-
     from orchestration.deploy.runs import run_rounds
     from orchestration.deploy.stack import DeployError
+    from orchestration.run_config import RunConfigError, load_run_configs
 
-    config = yaml.safe_load(config_file) if config_file else {}
+    try:
+        config = load_run_configs(list(config_paths))
+    except RunConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--config") from None
     try:
         outcomes = run_rounds(
             _stack(root), n_rounds, config, timeout_s=timeout_s, log=lambda m: click.echo(m, err=True)

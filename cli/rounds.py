@@ -160,10 +160,11 @@ def study(homes: tuple[Path, ...], out: Path) -> None:
 @click.option(
     "-c",
     "--config",
-    "config_path",
+    "config_paths",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Run config YAML (ops: and resources:, as in the launchpad), e.g. orchestration/deploy/local-served.yaml.",
+    multiple=True,
+    help="Run config YAML (ops: and resources:, as in the launchpad), e.g. orchestration/deploy/local-served.yaml; "
+    "repeat it to lay one over another (later files win, mappings merge), e.g. a recipe and then where it runs.",
 )
 @click.option(
     "--total",
@@ -190,7 +191,7 @@ def run(
     ctx: click.Context,
     n_rounds: int,
     key: str | None,
-    config_path: Path | None,
+    config_paths: tuple[Path, ...],
     total: bool,
     wait: bool,
     control: bool,
@@ -202,11 +203,11 @@ def run(
     from rich.console import Console
 
     from orchestration.definitions import validate_run_config
-    from orchestration.run_config import RunConfigError, configured_store, load_run_config, with_seed
+    from orchestration.run_config import RunConfigError, configured_store, load_run_configs, with_seed
     from touchstone.interrupts import InterruptGuard
 
     try:
-        run_config = load_run_config(config_path) if config_path else {}
+        run_config = load_run_configs(list(config_paths))
         if seed is not None:
             run_config = with_seed(run_config, seed)
         validate_run_config(run_config)

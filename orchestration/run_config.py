@@ -1,9 +1,11 @@
-"""Run configs: one YAML (the launchpad's format: `ops:` and `resources:`)
-for `touchstone round run -c`, the nightly schedule and the continuous sensor.
+"""Run configs: YAML in the launchpad's format (`ops:` and `resources:`) for
+`touchstone round run -c`, the nightly schedule and the continuous sensor.
+Several files make one config, later ones over earlier ones (`-c recipe.yaml -c
+overlay.yaml`; `merge_run_configs`): a recipe and where it runs stay apart.
 
-The schedule and the sensor read the file named by `TOUCHSTONE_RUN_CONFIG`
-at every tick (so a change needs no redeploy); unset, rounds run on the
-defaults. Shipped examples: `orchestration/deploy/local-served.yaml` (a laptop,
+The schedule and the sensor read the files named by `TOUCHSTONE_RUN_CONFIG`
+(one path, or several joined by the path separator, `:`) at every tick (so a
+change needs no redeploy); unset, rounds run on the defaults. Shipped examples: `orchestration/deploy/local-served.yaml` (a laptop,
 the checkpoint behind `transformers serve`) and `orchestration/deploy/cluster.yaml`.
 A config is checked against the assets by `orchestration.definitions.validate_run_config`.
 """
@@ -40,6 +42,26 @@ def load_run_config(path: str | os.PathLike) -> dict:
     return data
 
 
+def load_run_configs(paths: list[str | os.PathLike]) -> dict:
+    """The files' run configs merged in order (`merge_run_configs`); none: {} (the defaults)."""
+    merged: dict = {}
+    for path in paths:
+        merged = merge_run_configs(merged, load_run_config(path))
+    return merged
+
+
+def merge_run_configs(base: dict, over: dict) -> dict:
+    """`over` on top of `base`: mappings merge key by key, at every depth; anything else in `over`
+    (a value, a list, an `{env: NAME}` over a plain value) replaces what `base` has there."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_run_configs(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
 def with_seed(run_config: dict, seed: int) -> dict:
     """The run config with one study seed for all the run's randomness: the policy's sampling
     (attempt i samples with seed + i, so a study's seeds lie further apart than its attempts)
@@ -56,9 +78,9 @@ def with_seed(run_config: dict, seed: int) -> dict:
 
 
 def env_run_config() -> dict:
-    """The run config named by TOUCHSTONE_RUN_CONFIG, or {} (the defaults)."""
-    path = os.environ.get(ENV_VAR)
-    return load_run_config(path) if path else {}
+    """The run config of the files TOUCHSTONE_RUN_CONFIG names (`os.pathsep` between several,
+    merged in order), or {} (the defaults)."""
+    return load_run_configs([p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p])
 
 
 def configured_store(run_config: dict):

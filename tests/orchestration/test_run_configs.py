@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from orchestration.definitions import defs
-from orchestration.run_config import RunConfigError, load_run_config
+from orchestration.run_config import RunConfigError, load_run_config, load_run_configs, merge_run_configs
 from orchestration.schedules import next_round_request
 from touchstone.agent.policies.spec import PolicySpec
 
@@ -65,6 +65,45 @@ def test_the_smollm2_config_is_expert_iteration_on_the_models_own_runs(round_job
     assert seeds["heldout"] and set(seeds["heldout"]) < set(seeds["seeds"])
 
 
+def test_a_run_config_laid_over_another_merges_mappings_and_replaces_everything_else():
+    recipe = {"ops": {"a": {"config": {"attempts": 2, "level": "fix"}}},
+              "resources": {"server": {"config": {"kind": "none", "args": ["--x"]}}, "trainer": {"config": {"base_checkpoint": "small"}}}}  # fmt: skip
+    overlay = {"resources": {"server": {"config": {"kind": "vllm", "args": ["--y"]}},
+                             "trainer": {"config": {"base_checkpoint": {"env": "BASE"}}}}}  # fmt: skip
+    merged = merge_run_configs(recipe, overlay)
+    assert merged["ops"] == recipe["ops"]  # what the overlay does not name stays the recipe's
+    assert merged["resources"]["server"]["config"] == {
+        "kind": "vllm",
+        "args": ["--y"],
+    }  # a list is replaced, not joined
+    assert merged["resources"]["trainer"]["config"]["base_checkpoint"] == {"env": "BASE"}
+    assert recipe["resources"]["server"]["config"]["kind"] == "none"  # neither input is changed
+
+
+def test_the_gpu_overlay_serves_the_smollm2_recipe_and_leaves_the_recipe_alone(round_job, monkeypatch):
+    """orchestration/deploy/gpu-vllm.yaml over local-smollm2.yaml: the same tasks, curriculum,
+    held-out libraries and gate, with vLLM serving every sampling step and a base from the
+    environment; the merged config validates against the round job."""
+    from orchestration.resources import TrainerResource
+    from orchestration.runner import _run_config_for
+
+    monkeypatch.setenv("TOUCHSTONE_BASE_CHECKPOINT", "/models/coder")
+    recipe = load_run_config(DEPLOY / "local-smollm2.yaml")
+    run = load_run_configs([DEPLOY / "local-smollm2.yaml", DEPLOY / "gpu-vllm.yaml"])
+    assert dg.validate_run_config(round_job, _run_config_for(list(round_job.graph.node_dict), run))
+    assert run["resources"]["server"]["config"]["kind"] == "vllm"
+    assert run["resources"]["policy"]["config"]["spec"] == recipe["resources"]["policy"]["config"]["spec"]
+    for op in ("seed_sources", "heldout_tasks", "proposed_tasks", "base_model"):
+        assert run["ops"][op] == recipe["ops"][op]
+    gate = run["ops"]["round_evaluation"]["config"]
+    assert (
+        gate["promotion_rule"] == "paired" and gate["attempts"] == run["ops"]["base_evaluation"]["config"]["attempts"]
+    )
+    trainer = run["resources"]["trainer"]["config"]
+    assert trainer["base_checkpoint"] == {"env": "TOUCHSTONE_BASE_CHECKPOINT"} and trainer["peft"]["enabled"]
+    assert TrainerResource(**{**trainer, "base_checkpoint": "/models/coder"}).trainer_config()["peft"]
+
+
 def test_a_study_seed_reaches_sampling_and_training_and_leaves_the_recipe_alone(round_job):
     from orchestration.resources import PolicyResource, TrainerResource
     from orchestration.run_config import with_seed
@@ -115,6 +154,12 @@ def test_the_schedule_and_sensor_carry_the_configured_run_config(monkeypatch):
     monkeypatch.setenv("TOUCHSTONE_RUN_CONFIG", str(DEPLOY / "local-served.yaml"))
     request = next_round_request(dg.DagsterInstance.ephemeral())
     assert request.run_config["resources"]["server"]["config"]["kind"] == "transformers"
+    # several files, joined as PATH is: the later laid over the earlier
+    monkeypatch.setenv("TOUCHSTONE_RUN_CONFIG", f"{DEPLOY / 'local-smollm2.yaml'}:{DEPLOY / 'gpu-vllm.yaml'}")
+    monkeypatch.setenv("TOUCHSTONE_BASE_CHECKPOINT", "/models/coder")
+    config = next_round_request(dg.DagsterInstance.ephemeral()).run_config
+    assert config["resources"]["server"]["config"]["kind"] == "vllm"
+    assert config["ops"]["proposed_tasks"]["config"]["level"] == "fix"
 
 
 def _queued(round_key: str, backfill: str) -> dg.DagsterRun:
@@ -157,6 +202,13 @@ def test_round_run_refuses_a_bad_run_config_before_running_anything(tmp_path):
     )
     assert result.exit_code == 2 and "prot" in result.output
     assert not (tmp_path / "home" / "seed_sources").exists()
+    # a bad overlay on a good recipe is refused as well, by the key it got wrong
+    result = CliRunner().invoke(
+        main,
+        ["round", "run", "-c", str(DEPLOY / "local-smollm2.yaml"), "-c", str(bad)],
+        env={"TOUCHSTONE_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dh")},
+    )
+    assert result.exit_code == 2 and "prot" in result.output
 
 
 def test_zero_rounds_with_control_and_no_round_yet_is_refused_by_name(tmp_path):
