@@ -5,8 +5,10 @@ overlay.yaml`; `merge_run_configs`): a recipe and where it runs stay apart.
 
 The schedule and the sensor read the files named by `TOUCHSTONE_RUN_CONFIG`
 (one path, or several joined by the path separator, `:`) at every tick (so a
-change needs no redeploy); unset, rounds run on the defaults. Shipped examples: `orchestration/deploy/local-served.yaml` (a laptop,
-the checkpoint behind `transformers serve`) and `orchestration/deploy/cluster.yaml`.
+change needs no redeploy); unset, rounds run on the defaults. Shipped examples:
+`orchestration/deploy/local-served.yaml` (a laptop, the checkpoint behind
+`transformers serve`), `orchestration/deploy/cluster.yaml`, and the overlay
+`orchestration/deploy/gpu-vllm.yaml` (over `local-smollm2.yaml`).
 A config is checked against the assets by `orchestration.definitions.validate_run_config`.
 """
 
