@@ -69,14 +69,8 @@ def with_seed(run_config: dict, seed: int) -> dict:
     (attempt i samples with seed + i, so a study's seeds lie further apart than its attempts)
     and the trainer's (TRL `seed`: data order, dropout). Task sets stay as configured, so the
     seeds of a study are compared on the same training and held-out tasks."""
-    resources = dict(run_config.get("resources") or {})
-    policy = dict(resources.get("policy") or {})
-    policy["config"] = {**(policy.get("config") or {}), "seed": seed}
-    trainer = dict(resources.get("trainer") or {})
-    trainer_config = dict(trainer.get("config") or {})
-    trainer_config["config"] = {**(trainer_config.get("config") or {}), "seed": seed}
-    trainer["config"] = trainer_config
-    return {**run_config, "resources": {**resources, "policy": policy, "trainer": trainer}}
+    seeded = {"policy": {"config": {"seed": seed}}, "trainer": {"config": {"config": {"seed": seed}}}}
+    return merge_run_configs(run_config, {"resources": seeded})
 
 
 def env_run_config() -> dict:
