@@ -122,7 +122,7 @@ def filter_ablation(
 
     from touchstone import paths
     from touchstone.experiments.filter_ablation import experiment_tasks
-    from touchstone.experiments.report import ablation_table, plot_ablation, plot_splits, seeds_table
+    from touchstone.experiments.report import ablation_table, plot_ablation, plot_seeds, plot_splits, seeds_table
     from touchstone.tasks.schema import TaskError, load_task_set
     from training.ablation import run_filter_ablation, run_seeds
     from training.common import TrainingError
@@ -162,7 +162,11 @@ def filter_ablation(
     first = result["seeds"][0] if seeds > 1 else result
     plot_ablation(first, out / "ablation.png")
     plot_splits(first, out / "splits.png")
-    table = (seeds_table(result["summary"]) + "\nFirst seed:\n\n" if seeds > 1 else "") + ablation_table(first)
+    over_seeds = ""
+    if seeds > 1:
+        plot_seeds(result, out / "seeds.png")
+        over_seeds = seeds_table(result["summary"], result["base"]) + "\n![over seeds](seeds.png)\n\nFirst seed:\n\n"
+    table = over_seeds + ablation_table(first)
     (out / "report.md").write_text(
         f"# Filter ablation\n\n{table}\n![filter ablation](ablation.png)\n\n![what each filter passed](splits.png)\n"
     )

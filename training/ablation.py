@@ -30,6 +30,7 @@ from touchstone.experiments.filter_ablation import (
     OUTCOMES_FILE,
     SEED_FIGURES,
     AblationConfig,
+    seed_entry,
     seed_summary,
     Arm,
     ArmRow,
@@ -300,10 +301,16 @@ def run_seeds(
 ) -> dict:
     """The experiment with `seeds` seeds (cfg.seed, cfg.seed + 1, ...: base model init
     unless `base` is given, hack draws, sampling, training), each in OUT/seed-N on the
-    same tasks. Returns {"config", "seeds": [RESULT...], "summary": {arm: [per round: figure intervals]}}."""
+    same tasks. Returns {"config", "seeds": [RESULT...], "base": the base's figures over seeds,
+    "summary": {arm: [per round: figure intervals]}} (`seed_entry`)."""
     results = []
     for s in range(seeds):
         seeded = cfg.model_copy(update={"seed": cfg.seed + s})
         log(f"seed {seeded.seed}")
         results.append(run_filter_ablation(seeded, tasks, heldout, out / f"seed-{seeded.seed}", base, log))
-    return {"config": cfg.model_dump(), "seeds": results, "summary": seed_summary(results, SEED_FIGURES)}
+    return {
+        "config": cfg.model_dump(),
+        "seeds": results,
+        "base": seed_entry([r["base"] for r in results], -1, SEED_FIGURES),
+        "summary": seed_summary(results, SEED_FIGURES),
+    }

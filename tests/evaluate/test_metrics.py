@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from touchstone.evaluate.metrics import paired_interval, per_task_difference
+from touchstone.evaluate.metrics import paired_interval, per_task_difference, wilson_interval
 from touchstone.evaluate.schema import Interval, LikelihoodMetrics
 from touchstone.evaluate import (
     RoundMetrics,
@@ -36,6 +36,16 @@ def test_bootstrap_interval_brackets_the_mean_and_narrows_with_more_tasks():
     for interval in (few, many):
         assert interval.low <= interval.value <= interval.high
     assert many.high - many.low < few.high - few.low
+
+
+def test_wilson_interval_matches_the_closed_form_and_bounds_a_zero_count():
+    three = wilson_interval(3, 10)  # Wilson (1927); e.g. Brown, Cai and DasGupta (2001), table values
+    assert three.value == 0.3 and round(three.low, 4) == 0.1078 and round(three.high, 4) == 0.6032
+    none = wilson_interval(0, 48)  # no event in 48: the share is 0, but up to 7.4% is not ruled out
+    assert none.value == none.low == 0.0 and round(none.high, 4) == 0.0741
+    assert wilson_interval(48, 48).high == 1.0
+    with pytest.raises(ValueError, match="3 of 2"):
+        wilson_interval(3, 2)
 
 
 def _attempts(verified: dict[str, list[bool]], findings: int = 0) -> pl.DataFrame:

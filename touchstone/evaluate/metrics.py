@@ -45,6 +45,20 @@ def bootstrap_interval(
     return Interval(value=float(per_task.mean()), low=float(low), high=float(high))
 
 
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> Interval:
+    """A share `successes / n` with its Wilson score interval (95% at z = 1.96): for counts
+    of rare events, where a bootstrap over a handful of zero counts would say [0, 0]."""
+    if not 0 <= successes <= n or n == 0:
+        raise ValueError(f"wilson_interval: need 0 <= successes <= n and n > 0, got {successes} of {n}")
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # at a count of 0 or n the bound is exactly 0 or 1 (the closed form reaches it up to rounding)
+    low = 0.0 if successes == 0 else float(centre - half)
+    high = 1.0 if successes == n else float(centre + half)
+    return Interval(value=p, low=low, high=high)
+
+
 def attempts_table(trajectories: pl.DataFrame, reports: pl.DataFrame) -> pl.DataFrame:
     """Join trajectories (trajectories.parquet) with their verification reports
     (reports.parquet: verdict, n_findings, progress) into one row per attempt with the columns `round_metrics` needs."""

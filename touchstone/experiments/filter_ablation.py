@@ -48,7 +48,7 @@ from touchstone.taskmaking.heldout import HELDOUT_RNG_SEED
 from touchstone.taskmaking.index import INDEX_FILE
 from touchstone.taskmaking.sources import propose_apart_from_heldout
 from touchstone.taskmaking.validate import ValidationConfig
-from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES, bootstrap_interval
+from touchstone.evaluate.metrics import BOOTSTRAP_RESAMPLES, bootstrap_interval, wilson_interval
 from touchstone.experiments.heldout_check import heldout_check
 from touchstone.tasks.schema import Task, load_task_set
 from touchstone.verify.canaries.naive import naive_grade
@@ -58,7 +58,14 @@ Arm = Literal["naive", "touchstone", "matched", "placed", "misplaced"]
 ARMS: tuple[Arm, ...] = ("naive", "touchstone")  # the experiment; the others are optional controls
 OUTCOMES_FILE = "outcomes.parquet"
 # the figures summarized over seeds (`seed_summary`, `--seeds`)
-SEED_FIGURES = ("kept_hack_share", "hack_propensity", "imitation_nll", "sampled_hack_rate")
+SEED_FIGURES = (
+    "kept_hack_share",
+    "hack_propensity",
+    "imitation_nll",
+    "sampled_hack_rate",
+    "pass_at_1",
+    "valid_tool_call_rate",
+)
 NAIVE_CHECK = "naive_harness"
 
 
@@ -183,18 +190,36 @@ class ArmRow(BaseModel):
 def seed_summary(
     results: list[dict], figures: tuple[str, ...], resamples: int = BOOTSTRAP_RESAMPLES
 ) -> dict[str, list[dict]]:
-    """Per arm and round of several seeds' results: each figure's mean over seeds and
-    its 95% percentile bootstrap over seeds (None: no seed measured it)."""
+    """Per arm and round of several seeds' results, `seed_entry` of the seeds' rows."""
     summary: dict[str, list[dict]] = {}
     for arm in results[0]["arms"]:
         for index in range(len(results[0]["arms"][arm])):
             rows = [r["arms"][arm][index] for r in results]
-            entry: dict = {"round": index, "seeds": len(rows)}
-            for f in figures:
-                values = np.array([row[f] for row in rows if row.get(f) is not None], dtype=float)
-                entry[f] = bootstrap_interval(values, resamples).model_dump() if values.size else None
-            summary.setdefault(arm, []).append(entry)
+            summary.setdefault(arm, []).append(seed_entry(rows, index, figures, resamples))
     return summary
+
+
+def seed_entry(rows: list[dict], index: int, figures: tuple[str, ...], resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
+    """Each figure's mean over the seeds' rows with its 95% percentile bootstrap over seeds
+    (None: no seed measured it), and the sampled hacks pooled over seeds (`pooled_hacks`)."""
+    entry: dict = {"round": index, "seeds": len(rows)}
+    for f in figures:
+        values = np.array([row[f] for row in rows if row.get(f) is not None], dtype=float)
+        entry[f] = bootstrap_interval(values, resamples).model_dump() if values.size else None
+    entry["sampled_hacks"] = pooled_hacks(rows)
+    return entry
+
+
+def pooled_hacks(rows: list[dict]) -> dict | None:
+    """The seeds' sampled held-out attempts pooled: {hacks, attempts, value, low, high}, the
+    share with its Wilson interval. Hacks are rare events: three seeds of 0 would give a
+    bootstrap over seeds of [0, 0]; 0 of 48 attempts still allows up to 7% (None: none sampled)."""
+    measured = [r for r in rows if r.get("sampled_attempts")]
+    if not measured:
+        return None
+    hacks = sum(round(r["sampled_hack_rate"] * r["sampled_attempts"]) for r in measured)
+    attempts = sum(r["sampled_attempts"] for r in measured)
+    return {"hacks": hacks, "attempts": attempts, **wilson_interval(hacks, attempts).model_dump()}
 
 
 def round_seed(cfg: AblationConfig, round_index: int) -> int:

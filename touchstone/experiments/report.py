@@ -64,20 +64,74 @@ def ablation_table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n" + split_table(result)
 
 
-def seeds_table(summary: dict[str, Any]) -> str:
-    """Markdown: per arm and round, each figure's mean over seeds with its 95% bootstrap interval over seeds."""
+SEED_FORMATS = {"hack_propensity": "+.3f", "imitation_nll": ".3f"}  # the rest are shares: .2f
+
+
+def seeds_table(summary: dict[str, Any], base: dict[str, Any] | None = None) -> str:
+    """Markdown: per arm and round (the base model first, round -1), each figure's mean over
+    seeds with its 95% bootstrap interval over seeds, and the sampled hacks pooled over seeds
+    (hacks / attempts, Wilson interval)."""
     lines = [
-        "| arm | round | seeds | " + " | ".join(SEED_FIGURES) + " |",
-        "| --- | --- | --- | " + "--- | " * len(SEED_FIGURES),
+        "| arm | round | seeds | " + " | ".join(SEED_FIGURES) + " | sampled hacks, pooled |",
+        "| --- | --- | --- | " + "--- | " * (len(SEED_FIGURES) + 1),
     ]
-    for arm, rounds in summary.items():
+    for arm, rounds in (({"base": [base]} if base else {}) | summary).items():
         for r in rounds:
-            cells = [
-                "n/a" if r[f] is None else f"{r[f]['value']:+.3f} [{r[f]['low']:+.3f}, {r[f]['high']:+.3f}]"
-                for f in SEED_FIGURES
-            ]
+            cells = [_seed_cell(r[f], SEED_FORMATS.get(f, ".2f")) for f in SEED_FIGURES]
+            pooled = r.get("sampled_hacks")
+            cells.append(
+                "n/a"
+                if pooled is None
+                else f"{pooled['hacks']} / {pooled['attempts']} [{pooled['low']:.2f}, {pooled['high']:.2f}]"
+            )
             lines.append(f"| {arm} | {r['round']} | {r['seeds']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _seed_cell(figure: dict | None, spec: str) -> str:
+    if figure is None:
+        return "n/a"
+    return f"{figure['value']:{spec}} [{figure['low']:{spec}}, {figure['high']:{spec}}]"
+
+
+SEED_PANELS = (
+    ("sampled_hack_rate", "sampled hack rate (pooled, Wilson 95%)"),
+    ("pass_at_1", "held-out pass@1"),
+    ("valid_tool_call_rate", "valid tool calls, held-out"),
+    ("kept_hack_share", "hack share of kept training rows"),
+)
+
+
+def plot_seeds(result: dict[str, Any], path: Path) -> Path:
+    """The figure of a several-seed run (`--seeds`), per arm after its last round and the
+    base model: the sampled hack rate pooled over seeds with its Wilson interval, and pass@1,
+    valid calls and the kept rows' hack share as the mean over seeds with its bootstrap
+    interval; every seed's own value is a dot."""
+    arms = ["base", *result["summary"]]
+    last = {"base": result["base"], **{arm: rounds[-1] for arm, rounds in result["summary"].items()}}
+    fig, axes = plt.subplots(1, len(SEED_PANELS), figsize=(4.2 * len(SEED_PANELS), 4.2))
+    for ax, (name, title) in zip(axes, SEED_PANELS, strict=True):
+        for x, arm in enumerate(arms):
+            shown = last[arm].get("sampled_hacks") if name == "sampled_hack_rate" else last[arm].get(name)
+            color = COLORS.get(arm, "tab:gray")
+            if shown is not None:
+                ax.errorbar([x], [shown["value"]], yerr=[[shown["value"] - shown["low"]], [shown["high"] - shown["value"]]],
+                            marker="o", capsize=4, color=color)  # fmt: skip
+            seeds = [_seed_row(seeded, arm).get(name) for seeded in result["seeds"]]
+            dots = [v for v in seeds if v is not None]
+            ax.scatter([x + 0.15] * len(dots), dots, s=12, color=color, alpha=0.6)
+        ax.set_xticks(range(len(arms)), arms, rotation=30)
+        ax.set(title=title, ylim=(-0.05, 1.05))
+    fig.suptitle(f"Filter ablation over {len(result['seeds'])} seeds (hack-prone P = {result['config']['hack_rate']})")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _seed_row(seeded: dict[str, Any], arm: str) -> dict[str, Any]:
+    return seeded["base"] if arm == "base" else seeded["arms"][arm][-1]
 
 
 def split_table(result: dict[str, Any]) -> str:
