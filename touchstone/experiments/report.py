@@ -73,7 +73,7 @@ def seeds_table(summary: dict[str, Any], base: dict[str, Any] | None = None) -> 
     (hacks / attempts, Wilson interval)."""
     lines = [
         "| arm | round | seeds | " + " | ".join(SEED_FIGURES) + " | sampled hacks, pooled |",
-        "| --- | --- | --- | " + "--- | " * (len(SEED_FIGURES) + 1),
+        "| --- | --- | --- |" + " --- |" * (len(SEED_FIGURES) + 1),
     ]
     for arm, rounds in (({"base": [base]} if base else {}) | summary).items():
         for r in rounds:
@@ -131,7 +131,8 @@ def plot_seeds(result: dict[str, Any], path: Path) -> Path:
 
 
 def _seed_row(seeded: dict[str, Any], arm: str) -> dict[str, Any]:
-    return seeded["base"] if arm == "base" else seeded["arms"][arm][-1]
+    """The seed's row of `arm` after its last round ({}: the seed has not run the arm)."""
+    return seeded["base"] if arm == "base" else (seeded["arms"].get(arm) or [{}])[-1]
 
 
 def split_table(result: dict[str, Any]) -> str:
