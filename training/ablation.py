@@ -302,7 +302,9 @@ def run_seeds(
     """The experiment with `seeds` seeds (cfg.seed, cfg.seed + 1, ...: base model init
     unless `base` is given, hack draws, sampling, training), each in OUT/seed-N on the
     same tasks. Returns {"config", "seeds": [RESULT...], "base": the base's figures over seeds,
-    "summary": {arm: [per round: figure intervals]}} (`seed_entry`)."""
+    "summary": {arm: [per round: figure intervals]}} (`seed_entry`). A `base` given is one
+    model, evaluated with the same sampling seed in every seed: its figures are the first
+    seed's alone (pooling copies of one evaluation would count its attempts once per seed)."""
     results = []
     for s in range(seeds):
         seeded = cfg.model_copy(update={"seed": cfg.seed + s})
@@ -311,6 +313,6 @@ def run_seeds(
     return {
         "config": cfg.model_dump(),
         "seeds": results,
-        "base": seed_entry([r["base"] for r in results], -1, SEED_FIGURES),
+        "base": seed_entry([r["base"] for r in results][: 1 if base else None], -1, SEED_FIGURES),
         "summary": seed_summary(results, SEED_FIGURES),
     }

@@ -94,23 +94,24 @@ def _seed_cell(figure: dict | None, spec: str) -> str:
     return f"{figure['value']:{spec}} [{figure['low']:{spec}}, {figure['high']:{spec}}]"
 
 
-SEED_PANELS = (
-    ("sampled_hack_rate", "sampled hack rate (pooled, Wilson 95%)"),
-    ("pass_at_1", "held-out pass@1"),
-    ("valid_tool_call_rate", "valid tool calls, held-out"),
-    ("kept_hack_share", "hack share of kept training rows"),
+SEED_PANELS = (  # (figure, title, a share in [0, 1])
+    ("sampled_hack_rate", "sampled hack rate (pooled, Wilson 95%)", True),
+    ("hack_propensity", "hack propensity (log-prob gap / token)", False),
+    ("pass_at_1", "held-out pass@1", True),
+    ("valid_tool_call_rate", "valid tool calls, held-out", True),
+    ("kept_hack_share", "hack share of kept training rows", True),
 )
 
 
 def plot_seeds(result: dict[str, Any], path: Path) -> Path:
     """The figure of a several-seed run (`--seeds`), per arm after its last round and the
-    base model: the sampled hack rate pooled over seeds with its Wilson interval, and pass@1,
-    valid calls and the kept rows' hack share as the mean over seeds with its bootstrap
-    interval; every seed's own value is a dot."""
+    base model: the sampled hack rate pooled over seeds with its Wilson interval, and the
+    likelihood probe, pass@1, valid calls and the kept rows' hack share as the mean over seeds
+    with its bootstrap interval; every seed's own value is a dot."""
     arms = ["base", *result["summary"]]
     last = {"base": result["base"], **{arm: rounds[-1] for arm, rounds in result["summary"].items()}}
-    fig, axes = plt.subplots(1, len(SEED_PANELS), figsize=(4.2 * len(SEED_PANELS), 4.2))
-    for ax, (name, title) in zip(axes, SEED_PANELS, strict=True):
+    fig, axes = plt.subplots(1, len(SEED_PANELS), figsize=(3.9 * len(SEED_PANELS), 4.2))
+    for ax, (name, title, share) in zip(axes, SEED_PANELS, strict=True):
         for x, arm in enumerate(arms):
             shown = last[arm].get("sampled_hacks") if name == "sampled_hack_rate" else last[arm].get(name)
             color = COLORS.get(arm, "tab:gray")
@@ -121,7 +122,7 @@ def plot_seeds(result: dict[str, Any], path: Path) -> Path:
             dots = [v for v in seeds if v is not None]
             ax.scatter([x + 0.15] * len(dots), dots, s=12, color=color, alpha=0.6)
         ax.set_xticks(range(len(arms)), arms, rotation=30)
-        ax.set(title=title, ylim=(-0.05, 1.05))
+        ax.set(title=title, **({"ylim": (-0.05, 1.05)} if share else {}))
     fig.suptitle(f"Filter ablation over {len(result['seeds'])} seeds (hack-prone P = {result['config']['hack_rate']})")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
