@@ -7,6 +7,8 @@ TOUCHSTONE_REQUIRE_DOCKER=1 (CI, `.ci/run`), where they fail instead."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -48,6 +50,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
             return _UNIT_OF_FILE.get(path, path)
 
     return ByFile(config, log)
+
+
+_DATA_ROOT = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite's own data root, one per process (each xdist worker too), never the
+    checkout's `.touchstone` nor a TOUCHSTONE_HOME from the shell: a `make demo` beside
+    `make test` holds that root's writer lock (the nightly schedule and the sensor then
+    skip their tick), and a user's rounds live there. A test that needs another root sets
+    TOUCHSTONE_HOME itself."""
+    config.stash[_DATA_ROOT] = os.environ["TOUCHSTONE_HOME"] = tempfile.mkdtemp(prefix="touchstone-test-home-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(config.stash.get(_DATA_ROOT, ""), ignore_errors=True)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
