@@ -12,6 +12,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 from touchstone.evaluate.schema import Interval, RoundMetrics  # noqa: E402
 
 
+def save_figure(fig, path: Path, dpi: int = 100) -> Path:
+    """Lay out, write (making the folder) and close a figure; returns its path."""
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
 def interval_line(
     ax, names: list[str], values: list[Interval | None], label: str, offset: float = 0.0, color: str | None = None
 ) -> None:
@@ -62,8 +71,4 @@ def plot_rounds(rounds: list[RoundMetrics], path: Path) -> Path:
     handles = nll.get_legend_handles_labels()[0] + propensity.get_legend_handles_labels()[0]
     if handles:
         nll.legend(handles=handles)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -18,7 +18,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from touchstone.evaluate.metrics import paired_interval, per_task_difference
-from touchstone.evaluate.plots import plt
+from touchstone.evaluate.plots import plt, save_figure
 from touchstone.evaluate.report import interval_text
 from touchstone.evaluate.schema import Interval, RoundMetrics
 from touchstone.paths import Asset
@@ -194,10 +194,7 @@ def plot_study(points: list[StudyPoint], path: Path) -> Path:
     the round it controls (one colour for every control hid which run it belonged to)."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
     draw_study(ax, points)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def draw_study(ax, points: list[StudyPoint]) -> None:

@@ -12,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")  # headless
 import matplotlib.pyplot as plt  # noqa: E402
 
-from touchstone.evaluate.plots import interval_line  # noqa: E402
+from touchstone.evaluate.plots import interval_line, save_figure  # noqa: E402
 from touchstone.experiments.filter_ablation import SEED_FIGURES  # noqa: E402
 from touchstone.evaluate.schema import Interval  # noqa: E402
 
@@ -124,11 +124,7 @@ def plot_seeds(result: dict[str, Any], path: Path) -> Path:
         ax.set_xticks(range(len(arms)), arms, rotation=30)
         ax.set(title=title, **({"ylim": (-0.05, 1.05)} if share else {}))
     fig.suptitle(f"Filter ablation over {len(result['seeds'])} seeds (hack-prone P = {result['config']['hack_rate']})")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def _seed_row(seeded: dict[str, Any], arm: str) -> dict[str, Any]:
@@ -191,11 +187,7 @@ def plot_ablation(result: dict[str, Any], path: Path) -> Path:
     for ax in (prop, nll, share):
         ax.legend()
     fig.suptitle(f"Filter ablation (hack-prone round-0 policy, P = {result['config']['hack_rate']})")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 CREDIT_COLORS = {"uniform": "tab:gray", "progress": "tab:blue", "shuffled": "tab:purple", "outcome_rl": "tab:green"}
@@ -249,11 +241,7 @@ def plot_credit(result: dict[str, Any], path: Path) -> Path:
         f"Credit assignment: the same verified runs, {len(arms)} arms x {cfg['seeds']} seeds "
         f"(dots: seeds; bars: 95% bootstrap over seeds)"
     )
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_splits(result: dict[str, Any], path: Path, round_index: int = 0) -> Path:
@@ -276,8 +264,4 @@ def plot_splits(result: dict[str, Any], path: Path, round_index: int = 0) -> Pat
     ax.set(ylim=(0, 1.15), ylabel="share the filter passed")
     ax.set_title(f"What each filter passed, round {round_index} (labels: the policy's own record)")
     ax.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
