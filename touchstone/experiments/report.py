@@ -115,16 +115,20 @@ def plot_seeds(result: dict[str, Any], path: Path) -> Path:
         for x, arm in enumerate(arms):
             shown = last[arm].get("sampled_hacks") if name == "sampled_hack_rate" else last[arm].get(name)
             color = COLORS.get(arm, "tab:gray")
-            if shown is not None:
-                ax.errorbar([x], [shown["value"]], yerr=[[shown["value"] - shown["low"]], [shown["high"] - shown["value"]]],
-                            marker="o", capsize=4, color=color)  # fmt: skip
             seeds = [_seed_row(seeded, arm).get(name) for seeded in result["seeds"]]
-            dots = [v for v in seeds if v is not None]
-            ax.scatter([x + 0.15] * len(dots), dots, s=12, color=color, alpha=0.6)
+            _over_seeds(ax, x, shown, [v for v in seeds if v is not None], color)
         ax.set_xticks(range(len(arms)), arms, rotation=30)
         ax.set(title=title, **({"ylim": (-0.05, 1.05)} if share else {}))
     fig.suptitle(f"Filter ablation over {len(result['seeds'])} seeds (hack-prone P = {result['config']['hack_rate']})")
     return save_figure(fig, path)
+
+
+def _over_seeds(ax, x: float, interval: dict | None, seeds: list[float], color: str | None) -> None:
+    """At `x`: the figure over seeds with its interval (when there is one) and each seed's value as a dot."""
+    if interval is not None:
+        ax.errorbar([x], [interval["value"]], yerr=[[interval["value"] - interval["low"]], [interval["high"] - interval["value"]]],
+                    fmt="o", capsize=5, color=color)  # fmt: skip
+    ax.scatter([x + 0.15] * len(seeds), seeds, s=14, color=color, alpha=0.5)
 
 
 def _seed_row(seeded: dict[str, Any], arm: str) -> dict[str, Any]:
@@ -230,10 +234,7 @@ def plot_credit(result: dict[str, Any], path: Path) -> Path:
             s = data["summary"].get(name)
             seeds = [r[name] for r in data["rows"] if r[name] is not None]
             color = CREDIT_COLORS.get(arm)
-            if s is not None:
-                ax.errorbar([i], [s["value"]], yerr=[[s["value"] - s["low"]], [s["high"] - s["value"]]], fmt="o",
-                            color=color, capsize=6, markersize=8)  # fmt: skip
-            ax.scatter([i + 0.15] * len(seeds), seeds, color=color, alpha=0.5, s=14)
+            _over_seeds(ax, i, s, seeds, color)
         ax.set_xticks(range(len(arms)), arms)
         ax.set_title(title, fontsize=10)
     cfg = result["config"]
